@@ -2,3 +2,16 @@
 //!
 //! Data flow, one module per stage (see DESIGN.md):
 //! suite → plan → images → vm → samples → stats → report.
+
+pub mod cli;
+pub mod error;
+pub mod images;
+pub mod plan;
+pub mod prereq;
+pub mod protocol;
+pub mod report;
+pub mod run;
+pub mod samples;
+pub mod suite;
+pub mod vm;
+pub mod workloads;

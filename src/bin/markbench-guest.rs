@@ -1,1 +1,197 @@
-fn main(){}
+//! The markbench guest agent: PID 1 of every benchmark boot.
+//!
+//! It mounts what the workloads need, reads the job the host appended to the
+//! initramfs (`/job`), runs each command with the tools shipped in the image
+//! (busybox, hackbench, ping, …), times every run with the guest's
+//! CLOCK_MONOTONIC (`std::time::Instant`), reports each run as one line on the
+//! results port (`/dev/ttyS1`) and powers the machine off.
+//!
+//! It is built static with `std` only (no crates), so the host can compile it
+//! with a single `rustc` call and drop it into an initramfs as `/init`.
+
+#[path = "../protocol.rs"]
+#[allow(dead_code)]
+mod protocol;
+
+use protocol::{Directive, Message, RunRecord};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const BUSYBOX: &str = "/bin/busybox";
+const RESULTS_PORT: &str = "/dev/ttyS1";
+const JOB_FILE: &str = "/job";
+/// USER_HZ: the unit of the times in /proc/<pid>/stat; 100 on every x86 Linux.
+const USER_HZ: u64 = 100;
+
+fn main() {
+    let mut results = open_results_port();
+    if let Err(message) = run_agent(&mut results) {
+        send(&mut results, &Message::Error { message });
+    }
+    send(&mut results, &Message::Done);
+    let _ = results.flush();
+    power_off();
+}
+
+fn busybox(args: &[&str]) -> std::io::Result<std::process::ExitStatus> {
+    Command::new(BUSYBOX)
+        .args(args)
+        .stdin(Stdio::null())
+        .status()
+}
+
+fn mount_filesystems() {
+    for dir in ["/proc", "/sys", "/dev", "/tmp", "/run"] {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = busybox(&["mount", "-t", "proc", "proc", "/proc"]);
+    let _ = busybox(&["mount", "-t", "sysfs", "sysfs", "/sys"]);
+    let _ = busybox(&["mount", "-t", "devtmpfs", "devtmpfs", "/dev"]);
+    let _ = busybox(&["mount", "-t", "tmpfs", "tmpfs", "/tmp"]);
+    let _ = busybox(&["mount", "-t", "tmpfs", "tmpfs", "/run"]);
+}
+
+fn open_results_port() -> Box<dyn Write> {
+    mount_filesystems();
+    match OpenOptions::new().write(true).open(RESULTS_PORT) {
+        Ok(port) => {
+            // Raw mode: no newline translation, no echo, so lines arrive intact.
+            let _ = busybox(&["stty", "-F", RESULTS_PORT, "raw", "-echo", "115200"]);
+            Box::new(port)
+        }
+        // Without the results port nothing can be reported; the console is the
+        // only place left to say why, and the host will see no `done` line.
+        Err(err) => {
+            eprintln!("markbench-guest: cannot open {RESULTS_PORT}: {err}");
+            Box::new(std::io::stderr())
+        }
+    }
+}
+
+fn send(port: &mut Box<dyn Write>, message: &Message) {
+    let _ = writeln!(port, "{}", message.to_line());
+    let _ = port.flush();
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
+    send(
+        results,
+        &Message::Hello {
+            kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
+            online_cpus: read_trimmed("/sys/devices/system/cpu/online"),
+            cmdline: read_trimmed("/proc/cmdline"),
+        },
+    );
+    let job = std::fs::read_to_string(JOB_FILE).map_err(|e| format!("reading {JOB_FILE}: {e}"))?;
+    let mut directives = Vec::new();
+    for (number, line) in job.lines().enumerate() {
+        match Directive::parse_line(line) {
+            Ok(Some(d)) => directives.push(d),
+            Ok(None) => {}
+            Err(e) => return Err(format!("{JOB_FILE}:{}: {e}", number + 1)),
+        }
+    }
+    std::env::set_var("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+    std::env::set_var("HOME", "/tmp");
+    std::env::set_current_dir("/tmp").map_err(|e| format!("cd /tmp: {e}"))?;
+    for directive in directives {
+        match directive {
+            Directive::Setup { argv } => {
+                let (status, output) = execute(&argv).map_err(|e| format!("{argv:?}: {e}"))?;
+                send(results, &Message::Setup { status, output });
+                if status != 0 {
+                    return Err(format!("setup command {argv:?} exited with {status}"));
+                }
+            }
+            Directive::Run {
+                id,
+                iterations,
+                argv,
+            } => {
+                for iteration in 0..iterations {
+                    let record = timed_run(&id, iteration, &argv)?;
+                    let failed = record.status != 0;
+                    send(results, &Message::Run(record));
+                    if failed {
+                        // Later iterations of a failing command would fail the
+                        // same way; stop the boot and let the host record why.
+                        return Err(format!("{id}: command {argv:?} failed"));
+                    }
+                }
+            }
+            Directive::Sysrq { key } => {
+                let mut trigger = File::create("/proc/sysrq-trigger")
+                    .map_err(|e| format!("opening /proc/sysrq-trigger: {e}"))?;
+                let _ = trigger.write_all(&[key as u8]);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+fn execute(argv: &[String]) -> std::io::Result<(i32, String)> {
+    let output = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .output()?;
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    Ok((exit_code(output.status), text))
+}
+
+/// CPU time (user, system) of all waited-for children of this process, in ns.
+fn children_cpu_ns() -> (u64, u64) {
+    let stat = read_trimmed("/proc/self/stat");
+    // The command name (field 2) may hold spaces; fields after ')' are fixed.
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After ')': state is index 0, so cutime (field 16) is index 13, cstime 14.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let to_ns = |t: u64| t * (1_000_000_000 / USER_HZ);
+    (to_ns(ticks(13)), to_ns(ticks(14)))
+}
+
+fn timed_run(id: &str, iteration: u32, argv: &[String]) -> Result<RunRecord, String> {
+    let (user_before, sys_before) = children_cpu_ns();
+    let start = Instant::now();
+    let (status, output) = execute(argv).map_err(|e| format!("starting {argv:?}: {e}"))?;
+    let elapsed = start.elapsed();
+    let (user_after, sys_after) = children_cpu_ns();
+    Ok(RunRecord {
+        id: id.to_string(),
+        iteration,
+        status,
+        elapsed_ns: elapsed.as_nanos() as u64,
+        user_ns: user_after.saturating_sub(user_before),
+        sys_ns: sys_after.saturating_sub(sys_before),
+        output,
+    })
+}
+
+fn power_off() -> ! {
+    let _ = busybox(&["sync"]);
+    let _ = busybox(&["poweroff", "-f"]);
+    // If poweroff failed, exiting PID 1 panics the kernel, and `panic=-1`
+    // with QEMU's `-no-reboot` ends the VM all the same.
+    std::process::exit(1)
+}

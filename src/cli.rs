@@ -1,0 +1,300 @@
+//! The command line. Parsing (clap) stays here; every command is a thin call
+//! into the stage modules.
+
+use crate::error::InputError;
+use crate::images::kernel::{self, KernelSource, KernelSpec};
+use crate::images::{cache_dir, initramfs};
+use crate::suite::{project_root, AccelChoice, Suite};
+use crate::vm::qemu::QemuRunner;
+use crate::{plan, prereq, report, run, vm};
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "markbench",
+    version,
+    about = "What does this kernel change cost? Builds two kernels, boots each under QEMU, \
+             runs macro-benchmarks inside them and writes a report comparing the two."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Build both kernels of a suite, boot them in turn, measure, and write a report.
+    Compare(CompareArgs),
+    /// Build the suite's kernels and the guest initramfs into the cache, or list the cache.
+    Images(ImagesArgs),
+    /// Re-render report.md of a run directory from its samples.csv and meta.toml.
+    Report {
+        /// A run directory, e.g. reports/20261130-101500-quick.
+        dir: PathBuf,
+    },
+    /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
+    Setup {
+        /// Only check; print the install command instead of running it.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// The suite file.
+    #[arg(long, default_value = "suites/quick.toml")]
+    pub suite: PathBuf,
+    /// Kernel source: a tarball or a git kernel tree (never written into).
+    /// Default: the suite's [kernel] source, else Debian's linux-source-6.1.
+    #[arg(long)]
+    pub kernel_source: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Print the plan and exit without building or booting anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Accelerator: auto (try KVM, fall back to TCG), kvm or tcg. Default: the suite's.
+    #[arg(long, value_enum)]
+    pub accel: Option<AccelArg>,
+    /// Where run directories go.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum AccelArg {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+#[derive(Debug, Args)]
+pub struct ImagesArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// List what is in the cache instead of building.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// Resolves a path given on the command line or in a suite: as given when it
+/// exists, else relative to the project (so `cargo run` works from anywhere).
+fn resolve(path: &Path) -> PathBuf {
+    if path.is_absolute() || path.exists() {
+        path.to_path_buf()
+    } else {
+        project_root().join(path)
+    }
+}
+
+fn images_dir() -> PathBuf {
+    project_root().join("vm-images")
+}
+
+fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
+    let path = resolve(&args.suite);
+    let suite = Suite::load(&path, &images_dir())?;
+    let source_path = args
+        .kernel_source
+        .clone()
+        .or_else(|| suite.kernel_source.clone())
+        .unwrap_or_else(|| PathBuf::from(prereq::DEFAULT_KERNEL_SOURCE));
+    let source = if source_path == Path::new(prereq::DEFAULT_KERNEL_SOURCE) && !source_path.exists()
+    {
+        // Installed by `setup` below; checked again after it ran.
+        KernelSource::Tarball(source_path)
+    } else {
+        KernelSource::from_path(&source_path)?
+    };
+    Ok((suite, source))
+}
+
+pub fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Setup { check } => {
+            prereq::ensure(check)?;
+            println!("markbench: all prerequisites are installed");
+            Ok(0)
+        }
+        Command::Report { dir } => {
+            if !dir.join(crate::samples::META_FILE).is_file() {
+                return Err(InputError::new(format!(
+                    "{}: not a run directory (no {})",
+                    dir.display(),
+                    crate::samples::META_FILE
+                ))
+                .into());
+            }
+            let path = report::write(&dir)?;
+            println!("{}", path.display());
+            Ok(0)
+        }
+        Command::Images(args) => images(args),
+        Command::Compare(args) => compare(args),
+    }
+}
+
+fn images(args: ImagesArgs) -> Result<i32> {
+    if args.list {
+        println!("cache: {}", cache_dir().display());
+        for k in kernel::cached_kernels() {
+            println!(
+                "kernel {:<20} {}  built in {:>4.0} s  {}",
+                k.name,
+                &k.key[..16],
+                k.build_seconds,
+                k.bzimage.display()
+            );
+        }
+        return Ok(0);
+    }
+    let (suite, source) = load_suite(&args.suite)?;
+    prereq::ensure(false)?;
+    let images = run::prepare_images(&suite, &source, &images_dir())?;
+    for k in &images.kernels {
+        println!("kernel {:<20} {}", k.name, k.bzimage.display());
+    }
+    println!("initramfs {}", images.base.path.display());
+    Ok(0)
+}
+
+fn print_plan(suite: &Suite, source: &KernelSource) {
+    let units = plan::expand(suite);
+    let host_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    println!("suite {} ({})", suite.name, suite.path.display());
+    if !suite.description.is_empty() {
+        println!("  {}", suite.description);
+    }
+    println!("kernel source: {source:?}");
+    for (i, v) in suite.variants.iter().enumerate() {
+        let spec = KernelSpec::from_images_dir(&images_dir(), &v.kernel);
+        println!(
+            "  {} {}: kernel {} ({}){}",
+            if i == 0 {
+                "without (baseline):"
+            } else {
+                "with (candidate):  "
+            },
+            v.name,
+            v.kernel,
+            spec.fragments
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            if v.cmdline.is_empty() {
+                String::new()
+            } else {
+                format!(", cmdline {:?}", v.cmdline)
+            }
+        );
+    }
+    for w in &suite.workloads {
+        println!(
+            "  workload {}",
+            serde_json::to_string(w).unwrap_or_default()
+        );
+    }
+    let runs: u32 = units
+        .iter()
+        .flat_map(|u| &u.steps)
+        .map(|s| s.iterations)
+        .sum();
+    println!(
+        "{} boots ({} per variant × {} CPU count{}), {} timed runs in all ({} measured + {} warm-up per point per boot)",
+        units.len(),
+        suite.boots,
+        suite.cpus.len(),
+        if suite.cpus.len() == 1 { "" } else { "s" },
+        runs,
+        suite.iterations,
+        suite.warmup
+    );
+    println!("order (ABBA, seed {}):", suite.seed);
+    for u in &units {
+        println!(
+            "  {:>3}  {:<20} {} CPUs  boot {}",
+            u.index, u.variant, u.cpus, u.boot
+        );
+    }
+    if let Some(&max) = suite.cpus.iter().max() {
+        if max > host_cores {
+            println!(
+                "WARNING: {max} vCPUs on a host with {host_cores} cores: oversubscribed vCPUs make \
+                 timings meaningless; use a bigger host for this suite"
+            );
+        }
+    }
+    if suite.accel != AccelChoice::Kvm {
+        println!(
+            "note: without working KVM the guests run under TCG (software emulation): timings are \
+             several times slower and noisier than on hardware"
+        );
+    }
+}
+
+fn compare(args: CompareArgs) -> Result<i32> {
+    let (mut suite, source) = load_suite(&args.suite)?;
+    if let Some(a) = args.accel {
+        suite.accel = match a {
+            AccelArg::Auto => AccelChoice::Auto,
+            AccelArg::Kvm => AccelChoice::Kvm,
+            AccelArg::Tcg => AccelChoice::Tcg,
+        };
+    }
+    print_plan(&suite, &source);
+    if args.dry_run {
+        return Ok(0);
+    }
+    let started = std::time::Instant::now();
+    prereq::ensure(false)?;
+    let source = match source {
+        KernelSource::Tarball(p) => KernelSource::from_path(&p)?,
+        s => s,
+    };
+    let images = run::prepare_images(&suite, &source, &images_dir())?;
+    let reports = resolve(&args.reports);
+    let dir = run::new_run_dir(&reports, &suite)?;
+    println!("run directory: {}", dir.display());
+    let mut runner = QemuRunner;
+    let trial_initrd = dir.join("logs/accel-trial.initrd");
+    initramfs::write_boot_initrd(&images.base, &[], &trial_initrd)?;
+    let decision = vm::accel::decide(
+        suite.accel,
+        &mut runner,
+        &images.kernels[0].bzimage,
+        &trial_initrd,
+        &dir.join("logs/accel-trial.log"),
+    );
+    let _ = std::fs::remove_file(&trial_initrd);
+    println!(
+        "accelerator: {} ({})",
+        decision.accel.as_str(),
+        decision.reason
+    );
+    let meta = run::execute(&suite, &images, &decision, &mut runner, &dir)
+        .with_context(|| format!("run in {}", dir.display()))?;
+    let latest = reports.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
+    let failed = meta.boots.iter().filter(|b| !b.ok).count();
+    println!(
+        "report: {}\n{} boots, {} failed, {:.0} s in all",
+        dir.join(report::REPORT_FILE).display(),
+        meta.boots.len(),
+        failed,
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 {
+        eprintln!("markbench: {failed} boot(s) failed; see the Boots table in the report");
+        return Ok(3);
+    }
+    Ok(0)
+}

@@ -1,0 +1,54 @@
+//! Errors that are the user's to fix (bad suite, unknown workload, missing
+//! kernel source). They exit with status 2; everything else exits with 1
+//! (or 3 for infrastructure failures reported by the run itself).
+
+use std::path::Path;
+
+/// A problem with what the user asked for, as opposed to a failure of the
+/// machinery. The message names the file and the position where known.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct InputError {
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(message: impl Into<String>) -> Self {
+        InputError {
+            message: message.into(),
+        }
+    }
+
+    /// An error located in a file at a byte offset, rendered `file:line:col: message`.
+    pub fn at(path: &Path, text: &str, offset: usize, message: impl std::fmt::Display) -> Self {
+        let (line, col) = line_col(text, offset);
+        InputError::new(format!("{}:{line}:{col}: {message}", path.display()))
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit_once('\n')
+        .map_or(before, |(_, tail)| tail)
+        .chars()
+        .count()
+        + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_from_one() {
+        let text = "a = 1\nbb = 2\n";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 6), (2, 1));
+        assert_eq!(line_col(text, 9), (2, 4));
+    }
+}

@@ -1,0 +1,256 @@
+//! The guest initramfs: the static agent as `/init`, static busybox, and the
+//! benchmark programs with the shared libraries they link, as a cached newc
+//! cpio archive. A boot's job rides in a second small archive appended to it
+//! (the kernel unpacks concatenated archives), so nothing is rebuilt per boot.
+
+use super::{cache_dir, key_of, tool_version};
+use crate::protocol::{Directive, JOB_HEADER};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Host programs copied into every image, with their libraries.
+pub const GUEST_PROGRAMS: &[&str] = &["/usr/bin/hackbench", "/usr/bin/ping"];
+const BUSYBOX: &str = "/bin/busybox";
+
+/// Source of the guest agent, compiled into the image.
+fn agent_sources() -> Vec<PathBuf> {
+    let root = crate::suite::project_root();
+    vec![
+        root.join("src/bin/markbench-guest.rs"),
+        root.join("src/protocol.rs"),
+    ]
+}
+
+/// Compiles the guest agent as a static binary with one `rustc` call (it uses
+/// std only). `--target` must be explicit for `crt-static` to give a
+/// static-pie binary on the gnu target.
+pub fn build_agent(out: &Path) -> Result<()> {
+    let status = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .args(["--edition", "2021", "--crate-name", "markbench_guest"])
+        .args([
+            "-C",
+            "opt-level=2",
+            "-C",
+            "strip=symbols",
+            "-C",
+            "panic=abort",
+        ])
+        .args(["-C", "target-feature=+crt-static"])
+        .args(["--target", "x86_64-unknown-linux-gnu"])
+        .arg(&agent_sources()[0])
+        .arg("-o")
+        .arg(out)
+        .status()
+        .context("starting rustc to build the guest agent")?;
+    if !status.success() {
+        bail!("building the guest agent failed ({status})");
+    }
+    if !crate::prereq::is_static_elf(out) {
+        bail!("{}: the guest agent is not a static binary", out.display());
+    }
+    Ok(())
+}
+
+/// Libraries a dynamic executable needs, as `ldd` reports them (absolute paths).
+pub fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
+    let out = Command::new("ldd")
+        .arg(program)
+        .output()
+        .with_context(|| format!("running ldd {}", program.display()))?;
+    Ok(parse_ldd(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Absolute library paths from `ldd` output (`name => /path (addr)` or `/path (addr)`).
+pub fn parse_ldd(text: &str) -> Vec<PathBuf> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let path = match l.split_once("=>") {
+                Some((_, rhs)) => rhs.trim().split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect()
+}
+
+fn copy_into(root: &Path, host_path: &Path) -> Result<()> {
+    let dest = root.join(host_path.strip_prefix("/").unwrap_or(host_path));
+    std::fs::create_dir_all(dest.parent().unwrap_or(root))?;
+    // Follow symlinks: the image gets the real bytes under the linked name.
+    std::fs::copy(host_path, &dest)
+        .with_context(|| format!("copying {} into the initramfs", host_path.display()))?;
+    Ok(())
+}
+
+/// Packs a directory into a newc cpio archive owned by root.
+fn pack_cpio(root: &Path, out: &Path) -> Result<()> {
+    let list = Command::new("find")
+        .arg(".")
+        .current_dir(root)
+        .output()
+        .context("listing initramfs files")?;
+    let mut names: Vec<&str> = std::str::from_utf8(&list.stdout)?.lines().collect();
+    names.sort(); // a stable order makes the archive reproducible
+    let file = std::fs::File::create(out)?;
+    let mut child = Command::new("cpio")
+        .args(["--quiet", "-o", "-H", "newc", "-R", "0:0", "--reproducible"])
+        .current_dir(root)
+        .stdin(Stdio::piped())
+        .stdout(file)
+        .spawn()
+        .context("starting cpio")?;
+    {
+        let mut stdin = child.stdin.take().context("cpio stdin")?;
+        for n in names {
+            writeln!(stdin, "{n}")?;
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("cpio failed ({status})");
+    }
+    Ok(())
+}
+
+/// The cached base initramfs.
+#[derive(Debug, Clone)]
+pub struct BaseImage {
+    pub path: PathBuf,
+    pub key: String,
+}
+
+/// Returns the base initramfs, building it when its inputs changed.
+pub fn ensure_base() -> Result<BaseImage> {
+    let mut programs: Vec<PathBuf> = vec![PathBuf::from(BUSYBOX)];
+    programs.extend(GUEST_PROGRAMS.iter().map(PathBuf::from));
+    let mut files: BTreeSet<PathBuf> = BTreeSet::new();
+    for p in &programs {
+        if !p.is_file() {
+            bail!("{} is missing; run `markbench setup`", p.display());
+        }
+        files.insert(p.clone());
+        if p.as_path() != Path::new(BUSYBOX) {
+            files.extend(shared_libraries(p)?);
+        }
+    }
+    let mut parts: Vec<(String, Vec<u8>)> = vec![
+        ("recipe".into(), b"initramfs v1".to_vec()),
+        ("rustc".into(), tool_version("rustc").into_bytes()),
+    ];
+    for src in agent_sources() {
+        parts.push((src.display().to_string(), std::fs::read(&src)?));
+    }
+    for f in &files {
+        let meta = std::fs::metadata(f)?;
+        let stamp = format!("{} {:?}", meta.len(), meta.modified().ok());
+        parts.push((f.display().to_string(), stamp.into_bytes()));
+    }
+    let refs: Vec<(&str, &[u8])> = parts
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_slice()))
+        .collect();
+    let key = key_of(&refs);
+    let dir = cache_dir().join("initramfs");
+    let path = dir.join(format!("base-{}.cpio", &key[..16]));
+    if path.is_file() {
+        return Ok(BaseImage { path, key });
+    }
+    std::fs::create_dir_all(&dir)?;
+    let staging = tempfile::Builder::new()
+        .prefix("initramfs-")
+        .tempdir_in(&dir)?;
+    let root = staging.path().join("root");
+    for d in [
+        "bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "run", "etc", "root",
+    ] {
+        std::fs::create_dir_all(root.join(d))?;
+    }
+    eprintln!("markbench: building the guest agent and initramfs …");
+    build_agent(&root.join("init"))?;
+    for f in &files {
+        copy_into(&root, f)?;
+    }
+    // Shell and the applets the agent and workloads call by name.
+    for applet in ["sh", "mount", "ip", "poweroff", "stty", "sync", "cat", "ls"] {
+        std::os::unix::fs::symlink("busybox", root.join("bin").join(applet))?;
+    }
+    std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
+    std::fs::write(root.join("etc/group"), "root:x:0:\n")?;
+    let partial = path.with_extension(format!("partial-{}", std::process::id()));
+    pack_cpio(&root, &partial)?;
+    std::fs::rename(&partial, &path)?;
+    Ok(BaseImage { path, key })
+}
+
+/// The job file text for a list of directives.
+pub fn job_text(directives: &[Directive]) -> Result<String> {
+    let mut text = format!("{JOB_HEADER}\n");
+    for d in directives {
+        let line = d
+            .to_line()
+            .map_err(|e| anyhow::anyhow!("cannot encode job: {e}"))?;
+        text.push_str(&line);
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// Writes `base + job` to `out`: the initrd of one boot.
+pub fn write_boot_initrd(base: &BaseImage, directives: &[Directive], out: &Path) -> Result<()> {
+    let staging = tempfile::tempdir()?;
+    let root = staging.path().join("root");
+    std::fs::create_dir_all(&root)?;
+    std::fs::write(root.join("job"), job_text(directives)?)?;
+    let job_cpio = staging.path().join("job.cpio");
+    pack_cpio(&root, &job_cpio)?;
+    let mut initrd =
+        std::fs::read(&base.path).with_context(|| format!("reading {}", base.path.display()))?;
+    initrd.extend(std::fs::read(&job_cpio)?);
+    std::fs::write(out, initrd).with_context(|| format!("writing {}", out.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_output_gives_library_paths() {
+        let text = "\tlinux-vdso.so.1 (0x00007ffd)\n\
+                    \tlibpthread.so.0 => /lib/x86_64-linux-gnu/libpthread.so.0 (0x00007f91)\n\
+                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f91)\n\
+                    \t/lib64/ld-linux-x86-64.so.2 (0x00007f91)\n";
+        assert_eq!(
+            parse_ldd(text),
+            vec![
+                PathBuf::from("/lib/x86_64-linux-gnu/libpthread.so.0"),
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
+                PathBuf::from("/lib64/ld-linux-x86-64.so.2"),
+            ]
+        );
+    }
+
+    #[test]
+    fn job_text_round_trips_through_the_agent_parser() {
+        let directives = vec![
+            Directive::Setup {
+                argv: vec!["/bin/ip".into(), "link".into()],
+            },
+            Directive::Run {
+                id: "hackbench/4".into(),
+                iterations: 3,
+                argv: vec!["/usr/bin/hackbench".into(), "-g".into(), "4".into()],
+            },
+        ];
+        let text = job_text(&directives).unwrap();
+        let parsed: Vec<Directive> = text
+            .lines()
+            .filter_map(|l| Directive::parse_line(l).unwrap())
+            .collect();
+        assert_eq!(parsed, directives);
+    }
+}

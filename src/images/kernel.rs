@@ -1,0 +1,539 @@
+//! Guest kernels: `tinyconfig` + `vm-images/base.config` + one variant
+//! fragment, built out of tree (`O=`) from an unpacked source, cached under a
+//! key made of the source identity, the fragments and the compiler version.
+//!
+//! After `olddefconfig` every symbol the fragments set is checked against the
+//! final `.config`: Kconfig silently drops options whose dependencies are
+//! missing, and a "markers-on" kernel without tracepoints would make the
+//! whole comparison a lie.
+
+use super::{cache_dir, key_of, tool_version};
+use crate::error::InputError;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Where the kernel source comes from.
+#[derive(Debug, Clone)]
+pub enum KernelSource {
+    /// A release tarball such as Debian's `/usr/src/linux-source-6.1.tar.xz`,
+    /// unpacked once into the cache.
+    Tarball(PathBuf),
+    /// A kernel tree of the user's (a git checkout); built with `O=`, never
+    /// written into.
+    Tree(PathBuf),
+}
+
+impl KernelSource {
+    pub fn from_path(path: &Path) -> Result<KernelSource, InputError> {
+        if path.is_dir() {
+            if !path.join("Makefile").is_file() || !path.join("Kconfig").is_file() {
+                return Err(InputError::new(format!(
+                    "{}: not a kernel source tree (no Makefile and Kconfig)",
+                    path.display()
+                )));
+            }
+            Ok(KernelSource::Tree(path.to_path_buf()))
+        } else if path.is_file() {
+            Ok(KernelSource::Tarball(path.to_path_buf()))
+        } else {
+            Err(InputError::new(format!(
+                "kernel source {} does not exist (give a kernel tree or a tarball such as {})",
+                path.display(),
+                crate::prereq::DEFAULT_KERNEL_SOURCE
+            )))
+        }
+    }
+
+    /// A string that changes whenever the source does: the tarball's SHA-256,
+    /// or a tree's git HEAD plus a hash of its uncommitted changes.
+    pub fn identity(&self) -> Result<String> {
+        match self {
+            KernelSource::Tarball(path) => {
+                let mut file = std::fs::File::open(path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+                std::io::copy(&mut file, &mut hasher)?;
+                Ok(format!(
+                    "tarball {} sha256 {}",
+                    path.file_name().unwrap_or_default().to_string_lossy(),
+                    hex::encode(sha2::Digest::finalize(hasher))
+                ))
+            }
+            KernelSource::Tree(path) => {
+                let git = |args: &[&str]| -> Result<String> {
+                    let out = Command::new("git")
+                        .arg("-C")
+                        .arg(path)
+                        .args(args)
+                        .output()?;
+                    if !out.status.success() {
+                        bail!(
+                            "{}: cannot identify the tree (`git {}` failed); markbench caches builds \
+                             by git revision, so give it a git checkout or a tarball",
+                            path.display(),
+                            args.join(" ")
+                        );
+                    }
+                    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+                };
+                let head = git(&["rev-parse", "HEAD"])?;
+                let diff = git(&["diff", "HEAD"])?;
+                Ok(format!(
+                    "tree {} HEAD {} changes {}",
+                    path.display(),
+                    head.trim(),
+                    &key_of(&[("diff", diff.as_bytes())])[..16]
+                ))
+            }
+        }
+    }
+}
+
+/// What a kernel is built from.
+#[derive(Debug, Clone)]
+pub struct KernelSpec {
+    /// The variant fragment's name, e.g. `markers-on`.
+    pub name: String,
+    /// Base fragment first, then the variant's; later lines win.
+    pub fragments: Vec<PathBuf>,
+}
+
+impl KernelSpec {
+    pub fn from_images_dir(images_dir: &Path, name: &str) -> KernelSpec {
+        KernelSpec {
+            name: name.to_string(),
+            fragments: vec![
+                images_dir.join("base.config"),
+                images_dir.join(format!("{name}.config")),
+            ],
+        }
+    }
+}
+
+/// A built, verified kernel in the cache.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct KernelImage {
+    pub name: String,
+    pub key: String,
+    pub dir: PathBuf,
+    pub bzimage: PathBuf,
+    pub config: PathBuf,
+    pub build_log: PathBuf,
+    pub source_identity: String,
+    pub compiler: String,
+    /// SHA-256 of each fragment, by file name.
+    pub fragment_sha256: BTreeMap<String, String>,
+    pub config_sha256: String,
+    pub build_seconds: f64,
+}
+
+const RECORD: &str = "kernel.toml";
+
+/// What a fragment asks of one symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expectation {
+    pub symbol: String,
+    /// `None` means "is not set".
+    pub value: Option<String>,
+    pub fragment: PathBuf,
+    pub line: usize,
+}
+
+/// Reads the `CONFIG_X=v` and `# CONFIG_X is not set` lines of a fragment.
+pub fn parse_fragment(path: &Path, text: &str) -> Result<Vec<Expectation>, InputError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        let at = |value: Option<String>, symbol: &str| Expectation {
+            symbol: symbol.to_string(),
+            value,
+            fragment: path.to_path_buf(),
+            line: i + 1,
+        };
+        if let Some(rest) = line.strip_prefix("# CONFIG_") {
+            if let Some(sym) = rest.strip_suffix(" is not set") {
+                out.push(at(None, &format!("CONFIG_{sym}")));
+            }
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match line.split_once('=') {
+            Some((sym, value)) if sym.starts_with("CONFIG_") && !value.is_empty() => {
+                out.push(at(Some(value.to_string()), sym))
+            }
+            _ => {
+                return Err(InputError::new(format!(
+                    "{}:{}:1: not a Kconfig line: {raw:?} (expected CONFIG_X=value or \
+                     `# CONFIG_X is not set`)",
+                    path.display(),
+                    i + 1
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Symbol values of a final `.config` (`n` symbols are absent).
+pub fn parse_config(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|l| l.starts_with("CONFIG_"))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Every expectation the final config does not meet, as readable messages.
+/// Later fragments override earlier ones for the same symbol.
+pub fn verify(expectations: &[Expectation], config: &BTreeMap<String, String>) -> Vec<String> {
+    let mut last: BTreeMap<&str, &Expectation> = BTreeMap::new();
+    for e in expectations {
+        last.insert(&e.symbol, e);
+    }
+    let mut problems = Vec::new();
+    for e in last.values() {
+        let actual = config.get(&e.symbol).filter(|v| v.as_str() != "n");
+        let ok = match (&e.value, actual) {
+            (None, None) => true,
+            (Some(want), _) if want == "n" => actual.is_none(),
+            (Some(want), Some(have)) => want == have,
+            _ => false,
+        };
+        if !ok {
+            problems.push(format!(
+                "{} (asked {} by {}:{}) is {} in the final .config: Kconfig dropped or changed it, \
+                 most likely because a dependency is missing",
+                e.symbol,
+                e.value.as_deref().unwrap_or("not set"),
+                e.fragment.display(),
+                e.line,
+                actual.map_or("not set".to_string(), |v| format!("={v}")),
+            ));
+        }
+    }
+    problems
+}
+
+fn sha256_file(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(key_of(&[("file", &bytes)]))
+}
+
+/// Runs a command, appending its output to the build log; fails with the
+/// log's tail when it fails.
+fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)?;
+    writeln!(log, "$ {command:?}")?;
+    let status = command
+        .stdout(Stdio::from(log.try_clone()?))
+        .stderr(Stdio::from(log.try_clone()?))
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("starting {command:?}"))?;
+    if !status.success() {
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(25).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        bail!(
+            "{command:?} failed ({status}); build log {}, last lines:\n{}",
+            log_path.display(),
+            tail.join("\n")
+        );
+    }
+    Ok(())
+}
+
+/// Unpacks a tarball into the cache once; returns the source tree.
+fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
+    let dir = cache_dir()
+        .join("src")
+        .join(&key_of(&[("source", identity.as_bytes())])[..16]);
+    let done = dir.join(".markbench-unpacked");
+    if !done.exists() {
+        let partial = dir.with_extension(format!("partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&partial);
+        std::fs::create_dir_all(&partial)?;
+        eprintln!("markbench: unpacking {} …", tarball.display());
+        let status = Command::new("tar")
+            .arg("-xf")
+            .arg(tarball)
+            .arg("-C")
+            .arg(&partial)
+            .status()
+            .context("starting tar")?;
+        if !status.success() {
+            bail!("unpacking {} failed ({status})", tarball.display());
+        }
+        std::fs::write(partial.join(".markbench-unpacked"), identity)?;
+        if std::fs::rename(&partial, &dir).is_err() {
+            // Another process unpacked it first; use theirs.
+            let _ = std::fs::remove_dir_all(&partial);
+        }
+    }
+    // The tarball holds one top directory (e.g. linux-source-6.1).
+    for entry in std::fs::read_dir(&dir)? {
+        let path = entry?.path();
+        if path.join("Makefile").is_file() && path.join("Kconfig").is_file() {
+            return Ok(path);
+        }
+    }
+    bail!(
+        "{}: no kernel tree inside the unpacked tarball",
+        dir.display()
+    )
+}
+
+/// The build key of a kernel, without building it.
+pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> Result<String> {
+    let mut contents = Vec::new();
+    for f in &spec.fragments {
+        contents.push(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?);
+    }
+    let mut parts: Vec<(&str, &[u8])> = vec![
+        ("recipe", b"tinyconfig+fragments+olddefconfig+bzImage v1"),
+        ("source", identity.as_bytes()),
+        ("compiler", compiler.as_bytes()),
+    ];
+    for c in &contents {
+        parts.push(("fragment", c));
+    }
+    Ok(key_of(&parts))
+}
+
+/// Returns the cached kernel for `spec`, building it first if needed.
+pub fn ensure_kernel(
+    source: &KernelSource,
+    identity: &str,
+    spec: &KernelSpec,
+) -> Result<KernelImage> {
+    let compiler = tool_version("gcc");
+    let key = kernel_key(spec, identity, &compiler)?;
+    let dir = cache_dir()
+        .join("kernels")
+        .join(format!("{}-{}", spec.name, &key[..16]));
+    if let Ok(text) = std::fs::read_to_string(dir.join(RECORD)) {
+        if let Ok(image) = toml::from_str::<KernelImage>(&text) {
+            if image.bzimage.is_file() {
+                return Ok(image);
+            }
+        }
+    }
+    let mut expectations = Vec::new();
+    for f in &spec.fragments {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        expectations.extend(parse_fragment(f, &text)?);
+    }
+    let tree = match source {
+        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
+        KernelSource::Tree(t) => t.clone(),
+    };
+    let started = std::time::Instant::now();
+    let partial = dir.with_extension(format!("partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
+    let build = partial.join("build");
+    std::fs::create_dir_all(&build)?;
+    let log = partial.join("build.log");
+    eprintln!(
+        "markbench: building kernel {} ({}); log: {}",
+        spec.name,
+        &key[..16],
+        dir.join("build.log").display()
+    );
+    let make = |target: &str| {
+        let mut c = Command::new("make");
+        c.arg("-C").arg(&tree).arg(format!("O={}", build.display()));
+        c.arg(target);
+        c
+    };
+    logged(&log, &mut make("tinyconfig"))?;
+    let config_path = build.join(".config");
+    {
+        let mut config = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&config_path)?;
+        for f in &spec.fragments {
+            writeln!(config, "\n# ---- {} (markbench)", f.display())?;
+            config.write_all(&std::fs::read(f)?)?;
+        }
+    }
+    logged(&log, &mut make("olddefconfig"))?;
+    let final_config = parse_config(&std::fs::read_to_string(&config_path)?);
+    let problems = verify(&expectations, &final_config);
+    if !problems.is_empty() {
+        bail!(
+            "kernel {}: the final .config ({}) does not match its fragments:\n  {}",
+            spec.name,
+            config_path.display(),
+            problems.join("\n  ")
+        );
+    }
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut bz = make("bzImage");
+    bz.arg(format!("-j{jobs}"));
+    logged(&log, &mut bz)?;
+    let built = build.join("arch/x86/boot/bzImage");
+    std::fs::copy(&built, partial.join("bzImage"))?;
+    std::fs::copy(&config_path, partial.join("config"))?;
+    let mut fragment_sha256 = BTreeMap::new();
+    for f in &spec.fragments {
+        fragment_sha256.insert(
+            f.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
+            sha256_file(f)?,
+        );
+    }
+    let image = KernelImage {
+        name: spec.name.clone(),
+        key: key.clone(),
+        bzimage: dir.join("bzImage"),
+        config: dir.join("config"),
+        build_log: dir.join("build.log"),
+        dir: dir.clone(),
+        source_identity: identity.to_string(),
+        compiler,
+        fragment_sha256,
+        config_sha256: sha256_file(&partial.join("config"))?,
+        build_seconds: started.elapsed().as_secs_f64(),
+    };
+    std::fs::write(partial.join(RECORD), toml::to_string(&image)?)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&partial, &dir)
+        .with_context(|| format!("moving {} to {}", partial.display(), dir.display()))?;
+    eprintln!(
+        "markbench: built kernel {} in {:.0} s",
+        spec.name, image.build_seconds
+    );
+    Ok(image)
+}
+
+/// Every kernel in the cache.
+pub fn cached_kernels() -> Vec<KernelImage> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(cache_dir().join("kernels")) {
+        for e in entries.flatten() {
+            if let Ok(text) = std::fs::read_to_string(e.path().join(RECORD)) {
+                if let Ok(image) = toml::from_str::<KernelImage>(&text) {
+                    out.push(image);
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name).then(a.key.cmp(&b.key)));
+    out
+}
+
+/// `scripts/diffconfig` between two kernels' final configs, run from the
+/// source tree they were built from.
+pub fn diffconfig(
+    source: &KernelSource,
+    identity: &str,
+    a: &KernelImage,
+    b: &KernelImage,
+) -> Result<String> {
+    let tree = match source {
+        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
+        KernelSource::Tree(t) => t.clone(),
+    };
+    let out = Command::new("python3")
+        .arg(tree.join("scripts/diffconfig"))
+        .arg(&a.config)
+        .arg(&b.config)
+        .output()
+        .context("running scripts/diffconfig")?;
+    if !out.status.success() {
+        bail!(
+            "scripts/diffconfig failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expect(text: &str) -> Vec<Expectation> {
+        parse_fragment(Path::new("frag.config"), text).unwrap()
+    }
+
+    #[test]
+    fn fragment_lines_become_expectations() {
+        let e = expect("# comment\nCONFIG_A=y\n\n# CONFIG_B is not set\nCONFIG_N=8\n");
+        assert_eq!(e.len(), 3);
+        assert_eq!(e[0].symbol, "CONFIG_A");
+        assert_eq!(e[0].value.as_deref(), Some("y"));
+        assert_eq!(e[1].value, None);
+        assert_eq!(e[1].line, 4);
+        assert_eq!(e[2].value.as_deref(), Some("8"));
+    }
+
+    #[test]
+    fn malformed_fragment_line_names_file_and_line() {
+        let err = parse_fragment(Path::new("x.config"), "CONFIG_A=y\nJUMP_LABEL=y\n").unwrap_err();
+        assert!(err.to_string().starts_with("x.config:2:1:"), "{err}");
+    }
+
+    #[test]
+    fn verification_names_the_dropped_symbol() {
+        let e = expect("CONFIG_TRACEPOINTS=y\nCONFIG_JUMP_LABEL=y\n# CONFIG_FOO is not set\n");
+        let config =
+            parse_config("CONFIG_JUMP_LABEL=y\nCONFIG_FOO=y\n# CONFIG_TRACEPOINTS is not set\n");
+        let problems = verify(&e, &config);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with("CONFIG_FOO (asked not set"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].starts_with("CONFIG_TRACEPOINTS (asked y"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn verification_passes_a_matching_config_and_lets_later_fragments_win() {
+        let mut e = expect("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=n\n");
+        e.extend(parse_fragment(Path::new("v.config"), "# CONFIG_A is not set\n").unwrap());
+        let config = parse_config("CONFIG_X=y\n");
+        assert!(verify(&e, &config).is_empty());
+    }
+
+    #[test]
+    fn shipped_fragments_parse() {
+        let dir = crate::suite::project_root().join("vm-images");
+        for name in ["base", "markers-off", "markers-on"] {
+            let path = dir.join(format!("{name}.config"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(!parse_fragment(&path, &text).unwrap().is_empty());
+        }
+    }
+
+    #[test]
+    fn key_changes_with_fragments_and_compiler() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.config");
+        std::fs::write(&f, "CONFIG_A=y\n").unwrap();
+        let spec = KernelSpec {
+            name: "a".into(),
+            fragments: vec![f.clone()],
+        };
+        let k1 = kernel_key(&spec, "src", "gcc 12").unwrap();
+        assert_ne!(k1, kernel_key(&spec, "src", "gcc 13").unwrap());
+        assert_ne!(k1, kernel_key(&spec, "src2", "gcc 12").unwrap());
+        std::fs::write(&f, "CONFIG_A=n\n").unwrap();
+        assert_ne!(k1, kernel_key(&spec, "src", "gcc 12").unwrap());
+    }
+}

@@ -1,0 +1,161 @@
+//! Expands a suite into units (one unit = one boot of one variant at one CPU
+//! count) and decides their order.
+//!
+//! Boots are interleaved in blocks: each block holds one boot of each variant
+//! at one CPU count, and the order inside a block alternates A,B / B,A
+//! (ABBA), starting from a side chosen by the suite's seed. Never all A then
+//! all B: slow drifts of the host (thermal, other tenants) then hit both
+//! sides alike instead of masquerading as a difference.
+
+use crate::suite::{Suite, WorkloadSpec};
+use serde::{Deserialize, Serialize};
+
+/// One boot: a variant at a CPU count, running every step in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unit {
+    /// Position in the run order, from 0.
+    pub index: usize,
+    /// 0 = baseline ("without"), 1 = candidate ("with").
+    pub side: usize,
+    pub variant: String,
+    pub cpus: u32,
+    /// Boot number of this variant at this CPU count, from 0.
+    pub boot: u32,
+    pub steps: Vec<Step>,
+}
+
+/// One (workload, parameter) point measured inside a boot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Index into the suite's workloads.
+    pub workload: usize,
+    pub param: u64,
+    /// Iterations run, warm-up included; the first `warmup` are marked so.
+    pub iterations: u32,
+    pub warmup: u32,
+}
+
+impl Step {
+    /// The id the guest reports back for this step's runs.
+    pub fn id(&self, suite: &Suite) -> String {
+        format!("{}/{}", suite.workloads[self.workload].kind(), self.param)
+    }
+}
+
+/// Steps run in every boot: every workload at every parameter.
+fn steps(suite: &Suite) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for (w, spec) in suite.workloads.iter().enumerate() {
+        let params: &[u64] = match spec {
+            WorkloadSpec::Hackbench(h) => &h.params,
+        };
+        for &param in params {
+            steps.push(Step {
+                workload: w,
+                param,
+                iterations: suite.warmup + suite.iterations,
+                warmup: suite.warmup,
+            });
+        }
+    }
+    steps
+}
+
+/// The whole run, in order.
+pub fn expand(suite: &Suite) -> Vec<Unit> {
+    let steps = steps(suite);
+    let mut units = Vec::new();
+    let mut block = 0usize;
+    for boot in 0..suite.boots {
+        for &cpus in &suite.cpus {
+            let first = (block + (suite.seed as usize & 1)) % 2;
+            for side in [first, 1 - first] {
+                units.push(Unit {
+                    index: units.len(),
+                    side,
+                    variant: suite.variants[side].name.clone(),
+                    cpus,
+                    boot,
+                    steps: steps.clone(),
+                });
+            }
+            block += 1;
+        }
+    }
+    units
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suite::project_root;
+    use std::path::Path;
+
+    fn suite(boots: u32, cpus: &str, seed: u64) -> Suite {
+        let text = format!(
+            r#"
+name = "t"
+boots = {boots}
+iterations = 3
+warmup = 1
+cpus = {cpus}
+seed = {seed}
+[[variant]]
+name = "off"
+kernel = "markers-off"
+[[variant]]
+name = "on"
+kernel = "markers-on"
+[[workload]]
+kind = "hackbench"
+params = [2, 4, 8]
+"#
+        );
+        Suite::parse(
+            Path::new("t.toml"),
+            &text,
+            &project_root().join("vm-images"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn every_variant_gets_every_boot_at_every_cpu_count() {
+        let units = expand(&suite(3, "[1, 2]", 0));
+        assert_eq!(units.len(), 3 * 2 * 2);
+        for side in 0..2 {
+            for cpus in [1, 2] {
+                let mut boots: Vec<u32> = units
+                    .iter()
+                    .filter(|u| u.side == side && u.cpus == cpus)
+                    .map(|u| u.boot)
+                    .collect();
+                boots.sort();
+                assert_eq!(boots, vec![0, 1, 2]);
+            }
+        }
+        for (i, u) in units.iter().enumerate() {
+            assert_eq!(u.index, i);
+            assert_eq!(u.steps.len(), 3);
+            assert!(u.steps.iter().all(|s| s.iterations == 4 && s.warmup == 1));
+        }
+    }
+
+    #[test]
+    fn order_is_abba_never_all_a_then_all_b() {
+        let sides: Vec<usize> = expand(&suite(4, "[2]", 0)).iter().map(|u| u.side).collect();
+        assert_eq!(sides, vec![0, 1, 1, 0, 0, 1, 1, 0]);
+        let sides: Vec<usize> = expand(&suite(4, "[2]", 1)).iter().map(|u| u.side).collect();
+        assert_eq!(sides, vec![1, 0, 0, 1, 1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn both_variants_alternate_within_each_block() {
+        let units = expand(&suite(2, "[1, 2, 4]", 7));
+        for block in units.chunks(2) {
+            assert_ne!(block[0].side, block[1].side);
+            assert_eq!(block[0].cpus, block[1].cpus);
+            assert_eq!(block[0].boot, block[1].boot);
+        }
+    }
+}

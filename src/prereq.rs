@@ -1,0 +1,260 @@
+//! Prerequisites: the host tools markbench drives, and installing them.
+//!
+//! On Debian or Ubuntu, as root or with password-less sudo, missing packages
+//! are installed with apt-get and the installed list is printed. Elsewhere
+//! the run stops with the exact command to type, so the README's two commands
+//! work on a fresh machine or say precisely why they cannot.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Debian's kernel source tarball, the default kernel source.
+pub const DEFAULT_KERNEL_SOURCE: &str = "/usr/src/linux-source-6.1.tar.xz";
+
+/// One thing markbench needs, how to tell it is there, and which Debian
+/// package provides it.
+#[derive(Debug, Clone)]
+pub struct Requirement {
+    pub what: &'static str,
+    pub package: &'static str,
+    check: Check,
+}
+
+#[derive(Debug, Clone)]
+enum Check {
+    /// An executable on PATH.
+    Program(&'static str),
+    /// A file that must exist.
+    File(&'static str),
+    /// A static (no ELF interpreter) executable at this path.
+    StaticBinary(&'static str),
+    /// `ping -V` names iputils (busybox ping has no flood mode).
+    IputilsPing,
+}
+
+pub fn requirements() -> Vec<Requirement> {
+    use Check::*;
+    let r = |what, package, check| Requirement {
+        what,
+        package,
+        check,
+    };
+    vec![
+        r(
+            "QEMU (qemu-system-x86_64)",
+            "qemu-system-x86",
+            Program("qemu-system-x86_64"),
+        ),
+        r(
+            "static busybox",
+            "busybox-static",
+            StaticBinary("/bin/busybox"),
+        ),
+        r(
+            "hackbench (rt-tests)",
+            "rt-tests",
+            File("/usr/bin/hackbench"),
+        ),
+        r("iputils ping", "iputils-ping", IputilsPing),
+        r(
+            "kernel source",
+            "linux-source-6.1",
+            File(DEFAULT_KERNEL_SOURCE),
+        ),
+        r("make", "make", Program("make")),
+        r("gcc", "gcc", Program("gcc")),
+        r(
+            "C library headers",
+            "libc6-dev",
+            File("/usr/include/stdio.h"),
+        ),
+        r("bc", "bc", Program("bc")),
+        r("bison", "bison", Program("bison")),
+        r("flex", "flex", Program("flex")),
+        r(
+            "libelf headers",
+            "libelf-dev",
+            File("/usr/include/libelf.h"),
+        ),
+        r(
+            "OpenSSL headers",
+            "libssl-dev",
+            File("/usr/include/openssl/ssl.h"),
+        ),
+        r("cpio", "cpio", Program("cpio")),
+        r("xz", "xz-utils", Program("xz")),
+        r(
+            "python3 (scripts/diffconfig)",
+            "python3",
+            Program("python3"),
+        ),
+        r("perl", "perl", Program("perl")),
+    ]
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// True when `path` is an ELF executable without a PT_INTERP header, i.e. it
+/// runs without a dynamic loader (what an initramfs with no libc needs).
+pub fn is_static_elf(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 {
+        return false;
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(bytes[0x20..0x28].try_into().unwrap_or([0; 8])) as usize;
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    const PT_INTERP: u32 = 3;
+    (0..phnum).all(|i| {
+        let o = phoff + i * phentsize;
+        bytes
+            .get(o..o + 4)
+            .map(|t| u32::from_le_bytes(t.try_into().unwrap_or([0; 4])) != PT_INTERP)
+            .unwrap_or(false)
+    })
+}
+
+impl Requirement {
+    pub fn is_met(&self) -> bool {
+        match self.check {
+            Check::Program(p) => on_path(p).is_some(),
+            Check::File(f) => Path::new(f).exists(),
+            Check::StaticBinary(f) => is_static_elf(Path::new(f)),
+            Check::IputilsPing => Command::new("ping")
+                .arg("-V")
+                .output()
+                .map(|o| {
+                    let text = String::from_utf8_lossy(&o.stdout).to_string()
+                        + &String::from_utf8_lossy(&o.stderr);
+                    text.contains("iputils")
+                })
+                .unwrap_or(false),
+        }
+    }
+}
+
+pub fn missing() -> Vec<Requirement> {
+    requirements().into_iter().filter(|r| !r.is_met()).collect()
+}
+
+fn is_debian_like() -> bool {
+    Path::new("/usr/bin/apt-get").exists() && Path::new("/etc/debian_version").exists()
+}
+
+fn is_root() -> bool {
+    // The effective uid is in /proc/self/status ("Uid: real effective …").
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn has_passwordless_sudo() -> bool {
+    Command::new("sudo")
+        .args(["-n", "true"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// The command a user types to install `packages`.
+pub fn install_command(packages: &[&str]) -> String {
+    format!(
+        "sudo apt-get update && sudo apt-get install -y --no-install-recommends {}",
+        packages.join(" ")
+    )
+}
+
+/// Makes sure every requirement is met, installing what is missing where that
+/// is possible, and fails with the exact install command where it is not.
+pub fn ensure(check_only: bool) -> Result<()> {
+    let missing = missing();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut packages: Vec<&str> = missing.iter().map(|r| r.package).collect();
+    packages.dedup();
+    let what: Vec<&str> = missing.iter().map(|r| r.what).collect();
+    let can_install = is_debian_like() && (is_root() || has_passwordless_sudo());
+    if check_only || !can_install {
+        let how = if is_debian_like() {
+            format!("run:\n    {}", install_command(&packages))
+        } else {
+            format!(
+                "this is not a Debian-like system; install the equivalents of the Debian packages {} \
+                 (on Debian: {})",
+                packages.join(" "),
+                install_command(&packages)
+            )
+        };
+        bail!(
+            "missing prerequisites: {}\nTo install them, {how}",
+            what.join(", ")
+        );
+    }
+    eprintln!(
+        "markbench: installing missing prerequisites: {}",
+        packages.join(" ")
+    );
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo", "-n"] };
+    let run = |args: &[&str]| -> Result<()> {
+        let mut argv: Vec<&str> = sudo.to_vec();
+        argv.extend_from_slice(args);
+        let status = Command::new(argv[0])
+            .args(&argv[1..])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .with_context(|| format!("starting {}", argv.join(" ")))?;
+        if !status.success() {
+            bail!("`{}` failed ({status})", argv.join(" "));
+        }
+        Ok(())
+    };
+    run(&["apt-get", "update", "-q"])?;
+    let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+    install.extend(packages.iter().copied());
+    run(&install)?;
+    let still: Vec<&str> = self::missing().iter().map(|r| r.what).collect();
+    if !still.is_empty() {
+        bail!(
+            "installed {} but still missing: {}",
+            packages.join(" "),
+            still.join(", ")
+        );
+    }
+    eprintln!("markbench: installed {}", packages.join(" "));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_command_names_every_package() {
+        let cmd = install_command(&["rt-tests", "busybox-static"]);
+        assert!(cmd.ends_with("--no-install-recommends rt-tests busybox-static"));
+    }
+
+    #[test]
+    fn static_elf_detection_tells_static_from_dynamic() {
+        // /bin/sh is dynamically linked on every Debian system.
+        assert!(!is_static_elf(Path::new("/bin/sh")));
+        assert!(!is_static_elf(Path::new("/nonexistent")));
+        let not_elf = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(not_elf.path(), b"#!/bin/sh\n").unwrap();
+        assert!(!is_static_elf(not_elf.path()));
+    }
+}

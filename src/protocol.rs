@@ -1,0 +1,281 @@
+//! The wire format between the host and the guest agent.
+//!
+//! This file is compiled twice: into the `markbench` library and, through a
+//! `#[path]` include, into the static guest agent, which uses `std` only. So it
+//! must not use any crate.
+//!
+//! Host → guest: a job file, `/job` in the initramfs, one directive per line,
+//! fields separated by tabs (arguments therefore cannot contain tabs or
+//! newlines; the host checks that when it writes the job).
+//!
+//! ```text
+//! markbench-job 1
+//! setup   <argv…>                       run once, untimed, must exit 0
+//! run     <id> <iterations> <argv…>     run `iterations` times, each timed
+//! sysrq   <key>                         write <key> to /proc/sysrq-trigger
+//! ```
+//!
+//! Guest → host: lines on the results serial port (ttyS1), kept apart from
+//! the kernel console (ttyS0) so console noise can never corrupt a sample.
+//! Every line starts with [`LINE_TAG`]; the host ignores anything else.
+//!
+//! ```text
+//! MB1 hello  <kernel release> <online cpus> <kernel cmdline>
+//! MB1 setup  <exit status> <escaped output>
+//! MB1 run    <id> <iteration> <exit status> <elapsed ns> <user ns> <sys ns> <escaped output>
+//! MB1 error  <escaped message>
+//! MB1 done
+//! ```
+
+use std::fmt::Write as _;
+
+/// First token of every line the agent sends on the results port.
+pub const LINE_TAG: &str = "MB1";
+/// First line of every job file.
+pub const JOB_HEADER: &str = "markbench-job 1";
+
+/// One directive of a job file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Directive {
+    /// Run a command once before the timed runs (e.g. bring up loopback).
+    Setup { argv: Vec<String> },
+    /// Run a command `iterations` times, timing each run.
+    Run {
+        id: String,
+        iterations: u32,
+        argv: Vec<String>,
+    },
+    /// Trigger a magic sysrq key (used by the fault tests to crash a guest).
+    Sysrq { key: char },
+}
+
+/// One message from the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    Hello {
+        kernel_release: String,
+        online_cpus: String,
+        cmdline: String,
+    },
+    Setup {
+        status: i32,
+        output: String,
+    },
+    Run(RunRecord),
+    Error {
+        message: String,
+    },
+    Done,
+}
+
+/// One timed execution of a command inside the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecord {
+    pub id: String,
+    pub iteration: u32,
+    /// Exit code, or 128 + signal number when the command was killed.
+    pub status: i32,
+    /// Wall time measured with the guest's CLOCK_MONOTONIC.
+    pub elapsed_ns: u64,
+    /// CPU time of the command and its children, from the agent's
+    /// `/proc/self/stat` cutime/cstime (USER_HZ resolution, 10 ms).
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    /// stdout followed by stderr.
+    pub output: String,
+}
+
+/// Escapes a field so it holds no tab, newline or carriage return.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Reverses [`escape`]. Unknown escapes are kept as they are.
+pub fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push('\\'),
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+impl Directive {
+    /// Formats the directive as one job-file line (without newline).
+    /// Fails when an argument holds a tab or newline, which the format cannot carry.
+    pub fn to_line(&self) -> Result<String, String> {
+        let check = |argv: &[String]| -> Result<(), String> {
+            if argv.is_empty() {
+                return Err("empty command".to_string());
+            }
+            for arg in argv {
+                if arg.contains(['\t', '\n', '\r']) {
+                    return Err(format!("argument {arg:?} contains a tab or newline"));
+                }
+            }
+            Ok(())
+        };
+        match self {
+            Directive::Setup { argv } => {
+                check(argv)?;
+                Ok(format!("setup\t{}", argv.join("\t")))
+            }
+            Directive::Run {
+                id,
+                iterations,
+                argv,
+            } => {
+                check(argv)?;
+                check(std::slice::from_ref(id))?;
+                Ok(format!("run\t{id}\t{iterations}\t{}", argv.join("\t")))
+            }
+            Directive::Sysrq { key } => Ok(format!("sysrq\t{key}")),
+        }
+    }
+
+    /// Parses one job-file line. Blank lines, comments and the header give `Ok(None)`.
+    pub fn parse_line(line: &str) -> Result<Option<Directive>, String> {
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.trim().is_empty() || line.starts_with('#') || line == JOB_HEADER {
+            return Ok(None);
+        }
+        let fields: Vec<&str> = line.split('\t').collect();
+        let owned = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match fields[0] {
+            "setup" if fields.len() >= 2 => Ok(Some(Directive::Setup {
+                argv: owned(&fields[1..]),
+            })),
+            "run" if fields.len() >= 4 => {
+                let iterations = fields[2]
+                    .parse()
+                    .map_err(|_| format!("bad iteration count {:?}", fields[2]))?;
+                Ok(Some(Directive::Run {
+                    id: fields[1].to_string(),
+                    iterations,
+                    argv: owned(&fields[3..]),
+                }))
+            }
+            "sysrq" if fields.len() == 2 && fields[1].chars().count() == 1 => {
+                Ok(Some(Directive::Sysrq {
+                    key: fields[1].chars().next().unwrap_or('h'),
+                }))
+            }
+            other => Err(format!("unknown or incomplete directive {other:?}")),
+        }
+    }
+}
+
+impl Message {
+    /// Formats the message as one results-port line (without newline).
+    pub fn to_line(&self) -> String {
+        let mut line = String::from(LINE_TAG);
+        match self {
+            Message::Hello {
+                kernel_release,
+                online_cpus,
+                cmdline,
+            } => {
+                let _ = write!(
+                    line,
+                    "\thello\t{}\t{}\t{}",
+                    escape(kernel_release),
+                    escape(online_cpus),
+                    escape(cmdline)
+                );
+            }
+            Message::Setup { status, output } => {
+                let _ = write!(line, "\tsetup\t{status}\t{}", escape(output));
+            }
+            Message::Run(r) => {
+                let _ = write!(
+                    line,
+                    "\trun\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    escape(&r.id),
+                    r.iteration,
+                    r.status,
+                    r.elapsed_ns,
+                    r.user_ns,
+                    r.sys_ns,
+                    escape(&r.output)
+                );
+            }
+            Message::Error { message } => {
+                let _ = write!(line, "\terror\t{}", escape(message));
+            }
+            Message::Done => line.push_str("\tdone"),
+        }
+        line
+    }
+
+    /// Parses one line from the results port. Lines without the tag give
+    /// `Ok(None)` (the port may carry stray bytes from early boot); a tagged
+    /// line that does not parse is an error, because it means a lost sample.
+    pub fn parse_line(line: &str) -> Result<Option<Message>, String> {
+        let line = line.trim_end_matches(['\n', '\r']);
+        let Some(rest) = line.strip_prefix(LINE_TAG) else {
+            return Ok(None);
+        };
+        let Some(rest) = rest.strip_prefix('\t') else {
+            return Ok(None);
+        };
+        let fields: Vec<&str> = rest.split('\t').collect();
+        let num = |s: &str, what: &str| -> Result<u64, String> {
+            s.parse()
+                .map_err(|_| format!("bad {what} {s:?} in {line:?}"))
+        };
+        let int = |s: &str, what: &str| -> Result<i32, String> {
+            s.parse()
+                .map_err(|_| format!("bad {what} {s:?} in {line:?}"))
+        };
+        let msg = match fields.as_slice() {
+            ["hello", release, cpus, cmdline] => Message::Hello {
+                kernel_release: unescape(release),
+                online_cpus: unescape(cpus),
+                cmdline: unescape(cmdline),
+            },
+            ["setup", status, output] => Message::Setup {
+                status: int(status, "exit status")?,
+                output: unescape(output),
+            },
+            ["run", id, iteration, status, elapsed, user, sys, output] => Message::Run(RunRecord {
+                id: unescape(id),
+                iteration: num(iteration, "iteration")? as u32,
+                status: int(status, "exit status")?,
+                elapsed_ns: num(elapsed, "elapsed time")?,
+                user_ns: num(user, "user time")?,
+                sys_ns: num(sys, "system time")?,
+                output: unescape(output),
+            }),
+            ["error", message] => Message::Error {
+                message: unescape(message),
+            },
+            ["done"] => Message::Done,
+            _ => return Err(format!("malformed agent line {line:?}")),
+        };
+        Ok(Some(msg))
+    }
+}

@@ -1,0 +1,481 @@
+//! The report: rendered from `samples.csv` and `meta.toml` only, so
+//! `markbench report DIR` reproduces it without rerunning anything.
+
+pub mod format;
+
+use crate::samples::{read_samples, RunMeta, Sample};
+use anyhow::Result;
+use format::{decimals, escape_md, percent, signed, value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub const REPORT_FILE: &str = "report.md";
+pub const DIFFCONFIG_FILE: &str = "diffconfig.txt";
+
+/// What identifies one table: a workload's metric at one CPU count.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TableKey {
+    pub workload: String,
+    pub metric: String,
+    pub cpus: u32,
+}
+
+/// The measured (non-warm-up) values of one point, per side, grouped by boot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub param: u64,
+    pub unit: String,
+    pub higher_is_better: bool,
+    /// `sides[0]` is the baseline, `sides[1]` the candidate; each a list of boots.
+    pub sides: [Vec<Vec<f64>>; 2],
+}
+
+impl Point {
+    pub fn values(&self, side: usize) -> impl Iterator<Item = f64> + '_ {
+        self.sides[side].iter().flatten().copied()
+    }
+    pub fn n(&self, side: usize) -> usize {
+        self.values(side).count()
+    }
+    pub fn mean(&self, side: usize) -> f64 {
+        let n = self.n(side);
+        if n == 0 {
+            f64::NAN
+        } else {
+            self.values(side).sum::<f64>() / n as f64
+        }
+    }
+    /// Sample standard deviation over all values of a side (NaN below two).
+    pub fn sd(&self, side: usize) -> f64 {
+        let n = self.n(side);
+        if n < 2 {
+            return f64::NAN;
+        }
+        let m = self.mean(side);
+        (self.values(side).map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+    }
+}
+
+/// Groups samples into tables of points. `variants` gives the two sides'
+/// names, baseline first; samples of other variants and warm-ups are ignored.
+pub fn tables(samples: &[Sample], variants: &[String; 2]) -> BTreeMap<TableKey, Vec<Point>> {
+    // (table, param) → side → boot → values, in arrival order.
+    let mut grouped: BTreeMap<(TableKey, u64), (String, bool, [BTreeMap<u32, Vec<f64>>; 2])> =
+        BTreeMap::new();
+    for s in samples.iter().filter(|s| !s.warmup) {
+        let Some(side) = variants.iter().position(|v| *v == s.variant) else {
+            continue;
+        };
+        let key = TableKey {
+            workload: s.workload.clone(),
+            metric: s.metric.clone(),
+            cpus: s.cpus,
+        };
+        let entry = grouped
+            .entry((key, s.param))
+            .or_insert_with(|| (s.unit.clone(), s.higher_is_better, Default::default()));
+        entry.2[side].entry(s.boot).or_default().push(s.value);
+    }
+    let mut out: BTreeMap<TableKey, Vec<Point>> = BTreeMap::new();
+    for ((key, param), (unit, higher_is_better, sides)) in grouped {
+        let [a, b] = sides;
+        out.entry(key).or_default().push(Point {
+            param,
+            unit,
+            higher_is_better,
+            sides: [a.into_values().collect(), b.into_values().collect()],
+        });
+    }
+    out
+}
+
+/// What the sweep parameter of a workload is called in table headers.
+pub fn param_label(workload: &str) -> &'static str {
+    match workload {
+        "hackbench" => "groups",
+        _ => "param",
+    }
+}
+
+/// One seed-layout table: param | without | with | diff | diff % | n | sd.
+pub fn render_table(key: &TableKey, points: &[Point], names: &[String; 2]) -> String {
+    let unit = points.first().map_or("", |p| p.unit.as_str());
+    let magnitude = points
+        .iter()
+        .map(|p| p.mean(0).abs().max(p.mean(1).abs()))
+        .filter(|m| m.is_finite())
+        .fold(0.0, f64::max);
+    let d = decimals(unit, magnitude);
+    let u = escape_md(unit);
+    let (a, b) = (escape_md(&names[0]), escape_md(&names[1]));
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "| {} | without: {a} [{u}] | with: {b} [{u}] | diff [{u}] | diff [%] | n without | n with | sd without [{u}] | sd with [{u}] |",
+        param_label(&key.workload)
+    );
+    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for p in points {
+        let (ma, mb) = (p.mean(0), p.mean(1));
+        let diff = mb - ma;
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            p.param,
+            value(ma, d),
+            value(mb, d),
+            signed(diff, d),
+            percent(diff / ma * 100.0),
+            p.n(0),
+            p.n(1),
+            value(p.sd(0), d),
+            value(p.sd(1), d),
+        );
+    }
+    t
+}
+
+fn direction(higher_is_better: bool) -> &'static str {
+    if higher_is_better {
+        "higher is better"
+    } else {
+        "lower is better"
+    }
+}
+
+/// The whole `report.md`.
+pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> String {
+    let names: [String; 2] = [
+        meta.kernels
+            .first()
+            .map(|k| k.variant.clone())
+            .unwrap_or_else(|| "A".into()),
+        meta.kernels
+            .get(1)
+            .map(|k| k.variant.clone())
+            .unwrap_or_else(|| "B".into()),
+    ];
+    let tables = tables(samples, &names);
+    let mut r = String::new();
+    let _ = writeln!(
+        r,
+        "# markbench: {} vs {} ({} suite)\n",
+        escape_md(&names[0]),
+        escape_md(&names[1]),
+        escape_md(&meta.suite)
+    );
+    if !meta.complete {
+        let _ = writeln!(
+            r,
+            "> **Partial run**: the run did not finish; the tables hold what was measured before it stopped.\n"
+        );
+    }
+    let failed: Vec<_> = meta.boots.iter().filter(|b| !b.ok).collect();
+    let _ = writeln!(
+        r,
+        "{} boots ran ({} failed); {} measured samples in {} tables. \
+         Significance: not analysed in this report (means and standard deviations only); \
+         differences smaller than a few standard deviations are noise, not findings.\n",
+        meta.boots.len(),
+        failed.len(),
+        samples.iter().filter(|s| !s.warmup).count(),
+        tables.len()
+    );
+
+    let _ = writeln!(r, "## What was compared\n");
+    let _ = writeln!(
+        r,
+        "| | without (baseline) | with (candidate) |\n|---|---|---|"
+    );
+    let cell = |f: &dyn Fn(&crate::samples::KernelMeta) -> String| -> [String; 2] {
+        [0, 1].map(|i| meta.kernels.get(i).map_or("–".into(), |k| escape_md(&f(k))))
+    };
+    for (label, cells) in [
+        ("variant", cell(&|k| k.variant.clone())),
+        ("kernel (vm-images/…config)", cell(&|k| k.kernel.clone())),
+        (
+            "extra command line",
+            cell(&|k| {
+                if k.cmdline.is_empty() {
+                    "–".into()
+                } else {
+                    k.cmdline.clone()
+                }
+            }),
+        ),
+        ("source", cell(&|k| k.source.clone())),
+        (
+            "build key",
+            cell(&|k| k.build_key.chars().take(16).collect()),
+        ),
+        (
+            "final .config sha256",
+            cell(&|k| k.config_sha256.chars().take(16).collect()),
+        ),
+        ("compiler", cell(&|k| k.compiler.clone())),
+    ] {
+        let _ = writeln!(r, "| {label} | {} | {} |", cells[0], cells[1]);
+    }
+    match diffconfig {
+        Some(text) if !text.trim().is_empty() => {
+            let _ = writeln!(
+                r,
+                "\nConfiguration difference (`scripts/diffconfig` baseline → candidate):\n\n```\n{}\n```\n",
+                text.trim_end().replace("```", "'''")
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(r, "\nThe two kernels' configurations are identical.\n");
+        }
+        None => {}
+    }
+
+    let _ = writeln!(r, "## Where and how\n");
+    let h = &meta.host;
+    let _ = writeln!(
+        r,
+        "- Host: {} ({} cores, {} GiB), Linux {}\n- QEMU: {}\n- Accelerator: **{}**: {}\n\
+         - Suite: {} (`{}`, sha256 {}); {} boots per variant and CPU count, {} measured iterations \
+         (+{} warm-up) per point per boot; {} MiB guest memory\n\
+         - Order: boots interleaved ABBA between the variants, seed {}\n\
+         - Timing: the guest agent's CLOCK_MONOTONIC around each workload run\n\
+         - Run: started {}, {} s of wall time, {}; markbench {} (git {})\n",
+        escape_md(&h.cpu_model),
+        h.cores,
+        h.memory_gib,
+        escape_md(&h.kernel_release),
+        escape_md(&h.qemu_version),
+        meta.accel,
+        escape_md(&meta.accel_reason),
+        escape_md(&meta.suite),
+        escape_md(&meta.suite_path),
+        meta.suite_sha256.chars().take(16).collect::<String>(),
+        meta.boots_per_variant,
+        meta.iterations,
+        meta.warmup,
+        meta.memory_mib,
+        meta.seed,
+        escape_md(&meta.started_at),
+        meta.wall_s.round(),
+        if meta.complete { "complete" } else { "partial" },
+        escape_md(&meta.markbench_version),
+        escape_md(&meta.git_revision),
+    );
+    if !meta.workloads.is_empty() {
+        let _ = writeln!(r, "Workloads:\n");
+        for w in &meta.workloads {
+            let _ = writeln!(r, "- {}", escape_md(w));
+        }
+        let _ = writeln!(r);
+    }
+
+    let _ = writeln!(r, "## Results\n");
+    if tables.is_empty() {
+        let _ = writeln!(r, "No samples were measured.\n");
+    }
+    for (key, points) in &tables {
+        let first = &points[0];
+        let _ = writeln!(
+            r,
+            "### {}: {} [{}], {}, {} CPU{}\n",
+            escape_md(&key.workload),
+            escape_md(&key.metric),
+            escape_md(&first.unit),
+            direction(first.higher_is_better),
+            key.cpus,
+            if key.cpus == 1 { "" } else { "s" }
+        );
+        let _ = writeln!(r, "{}", render_table(key, points, &names));
+    }
+
+    let _ = writeln!(r, "## Significance\n");
+    let _ = writeln!(
+        r,
+        "Not computed yet: this report gives means, sample counts and standard deviations per side. \
+         Confidence intervals, multiple-comparison-corrected p-values and verdicts will appear here.\n"
+    );
+
+    let _ = writeln!(r, "## Boots\n");
+    let _ = writeln!(
+        r,
+        "| # | variant | CPUs | boot | status | wall [s] | samples | guest kernel | console log |"
+    );
+    let _ = writeln!(r, "|---:|---|---:|---:|---|---:|---:|---|---|");
+    for b in &meta.boots {
+        let _ = writeln!(
+            r,
+            "| {} | {} | {} | {} | {} | {:.1} | {} | {} | [log]({}) |",
+            b.unit,
+            escape_md(&b.variant),
+            b.cpus,
+            b.boot,
+            if b.ok {
+                escape_md(&b.status)
+            } else {
+                format!("**{}**", escape_md(&b.status))
+            },
+            b.wall_s,
+            b.samples,
+            escape_md(&b.guest_kernel),
+            b.console_log
+        );
+    }
+    let _ = writeln!(
+        r,
+        "\nRaw data: [samples.csv](samples.csv) (every iteration, warm-ups marked), [meta.toml](meta.toml)."
+    );
+    r
+}
+
+/// Renders `report.md` in a run directory from its files.
+pub fn write(dir: &Path) -> Result<PathBuf> {
+    let meta = RunMeta::read(dir)?;
+    let samples = read_samples(dir)?;
+    let diffconfig = std::fs::read_to_string(dir.join(DIFFCONFIG_FILE)).ok();
+    let text = render(&meta, &samples, diffconfig.as_deref());
+    let path = dir.join(REPORT_FILE);
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference_points() -> BTreeMap<u32, Vec<(Point, String, String)>> {
+        let path = crate::suite::project_root().join("tests/fixtures/hackbench-ia64-2008.csv");
+        let mut reader = csv::Reader::from_path(path).unwrap();
+        let mut out: BTreeMap<u32, Vec<(Point, String, String)>> = BTreeMap::new();
+        for row in reader.records() {
+            let row = row.unwrap();
+            let cpus: u32 = row[0].parse().unwrap();
+            let point = Point {
+                param: row[1].parse().unwrap(),
+                unit: "s".into(),
+                higher_is_better: false,
+                sides: [
+                    vec![vec![row[2].parse().unwrap()]],
+                    vec![vec![row[3].parse().unwrap()]],
+                ],
+            };
+            out.entry(cpus)
+                .or_default()
+                .push((point, row[4].to_string(), row[5].to_string()));
+        }
+        out
+    }
+
+    /// The seed's diffs were computed from unrounded means; from the rounded
+    /// means it printed, a diff can differ by one unit in the last digit.
+    #[test]
+    fn rendering_seed_004_reproduces_its_diff_columns() {
+        let names = ["without".to_string(), "with".to_string()];
+        let (mut rows, mut exact) = (0, 0);
+        for (cpus, entries) in reference_points() {
+            let points: Vec<Point> = entries.iter().map(|e| e.0.clone()).collect();
+            let key = TableKey {
+                workload: "hackbench".into(),
+                metric: "time".into(),
+                cpus,
+            };
+            let table = render_table(&key, &points, &names);
+            for ((point, seed_diff, seed_pct), line) in entries.iter().zip(table.lines().skip(2)) {
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                assert_eq!(cells[1], point.param.to_string());
+                let (diff, pct) = (cells[4], cells[5]);
+                let near = |a: &str, b: &str, tol: f64| {
+                    (a.parse::<f64>().unwrap() - b.parse::<f64>().unwrap()).abs() <= tol
+                };
+                assert!(
+                    near(diff, seed_diff, 0.0011),
+                    "{cpus} CPUs {line}: {diff} vs {seed_diff}"
+                );
+                assert!(
+                    near(pct, seed_pct, 0.021),
+                    "{cpus} CPUs {line}: {pct} vs {seed_pct}"
+                );
+                assert_eq!(diff.starts_with('+'), seed_diff.starts_with('+'), "{line}");
+                rows += 1;
+                if diff == seed_diff && pct == seed_pct {
+                    exact += 1;
+                }
+            }
+        }
+        assert_eq!(rows, 48);
+        // 35 rows match to the character; the other 13 are off by the seed's rounding.
+        assert!(exact >= 35, "only {exact} of 48 rows match exactly");
+    }
+
+    fn sample(variant: &str, boot: u32, iteration: u32, warmup: bool, value: f64) -> Sample {
+        Sample {
+            suite: "t".into(),
+            workload: "hackbench".into(),
+            metric: "time".into(),
+            unit: "s".into(),
+            higher_is_better: false,
+            param: 4,
+            cpus: 2,
+            variant: variant.into(),
+            boot,
+            iteration,
+            warmup,
+            value,
+            started_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn tables_group_by_boot_and_drop_warmups() {
+        let samples = vec![
+            sample("off", 0, 0, true, 100.0),
+            sample("off", 0, 1, false, 1.0),
+            sample("off", 1, 1, false, 3.0),
+            sample("on", 0, 1, false, 2.0),
+            sample("other", 0, 1, false, 50.0),
+        ];
+        let t = tables(&samples, &["off".into(), "on".into()]);
+        let points = &t[&TableKey {
+            workload: "hackbench".into(),
+            metric: "time".into(),
+            cpus: 2,
+        }];
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].sides[0], vec![vec![1.0], vec![3.0]]);
+        assert_eq!(points[0].sides[1], vec![vec![2.0]]);
+        assert_eq!(points[0].mean(0), 2.0);
+        assert!((points[0].sd(0) - 2f64.sqrt()).abs() < 1e-12);
+        assert!(points[0].sd(1).is_nan());
+    }
+
+    #[test]
+    fn report_escapes_names_and_marks_partial_runs() {
+        let meta = RunMeta {
+            suite: "my|suite".into(),
+            kernels: vec![
+                crate::samples::KernelMeta {
+                    variant: "off".into(),
+                    ..Default::default()
+                },
+                crate::samples::KernelMeta {
+                    variant: "on".into(),
+                    ..Default::default()
+                },
+            ],
+            complete: false,
+            ..Default::default()
+        };
+        let samples = vec![
+            sample("off", 0, 0, false, 1.0),
+            sample("on", 0, 0, false, 1.1),
+        ];
+        let text = render(&meta, &samples, Some(" FTRACE n -> y\n"));
+        assert!(text.contains("my\\|suite"));
+        assert!(text.contains("**Partial run**"));
+        assert!(text.contains("FTRACE n -> y"));
+        assert!(
+            text.contains("| 4 | 1.000 | 1.100 | +0.100 | +10 | 1 | 1 | – | – |"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,306 @@
+//! Running a suite: images first, then each unit of the plan booted in
+//! order, samples appended as they arrive, metadata rewritten after every
+//! boot so an interrupted run leaves a directory `markbench report` can read.
+
+use crate::images::initramfs::{self, BaseImage};
+use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
+use crate::plan::{self, Unit};
+use crate::protocol::{Directive, Message};
+use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
+use crate::suite::Suite;
+use crate::vm::accel::AccelDecision;
+use crate::vm::{BootEnd, BootRequest, Runner};
+use crate::workloads;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The built images a run boots.
+#[derive(Debug, Clone)]
+pub struct Images {
+    /// Baseline first, candidate second.
+    pub kernels: [KernelImage; 2],
+    pub base: BaseImage,
+    pub diffconfig: String,
+}
+
+/// Builds (or finds in the cache) both kernels and the base initramfs.
+pub fn prepare_images(suite: &Suite, source: &KernelSource, images_dir: &Path) -> Result<Images> {
+    let identity = source.identity()?;
+    let mut built = Vec::new();
+    for v in &suite.variants {
+        let spec = KernelSpec::from_images_dir(images_dir, &v.kernel);
+        built.push(kernel::ensure_kernel(source, &identity, &spec)?);
+    }
+    let kernels: [KernelImage; 2] = [built[0].clone(), built[1].clone()];
+    let diffconfig = kernel::diffconfig(source, &identity, &kernels[0], &kernels[1])?;
+    let base = initramfs::ensure_base()?;
+    Ok(Images {
+        kernels,
+        base,
+        diffconfig,
+    })
+}
+
+/// The directives one unit's guest runs.
+pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
+    let mut directives: Vec<Directive> = Vec::new();
+    for spec in &suite.workloads {
+        for d in workloads::setup(spec) {
+            if !directives.contains(&d) {
+                directives.push(d);
+            }
+        }
+    }
+    for step in &unit.steps {
+        directives.push(Directive::Run {
+            id: step.id(suite),
+            iterations: step.iterations,
+            argv: workloads::command(&suite.workloads[step.workload], step.param),
+        });
+    }
+    directives
+}
+
+/// A fresh run directory `<root>/<timestamp>-<suite>`.
+pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    let mut dir = root.join(format!("{stamp}-{}", suite.name));
+    let mut n = 1;
+    while dir.exists() {
+        n += 1;
+        dir = root.join(format!("{stamp}-{}-{n}", suite.name));
+    }
+    std::fs::create_dir_all(dir.join("logs"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+fn git_revision() -> String {
+    std::process::Command::new("git")
+        .args([
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "describe",
+            "--always",
+            "--dirty",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn now() -> String {
+    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The metadata of a run about to start.
+pub fn initial_meta(
+    suite: &Suite,
+    images: &Images,
+    accel: &AccelDecision,
+    units: &[Unit],
+) -> RunMeta {
+    RunMeta {
+        suite: suite.name.clone(),
+        suite_path: suite.path.display().to_string(),
+        suite_sha256: suite.sha256.clone(),
+        description: suite.description.clone(),
+        git_revision: git_revision(),
+        markbench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: now(),
+        finished_at: String::new(),
+        wall_s: 0.0,
+        complete: false,
+        host: HostInfo::probe(),
+        accel: accel.accel.as_str().into(),
+        accel_reason: accel.reason.clone(),
+        seed: suite.seed,
+        boots_per_variant: suite.boots,
+        iterations: suite.iterations,
+        warmup: suite.warmup,
+        cpus: suite.cpus.clone(),
+        memory_mib: suite.memory_mib,
+        kernels: suite
+            .variants
+            .iter()
+            .zip(&images.kernels)
+            .map(|(v, k)| KernelMeta {
+                variant: v.name.clone(),
+                kernel: v.kernel.clone(),
+                cmdline: v.cmdline.clone(),
+                source: k.source_identity.clone(),
+                build_key: k.key.clone(),
+                config_sha256: k.config_sha256.clone(),
+                compiler: k.compiler.clone(),
+                fragments: k.fragment_sha256.clone(),
+                bzimage: k.bzimage.clone(),
+            })
+            .collect(),
+        order: units
+            .iter()
+            .map(|u| format!("{} {} {}cpu boot{}", u.index, u.variant, u.cpus, u.boot))
+            .collect(),
+        boots: Vec::new(),
+        workloads: suite
+            .workloads
+            .iter()
+            .map(|w| serde_json::to_string(w).unwrap_or_default())
+            .collect(),
+    }
+}
+
+/// Boots one unit and records its samples; returns its boot record.
+pub fn run_unit(
+    suite: &Suite,
+    unit: &Unit,
+    images: &Images,
+    accel: &AccelDecision,
+    runner: &mut dyn Runner,
+    dir: &Path,
+    writer: &mut SampleWriter,
+) -> Result<BootRecord> {
+    let log_name = format!(
+        "logs/unit-{:03}-{}-{}cpu-boot{}.log",
+        unit.index, unit.variant, unit.cpus, unit.boot
+    );
+    let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
+    initramfs::write_boot_initrd(&images.base, &job_for(suite, unit), &initrd)?;
+    let variant = &suite.variants[unit.side];
+    let request = BootRequest {
+        kernel: images.kernels[unit.side].bzimage.clone(),
+        initrd: initrd.clone(),
+        extra_cmdline: variant.cmdline.clone(),
+        cpus: unit.cpus,
+        memory_mib: suite.memory_mib,
+        accel: accel.accel,
+        deadline: Duration::from_secs(suite.boot_timeout_s),
+        console_log: dir.join(&log_name),
+    };
+    let mut samples = 0usize;
+    let mut guest = (String::new(), String::new());
+    let mut sample_error: Option<String> = None;
+    let mut write_error: Option<anyhow::Error> = None;
+    let outcome = runner.boot(&request, &mut |message| match message {
+        Message::Hello {
+            kernel_release,
+            online_cpus,
+            ..
+        } => guest = (kernel_release, online_cpus),
+        Message::Run(record) => {
+            let Some(step) = unit.steps.iter().find(|s| s.id(suite) == record.id) else {
+                sample_error.get_or_insert(format!(
+                    "the guest reported an unknown step {:?}",
+                    record.id
+                ));
+                return;
+            };
+            let spec = &suite.workloads[step.workload];
+            match workloads::measure(spec, &record) {
+                Ok(measurements) => {
+                    for m in measurements {
+                        let sample = Sample {
+                            suite: suite.name.clone(),
+                            workload: spec.kind().into(),
+                            metric: m.metric,
+                            unit: m.unit,
+                            higher_is_better: m.higher_is_better,
+                            param: step.param,
+                            cpus: unit.cpus,
+                            variant: unit.variant.clone(),
+                            boot: unit.boot,
+                            iteration: record.iteration,
+                            warmup: record.iteration < step.warmup,
+                            value: m.value,
+                            started_at: now(),
+                        };
+                        match writer.append(&sample) {
+                            Ok(()) => samples += 1,
+                            Err(e) => {
+                                write_error.get_or_insert(e);
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    sample_error.get_or_insert(e);
+                }
+            }
+        }
+        _ => {}
+    });
+    let _ = std::fs::remove_file(&initrd);
+    if let Some(e) = write_error {
+        return Err(e.context("writing samples.csv"));
+    }
+    let mut end = outcome.end;
+    if let (BootEnd::Completed, Some(message)) = (&end, sample_error) {
+        end = BootEnd::AgentError { message };
+    }
+    let expected_cpus = if unit.cpus == 1 {
+        "0".to_string()
+    } else {
+        format!("0-{}", unit.cpus - 1)
+    };
+    if end.is_ok() && guest.1 != expected_cpus {
+        end = BootEnd::AgentError {
+            message: format!("guest saw CPUs {:?}, expected {expected_cpus:?}", guest.1),
+        };
+    }
+    Ok(BootRecord {
+        unit: unit.index,
+        variant: unit.variant.clone(),
+        cpus: unit.cpus,
+        boot: unit.boot,
+        status: end.describe(),
+        ok: end.is_ok(),
+        wall_s: (outcome.wall.as_secs_f64() * 10.0).round() / 10.0,
+        samples,
+        console_log: log_name,
+        guest_kernel: guest.0,
+        guest_cpus: guest.1,
+    })
+}
+
+/// Runs every unit in order into `dir`, then renders the report.
+pub fn execute(
+    suite: &Suite,
+    images: &Images,
+    accel: &AccelDecision,
+    runner: &mut dyn Runner,
+    dir: &Path,
+) -> Result<RunMeta> {
+    let started = Instant::now();
+    let units = plan::expand(suite);
+    let mut meta = initial_meta(suite, images, accel, &units);
+    std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
+    meta.write(dir)?;
+    let mut writer = SampleWriter::open(dir)?;
+    for unit in &units {
+        eprintln!(
+            "markbench: boot {}/{}: {} on {} CPU{}, boot {} …",
+            unit.index + 1,
+            units.len(),
+            unit.variant,
+            unit.cpus,
+            if unit.cpus == 1 { "" } else { "s" },
+            unit.boot
+        );
+        let record = run_unit(suite, unit, images, accel, runner, dir, &mut writer)?;
+        eprintln!(
+            "markbench:   {} in {:.1} s, {} samples",
+            record.status, record.wall_s, record.samples
+        );
+        meta.boots.push(record);
+        meta.wall_s = started.elapsed().as_secs_f64().round();
+        meta.write(dir)?;
+    }
+    meta.complete = true;
+    meta.finished_at = now();
+    meta.wall_s = started.elapsed().as_secs_f64().round();
+    meta.write(dir)?;
+    crate::report::write(dir)?;
+    Ok(meta)
+}

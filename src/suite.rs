@@ -1,0 +1,456 @@
+//! A suite file (`suites/*.toml`): which two kernels to compare, on which
+//! workloads, parameters and CPU counts, how many boots and iterations.
+//!
+//! Parsing is strict: unknown keys, unknown workloads, unknown kernel
+//! fragments and impossible values are errors that name `file:line:col` and
+//! the valid choices, because a typo in a suite silently measuring the wrong
+//! thing costs a night.
+
+use crate::error::InputError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The typed suite, after parsing and checking.
+#[derive(Debug, Clone, Serialize)]
+pub struct Suite {
+    pub name: String,
+    pub path: PathBuf,
+    /// SHA-256 of the suite file, recorded so a report says exactly what ran.
+    pub sha256: String,
+    pub description: String,
+    pub boots: u32,
+    pub iterations: u32,
+    pub warmup: u32,
+    pub cpus: Vec<u32>,
+    pub memory_mib: u32,
+    pub boot_timeout_s: u64,
+    pub accel: AccelChoice,
+    pub seed: u64,
+    pub kernel_source: Option<PathBuf>,
+    /// Exactly two: the baseline ("without") first, the candidate ("with") second.
+    pub variants: Vec<Variant>,
+    pub workloads: Vec<WorkloadSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccelChoice {
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+/// One side of the comparison: a kernel built from `vm-images/<kernel>.config`
+/// on top of the base fragment, booted with extra command-line arguments.
+#[derive(Debug, Clone, Serialize)]
+pub struct Variant {
+    pub name: String,
+    pub kernel: String,
+    pub cmdline: String,
+}
+
+/// A workload with the parameter values it sweeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum WorkloadSpec {
+    Hackbench(HackbenchSpec),
+}
+
+/// hackbench (rt-tests): `-g groups` groups of `fds` senders and `fds`
+/// receivers passing `loops` messages each. The sweep parameter is the group
+/// count, which is what the 2008 ia64 mail calls "number of processes" (each
+/// group is 40 tasks with the default 20 fds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HackbenchSpec {
+    /// Group counts to sweep.
+    pub params: Vec<u64>,
+    #[serde(default = "default_loops")]
+    pub loops: u64,
+    #[serde(default = "default_fds")]
+    pub fds: u64,
+    #[serde(default)]
+    pub mode: HackbenchMode,
+    #[serde(default)]
+    pub transport: HackbenchTransport,
+    #[serde(default = "default_datasize")]
+    pub datasize: u64,
+}
+
+fn default_loops() -> u64 {
+    100
+}
+fn default_fds() -> u64 {
+    20
+}
+fn default_datasize() -> u64 {
+    100
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HackbenchMode {
+    #[default]
+    Process,
+    Thread,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HackbenchTransport {
+    #[default]
+    Socket,
+    Pipe,
+}
+
+impl WorkloadSpec {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Hackbench(_) => "hackbench",
+        }
+    }
+    pub fn params(&self) -> &[u64] {
+        match self {
+            WorkloadSpec::Hackbench(h) => &h.params,
+        }
+    }
+}
+
+/// The file as written, with spans kept for the checks that come after serde.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    boots: Spanned<u32>,
+    iterations: Spanned<u32>,
+    #[serde(default)]
+    warmup: u32,
+    cpus: Spanned<Vec<u32>>,
+    #[serde(default = "default_memory")]
+    memory_mib: Spanned<u32>,
+    #[serde(default = "default_boot_timeout")]
+    boot_timeout_s: Spanned<u64>,
+    #[serde(default = "default_accel")]
+    accel: AccelChoice,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    kernel: KernelSection,
+    variant: Spanned<Vec<VariantFile>>,
+    workload: Spanned<Vec<Spanned<WorkloadSpec>>>,
+}
+
+fn default_memory() -> Spanned<u32> {
+    Spanned::new(0..0, 1024)
+}
+fn default_boot_timeout() -> Spanned<u64> {
+    Spanned::new(0..0, 900)
+}
+fn default_accel() -> AccelChoice {
+    AccelChoice::Auto
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KernelSection {
+    source: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VariantFile {
+    name: Spanned<String>,
+    kernel: Spanned<String>,
+    #[serde(default)]
+    cmdline: String,
+}
+
+/// Where suite-relative things live: the directory holding `vm-images/`.
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Kernel fragment names available in `vm-images/` (without `.config`), sorted.
+pub fn available_kernels(images_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(images_dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.strip_suffix(".config")
+                        .filter(|stem| *stem != "base")
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+impl Suite {
+    /// Reads and checks a suite file; `images_dir` holds the kernel fragments.
+    pub fn load(path: &Path, images_dir: &Path) -> Result<Suite, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(format!("{}: cannot read suite: {e}", path.display())))?;
+        Suite::parse(path, &text, images_dir)
+    }
+
+    pub fn parse(path: &Path, text: &str, images_dir: &Path) -> Result<Suite, InputError> {
+        let file: SuiteFile = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            InputError::at(path, text, offset, e.message().trim())
+        })?;
+        let err =
+            |span: std::ops::Range<usize>, msg: String| InputError::at(path, text, span.start, msg);
+
+        let positive = |v: &Spanned<u32>, what: &str| -> Result<u32, InputError> {
+            if *v.get_ref() == 0 {
+                Err(err(v.span(), format!("{what} must be at least 1")))
+            } else {
+                Ok(*v.get_ref())
+            }
+        };
+        let boots = positive(&file.boots, "boots")?;
+        let iterations = positive(&file.iterations, "iterations")?;
+        let memory_mib = *file.memory_mib.get_ref();
+        if memory_mib < 128 {
+            return Err(err(
+                file.memory_mib.span(),
+                "memory_mib must be at least 128".into(),
+            ));
+        }
+        if *file.boot_timeout_s.get_ref() == 0 {
+            return Err(err(
+                file.boot_timeout_s.span(),
+                "boot_timeout_s must be at least 1".into(),
+            ));
+        }
+        let cpus = file.cpus.get_ref().clone();
+        if cpus.is_empty() || cpus.contains(&0) {
+            return Err(err(
+                file.cpus.span(),
+                "cpus must list at least one CPU count, each at least 1".into(),
+            ));
+        }
+        if cpus.iter().any(|&c| c > 8) {
+            return Err(err(
+                file.cpus.span(),
+                "cpus above 8: the guest kernels are built with NR_CPUS=8".into(),
+            ));
+        }
+
+        let kernels = available_kernels(images_dir);
+        if file.variant.get_ref().len() != 2 {
+            return Err(err(
+                file.variant.span(),
+                format!(
+                    "a suite compares exactly two [[variant]]s (baseline first), found {}",
+                    file.variant.get_ref().len()
+                ),
+            ));
+        }
+        let mut variants = Vec::new();
+        for v in file.variant.into_inner() {
+            if !kernels.contains(v.kernel.get_ref()) {
+                return Err(err(
+                    v.kernel.span(),
+                    format!(
+                        "unknown kernel {:?}: no {}/{}.config; valid choices: {}",
+                        v.kernel.get_ref(),
+                        images_dir.display(),
+                        v.kernel.get_ref(),
+                        kernels.join(", ")
+                    ),
+                ));
+            }
+            if v.name.get_ref().trim().is_empty()
+                || v.name.get_ref().contains(['/', '\\', '\n', '\t', ','])
+            {
+                return Err(err(
+                    v.name.span(),
+                    "variant name must be non-empty and free of / \\ , tab and newline".into(),
+                ));
+            }
+            variants.push(Variant {
+                name: v.name.into_inner(),
+                kernel: v.kernel.into_inner(),
+                cmdline: v.cmdline,
+            });
+        }
+        if variants[0].name == variants[1].name {
+            return Err(err(
+                0..0,
+                format!("both variants are named {:?}", variants[0].name),
+            ));
+        }
+
+        if file.workload.get_ref().is_empty() {
+            return Err(err(
+                file.workload.span(),
+                "a suite needs at least one [[workload]]".into(),
+            ));
+        }
+        let mut workloads = Vec::new();
+        for w in file.workload.into_inner() {
+            let span = w.span();
+            let spec = w.into_inner();
+            if spec.params().is_empty() || spec.params().contains(&0) {
+                return Err(err(
+                    span,
+                    format!(
+                        "{}: params must list at least one value, each at least 1",
+                        spec.kind()
+                    ),
+                ));
+            }
+            match &spec {
+                WorkloadSpec::Hackbench(h) => {
+                    if h.loops == 0 || h.fds == 0 || h.datasize == 0 {
+                        return Err(err(
+                            span,
+                            "hackbench: loops, fds and datasize must be at least 1".into(),
+                        ));
+                    }
+                }
+            }
+            workloads.push(spec);
+        }
+
+        let name = file.name.get_ref().clone();
+        if name.trim().is_empty() || name.contains(['/', '\\']) {
+            return Err(err(
+                file.name.span(),
+                "name must be non-empty and free of slashes".into(),
+            ));
+        }
+        use sha2::Digest;
+        Ok(Suite {
+            name,
+            path: path.to_path_buf(),
+            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+            description: file.description,
+            boots,
+            iterations,
+            warmup: file.warmup,
+            cpus,
+            memory_mib,
+            boot_timeout_s: *file.boot_timeout_s.get_ref(),
+            accel: file.accel,
+            seed: file.seed,
+            kernel_source: file.kernel.source.map(|s| PathBuf::from(s.into_inner())),
+            variants,
+            workloads,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn images() -> PathBuf {
+        project_root().join("vm-images")
+    }
+
+    const GOOD: &str = r#"
+name = "t"
+boots = 2
+iterations = 3
+warmup = 1
+cpus = [2]
+[[variant]]
+name = "off"
+kernel = "markers-off"
+[[variant]]
+name = "on"
+kernel = "markers-on"
+[[workload]]
+kind = "hackbench"
+params = [2, 4]
+loops = 10
+"#;
+
+    fn parse(text: &str) -> Result<Suite, InputError> {
+        Suite::parse(Path::new("s.toml"), text, &images())
+    }
+
+    #[test]
+    fn parses_a_good_suite_with_defaults() {
+        let s = parse(GOOD).unwrap();
+        assert_eq!(s.boots, 2);
+        assert_eq!(s.variants[0].kernel, "markers-off");
+        assert_eq!(s.accel, AccelChoice::Auto);
+        match &s.workloads[0] {
+            WorkloadSpec::Hackbench(h) => {
+                assert_eq!(h.params, vec![2, 4]);
+                assert_eq!(h.fds, 20);
+                assert_eq!(h.mode, HackbenchMode::Process);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_column() {
+        let text = GOOD.replace("warmup = 1", "warmpu = 1");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.starts_with("s.toml:5:1:"), "{e}");
+        assert!(e.contains("warmpu"), "{e}");
+    }
+
+    #[test]
+    fn unknown_workload_lists_valid_choices() {
+        let text = GOOD.replace("\"hackbench\"", "\"hackbnch\"");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("s.toml:"), "{e}");
+        assert!(e.contains("hackbnch") && e.contains("hackbench"), "{e}");
+    }
+
+    #[test]
+    fn unknown_kernel_names_the_fragments_available() {
+        let text = GOOD.replace("kernel = \"markers-on\"", "kernel = \"markers-maybe\"");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.starts_with("s.toml:12:10:"), "{e}");
+        assert!(e.contains("markers-off, markers-on"), "{e}");
+    }
+
+    #[test]
+    fn impossible_values_are_rejected() {
+        for (from, to, needle) in [
+            ("boots = 2", "boots = 0", "boots must be at least 1"),
+            ("cpus = [2]", "cpus = []", "cpus must list"),
+            ("cpus = [2]", "cpus = [16]", "NR_CPUS"),
+            ("params = [2, 4]", "params = [0]", "params must list"),
+            ("params = [2, 4]", "params = [-3]", "invalid value"),
+        ] {
+            let e = parse(&GOOD.replace(from, to)).unwrap_err().to_string();
+            assert!(e.contains(needle), "{to}: {e}");
+            assert!(e.starts_with("s.toml:"), "{to}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_suite_needs_exactly_two_variants() {
+        let text = GOOD.replace("[[variant]]\nname = \"on\"\nkernel = \"markers-on\"\n", "");
+        let e = parse(&text).unwrap_err().to_string();
+        assert!(e.contains("exactly two"), "{e}");
+    }
+
+    #[test]
+    fn shipped_suites_parse() {
+        let dir = project_root().join("suites");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                Suite::load(&path, &images()).unwrap_or_else(|e| panic!("{e}"));
+                seen += 1;
+            }
+        }
+        assert!(seen >= 1);
+    }
+}

@@ -1,0 +1,117 @@
+//! Choosing the accelerator. `auto` tries KVM with a short trial boot and
+//! falls back to TCG when KVM is missing or broken; `/dev/kvm` existing proves
+//! nothing (under nested virtualization it exists and guests die with
+//! "KVM internal error"). The verdict is remembered per host and QEMU
+//! version, and the report says which accelerator ran and why.
+
+use super::{Accel, BootRequest, Runner};
+use crate::images::{cache_dir, key_of, tool_version};
+use crate::protocol::Message;
+use crate::suite::AccelChoice;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The accelerator chosen for a run and the reason, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccelDecision {
+    pub accel: Accel,
+    pub reason: String,
+}
+
+/// Identifies the host for the remembered verdict: kernel, CPU and QEMU.
+fn host_key() -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cpu = crate::samples::host_cpu_model();
+    let qemu = tool_version(super::qemu::QEMU);
+    key_of(&[
+        ("release", release.trim().as_bytes()),
+        ("cpu", cpu.as_bytes()),
+        ("qemu", qemu.as_bytes()),
+    ])[..16]
+        .to_string()
+}
+
+fn verdict_path() -> PathBuf {
+    cache_dir()
+        .join("accel")
+        .join(format!("{}.toml", host_key()))
+}
+
+/// Decides the accelerator. `trial` boots the given kernel and initrd (an
+/// empty job) under KVM; the trial's console log goes to `trial_log`.
+pub fn decide(
+    choice: AccelChoice,
+    runner: &mut dyn Runner,
+    kernel: &Path,
+    initrd: &Path,
+    trial_log: &Path,
+) -> AccelDecision {
+    match choice {
+        AccelChoice::Tcg => {
+            return AccelDecision {
+                accel: Accel::Tcg,
+                reason: "the suite or command line asked for TCG".into(),
+            }
+        }
+        AccelChoice::Kvm => {
+            return AccelDecision {
+                accel: Accel::Kvm,
+                reason: "the suite or command line asked for KVM (not checked)".into(),
+            }
+        }
+        AccelChoice::Auto => {}
+    }
+    if !Path::new("/dev/kvm").exists() {
+        return AccelDecision {
+            accel: Accel::Tcg,
+            reason: "auto: /dev/kvm does not exist, so software emulation (TCG)".into(),
+        };
+    }
+    let path = verdict_path();
+    if let Some(d) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| toml::from_str::<AccelDecision>(&t).ok())
+    {
+        return AccelDecision {
+            accel: d.accel,
+            reason: format!("{} (remembered in {})", d.reason, path.display()),
+        };
+    }
+    let request = BootRequest {
+        kernel: kernel.to_path_buf(),
+        initrd: initrd.to_path_buf(),
+        extra_cmdline: String::new(),
+        cpus: 1,
+        memory_mib: 256,
+        accel: Accel::Kvm,
+        deadline: Duration::from_secs(30),
+        console_log: trial_log.to_path_buf(),
+    };
+    let mut hello = false;
+    let outcome = runner.boot(&request, &mut |m| {
+        hello |= matches!(m, Message::Hello { .. })
+    });
+    let decision = if outcome.end.is_ok() && hello {
+        AccelDecision {
+            accel: Accel::Kvm,
+            reason: format!(
+                "auto: a KVM trial boot completed in {:.1} s",
+                outcome.wall.as_secs_f64()
+            ),
+        }
+    } else {
+        AccelDecision {
+            accel: Accel::Tcg,
+            reason: format!(
+                "auto: /dev/kvm exists but a KVM trial boot failed ({}), so software emulation (TCG)",
+                outcome.end.describe()
+            ),
+        }
+    };
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(&path, toml::to_string(&decision).unwrap_or_default());
+    decision
+}

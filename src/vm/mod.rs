@@ -1,0 +1,93 @@
+//! Booting guests. The QEMU boundary sits behind [`Runner`], so planning,
+//! sample handling and reporting are tested with a fake runner, and the real
+//! one ([`qemu::QemuRunner`]) is the only thing that starts processes.
+
+pub mod accel;
+pub mod qemu;
+
+use crate::protocol::Message;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The accelerator a boot runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// Everything needed to boot one guest.
+#[derive(Debug, Clone)]
+pub struct BootRequest {
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    /// Appended to markbench's own kernel command line.
+    pub extra_cmdline: String,
+    pub cpus: u32,
+    pub memory_mib: u32,
+    pub accel: Accel,
+    /// The boot is killed and recorded as failed when it runs longer.
+    pub deadline: Duration,
+    /// Where the guest's kernel console (ttyS0) is written.
+    pub console_log: PathBuf,
+}
+
+/// How a boot ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum BootEnd {
+    /// The agent said `done` and the VM powered off.
+    Completed,
+    /// The agent reported an error (e.g. a workload exited non-zero).
+    AgentError { message: String },
+    /// The guest kernel panicked (seen on the console).
+    KernelPanic { detail: String },
+    /// Still running at the deadline; killed.
+    TimedOut { after_s: u64 },
+    /// QEMU could not start or exited with an error of its own.
+    QemuFailed { detail: String },
+    /// The VM ended without the agent saying `done`.
+    Vanished { detail: String },
+}
+
+impl BootEnd {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, BootEnd::Completed)
+    }
+
+    /// One line for logs and the report.
+    pub fn describe(&self) -> String {
+        match self {
+            BootEnd::Completed => "completed".into(),
+            BootEnd::AgentError { message } => format!("agent error: {message}"),
+            BootEnd::KernelPanic { detail } => format!("kernel panic: {detail}"),
+            BootEnd::TimedOut { after_s } => format!("timed out after {after_s} s; killed"),
+            BootEnd::QemuFailed { detail } => format!("QEMU failed: {detail}"),
+            BootEnd::Vanished { detail } => format!("guest ended without finishing: {detail}"),
+        }
+    }
+}
+
+/// What a boot produced besides its messages.
+#[derive(Debug, Clone)]
+pub struct BootOutcome {
+    pub end: BootEnd,
+    pub wall: Duration,
+}
+
+/// Boots guests. `on_message` sees each agent message as it arrives, so
+/// samples are written while the guest is still running.
+pub trait Runner {
+    fn boot(&mut self, request: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome;
+}

@@ -1,0 +1,242 @@
+//! The real runner: one `qemu-system-x86_64` process per boot.
+//!
+//! No network device, no disk, no shared folder: `-nodefaults` and nothing
+//! added but two serial ports, so nothing of the host is writable from the
+//! guest. ttyS0 (the kernel console) goes to a log file; ttyS1 carries the
+//! agent's result lines on QEMU's stdout, read line by line as they come.
+
+use super::{BootEnd, BootOutcome, BootRequest, Runner};
+use crate::protocol::Message;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub const QEMU: &str = "qemu-system-x86_64";
+
+/// Kernel arguments every boot gets. `panic=-1` plus `-no-reboot` turns a
+/// guest panic into a QEMU exit instead of a hang; `oops=panic` makes an
+/// oops visible the same way.
+pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic rdinit=/init";
+
+#[derive(Debug, Default)]
+pub struct QemuRunner;
+
+/// The QEMU command line for a request.
+pub fn qemu_args(r: &BootRequest) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "-nodefaults".into(),
+        "-no-user-config".into(),
+        "-display".into(),
+        "none".into(),
+        "-no-reboot".into(),
+        "-accel".into(),
+        r.accel.as_str().into(),
+        "-cpu".into(),
+        "max".into(),
+        "-smp".into(),
+        r.cpus.to_string(),
+        "-m".into(),
+        r.memory_mib.to_string(),
+        "-kernel".into(),
+        r.kernel.display().to_string(),
+        "-initrd".into(),
+        r.initrd.display().to_string(),
+        "-append".into(),
+        format!("{BASE_CMDLINE} {}", r.extra_cmdline)
+            .trim()
+            .to_string(),
+        "-serial".into(),
+        format!("file:{}", r.console_log.display()),
+        "-chardev".into(),
+        "stdio,id=results,signal=off".into(),
+        "-serial".into(),
+        "chardev:results".into(),
+        "-monitor".into(),
+        "none".into(),
+    ];
+    args.shrink_to_fit();
+    args
+}
+
+/// Looks for a panic in the console log; returns the panic line.
+pub fn find_panic(console: &str) -> Option<String> {
+    console
+        .lines()
+        .find(|l| l.contains("Kernel panic - not syncing"))
+        .map(|l| l.trim().to_string())
+}
+
+/// Last lines of the console, for failure reports.
+pub fn console_tail(console: &str, lines: usize) -> String {
+    let all: Vec<&str> = console.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+impl Runner for QemuRunner {
+    fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
+        let started = Instant::now();
+        let outcome = |end| BootOutcome {
+            end,
+            wall: started.elapsed(),
+        };
+        let mut child = match Command::new(QEMU)
+            .args(qemu_args(r))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                return outcome(BootEnd::QemuFailed {
+                    detail: format!("cannot start {QEMU}: {e}"),
+                })
+            }
+        };
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel::<Result<Message, String>>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match Message::parse_line(&line) {
+                    Ok(Some(m)) => {
+                        if tx.send(Ok(m)).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            }
+        });
+        let stderr_reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+
+        let mut done = false;
+        let mut agent_error: Option<String> = None;
+        let mut timed_out = false;
+        loop {
+            let left = r.deadline.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                timed_out = true;
+                let _ = child.kill();
+                break;
+            }
+            match rx.recv_timeout(left.min(Duration::from_millis(500))) {
+                Ok(Ok(Message::Done)) => {
+                    done = true;
+                    on_message(Message::Done);
+                }
+                Ok(Ok(Message::Error { message })) => {
+                    agent_error.get_or_insert(message.clone());
+                    on_message(Message::Error { message });
+                }
+                Ok(Ok(m)) => on_message(m),
+                Ok(Err(e)) => {
+                    agent_error.get_or_insert(e.clone());
+                    on_message(Message::Error { message: e });
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        // The results port closed (QEMU exited) or we killed it: reap it, with
+        // a grace period for the poweroff to finish.
+        let grace = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if grace.elapsed() < Duration::from_secs(20) => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                _ => {
+                    let _ = child.kill();
+                    break child.wait().ok();
+                }
+            }
+        };
+        let _ = reader.join();
+        let qemu_stderr = stderr_reader.join().unwrap_or_default();
+        let console = std::fs::read_to_string(&r.console_log).unwrap_or_default();
+
+        let end = if timed_out {
+            BootEnd::TimedOut {
+                after_s: r.deadline.as_secs(),
+            }
+        } else if let Some(panic) = find_panic(&console) {
+            BootEnd::KernelPanic { detail: panic }
+        } else if let Some(message) = agent_error {
+            BootEnd::AgentError { message }
+        } else if done {
+            BootEnd::Completed
+        } else if status.is_some_and(|s| !s.success()) || !qemu_stderr.trim().is_empty() {
+            BootEnd::QemuFailed {
+                detail: format!(
+                    "exit {}: {}",
+                    status.map_or("unknown".into(), |s| s.to_string()),
+                    qemu_stderr.trim()
+                ),
+            }
+        } else {
+            BootEnd::Vanished {
+                detail: format!("console ends with: {}", console_tail(&console, 3)),
+            }
+        };
+        outcome(end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vm::Accel;
+
+    fn request() -> BootRequest {
+        BootRequest {
+            kernel: "/k/bzImage".into(),
+            initrd: "/k/initrd".into(),
+            extra_cmdline: "trace_event=sched:*".into(),
+            cpus: 4,
+            memory_mib: 512,
+            accel: Accel::Tcg,
+            deadline: Duration::from_secs(10),
+            console_log: "/run/logs/boot.log".into(),
+        }
+    }
+
+    #[test]
+    fn qemu_gets_no_network_no_disk_and_two_serial_ports() {
+        let args = qemu_args(&request());
+        let joined = args.join(" ");
+        assert!(joined.starts_with("-nodefaults"));
+        for forbidden in ["-netdev", "-nic", "-drive", "-hda", "-virtfs", "-fsdev"] {
+            assert!(
+                !args.iter().any(|a| a == forbidden),
+                "{forbidden} in {joined}"
+            );
+        }
+        assert_eq!(args.iter().filter(|a| *a == "-serial").count(), 2);
+        assert!(joined.contains("-smp 4 -m 512"));
+        assert!(joined.contains("-accel tcg"));
+        assert!(joined.contains("panic=-1 oops=panic rdinit=/init trace_event=sched:*"));
+        assert!(joined.contains("file:/run/logs/boot.log"));
+    }
+
+    #[test]
+    fn panics_are_found_on_the_console() {
+        let console =
+            "[    1.0] foo\n[    2.1] Kernel panic - not syncing: sysrq triggered crash\n";
+        assert_eq!(
+            find_panic(console).as_deref(),
+            Some("[    2.1] Kernel panic - not syncing: sysrq triggered crash")
+        );
+        assert_eq!(find_panic("all good\n"), None);
+    }
+}

@@ -1,0 +1,119 @@
+//! hackbench from rt-tests: `-g G` groups, each of `-f F` senders and F
+//! receivers (40 tasks per group with the default 20), passing `-l L`
+//! messages of `-s S` bytes over sockets (default) or pipes (`-p`), as
+//! processes (default) or threads (`-T`).
+//!
+//! The 2008 ia64 mail's "Number of processes" 50…800 is most likely this
+//! group count: the original hackbench.c took the number of groups as its
+//! only argument.
+//!
+//! Metric: `time`, seconds, lower is better: the agent's CLOCK_MONOTONIC wall
+//! time of the whole hackbench process (start-up included, a few ms). The
+//! figure hackbench prints itself (`Time: 1.234`, what the seeds tabulated)
+//! must be present, or the run is not counted: it proves hackbench finished.
+
+use super::Measurement;
+use crate::protocol::RunRecord;
+use crate::suite::{HackbenchMode, HackbenchSpec, HackbenchTransport};
+
+pub const PROGRAM: &str = "/usr/bin/hackbench";
+
+pub fn command(spec: &HackbenchSpec, groups: u64) -> Vec<String> {
+    let mut argv = vec![
+        PROGRAM.to_string(),
+        "-g".into(),
+        groups.to_string(),
+        "-l".into(),
+        spec.loops.to_string(),
+        "-f".into(),
+        spec.fds.to_string(),
+        "-s".into(),
+        spec.datasize.to_string(),
+    ];
+    if spec.mode == HackbenchMode::Thread {
+        argv.push("-T".into());
+    }
+    if spec.transport == HackbenchTransport::Pipe {
+        argv.push("-p".into());
+    }
+    argv
+}
+
+/// The `Time: …` hackbench prints, in seconds.
+pub fn reported_time(output: &str) -> Option<f64> {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Time:"))
+        .and_then(|t| t.trim().parse::<f64>().ok())
+}
+
+pub fn measure(record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    reported_time(&record.output).ok_or_else(|| {
+        format!(
+            "hackbench printed no `Time:` line; output: {}",
+            record.output.trim()
+        )
+    })?;
+    Ok(vec![Measurement {
+        metric: "time".into(),
+        unit: "s".into(),
+        higher_is_better: false,
+        value: record.elapsed_ns as f64 / 1e9,
+    }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Output of rt-tests 2.5 hackbench, captured in a markbench guest.
+    const CAPTURED: &str =
+        "Running in process mode with 4 groups using 40 file descriptors each (== 160 tasks)\n\
+Each sender will pass 50 messages of 100 bytes\n\
+Time: 0.412\n";
+
+    fn record(output: &str, elapsed_ns: u64) -> RunRecord {
+        RunRecord {
+            id: "hackbench/4".into(),
+            iteration: 0,
+            status: 0,
+            elapsed_ns,
+            user_ns: 0,
+            sys_ns: 0,
+            output: output.into(),
+        }
+    }
+
+    #[test]
+    fn command_follows_the_spec() {
+        let spec = HackbenchSpec {
+            params: vec![4],
+            loops: 50,
+            fds: 20,
+            mode: HackbenchMode::Thread,
+            transport: HackbenchTransport::Pipe,
+            datasize: 100,
+        };
+        assert_eq!(
+            command(&spec, 4).join(" "),
+            "/usr/bin/hackbench -g 4 -l 50 -f 20 -s 100 -T -p"
+        );
+    }
+
+    #[test]
+    fn captured_output_gives_the_agent_time() {
+        assert_eq!(reported_time(CAPTURED), Some(0.412));
+        let m = measure(&record(CAPTURED, 431_000_000)).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].metric, "time");
+        assert_eq!(m[0].unit, "s");
+        assert!((m[0].value - 0.431).abs() < 1e-12);
+        assert!(!m[0].higher_is_better);
+    }
+
+    #[test]
+    fn output_without_time_is_an_error() {
+        let e = measure(&record("hackbench: fork failed\n", 1)).unwrap_err();
+        assert!(e.contains("no `Time:` line"), "{e}");
+    }
+}

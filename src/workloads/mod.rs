@@ -1,0 +1,48 @@
+//! Workloads: what runs in the guest for each (workload, parameter) step and
+//! how a timed run becomes measurements. One file per workload.
+
+pub mod hackbench;
+
+use crate::protocol::{Directive, RunRecord};
+use crate::suite::WorkloadSpec;
+use serde::{Deserialize, Serialize};
+
+/// One number a run yields, with its unit and direction so reports can say
+/// "slower" or "faster" correctly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    pub value: f64,
+}
+
+/// Untimed commands a boot runs before any step of this workload.
+pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
+    match spec {
+        WorkloadSpec::Hackbench(_) => Vec::new(),
+    }
+}
+
+/// The guest command for one step.
+pub fn command(spec: &WorkloadSpec, param: u64) -> Vec<String> {
+    match spec {
+        WorkloadSpec::Hackbench(h) => hackbench::command(h, param),
+    }
+}
+
+/// Measurements from one timed run; an error when the output does not look
+/// like a successful run (a sample that cannot be trusted is not a sample).
+pub fn measure(spec: &WorkloadSpec, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    if record.status != 0 {
+        return Err(format!(
+            "{} exited with status {}: {}",
+            spec.kind(),
+            record.status,
+            record.output.trim()
+        ));
+    }
+    match spec {
+        WorkloadSpec::Hackbench(_) => hackbench::measure(record),
+    }
+}
