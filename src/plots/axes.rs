@@ -8,6 +8,11 @@ use plotters::prelude::*;
 use super::font::FAMILY;
 use super::scale::tick_label;
 
+const TICK_LABEL_SIZE: f64 = 14.0;
+const X_TICKS: usize = 10;
+const Y_TICKS: usize = 8;
+const AXIS_DESC_SIZE: f64 = 16.0;
+
 pub(super) type XyChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Builds a chart on `area` with labelled axes and a light grid.
@@ -18,13 +23,14 @@ pub(super) fn build_chart<'a, DB: DrawingBackend>(
     x_desc: &str,
     y_desc: &str,
 ) -> Result<XyChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let y_label_area_width = y_label_area_width(area, &y_range)?;
     let mut chart = ChartBuilder::on(area)
         .margin_left(16)
         .margin_right(36)
         .margin_top(6)
         .margin_bottom(12)
         .x_label_area_size(56)
-        .y_label_area_size(90)
+        .y_label_area_size(y_label_area_width)
         .build_cartesian_2d(x_range, y_range)?;
     let format_tick = |value: &f64| tick_label(*value);
     chart
@@ -33,14 +39,30 @@ pub(super) fn build_chart<'a, DB: DrawingBackend>(
         .y_desc(y_desc)
         .x_label_formatter(&format_tick)
         .y_label_formatter(&format_tick)
-        .x_labels(10)
-        .y_labels(8)
-        .label_style((FAMILY, 14))
-        .axis_desc_style((FAMILY, 16))
+        .x_labels(X_TICKS)
+        .y_labels(Y_TICKS)
+        .label_style((FAMILY, TICK_LABEL_SIZE))
+        .axis_desc_style((FAMILY, AXIS_DESC_SIZE))
         .bold_line_style(BLACK.mix(0.12))
         .light_line_style(BLACK.mix(0.04))
         .draw()?;
     Ok(chart)
+}
+
+/// Room left of the y axis for tick labels plus the rotated description: wide
+/// enough for "180000", not so wide that "80" floats far from its description.
+/// Measures the ticks plotters will draw (the same key points the mesh asks for).
+fn y_label_area_width<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    y_range: &Range<f64>,
+) -> Result<u32, DrawingAreaErrorKind<DB::ErrorType>> {
+    let style = TextStyle::from((FAMILY, TICK_LABEL_SIZE).into_font());
+    let ticks = RangedCoordf64::from(y_range.clone()).key_points(Y_TICKS);
+    let mut widest = 0;
+    for tick in ticks {
+        widest = widest.max(area.estimate_text_size(&tick_label(tick), &style)?.0);
+    }
+    Ok((widest + 48).clamp(60, 120))
 }
 
 /// "time [s]", or just "time" when the unit is empty.

@@ -95,15 +95,17 @@ pub(super) fn draw_header<DB: DrawingBackend>(
     Ok(root.split_vertically(header_height).1)
 }
 
-/// Greedy rows of (entry, width including the gap after it) fitting `max_width`.
-#[allow(clippy::type_complexity)]
+/// One legend row: each entry with its width, including the gap after it.
+type LegendRow<'e> = Vec<(&'e LegendEntry, i32)>;
+
+/// Greedy rows fitting `max_width`.
 fn layout_legend<'e, DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     legend: &'e [LegendEntry],
     max_width: i32,
-) -> Result<Vec<Vec<(&'e LegendEntry, i32)>>, DrawingAreaErrorKind<DB::ErrorType>> {
+) -> Result<Vec<LegendRow<'e>>, DrawingAreaErrorKind<DB::ErrorType>> {
     let font = TextStyle::from((FAMILY, LEGEND_TEXT_SIZE).into_font());
-    let mut rows: Vec<Vec<(&LegendEntry, i32)>> = Vec::new();
+    let mut rows: Vec<LegendRow> = Vec::new();
     let mut row_width = 0;
     for entry in legend {
         let (text_width, _) = root.estimate_text_size(&entry.label, &font)?;
