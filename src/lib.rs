@@ -15,3 +15,4 @@ pub mod samples;
 pub mod suite;
 pub mod vm;
 pub mod workloads;
+pub mod plots;

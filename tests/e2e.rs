@@ -1,0 +1,73 @@
+//! End to end, for real: builds (or reuses from the cache) both kernels,
+//! boots each under QEMU, runs hackbench inside, and checks that samples and
+//! a report come out. Installs missing prerequisites first, as `compare` does.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn markbench() -> Command {
+    Command::cargo_bin("markbench").unwrap()
+}
+
+#[test]
+fn compare_builds_boots_measures_and_reports() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = markbench()
+        .args(["compare", "--suite", "tests/fixtures/e2e.toml", "--reports"])
+        .arg(reports.path())
+        .timeout(std::time::Duration::from_secs(60 * 60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+
+    let runs: Vec<_> = std::fs::read_dir(reports.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest"))
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let dir = &runs[0];
+    assert!(dir.file_name().unwrap().to_string_lossy().ends_with("-e2e"));
+
+    let samples = markbench::samples::read_samples(dir).unwrap();
+    // 2 variants × 2 boots × 1 point × (1 warm-up + 2 measured).
+    assert_eq!(samples.len(), 12, "{samples:?}");
+    for variant in ["markers-off", "markers-on"] {
+        let measured: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.variant == variant && !s.warmup)
+            .map(|s| s.value)
+            .collect();
+        assert_eq!(measured.len(), 4);
+        assert!(measured.iter().all(|v| *v > 0.0 && *v < 60.0), "{measured:?}");
+    }
+
+    let meta = markbench::samples::RunMeta::read(dir).unwrap();
+    assert!(meta.complete);
+    assert_eq!(meta.boots.len(), 4);
+    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    // ABBA with seed 1: B A A B.
+    let order: Vec<&str> = meta.boots.iter().map(|b| b.variant.as_str()).collect();
+    assert_eq!(order, ["markers-on", "markers-off", "markers-off", "markers-on"]);
+    assert!(["kvm", "tcg"].contains(&meta.accel.as_str()));
+    assert!(!meta.accel_reason.is_empty());
+    for b in &meta.boots {
+        assert!(b.guest_kernel.starts_with("6.1"), "{b:?}");
+        let log = std::fs::read_to_string(dir.join(&b.console_log)).unwrap();
+        assert!(log.contains("Linux version"), "console log of {b:?}");
+    }
+
+    let diffconfig = std::fs::read_to_string(dir.join("diffconfig.txt")).unwrap();
+    assert!(diffconfig.contains("+TRACEPOINTS y"), "{diffconfig}");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("### hackbench: time [s], lower is better, 2 CPUs"), "{report}");
+    assert!(report.contains("| 2 | "), "{report}");
+    assert!(report.contains(&format!("Accelerator: **{}**", meta.accel)), "{report}");
+
+    // Re-rendering from the directory gives the same report.
+    markbench().arg("report").arg(dir).assert().success();
+    assert_eq!(std::fs::read_to_string(dir.join("report.md")).unwrap(), report);
+    assert!(Path::new(&dir.join("samples.csv")).is_file());
+}
