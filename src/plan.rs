@@ -7,7 +7,7 @@
 //! all B: slow drifts of the host (thermal, other tenants) then hit both
 //! sides alike instead of masquerading as a difference.
 
-use crate::suite::{Suite, WorkloadSpec};
+use crate::suite::Suite;
 use serde::{Deserialize, Serialize};
 
 /// One boot: a variant at a CPU count, running every step in order.
@@ -46,10 +46,7 @@ impl Step {
 fn steps(suite: &Suite) -> Vec<Step> {
     let mut steps = Vec::new();
     for (w, spec) in suite.workloads.iter().enumerate() {
-        let params: &[u64] = match spec {
-            WorkloadSpec::Hackbench(h) => &h.params,
-        };
-        for &param in params {
+        for &param in spec.params() {
             steps.push(Step {
                 workload: w,
                 param,

@@ -55,6 +55,22 @@ pub struct Variant {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum WorkloadSpec {
     Hackbench(HackbenchSpec),
+    PingFlood(PingFloodSpec),
+}
+
+/// `ping -f` on loopback (iputils). The sweep parameter is the packet count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PingFloodSpec {
+    /// Packet counts to sweep.
+    pub params: Vec<u64>,
+    /// ICMP payload bytes (`-s`); 56 is ping's default.
+    #[serde(default = "default_ping_size")]
+    pub size: u64,
+}
+
+fn default_ping_size() -> u64 {
+    56
 }
 
 /// hackbench (rt-tests): `-g groups` groups of `fds` senders and `fds`
@@ -108,11 +124,13 @@ impl WorkloadSpec {
     pub fn kind(&self) -> &'static str {
         match self {
             WorkloadSpec::Hackbench(_) => "hackbench",
+            WorkloadSpec::PingFlood(_) => "ping-flood",
         }
     }
     pub fn params(&self) -> &[u64] {
         match self {
             WorkloadSpec::Hackbench(h) => &h.params,
+            WorkloadSpec::PingFlood(p) => &p.params,
         }
     }
 }
@@ -317,6 +335,14 @@ impl Suite {
                         ));
                     }
                 }
+                WorkloadSpec::PingFlood(p) => {
+                    if p.size > 65_507 {
+                        return Err(err(
+                            span,
+                            "ping-flood: size must be at most 65507 bytes".into(),
+                        ));
+                    }
+                }
             }
             workloads.push(spec);
         }
@@ -391,6 +417,7 @@ loops = 10
                 assert_eq!(h.fds, 20);
                 assert_eq!(h.mode, HackbenchMode::Process);
             }
+            other => panic!("parsed as {other:?}"),
         }
     }
 

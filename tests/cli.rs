@@ -10,10 +10,20 @@ fn markbench() -> Command {
 
 #[test]
 fn every_command_has_help() {
-    for cmd in [vec![], vec!["compare"], vec!["images"], vec!["report"], vec!["setup"]] {
+    for cmd in [
+        vec![],
+        vec!["compare"],
+        vec!["images"],
+        vec!["report"],
+        vec!["setup"],
+    ] {
         let mut args = cmd.clone();
         args.push("--help");
-        markbench().args(&args).assert().success().stdout(predicate::str::contains("Usage"));
+        markbench()
+            .args(&args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Usage"));
     }
 }
 
@@ -67,10 +77,17 @@ fn unknown_workload_exits_2_and_lists_choices() {
 #[test]
 fn missing_kernel_source_exits_2() {
     markbench()
-        .args(["compare", "--dry-run", "--kernel-source", "/nonexistent/linux"])
+        .args([
+            "compare",
+            "--dry-run",
+            "--kernel-source",
+            "/nonexistent/linux",
+        ])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("/nonexistent/linux does not exist"));
+        .stderr(predicate::str::contains(
+            "/nonexistent/linux does not exist",
+        ));
 }
 
 #[test]

@@ -20,7 +20,10 @@ fn compare_builds_boots_measures_and_reports() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        out.status.success(),
+        "compare failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
 
     let runs: Vec<_> = std::fs::read_dir(reports.path())
         .unwrap()
@@ -41,7 +44,10 @@ fn compare_builds_boots_measures_and_reports() {
             .map(|s| s.value)
             .collect();
         assert_eq!(measured.len(), 4);
-        assert!(measured.iter().all(|v| *v > 0.0 && *v < 60.0), "{measured:?}");
+        assert!(
+            measured.iter().all(|v| *v > 0.0 && *v < 60.0),
+            "{measured:?}"
+        );
     }
 
     let meta = markbench::samples::RunMeta::read(dir).unwrap();
@@ -50,7 +56,10 @@ fn compare_builds_boots_measures_and_reports() {
     assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
     // ABBA with seed 1: B A A B.
     let order: Vec<&str> = meta.boots.iter().map(|b| b.variant.as_str()).collect();
-    assert_eq!(order, ["markers-on", "markers-off", "markers-off", "markers-on"]);
+    assert_eq!(
+        order,
+        ["markers-on", "markers-off", "markers-off", "markers-on"]
+    );
     assert!(["kvm", "tcg"].contains(&meta.accel.as_str()));
     assert!(!meta.accel_reason.is_empty());
     for b in &meta.boots {
@@ -62,12 +71,21 @@ fn compare_builds_boots_measures_and_reports() {
     let diffconfig = std::fs::read_to_string(dir.join("diffconfig.txt")).unwrap();
     assert!(diffconfig.contains("+TRACEPOINTS y"), "{diffconfig}");
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(report.contains("### hackbench: time [s], lower is better, 2 CPUs"), "{report}");
+    assert!(
+        report.contains("### hackbench: time [s], lower is better, 2 CPUs"),
+        "{report}"
+    );
     assert!(report.contains("| 2 | "), "{report}");
-    assert!(report.contains(&format!("Accelerator: **{}**", meta.accel)), "{report}");
+    assert!(
+        report.contains(&format!("Accelerator: **{}**", meta.accel)),
+        "{report}"
+    );
 
     // Re-rendering from the directory gives the same report.
     markbench().arg("report").arg(dir).assert().success();
-    assert_eq!(std::fs::read_to_string(dir.join("report.md")).unwrap(), report);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("report.md")).unwrap(),
+        report
+    );
     assert!(Path::new(&dir.join("samples.csv")).is_file());
 }

@@ -35,20 +35,19 @@ fn main() {
     power_off();
 }
 
+/// Runs a busybox applet with inherited stdio: the first calls mount /dev,
+/// and until then there is no /dev/null to redirect to.
 fn busybox(args: &[&str]) -> std::io::Result<std::process::ExitStatus> {
-    Command::new(BUSYBOX)
-        .args(args)
-        .stdin(Stdio::null())
-        .status()
+    Command::new(BUSYBOX).args(args).status()
 }
 
 fn mount_filesystems() {
     for dir in ["/proc", "/sys", "/dev", "/tmp", "/run"] {
         let _ = std::fs::create_dir_all(dir);
     }
+    let _ = busybox(&["mount", "-t", "devtmpfs", "devtmpfs", "/dev"]);
     let _ = busybox(&["mount", "-t", "proc", "proc", "/proc"]);
     let _ = busybox(&["mount", "-t", "sysfs", "sysfs", "/sys"]);
-    let _ = busybox(&["mount", "-t", "devtmpfs", "devtmpfs", "/dev"]);
     let _ = busybox(&["mount", "-t", "tmpfs", "tmpfs", "/tmp"]);
     let _ = busybox(&["mount", "-t", "tmpfs", "tmpfs", "/run"]);
 }

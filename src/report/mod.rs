@@ -94,6 +94,7 @@ pub fn tables(samples: &[Sample], variants: &[String; 2]) -> BTreeMap<TableKey, 
 pub fn param_label(workload: &str) -> &'static str {
     match workload {
         "hackbench" => "groups",
+        "ping-flood" => "packets",
         _ => "param",
     }
 }

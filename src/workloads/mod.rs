@@ -2,6 +2,7 @@
 //! how a timed run becomes measurements. One file per workload.
 
 pub mod hackbench;
+pub mod ping_flood;
 
 use crate::protocol::{Directive, RunRecord};
 use crate::suite::WorkloadSpec;
@@ -21,6 +22,7 @@ pub struct Measurement {
 pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
     match spec {
         WorkloadSpec::Hackbench(_) => Vec::new(),
+        WorkloadSpec::PingFlood(_) => ping_flood::setup(),
     }
 }
 
@@ -28,6 +30,7 @@ pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
 pub fn command(spec: &WorkloadSpec, param: u64) -> Vec<String> {
     match spec {
         WorkloadSpec::Hackbench(h) => hackbench::command(h, param),
+        WorkloadSpec::PingFlood(p) => ping_flood::command(p, param),
     }
 }
 
@@ -44,5 +47,6 @@ pub fn measure(spec: &WorkloadSpec, record: &RunRecord) -> Result<Vec<Measuremen
     }
     match spec {
         WorkloadSpec::Hackbench(_) => hackbench::measure(record),
+        WorkloadSpec::PingFlood(_) => ping_flood::measure(record),
     }
 }

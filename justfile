@@ -1,0 +1,28 @@
+# markbench's everyday commands; each is the same command a user could type.
+
+# Compare the default suite's two kernels (builds, boots, measures, reports).
+compare *ARGS:
+    cargo run --release -- compare {{ARGS}}
+
+# Print the plan of a suite without running it.
+plan SUITE="suites/quick.toml":
+    cargo run --release -- compare --dry-run --suite {{SUITE}}
+
+# Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
+setup:
+    cargo run --release -- setup
+
+# Build the default suite's kernels and initramfs into the cache.
+images:
+    cargo run --release -- images
+
+# Re-render a run's report from its samples.
+report DIR:
+    cargo run --release -- report {{DIR}}
+
+test:
+    cargo test
+
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --all-targets -- -D warnings
