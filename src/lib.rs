@@ -2,3 +2,4 @@
 //!
 //! Data flow, one module per stage (see DESIGN.md):
 //! suite → plan → images → vm → samples → stats → report.
+pub mod stats;
