@@ -91,3 +91,52 @@ fn ascending_order(values: &[f64]) -> Vec<usize> {
     order.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
     order
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_all_close(actual: &[f64], expected: &[f64]) {
+        assert_eq!(actual.len(), expected.len());
+        for (a, e) in actual.iter().zip(expected) {
+            assert!((a - e).abs() < 1e-15, "{actual:?} vs {expected:?}");
+        }
+    }
+
+    // Worked by hand. p = [0.01, 0.04, 0.03, 0.005], m = 4, ascending order
+    // 0.005, 0.01, 0.03, 0.04.
+
+    #[test]
+    fn holm_by_hand() {
+        // 4·0.005 = 0.02, 3·0.01 = 0.03, 2·0.03 = 0.06, 1·0.04 = 0.04 → running
+        // max keeps 0.06 for the last one.
+        assert_all_close(&holm(&[0.01, 0.04, 0.03, 0.005]), &[0.03, 0.06, 0.06, 0.02]);
+        // Saturates at 1.
+        assert_all_close(&holm(&[0.6, 0.7]), &[1.0, 1.0]);
+    }
+
+    #[test]
+    fn benjamini_hochberg_by_hand() {
+        // From the top: 4/4·0.04 = 0.04, 4/3·0.03 = 0.04, 4/2·0.01 = 0.02,
+        // 4/1·0.005 = 0.02; running min from the top changes nothing.
+        assert_all_close(
+            &benjamini_hochberg(&[0.01, 0.04, 0.03, 0.005]),
+            &[0.02, 0.04, 0.04, 0.02],
+        );
+        // Running min: 3/3·0.5 = 0.5, 3/2·0.4 = 0.6 → 0.5, 3/1·0.01 = 0.03.
+        assert_all_close(&benjamini_hochberg(&[0.4, 0.01, 0.5]), &[0.5, 0.03, 0.5]);
+    }
+
+    #[test]
+    fn points_without_a_p_value_are_outside_the_family() {
+        // m = 2, not 3: 2·0.01 = 0.02, then max(0.02, 1·0.04) = 0.04.
+        let adjusted = adjust_p_values(&[Some(0.01), None, Some(0.04)], Correction::Holm);
+        assert_eq!(adjusted[1], None);
+        assert!((adjusted[0].unwrap() - 0.02).abs() < 1e-15);
+        assert!((adjusted[2].unwrap() - 0.04).abs() < 1e-15);
+        assert_eq!(
+            adjust_p_values(&[None, None], Correction::Holm),
+            [None, None]
+        );
+    }
+}
