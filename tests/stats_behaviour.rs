@@ -7,6 +7,9 @@ use markbench::stats::{
     Verdict,
 };
 
+/// Samples of one variant at one point: outer = boots, inner = iterations.
+type Boots = Vec<Vec<f64>>;
+
 /// Seed 004 (Hideo Aoki, LKML), 2 CPUs: hackbench seconds without and with
 /// markers, one averaged value per cell, and the diff % the mail printed.
 const SEED_004_TWO_CPUS: [(f64, f64, f64); 16] = [
@@ -28,7 +31,7 @@ const SEED_004_TWO_CPUS: [(f64, f64, f64); 16] = [
     (85.431, 85.263, -0.2),
 ];
 
-fn boots_scaled(boot_factors: &[f64], iteration_factors: &[f64], base: f64) -> Vec<Vec<f64>> {
+fn boots_scaled(boot_factors: &[f64], iteration_factors: &[f64], base: f64) -> Boots {
     boot_factors
         .iter()
         .map(|b| iteration_factors.iter().map(|i| base * b * i).collect())
@@ -36,7 +39,7 @@ fn boots_scaled(boot_factors: &[f64], iteration_factors: &[f64], base: f64) -> V
 }
 
 /// Five boots whose means spread ±0.5% around `base`, three iterations each.
-fn quiet(base: f64) -> Vec<Vec<f64>> {
+fn quiet(base: f64) -> Boots {
     boots_scaled(
         &[0.995, 0.9975, 1.0, 1.0025, 1.005],
         &[0.999, 1.0, 1.001],
@@ -45,11 +48,11 @@ fn quiet(base: f64) -> Vec<Vec<f64>> {
 }
 
 /// Five boots whose means spread ±10%: nothing can be concluded.
-fn noisy(base: f64) -> Vec<Vec<f64>> {
+fn noisy(base: f64) -> Boots {
     boots_scaled(&[0.9, 0.95, 1.0, 1.05, 1.1], &[0.99, 1.0, 1.01], base)
 }
 
-fn scaled(boots: &[Vec<f64>], factor: f64) -> Vec<Vec<f64>> {
+fn scaled(boots: &[Vec<f64>], factor: f64) -> Boots {
     boots
         .iter()
         .map(|b| b.iter().map(|v| v * factor).collect())
@@ -65,7 +68,7 @@ fn no_bootstrap() -> AnalysisConfig {
 
 #[test]
 fn a_seed_style_table_is_insufficient_data_without_any_p_value() {
-    let sides: Vec<(Vec<Vec<f64>>, Vec<Vec<f64>>)> = SEED_004_TWO_CPUS
+    let sides: Vec<(Boots, Boots)> = SEED_004_TWO_CPUS
         .iter()
         .map(|&(without, with, _)| (vec![vec![without]], vec![vec![with]]))
         .collect();
@@ -130,7 +133,7 @@ fn regression_follows_the_metric_direction() {
 }
 
 /// Equivalent, regression, improvement, inconclusive, insufficient: one each.
-fn one_of_each_verdict() -> Vec<(Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+fn one_of_each_verdict() -> Vec<(Boots, Boots)> {
     let a = quiet(20.0);
     vec![
         (a.clone(), scaled(&a, 1.001)),
@@ -142,7 +145,7 @@ fn one_of_each_verdict() -> Vec<(Vec<Vec<f64>>, Vec<Vec<f64>>)> {
 }
 
 fn analyze_pairs(
-    pairs: &[(Vec<Vec<f64>>, Vec<Vec<f64>>)],
+    pairs: &[(Boots, Boots)],
     cfg: &AnalysisConfig,
 ) -> Vec<markbench::stats::PointAnalysis> {
     let points: Vec<PointInput> = pairs

@@ -16,6 +16,9 @@ use markbench::stats::{
     adjust_p_values, analyze_sweep, AnalysisConfig, Correction, PointAnalysis, PointInput, Verdict,
 };
 
+/// Samples of one variant at one point: outer = boots, inner = iterations.
+type Boots = Vec<Vec<f64>>;
+
 const POINTS: usize = 48;
 const BOOTS: usize = 5;
 const ITERATIONS: usize = 5;
@@ -48,12 +51,7 @@ impl SplitMix64 {
     }
 }
 
-fn simulate_side(
-    rng: &mut SplitMix64,
-    shift: f64,
-    sigma_boot: f64,
-    sigma_iter: f64,
-) -> Vec<Vec<f64>> {
+fn simulate_side(rng: &mut SplitMix64, shift: f64, sigma_boot: f64, sigma_iter: f64) -> Boots {
     let base = 20.0;
     (0..BOOTS)
         .map(|_| {
@@ -68,7 +66,7 @@ fn simulate_side(
 }
 
 /// One simulated sweep: `shifts[i]` is the true relative change of B at point i.
-fn simulate_sweep(rng: &mut SplitMix64, shifts: &[f64]) -> Vec<(Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+fn simulate_sweep(rng: &mut SplitMix64, shifts: &[f64]) -> Vec<(Boots, Boots)> {
     shifts
         .iter()
         .map(|&shift| {
@@ -79,7 +77,7 @@ fn simulate_sweep(rng: &mut SplitMix64, shifts: &[f64]) -> Vec<(Vec<Vec<f64>>, V
         .collect()
 }
 
-fn analyze(data: &[(Vec<Vec<f64>>, Vec<Vec<f64>>)], cfg: &AnalysisConfig) -> Vec<PointAnalysis> {
+fn analyze(data: &[(Boots, Boots)], cfg: &AnalysisConfig) -> Vec<PointAnalysis> {
     let points: Vec<PointInput> = data
         .iter()
         .map(|(a, b)| PointInput {

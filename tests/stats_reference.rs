@@ -17,6 +17,9 @@ use markbench::stats::{
 use serde_json::Value;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+/// Samples of one variant at one point: outer = boots, inner = iterations.
+type Boots = Vec<Vec<f64>>;
+
 const EXACT_ARITHMETIC: f64 = 1e-12;
 const DISTRIBUTION_FUNCTIONS: f64 = 1e-9;
 
@@ -48,7 +51,7 @@ fn assert_close_opt(actual: Option<f64>, expected: &Value, tolerance: f64, what:
     }
 }
 
-fn boots(value: &Value) -> Vec<Vec<f64>> {
+fn boots(value: &Value) -> Boots {
     value
         .as_array()
         .unwrap()
@@ -65,7 +68,7 @@ fn boots(value: &Value) -> Vec<Vec<f64>> {
 
 fn analyze_cases(correction: Correction) -> (Value, Vec<PointAnalysis>) {
     let fixture = fixture();
-    let data: Vec<(Vec<Vec<f64>>, Vec<Vec<f64>>, bool)> = fixture["cases"]
+    let data: Vec<(Boots, Boots, bool)> = fixture["cases"]
         .as_array()
         .unwrap()
         .iter()
