@@ -13,6 +13,7 @@ pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod samples;
+pub mod stats;
 pub mod suite;
 pub mod vm;
 pub mod workloads;

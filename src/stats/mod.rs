@@ -1,0 +1,246 @@
+//! Statistics: pure functions from grouped samples to summaries, intervals,
+//! tests and verdicts. No I/O; every result is serde-serializable so the
+//! report can write it to `summary.json` as is.
+//!
+//! Shape of the analysis (issue "Significance analysis that a maintainer would
+//! trust"):
+//! - the independent unit is the boot; iterations within a boot are
+//!   correlated, so every test runs on boot means ([`summary`]);
+//! - per point: Welch's t-test for a difference, Mann–Whitney U as a
+//!   rank-based second opinion, TOST for equivalence within a margin, and a
+//!   hierarchical bootstrap interval for the relative difference
+//!   ([`hypothesis`], [`bootstrap`]);
+//! - per sweep: Holm (or Benjamini–Hochberg) adjustment of the Welch p-values
+//!   ([`correction`]), then one verdict per point ([`verdict`]);
+//! - outliers are flagged, never dropped ([`outliers`]); an A/A sweep
+//!   calibrates the noise floor ([`calibration`]).
+
+pub mod bootstrap;
+pub mod calibration;
+pub mod correction;
+pub mod hypothesis;
+pub mod outliers;
+pub mod summary;
+pub mod verdict;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+pub use calibration::{calibrate_aa, AaCalibration};
+pub use correction::{adjust_p_values, benjamini_hochberg, holm, Correction};
+pub use hypothesis::{
+    mann_whitney_u, tost_log_ratio, welch_t_test, MannWhitney, MannWhitneyMethod, Tost, WelchTest,
+};
+pub use outliers::{modified_z_outliers, Outlier, MODIFIED_Z_THRESHOLD};
+pub use summary::{summarize, CiBasis, Interval, MeanCi, SideSummary, SIDE_CI_LEVEL};
+pub use verdict::{summary_line, Verdict};
+
+/// Why an analysis could not be run. Data problems name where they are.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    #[error("no measurements: at least one boot with one value is needed")]
+    NoData,
+    #[error("boot {boot} has no measurements; drop failed boots before analysis")]
+    EmptyBoot { boot: usize },
+    #[error("boot {boot}, iteration {iteration}: value {value} is not finite")]
+    NonFinite {
+        boot: usize,
+        iteration: usize,
+        value: f64,
+    },
+    #[error("point {point}, variant {variant}: {source}")]
+    InPoint {
+        point: usize,
+        variant: char,
+        #[source]
+        source: Box<StatsError>,
+    },
+    #[error("invalid analysis configuration: {0}")]
+    InvalidConfig(String),
+}
+
+/// Knobs of the analysis. `Default` is what reports use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisConfig {
+    /// Significance level for the adjusted Welch p-values and for each of the
+    /// two one-sided TOST tests (so TOST's interval is 1 − 2α, 90% at 0.05).
+    pub alpha: f64,
+    /// Equivalence margin as a fraction: 0.02 means B/A within [0.98, 1.02].
+    pub margin: f64,
+    /// Bootstrap resamples for the interval of the relative difference; 0
+    /// skips the bootstrap (the verdict does not depend on it).
+    pub resamples: usize,
+    /// Seed of the bootstrap. Point `i` uses ChaCha8 stream `i` of this seed,
+    /// so each point's interval is reproducible and independent of which
+    /// other points are analysed or in what order.
+    pub seed: u64,
+    pub correction: Correction,
+    /// Boots with at most this many iterations are resampled exactly; larger
+    /// boots draw their resample mean from its normal approximation (see
+    /// [`bootstrap`]).
+    pub bootstrap_exact_max_iterations: usize,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        AnalysisConfig {
+            alpha: 0.05,
+            margin: 0.02,
+            resamples: 10_000,
+            // Any fixed value works; this one spells "markbenc" in ASCII.
+            seed: 0x6d61_726b_6265_6e63,
+            correction: Correction::Holm,
+            bootstrap_exact_max_iterations: 100,
+        }
+    }
+}
+
+impl AnalysisConfig {
+    fn validate(&self) -> Result<(), StatsError> {
+        if !(self.alpha > 0.0 && self.alpha < 0.5) {
+            return Err(StatsError::InvalidConfig(format!(
+                "alpha must be in (0, 0.5), got {}",
+                self.alpha
+            )));
+        }
+        if !(self.margin > 0.0 && self.margin < 1.0) {
+            return Err(StatsError::InvalidConfig(format!(
+                "margin is a fraction in (0, 1), got {}",
+                self.margin
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One point of a sweep (workload × parameter × CPU count): the samples of
+/// both variants, grouped by boot, warm-up removed.
+#[derive(Debug, Clone, Copy)]
+pub struct PointInput<'a> {
+    /// Variant A ("without").
+    pub a: &'a [Vec<f64>],
+    /// Variant B ("with").
+    pub b: &'a [Vec<f64>],
+    /// Direction of the metric: false for seconds, true for packets/s.
+    pub higher_is_better: bool,
+}
+
+/// Everything the analysis says about one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointAnalysis {
+    /// Position in the sweep given to [`analyze_sweep`].
+    pub index: usize,
+    pub higher_is_better: bool,
+    pub a: SideSummary,
+    pub b: SideSummary,
+    /// `mean(B) / mean(A) − 1` over all samples; `None` if mean(A) is zero.
+    pub relative_difference: Option<f64>,
+    /// Hierarchical bootstrap percentile interval of `relative_difference`
+    /// at level 1 − α; `None` with fewer than two boots on a side or with
+    /// `resamples = 0`.
+    pub relative_difference_ci: Option<Interval>,
+    /// Welch's t-test on boot means; `None` with fewer than two boots on a
+    /// side (never an invented p-value).
+    pub welch: Option<WelchTest>,
+    /// Welch p-value adjusted over the sweep by `correction`.
+    pub adjusted_p_value: Option<f64>,
+    pub mann_whitney: Option<MannWhitney>,
+    pub tost: Option<Tost>,
+    pub verdict: Verdict,
+    pub outliers_a: Vec<Outlier>,
+    pub outliers_b: Vec<Outlier>,
+}
+
+impl PointAnalysis {
+    /// Unadjusted two-sided Welch p-value.
+    pub fn p_value(&self) -> Option<f64> {
+        self.welch.map(|w| w.p_value)
+    }
+}
+
+/// Analyses every point of a sweep and adjusts the Welch p-values over the
+/// points that have one.
+pub fn analyze_sweep(
+    points: &[PointInput<'_>],
+    cfg: &AnalysisConfig,
+) -> Result<Vec<PointAnalysis>, StatsError> {
+    cfg.validate()?;
+    let mut results = points
+        .iter()
+        .enumerate()
+        .map(|(index, point)| analyze_point(index, point, cfg))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let p_values: Vec<Option<f64>> = results.iter().map(PointAnalysis::p_value).collect();
+    let adjusted = adjust_p_values(&p_values, cfg.correction);
+    for (result, adjusted_p) in results.iter_mut().zip(adjusted) {
+        result.adjusted_p_value = adjusted_p;
+        result.verdict = verdict::decide(
+            result.a.n_boots,
+            result.b.n_boots,
+            result.welch.map(|w| w.mean_difference),
+            adjusted_p,
+            result.tost.is_some_and(|t| t.equivalent),
+            result.higher_is_better,
+            cfg.alpha,
+        );
+    }
+    Ok(results)
+}
+
+/// Everything that does not depend on the other points. The verdict is
+/// provisional until the sweep's adjustment is known.
+fn analyze_point(
+    index: usize,
+    point: &PointInput<'_>,
+    cfg: &AnalysisConfig,
+) -> Result<PointAnalysis, StatsError> {
+    let in_point = |variant: char| {
+        move |source: StatsError| StatsError::InPoint {
+            point: index,
+            variant,
+            source: Box::new(source),
+        }
+    };
+    let a = summarize(point.a).map_err(in_point('A'))?;
+    let b = summarize(point.b).map_err(in_point('B'))?;
+    let testable = a.n_boots >= 2 && b.n_boots >= 2;
+
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+    rng.set_stream(index as u64);
+    let relative_difference_ci = bootstrap::relative_difference_ci(
+        point.a,
+        point.b,
+        1.0 - cfg.alpha,
+        cfg.resamples,
+        cfg.bootstrap_exact_max_iterations,
+        &mut rng,
+    );
+
+    let (welch, mann_whitney, tost) = if testable {
+        (
+            welch_t_test(&a.boot_means, &b.boot_means),
+            mann_whitney_u(&a.boot_means, &b.boot_means),
+            tost_log_ratio(&a.boot_means, &b.boot_means, cfg.margin, cfg.alpha),
+        )
+    } else {
+        (None, None, None)
+    };
+
+    Ok(PointAnalysis {
+        index,
+        higher_is_better: point.higher_is_better,
+        relative_difference: (a.mean != 0.0).then(|| b.mean / a.mean - 1.0),
+        relative_difference_ci,
+        welch,
+        adjusted_p_value: None,
+        mann_whitney,
+        tost,
+        verdict: Verdict::InsufficientData,
+        outliers_a: modified_z_outliers(point.a),
+        outliers_b: modified_z_outliers(point.b),
+        a,
+        b,
+    })
+}

@@ -1,0 +1,230 @@
+//! Monte-Carlo checks that the decisions mean what they say: error rates under
+//! no change, power under a real change.
+//!
+//! Model (Kalibera & Jones 2013's two-level model, multiplicative):
+//!   y_jk = base · (1 + shift) · exp(b_j + e_jk),  b_j ~ N(0, σ_b²), e_jk ~ N(0, σ_w²)
+//! with 5 boots × 5 iterations per side unless stated. "1% CoV" means
+//! σ_b² + σ_w² = (1%)², split equally between boots and iterations.
+//!
+//! The bootstrap is not what these tests check and does not enter the
+//! verdict, so they run with `resamples = 0` to stay within a few seconds in
+//! debug builds. Every simulation is seeded, so a run is reproducible; the
+//! bounds allow three binomial standard errors of Monte-Carlo slack above the
+//! nominal rate, stated next to each.
+
+use markbench::stats::{
+    adjust_p_values, analyze_sweep, AnalysisConfig, Correction, PointAnalysis, PointInput, Verdict,
+};
+
+/// Samples of one variant at one point: outer = boots, inner = iterations.
+type Boots = Vec<Vec<f64>>;
+
+const POINTS: usize = 48;
+const BOOTS: usize = 5;
+const ITERATIONS: usize = 5;
+const ONE_PERCENT_COV_SPLIT: f64 = 0.01 / std::f64::consts::SQRT_2;
+
+/// SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number
+/// generators", OOPSLA 2014): statistically fine for simulation and several
+/// times cheaper than ChaCha in an unoptimised test build, where generating
+/// the data was a third of the run time.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1]: 53 random bits, never zero, so its log is finite.
+    fn uniform(&mut self) -> f64 {
+        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Box–Muller; one deviate per call is enough here.
+    fn standard_normal(&mut self) -> f64 {
+        let (u1, u2) = (self.uniform(), self.uniform());
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+}
+
+fn simulate_side(rng: &mut SplitMix64, shift: f64, sigma_boot: f64, sigma_iter: f64) -> Boots {
+    let base = 20.0;
+    (0..BOOTS)
+        .map(|_| {
+            let boot_effect = sigma_boot * rng.standard_normal();
+            (0..ITERATIONS)
+                .map(|_| {
+                    base * (1.0 + shift) * (boot_effect + sigma_iter * rng.standard_normal()).exp()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One simulated sweep: `shifts[i]` is the true relative change of B at point i.
+fn simulate_sweep(rng: &mut SplitMix64, shifts: &[f64]) -> Vec<(Boots, Boots)> {
+    shifts
+        .iter()
+        .map(|&shift| {
+            let a = simulate_side(rng, 0.0, ONE_PERCENT_COV_SPLIT, ONE_PERCENT_COV_SPLIT);
+            let b = simulate_side(rng, shift, ONE_PERCENT_COV_SPLIT, ONE_PERCENT_COV_SPLIT);
+            (a, b)
+        })
+        .collect()
+}
+
+fn analyze(data: &[(Boots, Boots)], cfg: &AnalysisConfig) -> Vec<PointAnalysis> {
+    let points: Vec<PointInput> = data
+        .iter()
+        .map(|(a, b)| PointInput {
+            a,
+            b,
+            higher_is_better: false,
+        })
+        .collect();
+    analyze_sweep(&points, cfg).unwrap()
+}
+
+fn welch_only() -> AnalysisConfig {
+    AnalysisConfig {
+        resamples: 0,
+        ..AnalysisConfig::default()
+    }
+}
+
+/// Nominal rate plus three binomial standard errors for `trials` trials.
+fn upper_bound(rate: f64, trials: usize) -> f64 {
+    rate + 3.0 * (rate * (1.0 - rate) / trials as f64).sqrt()
+}
+
+#[test]
+fn aa_sweeps_keep_family_wise_error_at_alpha_with_holm() {
+    const SWEEPS: usize = 2000;
+    let cfg = welch_only();
+    let mut rng = SplitMix64(1);
+    let (mut holm_sweeps_with_claim, mut bh_sweeps_with_claim) = (0, 0);
+    let (mut raw_rejections, mut equivalent_points) = (0, 0);
+    for _ in 0..SWEEPS {
+        let results = analyze(&simulate_sweep(&mut rng, &[0.0; POINTS]), &cfg);
+        if results.iter().any(|r| r.verdict.is_significant()) {
+            holm_sweeps_with_claim += 1;
+        }
+        let raw: Vec<Option<f64>> = results.iter().map(PointAnalysis::p_value).collect();
+        raw_rejections += raw.iter().flatten().filter(|&&p| p < cfg.alpha).count();
+        let bh = adjust_p_values(&raw, Correction::BenjaminiHochberg);
+        if bh.iter().flatten().any(|&p| p < cfg.alpha) {
+            bh_sweeps_with_claim += 1;
+        }
+        equivalent_points += results
+            .iter()
+            .filter(|r| r.verdict == Verdict::Equivalent)
+            .count();
+    }
+    let holm_fwer = holm_sweeps_with_claim as f64 / SWEEPS as f64;
+    let bh_fwer = bh_sweeps_with_claim as f64 / SWEEPS as f64;
+    let raw_rate = raw_rejections as f64 / (SWEEPS * POINTS) as f64;
+    let equivalent_rate = equivalent_points as f64 / (SWEEPS * POINTS) as f64;
+    println!(
+        "A/A: Holm FWER {holm_fwer:.4}, BH FWER {bh_fwer:.4}, raw per-point rate {raw_rate:.4}, \
+         equivalent within 2% {equivalent_rate:.4}"
+    );
+
+    // 0.05 + 3·√(0.05·0.95/2000) ≈ 0.0646.
+    let bound = upper_bound(cfg.alpha, SWEEPS);
+    assert!(holm_fwer <= bound, "Holm FWER {holm_fwer} > {bound}");
+    // Under the global null every BH rejection is false, so FDR = FWER ≤ α.
+    assert!(bh_fwer <= bound, "BH FWER {bh_fwer} > {bound}");
+    // Uncorrected Welch on 5 vs 5 boot means should itself be calibrated.
+    // It is mildly conservative for small equal samples (its estimated df is
+    // below the pooled 8), observed ≈ 0.044; the binomial s.e. is ≈ 0.0007.
+    // A rate far below α would mean a test with needlessly little power, one
+    // above it a test that lies. Without correction the sweep-wise rate
+    // would be about 1 − 0.95⁴⁸ ≈ 0.91.
+    assert!(
+        (0.035..=upper_bound(cfg.alpha, SWEEPS * POINTS)).contains(&raw_rate),
+        "raw Welch rejection rate {raw_rate}"
+    );
+    // With 1% CoV and 5 boots the 90% interval of the ratio is about ±0.9%,
+    // so a 2% margin should be met at nearly all unchanged points (≈ 0.97).
+    assert!(equivalent_rate > 0.9, "equivalent rate {equivalent_rate}");
+}
+
+#[test]
+fn tost_claims_equivalence_at_the_margin_at_most_alpha_of_the_time() {
+    // True change exactly +2%: "equivalent within ±2%" is then false, and
+    // TOST must say it in at most α of the points.
+    const SWEEPS: usize = 200;
+    let cfg = welch_only();
+    let mut rng = SplitMix64(2);
+    let mut false_equivalences = 0;
+    for _ in 0..SWEEPS {
+        let results = analyze(&simulate_sweep(&mut rng, &[cfg.margin; POINTS]), &cfg);
+        false_equivalences += results
+            .iter()
+            .filter(|r| r.tost.is_some_and(|t| t.equivalent))
+            .count();
+    }
+    let trials = SWEEPS * POINTS;
+    let rate = false_equivalences as f64 / trials as f64;
+    println!("TOST at the margin: equivalence claimed at {rate:.4} of points");
+    // 0.05 + 3·√(0.05·0.95/9600) ≈ 0.0567.
+    let bound = upper_bound(cfg.alpha, trials);
+    assert!(rate <= bound, "false equivalence rate {rate} > {bound}");
+}
+
+#[test]
+fn a_three_percent_slowdown_at_one_percent_cov_is_found_as_regression() {
+    const SWEEPS: usize = 300;
+    const AFFECTED: usize = 8;
+    let cfg = welch_only();
+    let bh_cfg = AnalysisConfig {
+        correction: Correction::BenjaminiHochberg,
+        ..welch_only()
+    };
+    let mut rng = SplitMix64(3);
+    let mut shifts = [0.0; POINTS];
+    shifts[..AFFECTED].fill(0.03);
+    let (mut alone, mut in_sweep, mut in_sweep_bh, mut wrong_direction) = (0, 0, 0, 0);
+    for _ in 0..SWEEPS {
+        let data = simulate_sweep(&mut rng, &shifts);
+        let results = analyze(&data, &cfg);
+        for r in &results[..AFFECTED] {
+            in_sweep += usize::from(r.verdict == Verdict::Regression);
+            wrong_direction += usize::from(r.verdict == Verdict::Improvement);
+        }
+        let results_bh = analyze(&data, &bh_cfg);
+        for r in &results_bh[..AFFECTED] {
+            in_sweep_bh += usize::from(r.verdict == Verdict::Regression);
+        }
+        // The same affected points analysed as a family of one each.
+        for point in &data[..AFFECTED] {
+            let single = analyze(std::slice::from_ref(point), &cfg);
+            alone += usize::from(single[0].verdict == Verdict::Regression);
+        }
+    }
+    let trials = (SWEEPS * AFFECTED) as f64;
+    let power_alone = alone as f64 / trials;
+    let power_in_sweep = in_sweep as f64 / trials;
+    let power_in_sweep_bh = in_sweep_bh as f64 / trials;
+    println!(
+        "3% effect, 1% CoV, 5x5 per side: power {power_alone:.3} as a single point, \
+         {power_in_sweep:.3} inside a 48-point Holm-corrected sweep (8 affected points), \
+         {power_in_sweep_bh:.3} with Benjamini-Hochberg"
+    );
+    // The issue's requirement (power ≥ 0.8 for this effect) holds for a point
+    // tested on its own (observed ≈ 0.999). Inside a 48-point sweep Holm's
+    // first threshold is α/48, which costs power (observed ≈ 0.68 with this
+    // variance split); the looser bound pins that it stays usable, and the
+    // report should suggest more boots when a sweep must find 3% at 1% CoV.
+    assert_eq!(wrong_direction, 0, "a slowdown was called an improvement");
+    assert!(power_alone >= 0.8, "single-point power {power_alone}");
+    assert!(power_in_sweep >= 0.5, "in-sweep power {power_in_sweep}");
+    assert!(
+        power_in_sweep_bh >= power_in_sweep,
+        "BH is never less powerful than Holm"
+    );
+}
