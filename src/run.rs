@@ -118,6 +118,8 @@ pub fn initial_meta(
         accel: accel.accel.as_str().into(),
         accel_reason: accel.reason.clone(),
         seed: suite.seed,
+        margin: suite.margin,
+        correction: suite.correction,
         boots_per_variant: suite.boots,
         iterations: suite.iterations,
         warmup: suite.warmup,

@@ -153,6 +153,10 @@ pub struct BootRecord {
     pub guest_cpus: String,
 }
 
+fn default_margin() -> f64 {
+    0.02
+}
+
 /// `meta.toml`: everything about a run except its samples.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
@@ -170,6 +174,11 @@ pub struct RunMeta {
     pub accel: String,
     pub accel_reason: String,
     pub seed: u64,
+    /// Equivalence margin as a fraction (0.02 = ±2%).
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    #[serde(default)]
+    pub correction: crate::stats::Correction,
     pub boots_per_variant: u32,
     pub iterations: u32,
     pub warmup: u32,

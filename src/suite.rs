@@ -27,6 +27,9 @@ pub struct Suite {
     pub boot_timeout_s: u64,
     pub accel: AccelChoice,
     pub seed: u64,
+    /// Equivalence margin, as a fraction (the file says `margin_pct = 2.0`).
+    pub margin: f64,
+    pub correction: crate::stats::Correction,
     pub kernel_source: Option<PathBuf>,
     /// Exactly two: the baseline ("without") first, the candidate ("with") second.
     pub variants: Vec<Variant>,
@@ -155,6 +158,11 @@ struct SuiteFile {
     accel: AccelChoice,
     #[serde(default)]
     seed: u64,
+    /// Equivalence margin in percent (TOST): "no impact beyond this".
+    #[serde(default = "default_margin_pct")]
+    margin_pct: Spanned<f64>,
+    #[serde(default)]
+    correction: crate::stats::Correction,
     #[serde(default)]
     kernel: KernelSection,
     variant: Spanned<Vec<VariantFile>>,
@@ -166,6 +174,9 @@ fn default_memory() -> Spanned<u32> {
 }
 fn default_boot_timeout() -> Spanned<u64> {
     Spanned::new(0..0, 900)
+}
+fn default_margin_pct() -> Spanned<f64> {
+    Spanned::new(0..0, 2.0)
 }
 fn default_accel() -> AccelChoice {
     AccelChoice::Auto
@@ -246,6 +257,13 @@ impl Suite {
             return Err(err(
                 file.boot_timeout_s.span(),
                 "boot_timeout_s must be at least 1".into(),
+            ));
+        }
+        let margin_pct = *file.margin_pct.get_ref();
+        if !(margin_pct > 0.0 && margin_pct < 50.0) {
+            return Err(err(
+                file.margin_pct.span(),
+                "margin_pct must be above 0 and below 50 (percent)".into(),
             ));
         }
         let cpus = file.cpus.get_ref().clone();
@@ -368,6 +386,8 @@ impl Suite {
             boot_timeout_s: *file.boot_timeout_s.get_ref(),
             accel: file.accel,
             seed: file.seed,
+            margin: margin_pct / 100.0,
+            correction: file.correction,
             kernel_source: file.kernel.source.map(|s| PathBuf::from(s.into_inner())),
             variants,
             workloads,

@@ -3,7 +3,9 @@
 
 pub mod format;
 
+use crate::plots::{PlotInput, RelPoint, SidePoint};
 use crate::samples::{read_samples, RunMeta, Sample};
+use crate::stats::{AnalysisConfig, Correction, PointAnalysis, PointInput};
 use anyhow::Result;
 use format::{decimals, escape_md, percent, signed, value};
 use std::collections::BTreeMap;
@@ -12,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 pub const REPORT_FILE: &str = "report.md";
 pub const DIFFCONFIG_FILE: &str = "diffconfig.txt";
+pub const SUMMARY_FILE: &str = "summary.json";
+pub const PLOTS_DIR: &str = "plots";
 
 /// What identifies one table: a workload's metric at one CPU count.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -99,8 +103,16 @@ pub fn param_label(workload: &str) -> &'static str {
     }
 }
 
-/// One seed-layout table: param | without | with | diff | diff % | n | sd.
-pub fn render_table(key: &TableKey, points: &[Point], names: &[String; 2]) -> String {
+/// One seed-layout table: param | without | with | diff | diff %, then, when
+/// `analyses` is given (one per point), the 95% interval of the relative
+/// difference, the corrected p-value and the verdict; then n and sd per side.
+pub fn render_table(
+    key: &TableKey,
+    points: &[Point],
+    names: &[String; 2],
+    analyses: Option<&[PointAnalysis]>,
+    correction: Correction,
+) -> String {
     let unit = points.first().map_or("", |p| p.unit.as_str());
     let magnitude = points
         .iter()
@@ -111,18 +123,53 @@ pub fn render_table(key: &TableKey, points: &[Point], names: &[String; 2]) -> St
     let u = escape_md(unit);
     let (a, b) = (escape_md(&names[0]), escape_md(&names[1]));
     let mut t = String::new();
+    let stats_header = if analyses.is_some() {
+        format!(
+            " 95% CI of diff [%] | p ({}) | verdict |",
+            correction.as_str()
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         t,
-        "| {} | without: {a} [{u}] | with: {b} [{u}] | diff [{u}] | diff [%] | n without | n with | sd without [{u}] | sd with [{u}] |",
+        "| {} | without: {a} [{u}] | with: {b} [{u}] | diff [{u}] | diff [%] |{stats_header} n without | n with | sd without [{u}] | sd with [{u}] |",
         param_label(&key.workload)
     );
-    let _ = writeln!(t, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for p in points {
+    let _ = writeln!(
+        t,
+        "|---:|---:|---:|---:|---:|{}---:|---:|---:|---:|",
+        if analyses.is_some() {
+            "---|---:|---|"
+        } else {
+            ""
+        }
+    );
+    for (i, p) in points.iter().enumerate() {
         let (ma, mb) = (p.mean(0), p.mean(1));
         let diff = mb - ma;
+        let stats_cells = match analyses.and_then(|a| a.get(i)) {
+            Some(a) => format!(
+                " {} | {} | {} |",
+                a.relative_difference_ci
+                    .as_ref()
+                    .map_or("–".to_string(), |ci| format!(
+                        "{} … {}",
+                        percent(ci.lower * 100.0),
+                        percent(ci.upper * 100.0)
+                    )),
+                a.adjusted_p_value.map_or("–".to_string(), p_value),
+                if a.verdict.is_significant() {
+                    format!("**{}**", a.verdict.as_str())
+                } else {
+                    a.verdict.as_str().to_string()
+                }
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |{stats_cells} {} | {} | {} | {} |",
             p.param,
             value(ma, d),
             value(mb, d),
@@ -137,6 +184,15 @@ pub fn render_table(key: &TableKey, points: &[Point], names: &[String; 2]) -> St
     t
 }
 
+/// A p-value with two significant digits, small ones in scientific notation.
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
 fn direction(higher_is_better: bool) -> &'static str {
     if higher_is_better {
         "higher is better"
@@ -145,9 +201,61 @@ fn direction(higher_is_better: bool) -> &'static str {
     }
 }
 
-/// The whole `report.md`.
-pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> String {
-    let names: [String; 2] = [
+/// The statistics settings a run's report uses.
+pub fn analysis_config(meta: &RunMeta) -> AnalysisConfig {
+    AnalysisConfig {
+        // Runs recorded before the margin was a setting carry none: use the default.
+        margin: if meta.margin > 0.0 {
+            meta.margin
+        } else {
+            AnalysisConfig::default().margin
+        },
+        correction: meta.correction,
+        seed: meta.seed,
+        ..AnalysisConfig::default()
+    }
+}
+
+/// Every table's points analysed as one sweep, so the multiple-comparison
+/// correction covers the whole report.
+pub struct Analysis {
+    pub config: AnalysisConfig,
+    pub tables: BTreeMap<TableKey, Vec<Point>>,
+    /// Per table, one analysis per point; `Err` holds why the sweep could not be analysed.
+    pub results: Result<BTreeMap<TableKey, Vec<PointAnalysis>>, String>,
+}
+
+pub fn analyse(meta: &RunMeta, samples: &[Sample]) -> Analysis {
+    let names = side_names(meta);
+    let tables = tables(samples, &names);
+    let config = analysis_config(meta);
+    let inputs: Vec<PointInput> = tables
+        .values()
+        .flatten()
+        .map(|p| PointInput {
+            a: &p.sides[0],
+            b: &p.sides[1],
+            higher_is_better: p.higher_is_better,
+        })
+        .collect();
+    let results = crate::stats::analyze_sweep(&inputs, &config)
+        .map(|flat| {
+            let mut flat = flat.into_iter();
+            tables
+                .iter()
+                .map(|(k, points)| (k.clone(), flat.by_ref().take(points.len()).collect()))
+                .collect()
+        })
+        .map_err(|e| e.to_string());
+    Analysis {
+        config,
+        tables,
+        results,
+    }
+}
+
+fn side_names(meta: &RunMeta) -> [String; 2] {
+    [
         meta.kernels
             .first()
             .map(|k| k.variant.clone())
@@ -156,8 +264,116 @@ pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> S
             .get(1)
             .map(|k| k.variant.clone())
             .unwrap_or_else(|| "B".into()),
-    ];
-    let tables = tables(samples, &names);
+    ]
+}
+
+/// File stem of a table's plots.
+pub fn plot_stem(key: &TableKey) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!(
+        "{}-{}-{}cpu",
+        clean(&key.workload),
+        clean(&key.metric),
+        key.cpus
+    )
+}
+
+/// The plot data of one table.
+pub fn plot_input(
+    key: &TableKey,
+    points: &[Point],
+    analyses: Option<&[PointAnalysis]>,
+    names: &[String; 2],
+    margin: f64,
+) -> PlotInput {
+    let side = |i: usize| -> Vec<SidePoint> {
+        points
+            .iter()
+            .enumerate()
+            .map(|(j, p)| {
+                let summary = analyses
+                    .and_then(|a| a.get(j))
+                    .map(|a| if i == 0 { &a.a } else { &a.b });
+                SidePoint {
+                    param: p.param as f64,
+                    mean: p.mean(i),
+                    ci: summary
+                        .and_then(|s| s.mean_ci.as_ref())
+                        .map(|ci| (ci.interval.lower, ci.interval.upper)),
+                    boot_means: p.sides[i]
+                        .iter()
+                        .filter(|b| !b.is_empty())
+                        .map(|b| b.iter().sum::<f64>() / b.len() as f64)
+                        .collect(),
+                }
+            })
+            .collect()
+    };
+    let rel = points
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            let a = analyses.and_then(|a| a.get(j));
+            RelPoint {
+                param: p.param as f64,
+                rel: a
+                    .and_then(|a| a.relative_difference)
+                    .unwrap_or(p.mean(1) / p.mean(0) - 1.0),
+                ci: a
+                    .and_then(|a| a.relative_difference_ci.as_ref())
+                    .map(|ci| (ci.lower, ci.upper)),
+            }
+        })
+        .collect();
+    PlotInput {
+        title: format!(
+            "{}, {} CPU{}",
+            key.workload,
+            key.cpus,
+            if key.cpus == 1 { "" } else { "s" }
+        ),
+        param_label: param_label(&key.workload).into(),
+        metric_label: key.metric.clone(),
+        unit: points.first().map_or(String::new(), |p| p.unit.clone()),
+        higher_is_better: points.first().is_some_and(|p| p.higher_is_better),
+        label_a: names[0].clone(),
+        label_b: names[1].clone(),
+        a: side(0),
+        b: side(1),
+        rel,
+        margin,
+    }
+}
+
+/// The whole `report.md`.
+pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> String {
+    render_analysis(meta, samples, diffconfig, &analyse(meta, samples), false)
+}
+
+fn render_analysis(
+    meta: &RunMeta,
+    samples: &[Sample],
+    diffconfig: Option<&str>,
+    analysis: &Analysis,
+    with_plots: bool,
+) -> String {
+    let names = side_names(meta);
+    let tables = &analysis.tables;
+    let cfg = &analysis.config;
+    let flat: Vec<PointAnalysis> = match &analysis.results {
+        Ok(r) => r.values().flatten().cloned().collect(),
+        Err(_) => Vec::new(),
+    };
     let mut r = String::new();
     let _ = writeln!(
         r,
@@ -172,18 +388,26 @@ pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> S
             "> **Partial run**: the run did not finish; the tables hold what was measured before it stopped.\n"
         );
     }
-    let failed: Vec<_> = meta.boots.iter().filter(|b| !b.ok).collect();
+    let verdict = match &analysis.results {
+        Ok(_) if flat.is_empty() => "no points were measured".to_string(),
+        Ok(_) => crate::stats::summary_line(&flat, cfg),
+        Err(e) => format!("the statistics could not be computed: {e}"),
+    };
+    let failed = meta.boots.iter().filter(|b| !b.ok).count();
     let _ = writeln!(
         r,
-        "{} boots ran ({} failed); {} measured samples in {} tables. \
-         Significance: not analysed in this report (means and standard deviations only); \
-         differences smaller than a few standard deviations are noise, not findings.\n",
+        "**Verdict** ({} with {}, measured under {}): {}.\n\n\
+         {} boots ran ({} failed); {} measured samples over {} points in {} tables.\n",
+        escape_md(&names[1]),
+        escape_md(&names[0]),
+        meta.accel.to_uppercase(),
+        verdict,
         meta.boots.len(),
-        failed.len(),
+        failed,
         samples.iter().filter(|s| !s.warmup).count(),
+        tables.values().map(Vec::len).sum::<usize>(),
         tables.len()
     );
-
     let _ = writeln!(r, "## What was compared\n");
     let _ = writeln!(
         r,
@@ -275,7 +499,7 @@ pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> S
     if tables.is_empty() {
         let _ = writeln!(r, "No samples were measured.\n");
     }
-    for (key, points) in &tables {
+    for (key, points) in tables {
         let first = &points[0];
         let _ = writeln!(
             r,
@@ -287,15 +511,82 @@ pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> S
             key.cpus,
             if key.cpus == 1 { "" } else { "s" }
         );
-        let _ = writeln!(r, "{}", render_table(key, points, &names));
+        let analyses = analysis
+            .results
+            .as_ref()
+            .ok()
+            .and_then(|m| m.get(key))
+            .map(Vec::as_slice);
+        let _ = writeln!(
+            r,
+            "{}",
+            render_table(key, points, &names, analyses, cfg.correction)
+        );
+        if with_plots {
+            let stem = plot_stem(key);
+            let _ = writeln!(
+                r,
+                "![{0} against {1}](plots/{2}-metric.png) ![relative difference](plots/{2}-diff.png)\n\n\
+                 Plots as SVG: [{0}](plots/{2}-metric.svg), [relative difference](plots/{2}-diff.svg).\n",
+                escape_md(&key.metric),
+                param_label(&key.workload),
+                stem
+            );
+        }
     }
 
     let _ = writeln!(r, "## Significance\n");
     let _ = writeln!(
         r,
-        "Not computed yet: this report gives means, sample counts and standard deviations per side. \
-         Confidence intervals, multiple-comparison-corrected p-values and verdicts will appear here.\n"
+        "Boots are the independent unit; iterations within a boot are nested in them \
+         (Kalibera & Jones, ISMM 2013). Per point: the difference of means with a 95% interval \
+         of the relative difference (B/A − 1) from a hierarchical bootstrap (boots, then \
+         iterations within them; {} resamples, seed {}); a Welch t-test on boot means, its \
+         p-value adjusted over all {} points of this report ({}); Mann-Whitney U as a second \
+         opinion; equivalence by TOST (90% interval of the ratio inside ±{}%). Verdicts: \
+         *regression* / *improvement* (adjusted p < {}, direction from the metric), \
+         *equivalent* (TOST passes), *no significant difference* (neither), \
+         *insufficient data* (fewer than 2 boots on a side: no p-value is invented).\n",
+        cfg.resamples,
+        cfg.seed,
+        flat.len(),
+        cfg.correction.as_str(),
+        cfg.margin * 100.0,
+        cfg.alpha
     );
+    if let Ok(results) = &analysis.results {
+        let mut outliers = Vec::new();
+        for (key, list) in results {
+            for (a, p) in list.iter().zip(&tables[key]) {
+                for (side, found) in [(0, &a.outliers_a), (1, &a.outliers_b)] {
+                    for o in found {
+                        outliers.push(format!(
+                            "- {} {} CPUs, {} {}, {}: boot {} iteration {}: {} {} (modified z = {:.1})",
+                            escape_md(&key.workload),
+                            key.cpus,
+                            param_label(&key.workload),
+                            p.param,
+                            escape_md(&names[side]),
+                            o.boot,
+                            o.iteration,
+                            o.value,
+                            escape_md(&p.unit),
+                            o.score
+                        ));
+                    }
+                }
+            }
+        }
+        if outliers.is_empty() {
+            let _ = writeln!(r, "No outliers (modified z-score above 3.5).\n");
+        } else {
+            let _ = writeln!(
+                r,
+                "Outliers (modified z-score above 3.5), flagged and kept in every figure above:\n\n{}\n",
+                outliers.join("\n")
+            );
+        }
+    }
 
     let _ = writeln!(r, "## Boots\n");
     let _ = writeln!(
@@ -324,7 +615,7 @@ pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> S
     }
     let _ = writeln!(
         r,
-        "\nRaw data: [samples.csv](samples.csv) (every iteration, warm-ups marked), [meta.toml](meta.toml)."
+        "\nRaw data: [samples.csv](samples.csv) (every iteration, warm-ups marked), [meta.toml](meta.toml), [summary.json](summary.json) (every statistic of every point)."
     );
     r
 }
@@ -334,10 +625,55 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
     let meta = RunMeta::read(dir)?;
     let samples = read_samples(dir)?;
     let diffconfig = std::fs::read_to_string(dir.join(DIFFCONFIG_FILE)).ok();
-    let text = render(&meta, &samples, diffconfig.as_deref());
+    let analysis = analyse(&meta, &samples);
+    let names = side_names(&meta);
+    let plots_dir = dir.join(PLOTS_DIR);
+    for (key, points) in &analysis.tables {
+        let analyses = analysis
+            .results
+            .as_ref()
+            .ok()
+            .and_then(|m| m.get(key))
+            .map(Vec::as_slice);
+        let input = plot_input(key, points, analyses, &names, analysis.config.margin);
+        crate::plots::render(&input, &plots_dir, &plot_stem(key))?;
+    }
+    let text = render_analysis(&meta, &samples, diffconfig.as_deref(), &analysis, true);
+    std::fs::write(dir.join(SUMMARY_FILE), summary_json(&meta, &analysis)?)?;
     let path = dir.join(REPORT_FILE);
     std::fs::write(&path, text)?;
     Ok(path)
+}
+
+/// `summary.json`: one object per point with every statistic, for dashboards.
+pub fn summary_json(meta: &RunMeta, analysis: &Analysis) -> Result<String> {
+    let names = side_names(meta);
+    let mut points = Vec::new();
+    for (key, list) in &analysis.tables {
+        let analyses = analysis.results.as_ref().ok().and_then(|m| m.get(key));
+        for (i, p) in list.iter().enumerate() {
+            points.push(serde_json::json!({
+                "workload": key.workload,
+                "metric": key.metric,
+                "unit": p.unit,
+                "higher_is_better": p.higher_is_better,
+                "cpus": key.cpus,
+                "param": p.param,
+                "without": names[0],
+                "with": names[1],
+                "analysis": analyses.and_then(|a| a.get(i)),
+            }));
+        }
+    }
+    let doc = serde_json::json!({
+        "suite": meta.suite,
+        "accel": meta.accel,
+        "complete": meta.complete,
+        "config": analysis.config,
+        "error": analysis.results.as_ref().err(),
+        "points": points,
+    });
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
 
 #[cfg(test)]
@@ -380,7 +716,7 @@ mod tests {
                 metric: "time".into(),
                 cpus,
             };
-            let table = render_table(&key, &points, &names);
+            let table = render_table(&key, &points, &names, None, Correction::Holm);
             for ((point, seed_diff, seed_pct), line) in entries.iter().zip(table.lines().skip(2)) {
                 let cells: Vec<&str> = line.split('|').map(str::trim).collect();
                 assert_eq!(cells[1], point.param.to_string());
@@ -475,8 +811,11 @@ mod tests {
         assert!(text.contains("**Partial run**"));
         assert!(text.contains("FTRACE n -> y"));
         assert!(
-            text.contains("| 4 | 1.000 | 1.100 | +0.100 | +10 | 1 | 1 | – | – |"),
+            text.contains(
+                "| 4 | 1.000 | 1.100 | +0.100 | +10 | – | – | insufficient data | 1 | 1 | – | – |"
+            ),
             "{text}"
         );
+        assert!(text.contains("insufficient data on all 1 points"), "{text}");
     }
 }
