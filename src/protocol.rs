@@ -11,6 +11,7 @@
 //! ```text
 //! markbench-job 1
 //! setup   <argv…>                       run once, untimed, must exit 0
+//! before  <id> <argv…>                  run untimed before each iteration of run <id>
 //! run     <id> <iterations> <argv…>     run `iterations` times, each timed
 //! sysrq   <key>                         write <key> to /proc/sysrq-trigger
 //! ```
@@ -45,6 +46,9 @@ pub enum Directive {
         iterations: u32,
         argv: Vec<String>,
     },
+    /// A command run untimed before every iteration of the run with this id
+    /// (e.g. removing the previous iteration's objects before a compile).
+    Before { id: String, argv: Vec<String> },
     /// Trigger a magic sysrq key (used by the fault tests to crash a guest).
     Sysrq { key: char },
 }
@@ -153,6 +157,11 @@ impl Directive {
                 check(std::slice::from_ref(id))?;
                 Ok(format!("run\t{id}\t{iterations}\t{}", argv.join("\t")))
             }
+            Directive::Before { id, argv } => {
+                check(argv)?;
+                check(std::slice::from_ref(id))?;
+                Ok(format!("before\t{id}\t{}", argv.join("\t")))
+            }
             Directive::Sysrq { key } => Ok(format!("sysrq\t{key}")),
         }
     }
@@ -179,6 +188,10 @@ impl Directive {
                     argv: owned(&fields[3..]),
                 }))
             }
+            "before" if fields.len() >= 3 => Ok(Some(Directive::Before {
+                id: fields[1].to_string(),
+                argv: owned(&fields[2..]),
+            })),
             "sysrq" if fields.len() == 2 && fields[1].chars().count() == 1 => {
                 Ok(Some(Directive::Sysrq {
                     key: fields[1].chars().next().unwrap_or('h'),
@@ -277,5 +290,81 @@ impl Message {
             _ => return Err(format!("malformed agent line {line:?}")),
         };
         Ok(Some(msg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_round_trip() {
+        let all = [
+            Directive::Setup {
+                argv: vec!["/bin/busybox".into(), "ip".into()],
+            },
+            Directive::Before {
+                id: "k/2".into(),
+                argv: vec!["/bin/rm".into(), "-rf".into(), "/tmp/o".into()],
+            },
+            Directive::Run {
+                id: "k/2".into(),
+                iterations: 3,
+                argv: vec!["/usr/bin/make".into(), "-j2".into()],
+            },
+            Directive::Sysrq { key: 'c' },
+        ];
+        for d in all {
+            let line = d.to_line().unwrap();
+            assert_eq!(Directive::parse_line(&line).unwrap(), Some(d));
+        }
+        assert!(Directive::Setup {
+            argv: vec!["a\tb".into()]
+        }
+        .to_line()
+        .is_err());
+        assert!(Directive::parse_line("launch\tx").is_err());
+    }
+
+    #[test]
+    fn messages_round_trip_with_awkward_output() {
+        let all = [
+            Message::Hello {
+                kernel_release: "6.1.192".into(),
+                online_cpus: "0-1".into(),
+                cmdline: "a b".into(),
+            },
+            Message::Setup {
+                status: 0,
+                output: String::new(),
+            },
+            Message::Run(RunRecord {
+                id: "hackbench/4".into(),
+                iteration: 2,
+                status: 0,
+                elapsed_ns: 123,
+                user_ns: 10_000_000,
+                sys_ns: 0,
+                output: "tab\there\nnew line \\ backslash\r\n".into(),
+            }),
+            Message::Error {
+                message: "boom\n".into(),
+            },
+            Message::Done,
+        ];
+        for m in all {
+            let line = m.to_line();
+            assert!(!line.contains('\n'));
+            assert_eq!(Message::parse_line(&line).unwrap(), Some(m));
+        }
+    }
+
+    #[test]
+    fn console_noise_is_ignored_but_broken_tagged_lines_are_errors() {
+        assert_eq!(
+            Message::parse_line("[    1.23] random console text").unwrap(),
+            None
+        );
+        assert!(Message::parse_line("MB1\trun\tx\tnot-a-number\t0\t1\t2\t3\tout").is_err());
     }
 }

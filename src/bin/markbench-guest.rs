@@ -101,8 +101,12 @@ fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
     std::env::set_var("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
     std::env::set_var("HOME", "/tmp");
     std::env::set_current_dir("/tmp").map_err(|e| format!("cd /tmp: {e}"))?;
+    let mut before: std::collections::HashMap<String, Vec<String>> = Default::default();
     for directive in directives {
         match directive {
+            Directive::Before { id, argv } => {
+                before.insert(id, argv);
+            }
             Directive::Setup { argv } => {
                 let (status, output) = execute(&argv).map_err(|e| format!("{argv:?}: {e}"))?;
                 send(results, &Message::Setup { status, output });
@@ -116,6 +120,15 @@ fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
                 argv,
             } => {
                 for iteration in 0..iterations {
+                    if let Some(prepare) = before.get(&id) {
+                        let (status, output) =
+                            execute(prepare).map_err(|e| format!("{prepare:?}: {e}"))?;
+                        if status != 0 {
+                            return Err(format!(
+                                "{id}: untimed preparation {prepare:?} exited with {status}: {output}"
+                            ));
+                        }
+                    }
                     let record = timed_run(&id, iteration, &argv)?;
                     let failed = record.status != 0;
                     send(results, &Message::Run(record));
