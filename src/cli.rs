@@ -66,6 +66,26 @@ pub struct CompareArgs {
     /// Where run directories go.
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
+    /// Multiply each run's work (hackbench loops, ping packet counts), e.g. 0.05
+    /// to run a seed-scale suite under TCG.
+    #[arg(long)]
+    pub scale: Option<f64>,
+    /// Override the suite's boots per variant and CPU count.
+    #[arg(long)]
+    pub boots: Option<u32>,
+    /// Override the suite's measured iterations per point per boot.
+    #[arg(long)]
+    pub iterations: Option<u32>,
+    /// Override the suite's CPU counts (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub cpus: Option<Vec<u32>>,
+    /// Override every workload's parameters (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub params: Option<Vec<u64>>,
+    /// Run even when a guest gets more vCPUs than the host has cores (the
+    /// timings then measure the host's scheduler as much as the kernel).
+    #[arg(long)]
+    pub allow_oversubscribe: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -165,9 +185,37 @@ fn images(args: ImagesArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn print_plan(suite: &Suite, source: &KernelSource) {
+fn host_cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) as u32
+}
+
+/// Seconds per boot of the newest complete earlier run of this suite, if any.
+fn earlier_seconds_per_boot(reports: &Path, suite: &Suite) -> Option<(f64, String)> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(reports)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest"))
+        .collect();
+    runs.sort();
+    runs.iter().rev().find_map(|dir| {
+        let meta = crate::samples::RunMeta::read(dir).ok()?;
+        (meta.complete
+            && meta.suite == suite.name
+            && meta.suite_sha256 == suite.sha256
+            && meta.overrides == suite.overrides
+            && !meta.boots.is_empty())
+        .then(|| {
+            let per_boot =
+                meta.boots.iter().map(|b| b.wall_s).sum::<f64>() / meta.boots.len() as f64;
+            (per_boot, dir.display().to_string())
+        })
+    })
+}
+
+fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
     let units = plan::expand(suite);
-    let host_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let host_cores = host_cores();
     println!("suite {} ({})", suite.name, suite.path.display());
     if !suite.description.is_empty() {
         println!("  {}", suite.description);
@@ -217,6 +265,19 @@ fn print_plan(suite: &Suite, source: &KernelSource) {
         suite.iterations,
         suite.warmup
     );
+    if !suite.overrides.is_empty() {
+        println!("overrides: {}", suite.overrides.join(", "));
+    }
+    match earlier_seconds_per_boot(reports, suite) {
+        Some((per_boot, from)) => println!(
+            "estimated time: {:.0} min of booting ({per_boot:.0} s per boot in {from}), plus kernel builds on a cold cache",
+            per_boot * units.len() as f64 / 60.0
+        ),
+        None => println!(
+            "estimated time: unknown (no earlier complete run of this suite here); a minimal \
+             kernel build takes about 6 minutes on 2 cores"
+        ),
+    }
     println!("order (ABBA, seed {}):", suite.seed);
     for u in &units {
         println!(
@@ -242,6 +303,13 @@ fn print_plan(suite: &Suite, source: &KernelSource) {
 
 fn compare(args: CompareArgs) -> Result<i32> {
     let (mut suite, source) = load_suite(&args.suite)?;
+    suite.apply(&crate::suite::Overrides {
+        scale: args.scale,
+        boots: args.boots,
+        iterations: args.iterations,
+        cpus: args.cpus.clone(),
+        params: args.params.clone(),
+    })?;
     if let Some(a) = args.accel {
         suite.accel = match a {
             AccelArg::Auto => AccelChoice::Auto,
@@ -249,9 +317,20 @@ fn compare(args: CompareArgs) -> Result<i32> {
             AccelArg::Tcg => AccelChoice::Tcg,
         };
     }
-    print_plan(&suite, &source);
+    let reports = resolve(&args.reports);
+    print_plan(&suite, &source, &reports);
     if args.dry_run {
         return Ok(0);
+    }
+    let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
+    if max_cpus > host_cores() && !args.allow_oversubscribe {
+        return Err(InputError::new(format!(
+            "{}: asks for {max_cpus} vCPUs but this host has {} cores; oversubscribed vCPUs make \
+             timings meaningless. Use --cpus to run fewer, or --allow-oversubscribe to run anyway",
+            suite.path.display(),
+            host_cores()
+        ))
+        .into());
     }
     let started = std::time::Instant::now();
     prereq::ensure(false)?;
@@ -260,7 +339,6 @@ fn compare(args: CompareArgs) -> Result<i32> {
         s => s,
     };
     let images = run::prepare_images(&suite, &source, &images_dir())?;
-    let reports = resolve(&args.reports);
     let dir = run::new_run_dir(&reports, &suite)?;
     println!("run directory: {}", dir.display());
     let mut runner = QemuRunner;

@@ -107,6 +107,7 @@ pub fn initial_meta(
         suite: suite.name.clone(),
         suite_path: suite.path.display().to_string(),
         suite_sha256: suite.sha256.clone(),
+        overrides: suite.overrides.clone(),
         description: suite.description.clone(),
         git_revision: git_revision(),
         markbench_version: env!("CARGO_PKG_VERSION").into(),

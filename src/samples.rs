@@ -163,6 +163,9 @@ pub struct RunMeta {
     pub suite: String,
     pub suite_path: String,
     pub suite_sha256: String,
+    /// Command-line overrides of the suite, `key=value`.
+    #[serde(default)]
+    pub overrides: Vec<String>,
     pub description: String,
     pub git_revision: String,
     pub markbench_version: String,

@@ -34,6 +34,21 @@ pub struct Suite {
     /// Exactly two: the baseline ("without") first, the candidate ("with") second.
     pub variants: Vec<Variant>,
     pub workloads: Vec<WorkloadSpec>,
+    /// Command-line overrides applied after parsing, as `key=value`, for the record.
+    pub overrides: Vec<String>,
+}
+
+/// Command-line changes to a suite: to run a seed-scale suite at a size this
+/// machine can take (`--scale 0.05 --cpus 2`), or a quick look with fewer boots.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// Multiplies the work of every run: hackbench loops, ping packet counts.
+    pub scale: Option<f64>,
+    pub boots: Option<u32>,
+    pub iterations: Option<u32>,
+    pub cpus: Option<Vec<u32>>,
+    /// Replaces every workload's parameter list.
+    pub params: Option<Vec<u64>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,7 +236,69 @@ pub fn available_kernels(images_dir: &Path) -> Vec<String> {
     names
 }
 
+fn scaled(value: u64, scale: f64) -> u64 {
+    ((value as f64 * scale).round() as u64).max(1)
+}
+
 impl Suite {
+    /// Applies command-line overrides, checking them like the file's values.
+    pub fn apply(&mut self, o: &Overrides) -> Result<(), InputError> {
+        let bad = |m: String| Err(InputError::new(m));
+        if let Some(scale) = o.scale {
+            if !(scale > 0.0 && scale.is_finite()) {
+                return bad(format!("--scale must be a positive number, got {scale}"));
+            }
+            for w in &mut self.workloads {
+                match w {
+                    WorkloadSpec::Hackbench(h) => h.loops = scaled(h.loops, scale),
+                    WorkloadSpec::PingFlood(p) => {
+                        for c in &mut p.params {
+                            *c = scaled(*c, scale);
+                        }
+                        p.params.dedup();
+                    }
+                }
+            }
+            self.overrides.push(format!("scale={scale}"));
+        }
+        if let Some(boots) = o.boots {
+            if boots == 0 {
+                return bad("--boots must be at least 1".into());
+            }
+            self.boots = boots;
+            self.overrides.push(format!("boots={boots}"));
+        }
+        if let Some(iterations) = o.iterations {
+            if iterations == 0 {
+                return bad("--iterations must be at least 1".into());
+            }
+            self.iterations = iterations;
+            self.overrides.push(format!("iterations={iterations}"));
+        }
+        if let Some(cpus) = &o.cpus {
+            if cpus.is_empty() || cpus.iter().any(|&c| c == 0 || c > 8) {
+                return bad(format!("--cpus takes CPU counts from 1 to 8, got {cpus:?}"));
+            }
+            self.cpus = cpus.clone();
+            self.overrides.push(format!("cpus={cpus:?}"));
+        }
+        if let Some(params) = &o.params {
+            if params.is_empty() || params.contains(&0) {
+                return bad(format!(
+                    "--params takes values of at least 1, got {params:?}"
+                ));
+            }
+            for w in &mut self.workloads {
+                match w {
+                    WorkloadSpec::Hackbench(h) => h.params = params.clone(),
+                    WorkloadSpec::PingFlood(p) => p.params = params.clone(),
+                }
+            }
+            self.overrides.push(format!("params={params:?}"));
+        }
+        Ok(())
+    }
+
     /// Reads and checks a suite file; `images_dir` holds the kernel fragments.
     pub fn load(path: &Path, images_dir: &Path) -> Result<Suite, InputError> {
         let text = std::fs::read_to_string(path)
@@ -391,6 +468,7 @@ impl Suite {
             kernel_source: file.kernel.source.map(|s| PathBuf::from(s.into_inner())),
             variants,
             workloads,
+            overrides: Vec::new(),
         })
     }
 }
@@ -462,7 +540,10 @@ loops = 10
         let text = GOOD.replace("kernel = \"markers-on\"", "kernel = \"markers-maybe\"");
         let e = parse(&text).unwrap_err().to_string();
         assert!(e.starts_with("s.toml:12:10:"), "{e}");
-        assert!(e.contains("markers-off, markers-on"), "{e}");
+        assert!(
+            e.contains("markers-generic, markers-off, markers-off-generic, markers-on"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -485,6 +566,39 @@ loops = 10
         let text = GOOD.replace("[[variant]]\nname = \"on\"\nkernel = \"markers-on\"\n", "");
         let e = parse(&text).unwrap_err().to_string();
         assert!(e.contains("exactly two"), "{e}");
+    }
+
+    #[test]
+    fn overrides_shrink_a_suite_and_are_recorded() {
+        let mut s = parse(GOOD).unwrap();
+        s.apply(&Overrides {
+            scale: Some(0.05),
+            boots: Some(1),
+            cpus: Some(vec![1, 2]),
+            params: Some(vec![3]),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(s.boots, 1);
+        assert_eq!(s.cpus, vec![1, 2]);
+        match &s.workloads[0] {
+            WorkloadSpec::Hackbench(h) => {
+                assert_eq!(h.loops, 1); // 10 × 0.05 rounds to 0: at least one loop
+                assert_eq!(h.params, vec![3]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            s.overrides,
+            ["scale=0.05", "boots=1", "cpus=[1, 2]", "params=[3]"]
+        );
+        let e = s
+            .apply(&Overrides {
+                cpus: Some(vec![16]),
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("--cpus"), "{e}");
     }
 
     #[test]

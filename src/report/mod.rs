@@ -463,6 +463,7 @@ fn render_analysis(
         "- Host: {} ({} cores, {} GiB), Linux {}\n- QEMU: {}\n- Accelerator: **{}**: {}\n\
          - Suite: {} (`{}`, sha256 {}); {} boots per variant and CPU count, {} measured iterations \
          (+{} warm-up) per point per boot; {} MiB guest memory\n\
+         - Overrides of the suite: {}\n\
          - Order: boots interleaved ABBA between the variants, seed {}\n\
          - Timing: the guest agent's CLOCK_MONOTONIC around each workload run\n\
          - Run: started {}, {} s of wall time, {}; markbench {} (git {})\n",
@@ -480,6 +481,11 @@ fn render_analysis(
         meta.iterations,
         meta.warmup,
         meta.memory_mib,
+        if meta.overrides.is_empty() {
+            "none".to_string()
+        } else {
+            escape_md(&meta.overrides.join(", "))
+        },
         meta.seed,
         escape_md(&meta.started_at),
         meta.wall_s.round(),
