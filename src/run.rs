@@ -239,7 +239,9 @@ pub fn run_unit(
         return Err(e.context("writing samples.csv"));
     }
     let mut end = outcome.end;
-    if let (BootEnd::Completed, Some(message)) = (&end, sample_error) {
+    // The host's reading of a failed run ("exited with status 3: …") says
+    // more than the agent's ("command failed"), so it wins.
+    if let (BootEnd::Completed | BootEnd::AgentError { .. }, Some(message)) = (&end, sample_error) {
         end = BootEnd::AgentError { message };
     }
     let expected_cpus = if unit.cpus == 1 {

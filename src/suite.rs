@@ -74,6 +74,17 @@ pub struct Variant {
 pub enum WorkloadSpec {
     Hackbench(HackbenchSpec),
     PingFlood(PingFloodSpec),
+    Command(CommandSpec),
+}
+
+/// A command of the suite's own, timed in the guest; `{param}` in an
+/// argument is replaced by the parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSpec {
+    pub params: Vec<u64>,
+    /// Absolute path of a program in the guest image, then its arguments.
+    pub argv: Vec<String>,
 }
 
 /// `ping -f` on loopback (iputils). The sweep parameter is the packet count.
@@ -143,12 +154,14 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Hackbench(_) => "hackbench",
             WorkloadSpec::PingFlood(_) => "ping-flood",
+            WorkloadSpec::Command(_) => "command",
         }
     }
     pub fn params(&self) -> &[u64] {
         match self {
             WorkloadSpec::Hackbench(h) => &h.params,
             WorkloadSpec::PingFlood(p) => &p.params,
+            WorkloadSpec::Command(c) => &c.params,
         }
     }
 }
@@ -251,6 +264,7 @@ impl Suite {
             for w in &mut self.workloads {
                 match w {
                     WorkloadSpec::Hackbench(h) => h.loops = scaled(h.loops, scale),
+                    WorkloadSpec::Command(_) => {}
                     WorkloadSpec::PingFlood(p) => {
                         for c in &mut p.params {
                             *c = scaled(*c, scale);
@@ -292,6 +306,7 @@ impl Suite {
                 match w {
                     WorkloadSpec::Hackbench(h) => h.params = params.clone(),
                     WorkloadSpec::PingFlood(p) => p.params = params.clone(),
+                    WorkloadSpec::Command(c) => c.params = params.clone(),
                 }
             }
             self.overrides.push(format!("params={params:?}"));
@@ -427,6 +442,17 @@ impl Suite {
                         return Err(err(
                             span,
                             "hackbench: loops, fds and datasize must be at least 1".into(),
+                        ));
+                    }
+                }
+                WorkloadSpec::Command(c) => {
+                    if c.argv.first().is_none_or(|a| !a.starts_with('/'))
+                        || c.argv.iter().any(|a| a.contains(['\t', '\n', '\r']))
+                    {
+                        return Err(err(
+                            span,
+                            "command: argv must start with an absolute path and hold no tabs or newlines"
+                                .into(),
                         ));
                     }
                 }

@@ -1,6 +1,7 @@
 //! Workloads: what runs in the guest for each (workload, parameter) step and
 //! how a timed run becomes measurements. One file per workload.
 
+pub mod command;
 pub mod hackbench;
 pub mod ping_flood;
 
@@ -23,6 +24,7 @@ pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
     match spec {
         WorkloadSpec::Hackbench(_) => Vec::new(),
         WorkloadSpec::PingFlood(_) => ping_flood::setup(),
+        WorkloadSpec::Command(_) => Vec::new(),
     }
 }
 
@@ -31,6 +33,7 @@ pub fn command(spec: &WorkloadSpec, param: u64) -> Vec<String> {
     match spec {
         WorkloadSpec::Hackbench(h) => hackbench::command(h, param),
         WorkloadSpec::PingFlood(p) => ping_flood::command(p, param),
+        WorkloadSpec::Command(c) => command::command(c, param),
     }
 }
 
@@ -48,5 +51,6 @@ pub fn measure(spec: &WorkloadSpec, record: &RunRecord) -> Result<Vec<Measuremen
     match spec {
         WorkloadSpec::Hackbench(_) => hackbench::measure(record),
         WorkloadSpec::PingFlood(_) => ping_flood::measure(record),
+        WorkloadSpec::Command(_) => command::measure(record),
     }
 }

@@ -1,0 +1,113 @@
+//! Faults, for real: a guest whose kernel panics (sysrq), one that hangs past
+//! its deadline, and one whose workload fails. Each is detected with a clear
+//! reason, recorded in the metadata and the report, the other boot of the run
+//! still completes, and `compare` exits 3.
+//!
+//! Both sides boot the same markers-off kernel (cached by the end-to-end
+//! test or built here); the candidate's command line tells the guest command
+//! to misbehave.
+
+use assert_cmd::Command;
+use markbench::samples::RunMeta;
+use std::path::{Path, PathBuf};
+
+fn suite(dir: &Path, name: &str, script: &str, timeout_s: u64) -> PathBuf {
+    let text = format!(
+        r#"
+name = "{name}"
+boots = 1
+iterations = 2
+warmup = 0
+cpus = [1]
+memory_mib = 256
+boot_timeout_s = {timeout_s}
+[[variant]]
+name = "healthy"
+kernel = "markers-off"
+[[variant]]
+name = "faulty"
+kernel = "markers-off"
+cmdline = "markbench_fault"
+[[workload]]
+kind = "command"
+params = [1]
+argv = ["/bin/sh", "-c", "{script}"]
+"#
+    );
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs compare on a suite; returns the run's metadata, report and exit code.
+fn compare(suite: &Path, reports: &Path) -> (RunMeta, String, i32) {
+    let out = Command::cargo_bin("markbench")
+        .unwrap()
+        .args(["compare", "--accel", "tcg", "--suite"])
+        .arg(suite)
+        .arg("--reports")
+        .arg(reports)
+        .timeout(std::time::Duration::from_secs(60 * 60))
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let dir = std::fs::read_dir(reports)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest"))
+        .max()
+        .unwrap_or_else(|| panic!("no run directory; stderr:\n{stderr}"));
+    let meta = RunMeta::read(&dir).unwrap();
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    (meta, report, code)
+}
+
+const FAULTY: &str = "/bin/busybox grep -q markbench_fault /proc/cmdline";
+
+#[test]
+fn panics_hangs_and_failing_workloads_are_detected_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+
+    let cases = [
+        (
+            "panic",
+            format!("if {FAULTY}; then echo c > /proc/sysrq-trigger; fi; true"),
+            120,
+            "kernel panic: ",
+        ),
+        (
+            "hang",
+            format!("if {FAULTY}; then /bin/busybox sleep 1000; fi; true"),
+            25,
+            "timed out after 25 s",
+        ),
+        (
+            "fail",
+            format!("if {FAULTY}; then exit 3; fi; true"),
+            120,
+            "exited with status 3",
+        ),
+    ];
+    for (name, script, timeout, reason) in cases {
+        let (meta, report, code) = compare(&suite(dir.path(), name, &script, timeout), &reports);
+        assert_eq!(code, 3, "{name}: exit code");
+        assert!(meta.complete, "{name}");
+        assert_eq!(meta.boots.len(), 2, "{name}");
+        let healthy = meta.boots.iter().find(|b| b.variant == "healthy").unwrap();
+        let faulty = meta.boots.iter().find(|b| b.variant == "faulty").unwrap();
+        assert!(healthy.ok, "{name}: {healthy:?}");
+        assert_eq!(healthy.samples, 2, "{name}");
+        assert!(!faulty.ok, "{name}: {faulty:?}");
+        assert!(faulty.status.contains(reason), "{name}: {}", faulty.status);
+        assert!(
+            report.contains(&format!("**{}", faulty.status.split(':').next().unwrap())),
+            "{name}: {report}"
+        );
+        if name == "panic" {
+            assert!(faulty.status.contains("sysrq"), "{}", faulty.status);
+        }
+    }
+}
