@@ -82,6 +82,10 @@ pub struct CompareArgs {
     /// Override every workload's parameters (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub params: Option<Vec<u64>>,
+    /// Continue an interrupted run in this run directory: finished boots are
+    /// kept and skipped, unfinished ones run again.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
     /// Run even when a guest gets more vCPUs than the host has cores (the
     /// timings then measure the host's scheduler as much as the kernel).
     #[arg(long)]
@@ -301,15 +305,56 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
     }
 }
 
+/// For `--resume`: the run's metadata and its suite as it ran (the copy kept
+/// in the run directory, with the same overrides).
+fn resumed_run(
+    dir: &Path,
+    args: &CompareArgs,
+) -> Result<(crate::samples::RunMeta, Suite, KernelSource)> {
+    if !dir.join(crate::samples::META_FILE).is_file() || !dir.join(run::SUITE_COPY).is_file() {
+        return Err(InputError::new(format!(
+            "{}: not a run directory that can be resumed (needs {} and {})",
+            dir.display(),
+            crate::samples::META_FILE,
+            run::SUITE_COPY
+        ))
+        .into());
+    }
+    let meta = crate::samples::RunMeta::read(dir)?;
+    let suite_args = SuiteArgs {
+        suite: dir.join(run::SUITE_COPY),
+        kernel_source: args.suite.kernel_source.clone(),
+    };
+    let (mut suite, source) = load_suite(&suite_args)?;
+    if suite.sha256 != meta.suite_sha256 {
+        return Err(InputError::new(format!(
+            "{}: the suite copy does not match the run's recorded suite hash",
+            dir.display()
+        ))
+        .into());
+    }
+    suite.apply(&meta.override_settings)?;
+    Ok((meta, suite, source))
+}
+
 fn compare(args: CompareArgs) -> Result<i32> {
-    let (mut suite, source) = load_suite(&args.suite)?;
-    suite.apply(&crate::suite::Overrides {
-        scale: args.scale,
-        boots: args.boots,
-        iterations: args.iterations,
-        cpus: args.cpus.clone(),
-        params: args.params.clone(),
-    })?;
+    let resumed = match &args.resume {
+        Some(dir) => Some((dir.clone(), resumed_run(dir, &args)?)),
+        None => None,
+    };
+    let (mut suite, source) = match &resumed {
+        Some((_, (_, suite, source))) => (suite.clone(), source.clone()),
+        None => load_suite(&args.suite)?,
+    };
+    if resumed.is_none() {
+        suite.apply(&crate::suite::Overrides {
+            scale: args.scale,
+            boots: args.boots,
+            iterations: args.iterations,
+            cpus: args.cpus.clone(),
+            params: args.params.clone(),
+        })?;
+    }
     if let Some(a) = args.accel {
         suite.accel = match a {
             AccelArg::Auto => AccelChoice::Auto,
@@ -339,25 +384,59 @@ fn compare(args: CompareArgs) -> Result<i32> {
         s => s,
     };
     let images = run::prepare_images(&suite, &source, &images_dir())?;
-    let dir = run::new_run_dir(&reports, &suite)?;
-    println!("run directory: {}", dir.display());
     let mut runner = QemuRunner;
-    let trial_initrd = dir.join("logs/accel-trial.initrd");
-    initramfs::write_boot_initrd(&images.base, &[], &trial_initrd)?;
-    let decision = vm::accel::decide(
-        suite.accel,
-        &mut runner,
-        &images.kernels[0].bzimage,
-        &trial_initrd,
-        &dir.join("logs/accel-trial.log"),
-    );
-    let _ = std::fs::remove_file(&trial_initrd);
+    let (dir, decision, previous) = match resumed {
+        Some((dir, (meta, _, _))) => {
+            for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
+                if k.key != recorded.build_key {
+                    return Err(InputError::new(format!(
+                        "{}: kernel {} is not the one this run started with (build key {} now, {} then); \
+                         start a new run instead",
+                        dir.display(),
+                        recorded.variant,
+                        &k.key[..16],
+                        recorded.build_key.chars().take(16).collect::<String>()
+                    ))
+                    .into());
+                }
+            }
+            let accel = if meta.accel == "kvm" {
+                vm::Accel::Kvm
+            } else {
+                vm::Accel::Tcg
+            };
+            let decision = vm::accel::AccelDecision {
+                accel,
+                reason: meta.accel_reason.clone(),
+            };
+            (dir, decision, Some(meta))
+        }
+        None => {
+            let dir = run::new_run_dir(&reports, &suite)?;
+            let trial_initrd = dir.join("logs/accel-trial.initrd");
+            initramfs::write_boot_initrd(&images.base, &[], &trial_initrd)?;
+            let decision = vm::accel::decide(
+                suite.accel,
+                &mut runner,
+                &images.kernels[0].bzimage,
+                &trial_initrd,
+                &dir.join("logs/accel-trial.log"),
+            );
+            let _ = std::fs::remove_file(&trial_initrd);
+            (dir, decision, None)
+        }
+    };
+    println!("run directory: {}", dir.display());
     println!(
         "accelerator: {} ({})",
         decision.accel.as_str(),
         decision.reason
     );
-    let meta = run::execute(&suite, &images, &decision, &mut runner, &dir)
+    let _ = ctrlc::set_handler(|| {
+        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!("\nmarkbench: interrupted: stopping the guest, keeping every sample, writing a partial report");
+    });
+    let meta = run::execute(&suite, &images, &decision, &mut runner, &dir, previous)
         .with_context(|| format!("run in {}", dir.display()))?;
     let latest = reports.join("latest");
     let _ = std::fs::remove_file(&latest);
@@ -370,6 +449,13 @@ fn compare(args: CompareArgs) -> Result<i32> {
         failed,
         started.elapsed().as_secs_f64()
     );
+    if !meta.complete {
+        eprintln!(
+            "markbench: the run is partial; continue it with: markbench compare --resume {}",
+            dir.display()
+        );
+        return Ok(130);
+    }
     if failed > 0 {
         eprintln!("markbench: {failed} boot(s) failed; see the Boots table in the report");
         return Ok(3);

@@ -108,6 +108,7 @@ pub fn initial_meta(
         suite_path: suite.path.display().to_string(),
         suite_sha256: suite.sha256.clone(),
         overrides: suite.overrides.clone(),
+        override_settings: suite.override_settings.clone(),
         description: suite.description.clone(),
         git_revision: git_revision(),
         markbench_version: env!("CARGO_PKG_VERSION").into(),
@@ -269,21 +270,117 @@ pub fn run_unit(
     })
 }
 
-/// Runs every unit in order into `dir`, then renders the report.
+/// A lock file that stops two runs writing into one directory. A lock left
+/// by a process that no longer exists (killed with SIGKILL) is taken over.
+pub struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    pub fn acquire(dir: &Path) -> Result<RunLock> {
+        let path = dir.join(".lock");
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    write!(f, "{}", std::process::id())?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let alive = holder
+                        .trim()
+                        .parse::<u32>()
+                        .is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+                    if alive {
+                        return Err(crate::error::InputError::new(format!(
+                            "{}: another markbench (pid {}) is writing into this run directory",
+                            dir.display(),
+                            holder.trim()
+                        ))
+                        .into());
+                    }
+                    std::fs::remove_file(&path)?;
+                }
+                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+            }
+        }
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Identifies a unit's samples and boot record: (variant, CPUs, boot).
+fn unit_key(variant: &str, cpus: u32, boot: u32) -> (String, u32, u32) {
+    (variant.to_string(), cpus, boot)
+}
+
+/// Runs every unit in order into `dir`, then renders the report. With
+/// `resume`, the metadata of an interrupted run in `dir`: boots that finished
+/// are kept and skipped, the partial samples of any other are dropped, and
+/// the rest run as planned.
 pub fn execute(
     suite: &Suite,
     images: &Images,
     accel: &AccelDecision,
     runner: &mut dyn Runner,
     dir: &Path,
+    resume: Option<RunMeta>,
 ) -> Result<RunMeta> {
+    let _lock = RunLock::acquire(dir)?;
     let started = Instant::now();
     let units = plan::expand(suite);
-    let mut meta = initial_meta(suite, images, accel, &units);
-    std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
+    let (mut meta, previous_wall) = match resume {
+        Some(mut meta) => {
+            meta.boots.retain(|b| b.ok);
+            let done: std::collections::BTreeSet<_> = meta
+                .boots
+                .iter()
+                .map(|b| unit_key(&b.variant, b.cpus, b.boot))
+                .collect();
+            let dropped = crate::samples::retain_samples(dir, |s| {
+                done.contains(&unit_key(&s.variant, s.cpus, s.boot))
+            })?;
+            eprintln!(
+                "markbench: resuming: {} of {} boots already done; dropped {dropped} samples of unfinished boots",
+                meta.boots.len(),
+                units.len()
+            );
+            meta.complete = false;
+            let wall = meta.wall_s;
+            (meta, wall)
+        }
+        None => {
+            let meta = initial_meta(suite, images, accel, &units);
+            std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
+            if let Err(e) = std::fs::copy(&suite.path, dir.join(SUITE_COPY)) {
+                eprintln!("markbench: could not keep a copy of the suite: {e}");
+            }
+            (meta, 0.0)
+        }
+    };
     meta.write(dir)?;
     let mut writer = SampleWriter::open(dir)?;
+    let mut interrupted = false;
     for unit in &units {
+        if meta.boots.iter().any(|b| {
+            b.ok && unit_key(&b.variant, b.cpus, b.boot)
+                == unit_key(&unit.variant, unit.cpus, unit.boot)
+        }) {
+            continue;
+        }
+        if crate::vm::interrupted() {
+            interrupted = true;
+            break;
+        }
         eprintln!(
             "markbench: boot {}/{}: {} on {} CPU{}, boot {} …",
             unit.index + 1,
@@ -299,13 +396,20 @@ pub fn execute(
             record.status, record.wall_s, record.samples
         );
         meta.boots.push(record);
-        meta.wall_s = started.elapsed().as_secs_f64().round();
+        meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();
         meta.write(dir)?;
+        if crate::vm::interrupted() {
+            interrupted = true;
+            break;
+        }
     }
-    meta.complete = true;
+    meta.complete = !interrupted;
     meta.finished_at = now();
-    meta.wall_s = started.elapsed().as_secs_f64().round();
+    meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();
     meta.write(dir)?;
     crate::report::write(dir)?;
     Ok(meta)
 }
+
+/// The copy of the suite file kept in a run directory, for `--resume`.
+pub const SUITE_COPY: &str = "suite.toml";

@@ -57,6 +57,26 @@ impl SampleWriter {
     }
 }
 
+/// Keeps only the samples `keep` accepts, rewriting `samples.csv` atomically
+/// (used by `--resume` to drop the partial samples of unfinished boots).
+pub fn retain_samples(dir: &Path, keep: impl Fn(&Sample) -> bool) -> Result<usize> {
+    let samples = read_samples(dir)?;
+    let tmp = dir.join(format!("{SAMPLES_FILE}.tmp"));
+    let mut writer = csv::Writer::from_path(&tmp)?;
+    let mut dropped = 0;
+    for s in &samples {
+        if keep(s) {
+            writer.serialize(s)?;
+        } else {
+            dropped += 1;
+        }
+    }
+    writer.flush()?;
+    drop(writer);
+    std::fs::rename(&tmp, dir.join(SAMPLES_FILE))?;
+    Ok(dropped)
+}
+
 /// Reads every sample of a run directory.
 pub fn read_samples(dir: &Path) -> Result<Vec<Sample>> {
     let path = dir.join(SAMPLES_FILE);
@@ -166,6 +186,9 @@ pub struct RunMeta {
     /// Command-line overrides of the suite, `key=value`.
     #[serde(default)]
     pub overrides: Vec<String>,
+    /// The same overrides as settings, so `--resume` rebuilds the same plan.
+    #[serde(default)]
+    pub override_settings: crate::suite::Overrides,
     pub description: String,
     pub git_revision: String,
     pub markbench_version: String,

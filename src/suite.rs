@@ -36,11 +36,13 @@ pub struct Suite {
     pub workloads: Vec<WorkloadSpec>,
     /// Command-line overrides applied after parsing, as `key=value`, for the record.
     pub overrides: Vec<String>,
+    /// The overrides as given, kept so a resumed run applies the same ones.
+    pub override_settings: Overrides,
 }
 
 /// Command-line changes to a suite: to run a seed-scale suite at a size this
 /// machine can take (`--scale 0.05 --cpus 2`), or a quick look with fewer boots.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Overrides {
     /// Multiplies the work of every run: hackbench loops, ping packet counts.
     pub scale: Option<f64>,
@@ -256,6 +258,7 @@ fn scaled(value: u64, scale: f64) -> u64 {
 impl Suite {
     /// Applies command-line overrides, checking them like the file's values.
     pub fn apply(&mut self, o: &Overrides) -> Result<(), InputError> {
+        self.override_settings = o.clone();
         let bad = |m: String| Err(InputError::new(m));
         if let Some(scale) = o.scale {
             if !(scale > 0.0 && scale.is_finite()) {
@@ -495,6 +498,7 @@ impl Suite {
             variants,
             workloads,
             overrides: Vec::new(),
+            override_settings: Overrides::default(),
         })
     }
 }

@@ -3,12 +3,22 @@
 //! one ([`qemu::QemuRunner`]) is the only thing that starts processes.
 
 pub mod accel;
+pub mod fake;
 pub mod qemu;
 
 use crate::protocol::Message;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+/// Set by the Ctrl-C handler: the running guest is stopped, every sample so
+/// far is kept, and the run ends with a report marked partial.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
 
 /// The accelerator a boot runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +69,8 @@ pub enum BootEnd {
     QemuFailed { detail: String },
     /// The VM ended without the agent saying `done`.
     Vanished { detail: String },
+    /// Stopped by the user (Ctrl-C).
+    Interrupted,
 }
 
 impl BootEnd {
@@ -75,6 +87,7 @@ impl BootEnd {
             BootEnd::TimedOut { after_s } => format!("timed out after {after_s} s; killed"),
             BootEnd::QemuFailed { detail } => format!("QEMU failed: {detail}"),
             BootEnd::Vanished { detail } => format!("guest ended without finishing: {detail}"),
+            BootEnd::Interrupted => "interrupted (Ctrl-C); stopped".into(),
         }
     }
 }

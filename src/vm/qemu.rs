@@ -122,7 +122,13 @@ impl Runner for QemuRunner {
         let mut done = false;
         let mut agent_error: Option<String> = None;
         let mut timed_out = false;
+        let mut interrupted = false;
         loop {
+            if super::interrupted() {
+                interrupted = true;
+                let _ = child.kill();
+                break;
+            }
             let left = r.deadline.saturating_sub(started.elapsed());
             if left.is_zero() {
                 timed_out = true;
@@ -166,7 +172,10 @@ impl Runner for QemuRunner {
         let qemu_stderr = stderr_reader.join().unwrap_or_default();
         let console = std::fs::read_to_string(&r.console_log).unwrap_or_default();
 
-        let end = if timed_out {
+        // Ctrl-C on a terminal reaches QEMU too, which may exit before we notice.
+        let end = if interrupted || super::interrupted() {
+            BootEnd::Interrupted
+        } else if timed_out {
             BootEnd::TimedOut {
                 after_s: r.deadline.as_secs(),
             }

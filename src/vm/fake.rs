@@ -1,0 +1,98 @@
+//! A runner that boots nothing, for tests of everything around the VM: it
+//! reads the job appended to the initrd and answers as the guest agent would,
+//! with deterministic timings. Never used by the shipped commands.
+
+use super::{BootEnd, BootOutcome, BootRequest, Runner};
+use crate::protocol::{Directive, Message, RunRecord, JOB_HEADER};
+use std::time::Duration;
+
+/// What the fake guest does.
+#[derive(Debug, Clone, Default)]
+pub struct FakeRunner {
+    /// Boots started so far.
+    pub boots: usize,
+    /// Seconds each run "takes": base + 0.01 × param, times this factor for
+    /// boots whose command line contains `slow`.
+    pub slow_factor: f64,
+    /// Stop answering after this many boots, as a host killed mid-run would.
+    pub crash_after_boots: Option<usize>,
+}
+
+/// The job text inside an initrd (the appended archive holds it verbatim).
+pub fn job_in_initrd(bytes: &[u8]) -> Option<String> {
+    let start = bytes
+        .windows(JOB_HEADER.len())
+        .rposition(|w| w == JOB_HEADER.as_bytes())?;
+    let end = bytes[start..]
+        .iter()
+        .position(|&b| b == 0)
+        .map_or(bytes.len(), |e| start + e);
+    Some(String::from_utf8_lossy(&bytes[start..end]).into_owned())
+}
+
+impl Runner for FakeRunner {
+    fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
+        self.boots += 1;
+        if self.crash_after_boots.is_some_and(|n| self.boots > n) {
+            return BootOutcome {
+                end: BootEnd::Interrupted,
+                wall: Duration::ZERO,
+            };
+        }
+        let _ = std::fs::write(&r.console_log, "Linux version 6.1.0-fake\n");
+        let job = std::fs::read(&r.initrd)
+            .ok()
+            .and_then(|b| job_in_initrd(&b))
+            .unwrap_or_default();
+        on_message(Message::Hello {
+            kernel_release: "6.1.0-fake".into(),
+            online_cpus: if r.cpus == 1 {
+                "0".into()
+            } else {
+                format!("0-{}", r.cpus - 1)
+            },
+            cmdline: r.extra_cmdline.clone(),
+        });
+        let factor = if r.extra_cmdline.contains("slow") {
+            self.slow_factor.max(1.0)
+        } else {
+            1.0
+        };
+        for line in job.lines() {
+            match Directive::parse_line(line) {
+                Ok(Some(Directive::Run { id, iterations, .. })) => {
+                    let param: f64 = id
+                        .rsplit('/')
+                        .next()
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(1.0);
+                    for iteration in 0..iterations {
+                        let seconds =
+                            (0.5 + 0.01 * param) * factor * (1.0 + 0.001 * iteration as f64);
+                        on_message(Message::Run(RunRecord {
+                            id: id.clone(),
+                            iteration,
+                            status: 0,
+                            elapsed_ns: (seconds * 1e9) as u64,
+                            user_ns: 0,
+                            sys_ns: 0,
+                            output: format!(
+                                "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
+                            ),
+                        }));
+                    }
+                }
+                Ok(Some(Directive::Setup { .. })) => on_message(Message::Setup {
+                    status: 0,
+                    output: String::new(),
+                }),
+                _ => {}
+            }
+        }
+        on_message(Message::Done);
+        BootOutcome {
+            end: BootEnd::Completed,
+            wall: Duration::from_millis(10),
+        }
+    }
+}

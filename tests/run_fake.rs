@@ -1,0 +1,169 @@
+//! The run loop without QEMU: a fake guest answers every boot, so the order,
+//! the durability of samples, resuming and the lock are checked exactly.
+
+use markbench::images::initramfs::BaseImage;
+use markbench::images::kernel::KernelImage;
+use markbench::run::{execute, Images, RunLock};
+use markbench::samples::{read_samples, RunMeta, SampleWriter};
+use markbench::suite::{project_root, Suite};
+use markbench::vm::accel::AccelDecision;
+use markbench::vm::fake::FakeRunner;
+use markbench::vm::Accel;
+use std::path::Path;
+
+const SUITE: &str = r#"
+name = "fake"
+boots = 3
+iterations = 2
+warmup = 1
+cpus = [1, 2]
+seed = 5
+[[variant]]
+name = "off"
+kernel = "markers-off"
+[[variant]]
+name = "on"
+kernel = "markers-on"
+cmdline = "slow"
+[[workload]]
+kind = "hackbench"
+params = [2, 8]
+[[workload]]
+kind = "ping-flood"
+params = [2000]
+"#;
+
+fn setup(dir: &Path) -> (Suite, Images) {
+    let suite_path = dir.join("fake.toml");
+    std::fs::write(&suite_path, SUITE).unwrap();
+    let suite = Suite::load(&suite_path, &project_root().join("vm-images")).unwrap();
+    let base = dir.join("base.cpio");
+    std::fs::write(&base, b"not really an initramfs").unwrap();
+    let kernel = |name: &str| KernelImage {
+        name: name.into(),
+        key: format!("{name}-key-0123456789abcdef"),
+        dir: dir.into(),
+        bzimage: dir.join(format!("{name}.bzImage")),
+        config: dir.join("config"),
+        build_log: dir.join("build.log"),
+        source_identity: "test".into(),
+        compiler: "gcc".into(),
+        fragment_sha256: Default::default(),
+        config_sha256: "0".into(),
+        build_seconds: 0.0,
+    };
+    let images = Images {
+        kernels: [kernel("markers-off"), kernel("markers-on")],
+        base: BaseImage {
+            path: base,
+            key: "k".into(),
+        },
+        diffconfig: " FTRACE n -> y\n".into(),
+    };
+    (suite, images)
+}
+
+fn accel() -> AccelDecision {
+    AccelDecision {
+        accel: Accel::Tcg,
+        reason: "test".into(),
+    }
+}
+
+fn run_dir(root: &Path) -> std::path::PathBuf {
+    let dir = root.join("run");
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    dir
+}
+
+#[test]
+fn a_run_writes_every_sample_in_abba_order_and_a_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, images) = setup(tmp.path());
+    let dir = run_dir(tmp.path());
+    let mut runner = FakeRunner {
+        slow_factor: 1.2,
+        ..Default::default()
+    };
+    let meta = execute(&suite, &images, &accel(), &mut runner, &dir, None).unwrap();
+    assert!(meta.complete);
+    assert_eq!(runner.boots, 12); // 2 variants × 2 CPU counts × 3 boots
+    let order: Vec<&str> = meta.boots.iter().map(|b| b.variant.as_str()).collect();
+    for pair in order.chunks(2) {
+        assert_ne!(pair[0], pair[1], "{order:?}");
+    }
+    assert_ne!(order[..6], ["off", "off", "off", "on", "on", "on"]);
+    let samples = read_samples(&dir).unwrap();
+    // 12 boots × 3 points × 3 runs (1 warm-up).
+    assert_eq!(samples.len(), 12 * 3 * 3);
+    assert_eq!(samples.iter().filter(|s| s.warmup).count(), 12 * 3);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    // The candidate is 20% slower on every point: a regression, found.
+    assert!(report.contains("**regression**"), "{report}");
+    assert!(
+        report.contains("### ping-flood: rate [packets/s], higher is better, 1 CPU"),
+        "{report}"
+    );
+    assert!(dir.join("summary.json").is_file());
+    assert!(dir.join("plots/hackbench-time-2cpu-metric.png").is_file());
+    assert!(!dir.join(".lock").exists(), "the lock is released");
+}
+
+#[test]
+fn resume_skips_finished_boots_and_drops_partial_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, images) = setup(tmp.path());
+    let dir = run_dir(tmp.path());
+    // The first attempt dies after 5 boots: the rest are recorded as failed.
+    let mut crashing = FakeRunner {
+        crash_after_boots: Some(5),
+        ..Default::default()
+    };
+    let first = execute(&suite, &images, &accel(), &mut crashing, &dir, None).unwrap();
+    assert_eq!(first.boots.iter().filter(|b| b.ok).count(), 5);
+    // A boot killed half-way left a stray sample of an unfinished unit behind.
+    let mut stray = read_samples(&dir).unwrap()[0].clone();
+    let unfinished = first.boots.iter().find(|b| !b.ok).unwrap();
+    stray.variant = unfinished.variant.clone();
+    stray.cpus = unfinished.cpus;
+    stray.boot = unfinished.boot;
+    SampleWriter::open(&dir).unwrap().append(&stray).unwrap();
+
+    let mut runner = FakeRunner::default();
+    let meta = RunMeta::read(&dir).unwrap();
+    let resumed = execute(&suite, &images, &accel(), &mut runner, &dir, Some(meta)).unwrap();
+    assert_eq!(runner.boots, 7, "only the unfinished boots run again");
+    assert!(resumed.complete);
+    assert_eq!(resumed.boots.len(), 12);
+    assert!(resumed.boots.iter().all(|b| b.ok));
+    let samples = read_samples(&dir).unwrap();
+    assert_eq!(samples.len(), 12 * 3 * 3, "no sample lost or duplicated");
+    let mut keys: Vec<_> = samples
+        .iter()
+        .map(|s| {
+            (
+                s.variant.clone(),
+                s.cpus,
+                s.boot,
+                s.workload.clone(),
+                s.param,
+                s.iteration,
+            )
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), samples.len());
+}
+
+#[test]
+fn a_second_run_cannot_write_into_a_locked_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let held = RunLock::acquire(tmp.path()).unwrap();
+    let e = RunLock::acquire(tmp.path()).err().unwrap();
+    assert!(e.to_string().contains("another markbench"), "{e}");
+    drop(held);
+    // A lock left by a dead process is taken over.
+    std::fs::write(tmp.path().join(".lock"), "999999999").unwrap();
+    assert!(RunLock::acquire(tmp.path()).is_ok());
+}
