@@ -69,7 +69,7 @@ pub fn parse_ldd(text: &str) -> Vec<PathBuf> {
         .filter_map(|l| {
             let l = l.trim();
             let path = match l.split_once("=>") {
-                Some((_, rhs)) => rhs.trim().split_whitespace().next()?,
+                Some((_, rhs)) => rhs.split_whitespace().next()?,
                 None => l.split_whitespace().next()?,
             };
             path.starts_with('/').then(|| PathBuf::from(path))

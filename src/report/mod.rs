@@ -61,12 +61,14 @@ impl Point {
     }
 }
 
+/// Unit, direction, and per side the values of each boot, while grouping.
+type PointAccumulator = (String, bool, [BTreeMap<u32, Vec<f64>>; 2]);
+
 /// Groups samples into tables of points. `variants` gives the two sides'
 /// names, baseline first; samples of other variants and warm-ups are ignored.
 pub fn tables(samples: &[Sample], variants: &[String; 2]) -> BTreeMap<TableKey, Vec<Point>> {
     // (table, param) → side → boot → values, in arrival order.
-    let mut grouped: BTreeMap<(TableKey, u64), (String, bool, [BTreeMap<u32, Vec<f64>>; 2])> =
-        BTreeMap::new();
+    let mut grouped: BTreeMap<(TableKey, u64), PointAccumulator> = BTreeMap::new();
     for s in samples.iter().filter(|s| !s.warmup) {
         let Some(side) = variants.iter().position(|v| *v == s.variant) else {
             continue;
