@@ -82,6 +82,12 @@ pub struct CompareArgs {
     /// Override every workload's parameters (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub params: Option<Vec<u64>>,
+    /// Timing mode: auto (icount under TCG, wall under KVM), wall or icount.
+    #[arg(long, value_enum)]
+    pub timing: Option<TimingArg>,
+    /// icount shift: one guest instruction counts 2^N ns of guest time.
+    #[arg(long)]
+    pub icount_shift: Option<u32>,
     /// Continue an interrupted run in this run directory: finished boots are
     /// kept and skipped, unfinished ones run again.
     #[arg(long, value_name = "DIR")]
@@ -90,6 +96,13 @@ pub struct CompareArgs {
     /// timings then measure the host's scheduler as much as the kernel).
     #[arg(long)]
     pub allow_oversubscribe: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum TimingArg {
+    Auto,
+    Wall,
+    Icount,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -297,6 +310,10 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
             );
         }
     }
+    println!(
+        "timing: {:?} (icount shift {} when icount is used)",
+        suite.timing, suite.icount_shift
+    );
     if suite.accel != AccelChoice::Kvm {
         println!(
             "note: without working KVM the guests run under TCG (software emulation): timings are \
@@ -361,6 +378,19 @@ fn compare(args: CompareArgs) -> Result<i32> {
             AccelArg::Kvm => AccelChoice::Kvm,
             AccelArg::Tcg => AccelChoice::Tcg,
         };
+    }
+    if let Some(t) = args.timing {
+        suite.timing = match t {
+            TimingArg::Auto => crate::suite::TimingChoice::Auto,
+            TimingArg::Wall => crate::suite::TimingChoice::Wall,
+            TimingArg::Icount => crate::suite::TimingChoice::Icount,
+        };
+    }
+    if let Some(shift) = args.icount_shift {
+        if !(1..=10).contains(&shift) {
+            return Err(InputError::new("--icount-shift must be from 1 to 10").into());
+        }
+        suite.icount_shift = shift;
     }
     let reports = resolve(&args.reports);
     print_plan(&suite, &source, &reports);
@@ -431,6 +461,14 @@ fn compare(args: CompareArgs) -> Result<i32> {
         "accelerator: {} ({})",
         decision.accel.as_str(),
         decision.reason
+    );
+    println!(
+        "timing: {}",
+        vm::accel::describe_timing(vm::accel::timing_for(
+            suite.timing,
+            suite.icount_shift,
+            decision.accel
+        )?)
     );
     let _ = ctrlc::set_handler(|| {
         vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -119,6 +119,10 @@ pub fn initial_meta(
         host: HostInfo::probe(),
         accel: accel.accel.as_str().into(),
         accel_reason: accel.reason.clone(),
+        timing: crate::vm::accel::describe_timing(
+            crate::vm::accel::timing_for(suite.timing, suite.icount_shift, accel.accel)
+                .unwrap_or(None),
+        ),
         seed: suite.seed,
         margin: suite.margin,
         correction: suite.correction,
@@ -173,6 +177,7 @@ pub fn run_unit(
     let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
     initramfs::write_boot_initrd(&images.base, &job_for(suite, unit), &initrd)?;
     let variant = &suite.variants[unit.side];
+    let timing = crate::vm::accel::timing_for(suite.timing, suite.icount_shift, accel.accel)?;
     let request = BootRequest {
         kernel: images.kernels[unit.side].bzimage.clone(),
         initrd: initrd.clone(),
@@ -180,6 +185,7 @@ pub fn run_unit(
         cpus: unit.cpus,
         memory_mib: suite.memory_mib,
         accel: accel.accel,
+        icount_shift: timing,
         deadline: Duration::from_secs(suite.boot_timeout_s),
         console_log: dir.join(&log_name),
     };

@@ -199,6 +199,9 @@ pub struct RunMeta {
     pub host: HostInfo,
     pub accel: String,
     pub accel_reason: String,
+    /// Timing mode and what it measures.
+    #[serde(default)]
+    pub timing: String,
     pub seed: u64,
     /// Equivalence margin as a fraction (0.02 = ±2%).
     #[serde(default = "default_margin")]

@@ -26,6 +26,9 @@ pub struct Suite {
     pub memory_mib: u32,
     pub boot_timeout_s: u64,
     pub accel: AccelChoice,
+    pub timing: TimingChoice,
+    /// `-icount shift=N`: one guest instruction counts 2^N ns of guest time.
+    pub icount_shift: u32,
     pub seed: u64,
     /// Equivalence margin, as a fraction (the file says `margin_pct = 2.0`).
     pub margin: f64,
@@ -51,6 +54,20 @@ pub struct Overrides {
     pub cpus: Option<Vec<u32>>,
     /// Replaces every workload's parameter list.
     pub params: Option<Vec<u64>>,
+}
+
+/// How guest time runs. `icount` makes QEMU's TCG count executed
+/// instructions as guest time (`-icount shift=N,sleep=off`): timings then
+/// measure code-path length, repeatable whatever the host is doing, but blind
+/// to cache and memory effects, and a multi-vCPU guest runs one vCPU at a
+/// time. `auto` is icount under TCG and wall time under KVM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingChoice {
+    #[default]
+    Auto,
+    Wall,
+    Icount,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,6 +204,10 @@ struct SuiteFile {
     #[serde(default = "default_accel")]
     accel: AccelChoice,
     #[serde(default)]
+    timing: TimingChoice,
+    #[serde(default = "default_icount_shift")]
+    icount_shift: Spanned<u32>,
+    #[serde(default)]
     seed: u64,
     /// Equivalence margin in percent (TOST): "no impact beyond this".
     #[serde(default = "default_margin_pct")]
@@ -207,6 +228,9 @@ fn default_boot_timeout() -> Spanned<u64> {
 }
 fn default_margin_pct() -> Spanned<f64> {
     Spanned::new(0..0, 2.0)
+}
+fn default_icount_shift() -> Spanned<u32> {
+    Spanned::new(0..0, 4)
 }
 fn default_accel() -> AccelChoice {
     AccelChoice::Auto
@@ -491,6 +515,18 @@ impl Suite {
             memory_mib,
             boot_timeout_s: *file.boot_timeout_s.get_ref(),
             accel: file.accel,
+            timing: file.timing,
+            icount_shift: {
+                let shift = *file.icount_shift.get_ref();
+                // shift=0 hung in our trials; above 10 a guest second is too few instructions.
+                if !(1..=10).contains(&shift) {
+                    return Err(err(
+                        file.icount_shift.span(),
+                        "icount_shift must be from 1 to 10".into(),
+                    ));
+                }
+                shift
+            },
             seed: file.seed,
             margin: margin_pct / 100.0,
             correction: file.correction,

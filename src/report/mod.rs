@@ -467,7 +467,7 @@ fn render_analysis(
          (+{} warm-up) per point per boot; {} MiB guest memory\n\
          - Overrides of the suite: {}\n\
          - Order: boots interleaved ABBA between the variants, seed {}\n\
-         - Timing: the guest agent's CLOCK_MONOTONIC around each workload run\n\
+         - Timing: the guest agent's CLOCK_MONOTONIC around each workload run; {}\n\
          - Run: started {}, {} s of wall time, {}; markbench {} (git {})\n",
         escape_md(&h.cpu_model),
         h.cores,
@@ -489,6 +489,11 @@ fn render_analysis(
             escape_md(&meta.overrides.join(", "))
         },
         meta.seed,
+        if meta.timing.is_empty() {
+            "wall".to_string()
+        } else {
+            escape_md(&meta.timing)
+        },
         escape_md(&meta.started_at),
         meta.wall_s.round(),
         if meta.complete { "complete" } else { "partial" },

@@ -19,6 +19,36 @@ pub struct AccelDecision {
     pub reason: String,
 }
 
+/// The timing mode a run uses, given the accelerator: `None` for wall time,
+/// `Some(shift)` for instruction counting. icount exists only under TCG.
+pub fn timing_for(
+    choice: crate::suite::TimingChoice,
+    shift: u32,
+    accel: Accel,
+) -> Result<Option<u32>, crate::error::InputError> {
+    use crate::suite::TimingChoice::*;
+    match (choice, accel) {
+        (Wall, _) | (Auto, Accel::Kvm) => Ok(None),
+        (Auto, Accel::Tcg) | (Icount, Accel::Tcg) => Ok(Some(shift)),
+        (Icount, Accel::Kvm) => Err(crate::error::InputError::new(
+            "timing = \"icount\" needs TCG; under KVM guest time is host time (use --accel tcg or --timing wall)",
+        )),
+    }
+}
+
+/// One line for the report on what a timing mode measures.
+pub fn describe_timing(icount_shift: Option<u32>) -> String {
+    match icount_shift {
+        None => "wall: the guest's CLOCK_MONOTONIC runs on host time".into(),
+        Some(shift) => format!(
+            "icount (shift={shift}, sleep=off): guest time counts executed instructions \
+             (2^{shift} ns each), so timings measure code-path length and barely move with host \
+             load; they cannot show cache, memory or timing effects, and a multi-vCPU guest runs \
+             one vCPU at a time"
+        ),
+    }
+}
+
 /// Identifies the host for the remembered verdict: kernel, CPU and QEMU.
 fn host_key() -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
@@ -85,6 +115,7 @@ pub fn decide(
         cpus: 1,
         memory_mib: 256,
         accel: Accel::Kvm,
+        icount_shift: None,
         deadline: Duration::from_secs(30),
         console_log: trial_log.to_path_buf(),
     };

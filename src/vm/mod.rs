@@ -47,6 +47,8 @@ pub struct BootRequest {
     pub cpus: u32,
     pub memory_mib: u32,
     pub accel: Accel,
+    /// `Some(shift)`: guest time counts instructions (`-icount shift=N,sleep=off`, TCG only).
+    pub icount_shift: Option<u32>,
     /// The boot is killed and recorded as failed when it runs longer.
     pub deadline: Duration,
     /// Where the guest's kernel console (ttyS0) is written.

@@ -55,7 +55,16 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
         "-monitor".into(),
         "none".into(),
     ];
-    args.shrink_to_fit();
+    if let Some(shift) = r.icount_shift {
+        // sleep=off: idle guest time jumps ahead instead of waiting for the
+        // host; -rtc clock=vm keeps the RTC on guest time too.
+        args.extend([
+            "-icount".into(),
+            format!("shift={shift},sleep=off"),
+            "-rtc".into(),
+            "clock=vm".into(),
+        ]);
+    }
     args
 }
 
@@ -215,6 +224,7 @@ mod tests {
             cpus: 4,
             memory_mib: 512,
             accel: Accel::Tcg,
+            icount_shift: None,
             deadline: Duration::from_secs(10),
             console_log: "/run/logs/boot.log".into(),
         }
@@ -236,6 +246,18 @@ mod tests {
         assert!(joined.contains("-accel tcg"));
         assert!(joined.contains("panic=-1 oops=panic rdinit=/init trace_event=sched:*"));
         assert!(joined.contains("file:/run/logs/boot.log"));
+    }
+
+    #[test]
+    fn icount_mode_counts_instructions_and_keeps_the_rtc_on_guest_time() {
+        let mut r = request();
+        assert!(!qemu_args(&r).iter().any(|a| a == "-icount"));
+        r.icount_shift = Some(4);
+        let joined = qemu_args(&r).join(" ");
+        assert!(
+            joined.ends_with("-icount shift=4,sleep=off -rtc clock=vm"),
+            "{joined}"
+        );
     }
 
     #[test]
