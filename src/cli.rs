@@ -467,7 +467,8 @@ fn compare(args: CompareArgs) -> Result<i32> {
         vm::accel::describe_timing(vm::accel::timing_for(
             suite.timing,
             suite.icount_shift,
-            decision.accel
+            decision.accel,
+            suite.cpus.iter().copied().max().unwrap_or(1)
         )?)
     );
     let _ = ctrlc::set_handler(|| {

@@ -120,8 +120,13 @@ pub fn initial_meta(
         accel: accel.accel.as_str().into(),
         accel_reason: accel.reason.clone(),
         timing: crate::vm::accel::describe_timing(
-            crate::vm::accel::timing_for(suite.timing, suite.icount_shift, accel.accel)
-                .unwrap_or(None),
+            crate::vm::accel::timing_for(
+                suite.timing,
+                suite.icount_shift,
+                accel.accel,
+                suite.cpus.iter().copied().max().unwrap_or(1),
+            )
+            .unwrap_or(None),
         ),
         seed: suite.seed,
         margin: suite.margin,
@@ -177,7 +182,12 @@ pub fn run_unit(
     let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
     initramfs::write_boot_initrd(&images.base, &job_for(suite, unit), &initrd)?;
     let variant = &suite.variants[unit.side];
-    let timing = crate::vm::accel::timing_for(suite.timing, suite.icount_shift, accel.accel)?;
+    let timing = crate::vm::accel::timing_for(
+        suite.timing,
+        suite.icount_shift,
+        accel.accel,
+        suite.cpus.iter().copied().max().unwrap_or(1),
+    )?;
     let request = BootRequest {
         kernel: images.kernels[unit.side].bzimage.clone(),
         initrd: initrd.clone(),

@@ -59,8 +59,8 @@ pub struct Overrides {
 /// How guest time runs. `icount` makes QEMU's TCG count executed
 /// instructions as guest time (`-icount shift=N,sleep=off`): timings then
 /// measure code-path length, repeatable whatever the host is doing, but blind
-/// to cache and memory effects, and a multi-vCPU guest runs one vCPU at a
-/// time. `auto` is icount under TCG and wall time under KVM.
+/// to cache and memory effects. `auto` is icount under TCG for 1-vCPU
+/// suites and wall time otherwise (see `vm::accel::timing_for`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TimingChoice {
