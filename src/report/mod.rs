@@ -398,7 +398,7 @@ fn render_analysis(
     let failed = meta.boots.iter().filter(|b| !b.ok).count();
     let _ = writeln!(
         r,
-        "**Verdict** ({} with {}, measured under {}): {}.\n\n\
+        "**Verdict** ({} against {}, measured under {}): {}.\n\n\
          {} boots ran ({} failed); {} measured samples over {} points in {} tables.\n",
         escape_md(&names[1]),
         escape_md(&names[0]),
@@ -582,7 +582,7 @@ fn render_analysis(
                             escape_md(&names[side]),
                             o.boot,
                             o.iteration,
-                            o.value,
+                            value(o.value, decimals(&p.unit, o.value)),
                             escape_md(&p.unit),
                             o.score
                         ));
