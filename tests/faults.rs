@@ -80,7 +80,8 @@ fn panics_hangs_and_failing_workloads_are_detected_and_the_run_goes_on() {
         ),
         (
             "hang",
-            format!("if {FAULTY}; then /bin/busybox sleep 1000; fi; true"),
+            // A busy loop: under icount (sleep=off) an idle `sleep` would pass instantly.
+            format!("if {FAULTY}; then while :; do :; done; fi; true"),
             25,
             "timed out after 25 s",
         ),
