@@ -171,6 +171,22 @@ pub struct BootRecord {
     /// Kernel release and online CPUs the guest reported.
     pub guest_kernel: String,
     pub guest_cpus: String,
+    /// Whether the failure may be the host's (hang, QEMU failure) and worth a retry.
+    #[serde(default)]
+    pub retryable: bool,
+    /// The host's 1-minute load average before and after the boot.
+    #[serde(default)]
+    pub host_load_before: f64,
+    #[serde(default)]
+    pub host_load_after: f64,
+}
+
+impl BootRecord {
+    /// A boot taken while the host was busy with something else: the load
+    /// before it started (our QEMU not yet running) reached half the cores.
+    pub fn under_load(&self, host_cores: usize) -> bool {
+        self.host_load_before >= 0.5 * host_cores.max(1) as f64
+    }
 }
 
 fn default_margin() -> f64 {

@@ -167,3 +167,33 @@ fn a_second_run_cannot_write_into_a_locked_directory() {
     std::fs::write(tmp.path().join(".lock"), "999999999").unwrap();
     assert!(RunLock::acquire(tmp.path()).is_ok());
 }
+
+#[test]
+fn a_hung_boot_is_retried_once_without_keeping_its_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, images) = setup(tmp.path());
+    let dir = run_dir(tmp.path());
+    // Boot 2 hangs; its retry (boot 3) succeeds. Boot 9 hangs, and so does its retry.
+    let mut runner = FakeRunner {
+        hanging_boots: vec![2, 9, 10],
+        ..Default::default()
+    };
+    let meta = execute(&suite, &images, &accel(), &mut runner, &dir, None).unwrap();
+    assert_eq!(runner.boots, 14);
+    assert_eq!(meta.boots.len(), 12);
+    let retried: Vec<_> = meta
+        .boots
+        .iter()
+        .filter(|b| b.status.contains("retried after"))
+        .collect();
+    assert_eq!(retried.len(), 2, "{:?}", meta.boots);
+    assert!(retried[0].ok);
+    assert!(
+        !retried[1].ok && retried[1].status.starts_with("timed out"),
+        "{:?}",
+        retried[1]
+    );
+    let samples = read_samples(&dir).unwrap();
+    // 11 good boots × 9 samples, plus the one sample the last hung boot wrote.
+    assert_eq!(samples.len(), 11 * 9 + 1);
+}

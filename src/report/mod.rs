@@ -610,7 +610,7 @@ fn render_analysis(
     for b in &meta.boots {
         let _ = writeln!(
             r,
-            "| {} | {} | {} | {} | {} | {:.1} | {} | {} | [log]({}) |",
+            "| {} | {} | {} | {} | {} | {:.1} | {} | {}{:.1} → {:.1} | {} | [log]({}) |",
             b.unit,
             escape_md(&b.variant),
             b.cpus,
@@ -622,6 +622,13 @@ fn render_analysis(
             },
             b.wall_s,
             b.samples,
+            if b.under_load(meta.host.cores) {
+                "⚠ "
+            } else {
+                ""
+            },
+            b.host_load_before,
+            b.host_load_after,
             escape_md(&b.guest_kernel),
             b.console_log
         );

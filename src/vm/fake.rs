@@ -16,6 +16,8 @@ pub struct FakeRunner {
     pub slow_factor: f64,
     /// Stop answering after this many boots, as a host killed mid-run would.
     pub crash_after_boots: Option<usize>,
+    /// Boots (counted from 1) that hang after their first sample and time out.
+    pub hanging_boots: Vec<usize>,
 }
 
 /// The job text inside an initrd (the appended archive holds it verbatim).
@@ -53,6 +55,7 @@ impl Runner for FakeRunner {
             },
             cmdline: r.extra_cmdline.clone(),
         });
+        let hangs = self.hanging_boots.contains(&self.boots);
         let factor = if r.extra_cmdline.contains("slow") {
             self.slow_factor.max(1.0)
         } else {
@@ -80,6 +83,14 @@ impl Runner for FakeRunner {
                                 "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
                             ),
                         }));
+                        if hangs {
+                            return BootOutcome {
+                                end: BootEnd::TimedOut {
+                                    after_s: r.deadline.as_secs(),
+                                },
+                                wall: r.deadline,
+                            };
+                        }
                     }
                 }
                 Ok(Some(Directive::Setup { .. })) => on_message(Message::Setup {
