@@ -34,6 +34,21 @@ pub enum Command {
         /// A run directory, e.g. reports/20261130-101500-quick.
         dir: PathBuf,
     },
+    /// Run a suite, compare it with a baseline run and exit 1 on a significant
+    /// regression beyond the suite's margin (0 none, 2 input error, 3 infrastructure failure).
+    Nightly(NightlyArgs),
+    /// Compare two result sets run separately (e.g. last night's and tonight's):
+    /// one variant of BASELINE_DIR against the same variant of CANDIDATE_DIR.
+    Diff {
+        baseline_dir: PathBuf,
+        candidate_dir: PathBuf,
+        /// The variant to compare (default: the candidate run's "with" variant).
+        #[arg(long)]
+        variant: Option<String>,
+        /// Where the comparison's report goes (default: CANDIDATE_DIR/diff-<baseline name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
     Setup {
         /// Only check; print the install command instead of running it.
@@ -96,6 +111,18 @@ pub struct CompareArgs {
     /// timings then measure the host's scheduler as much as the kernel).
     #[arg(long)]
     pub allow_oversubscribe: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NightlyArgs {
+    #[command(flatten)]
+    pub compare: CompareArgs,
+    /// The baseline run directory (default: the newest earlier complete run of the same suite).
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// The variant compared across the two runs (default: the "with" variant).
+    #[arg(long)]
+    pub variant: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -173,6 +200,30 @@ pub fn run(cli: Cli) -> Result<i32> {
             println!("{}", path.display());
             Ok(0)
         }
+        Command::Diff {
+            baseline_dir,
+            candidate_dir,
+            variant,
+            out,
+        } => {
+            let out = out.unwrap_or_else(|| {
+                candidate_dir.join(format!(
+                    "diff-{}",
+                    baseline_dir
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                ))
+            });
+            let warnings =
+                crate::diff::diff(&baseline_dir, &candidate_dir, variant.as_deref(), &out)?;
+            for w in &warnings {
+                eprintln!("markbench: WARNING: {w}");
+            }
+            println!("{}", out.join(report::REPORT_FILE).display());
+            Ok(0)
+        }
+        Command::Nightly(args) => nightly(args),
         Command::Images(args) => images(args),
         Command::Compare(args) => compare(args),
     }
@@ -354,7 +405,17 @@ fn resumed_run(
     Ok((meta, suite, source))
 }
 
+/// How a compare ended: its exit code and, unless it was a dry run, the run.
+struct CompareOutcome {
+    code: i32,
+    run: Option<(PathBuf, crate::samples::RunMeta)>,
+}
+
 fn compare(args: CompareArgs) -> Result<i32> {
+    Ok(compare_run(args)?.code)
+}
+
+fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
     let resumed = match &args.resume {
         Some(dir) => Some((dir.clone(), resumed_run(dir, &args)?)),
         None => None,
@@ -395,7 +456,7 @@ fn compare(args: CompareArgs) -> Result<i32> {
     let reports = resolve(&args.reports);
     print_plan(&suite, &source, &reports);
     if args.dry_run {
-        return Ok(0);
+        return Ok(CompareOutcome { code: 0, run: None });
     }
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
     if max_cpus > host_cores() && !args.allow_oversubscribe {
@@ -488,16 +549,141 @@ fn compare(args: CompareArgs) -> Result<i32> {
         failed,
         started.elapsed().as_secs_f64()
     );
-    if !meta.complete {
+    let code = if !meta.complete {
         eprintln!(
             "markbench: the run is partial; continue it with: markbench compare --resume {}",
             dir.display()
         );
-        return Ok(130);
-    }
-    if failed > 0 {
+        130
+    } else if failed > 0 {
         eprintln!("markbench: {failed} boot(s) failed; see the Boots table in the report");
+        3
+    } else {
+        0
+    };
+    Ok(CompareOutcome {
+        code,
+        run: Some((dir, meta)),
+    })
+}
+
+/// The newest complete run of `suite` in `reports`, other than `except`.
+fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(reports)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest") && p.file_name() != except.file_name())
+        .collect();
+    runs.sort();
+    runs.into_iter().rev().find(|dir| {
+        crate::samples::RunMeta::read(dir).is_ok_and(|m| m.complete && m.suite == suite)
+    })
+}
+
+/// `nightly`: run the suite, compare it with a baseline run, write a short
+/// summary for a CI job page, and exit 0 (no regression), 1 (a significant
+/// regression beyond the suite's margin), 2 (input error) or 3 (infrastructure
+/// failure: a boot that failed, a kernel that would not build).
+fn nightly(args: NightlyArgs) -> Result<i32> {
+    let reports = resolve(&args.compare.reports);
+    let outcome = match compare_run(args.compare) {
+        Ok(o) => o,
+        Err(e) if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) => return Err(e),
+        Err(e) => {
+            eprintln!("markbench: error: {e:#}");
+            return Ok(3);
+        }
+    };
+    let Some((dir, meta)) = outcome.run else {
+        return Ok(outcome.code);
+    };
+    let mut summary = format!("## markbench nightly: {}\n\n", meta.suite);
+    if outcome.code != 0 {
+        summary.push_str(&format!(
+            "**Infrastructure failure**: {} of {} boots failed or the run is partial; see {}.\n",
+            meta.boots.iter().filter(|b| !b.ok).count(),
+            meta.boots.len(),
+            dir.join(report::REPORT_FILE).display()
+        ));
+        std::fs::write(dir.join(NIGHTLY_SUMMARY), &summary)?;
+        println!("{summary}");
         return Ok(3);
     }
-    Ok(0)
+    let baseline = match args.baseline.clone() {
+        Some(b) => Some(b),
+        None => newest_baseline(&reports, &meta.suite, &dir),
+    };
+    let Some(baseline) = baseline else {
+        summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
+        std::fs::write(dir.join(NIGHTLY_SUMMARY), &summary)?;
+        println!("{summary}");
+        return Ok(0);
+    };
+    let out = dir.join("diff-baseline");
+    let warnings = crate::diff::diff(&baseline, &dir, args.variant.as_deref(), &out)?;
+    let diff_meta = crate::samples::RunMeta::read(&out)?;
+    let samples = crate::samples::read_samples(&out)?;
+    let analysis = report::analyse(&diff_meta, &samples);
+    let margin = analysis.config.margin;
+    let mut regressions = Vec::new();
+    let results = analysis
+        .results
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (key, list) in results {
+        for (a, p) in list.iter().zip(&analysis.tables[key]) {
+            let beyond = a.relative_difference.is_some_and(|r| {
+                let worse = if p.higher_is_better { -r } else { r };
+                worse > margin
+            });
+            if a.verdict == crate::stats::Verdict::Regression && beyond {
+                regressions.push(format!(
+                    "| {} | {} | {} {} | {} |",
+                    key.workload,
+                    key.cpus,
+                    report::param_label(&key.workload),
+                    p.param,
+                    report::format::percent(a.relative_difference.unwrap_or(f64::NAN) * 100.0)
+                ));
+            }
+        }
+    }
+    for w in &warnings {
+        summary.push_str(&format!("> **Warning**: {w}\n\n"));
+    }
+    let flat: Vec<_> = results.values().flatten().cloned().collect();
+    summary.push_str(&format!(
+        "Baseline `{}`, candidate `{}`: {}.\n\n",
+        baseline.display(),
+        dir.display(),
+        crate::stats::summary_line(&flat, &analysis.config)
+    ));
+    if regressions.is_empty() {
+        summary.push_str(&format!("**No regression beyond {}%.**\n", margin * 100.0));
+    } else {
+        summary.push_str(&format!(
+            "**{} significant regression(s) beyond {}%:**\n\n| workload | CPUs | point | change |\n|---|---:|---|---:|\n{}\n",
+            regressions.len(),
+            margin * 100.0,
+            regressions.join("\n")
+        ));
+    }
+    summary.push_str(&format!(
+        "\nFull comparison: {}\n",
+        out.join(report::REPORT_FILE).display()
+    ));
+    std::fs::write(dir.join(NIGHTLY_SUMMARY), &summary)?;
+    println!("{summary}");
+    if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, summary.as_bytes()));
+    }
+    Ok(if regressions.is_empty() { 0 } else { 1 })
 }
+
+/// The short markdown a nightly run leaves for a CI job page.
+pub const NIGHTLY_SUMMARY: &str = "nightly-summary.md";

@@ -4,6 +4,7 @@
 //! suite → plan → images → vm → samples → stats → report.
 
 pub mod cli;
+pub mod diff;
 pub mod error;
 pub mod images;
 pub mod plan;

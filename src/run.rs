@@ -157,6 +157,7 @@ pub fn initial_meta(
             .map(|u| format!("{} {} {}cpu boot{}", u.index, u.variant, u.cpus, u.boot))
             .collect(),
         boots: Vec::new(),
+        warnings: Vec::new(),
         workloads: suite
             .workloads
             .iter()

@@ -236,6 +236,9 @@ pub struct RunMeta {
     pub boots: Vec<BootRecord>,
     /// Workload settings as the suite gave them, one line per workload.
     pub workloads: Vec<String>,
+    /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 impl RunMeta {

@@ -390,6 +390,12 @@ fn render_analysis(
             "> **Partial run**: the run did not finish; the tables hold what was measured before it stopped.\n"
         );
     }
+    for w in &meta.warnings {
+        let _ = writeln!(r, "> **Warning**: {}\n", escape_md(w));
+    }
+    if !meta.description.is_empty() {
+        let _ = writeln!(r, "{}\n", escape_md(&meta.description));
+    }
     let verdict = match &analysis.results {
         Ok(_) if flat.is_empty() => "no points were measured".to_string(),
         Ok(_) => crate::stats::summary_line(&flat, cfg),

@@ -1,0 +1,179 @@
+//! Comparing two result sets run separately (last night's against
+//! tonight's): one variant's samples from a baseline run directory against
+//! the same variant's from a candidate run directory, rendered with the same
+//! tables, statistics and plots as a single run.
+//!
+//! The two runs become one synthetic run directory whose two "variants" are
+//! `baseline:<name>` and `candidate:<name>`, so the report code is reused as
+//! it is. Differences that make such a comparison doubtful (host, accelerator,
+//! timing mode, suite, kernels) are listed as warnings at the top.
+
+use crate::error::InputError;
+use crate::samples::{read_samples, KernelMeta, RunMeta, SampleWriter, META_FILE};
+use anyhow::Result;
+use std::path::Path;
+
+/// What differs between the two runs' conditions, one line each.
+pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String> {
+    let mut w = Vec::new();
+    let mut check = |what: &str, a: &str, b: &str| {
+        if a != b {
+            w.push(format!("{what} differs: baseline {a:?}, candidate {b:?}"));
+        }
+    };
+    check("host", &baseline.host.hostname, &candidate.host.hostname);
+    check(
+        "host CPU",
+        &baseline.host.cpu_model,
+        &candidate.host.cpu_model,
+    );
+    check(
+        "QEMU",
+        &baseline.host.qemu_version,
+        &candidate.host.qemu_version,
+    );
+    check("accelerator", &baseline.accel, &candidate.accel);
+    check("timing mode", &baseline.timing, &candidate.timing);
+    check("suite", &baseline.suite, &candidate.suite);
+    check(
+        "suite file (sha256)",
+        &baseline.suite_sha256,
+        &candidate.suite_sha256,
+    );
+    check(
+        "suite overrides",
+        &baseline.overrides.join(", "),
+        &candidate.overrides.join(", "),
+    );
+    w
+}
+
+fn read_run(dir: &Path) -> Result<RunMeta> {
+    if !dir.join(META_FILE).is_file() {
+        return Err(InputError::new(format!(
+            "{}: not a run directory (no {META_FILE})",
+            dir.display()
+        ))
+        .into());
+    }
+    RunMeta::read(dir)
+}
+
+/// The variant compared by default: the candidate ("with") side of the baseline run.
+pub fn default_variant(meta: &RunMeta) -> Option<String> {
+    meta.kernels.get(1).map(|k| k.variant.clone())
+}
+
+/// Writes the synthetic run of `variant` (baseline run vs candidate run)
+/// into `out` and renders its report. Returns the condition warnings.
+pub fn diff(
+    baseline_dir: &Path,
+    candidate_dir: &Path,
+    variant: Option<&str>,
+    out: &Path,
+) -> Result<Vec<String>> {
+    let baseline = read_run(baseline_dir)?;
+    let candidate = read_run(candidate_dir)?;
+    let variant = match variant {
+        Some(v) => v.to_string(),
+        None => default_variant(&candidate).ok_or_else(|| {
+            InputError::new(format!(
+                "{}: the run records no variants",
+                candidate_dir.display()
+            ))
+        })?,
+    };
+    let kernel_of = |meta: &RunMeta, dir: &Path| -> Result<KernelMeta> {
+        meta.kernels
+            .iter()
+            .find(|k| k.variant == variant)
+            .cloned()
+            .ok_or_else(|| {
+                let names: Vec<&str> = meta.kernels.iter().map(|k| k.variant.as_str()).collect();
+                InputError::new(format!(
+                    "{}: no variant {variant:?} in this run (it has: {})",
+                    dir.display(),
+                    names.join(", ")
+                ))
+                .into()
+            })
+    };
+    let (mut kb, mut kc) = (
+        kernel_of(&baseline, baseline_dir)?,
+        kernel_of(&candidate, candidate_dir)?,
+    );
+    let mut warnings = condition_warnings(&baseline, &candidate);
+    if kb.config_sha256 != kc.config_sha256 {
+        warnings.push(format!(
+            "kernel {variant:?} differs: final .config {} in the baseline, {} in the candidate",
+            kb.config_sha256.chars().take(16).collect::<String>(),
+            kc.config_sha256.chars().take(16).collect::<String>()
+        ));
+    }
+    let names = [
+        format!("baseline:{variant}"),
+        format!("candidate:{variant}"),
+    ];
+    kb.variant = names[0].clone();
+    kc.variant = names[1].clone();
+
+    std::fs::create_dir_all(out.join("logs"))?;
+    let mut meta = candidate.clone();
+    meta.suite = format!("{} (diff of two runs)", candidate.suite);
+    meta.description = format!(
+        "{variant} in {} (baseline) against {variant} in {} (candidate)",
+        baseline_dir.display(),
+        candidate_dir.display()
+    );
+    meta.kernels = vec![kb, kc];
+    meta.complete = baseline.complete && candidate.complete;
+    meta.boots = Vec::new();
+    for (side, (run, dir)) in [(&baseline, baseline_dir), (&candidate, candidate_dir)]
+        .into_iter()
+        .enumerate()
+    {
+        for b in run.boots.iter().filter(|b| b.variant == variant) {
+            let mut b = b.clone();
+            b.variant = names[side].clone();
+            b.console_log = dir.join(&b.console_log).display().to_string();
+            meta.boots.push(b);
+        }
+    }
+    meta.warnings = warnings.clone();
+    let _ = std::fs::remove_file(out.join(crate::samples::SAMPLES_FILE));
+    let mut writer = SampleWriter::open(out)?;
+    for (side, dir) in [baseline_dir, candidate_dir].into_iter().enumerate() {
+        for mut s in read_samples(dir)?
+            .into_iter()
+            .filter(|s| s.variant == variant)
+        {
+            s.variant = names[side].clone();
+            writer.append(&s)?;
+        }
+    }
+    meta.write(out)?;
+    crate::report::write(out)?;
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_that_differ_are_named() {
+        let a = RunMeta {
+            accel: "tcg".into(),
+            suite: "quick".into(),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        assert!(condition_warnings(&a, &b).is_empty());
+        b.accel = "kvm".into();
+        b.host.hostname = "other".into();
+        let w = condition_warnings(&a, &b);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w.iter().any(|l| l.starts_with("accelerator differs")));
+        assert!(w.iter().any(|l| l.starts_with("host differs")));
+    }
+}
