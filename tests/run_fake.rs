@@ -197,3 +197,61 @@ fn a_hung_boot_is_retried_once_without_keeping_its_samples() {
     // 11 good boots × 9 samples, plus the one sample the last hung boot wrote.
     assert_eq!(samples.len(), 11 * 9 + 1);
 }
+
+#[test]
+fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, images) = setup(tmp.path());
+    let baseline = tmp.path().join("baseline");
+    let candidate = tmp.path().join("candidate");
+    let same = tmp.path().join("same");
+    for dir in [&baseline, &candidate, &same] {
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+    }
+    // The "on" variant boots with `slow` in its command line: 30% slower when
+    // the factor is 1.3, unchanged when it is 1.
+    let mut fast = FakeRunner {
+        slow_factor: 1.0,
+        ..Default::default()
+    };
+    execute(&suite, &images, &accel(), &mut fast, &baseline, None).unwrap();
+    execute(&suite, &images, &accel(), &mut fast, &same, None).unwrap();
+    let mut slow = FakeRunner {
+        slow_factor: 1.3,
+        ..Default::default()
+    };
+    execute(&suite, &images, &accel(), &mut slow, &candidate, None).unwrap();
+
+    let out = tmp.path().join("diff");
+    let warnings = markbench::diff::diff(&baseline, &candidate, None, &out).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("baseline:on vs candidate:on"), "{report}");
+    assert!(report.contains("**regression**"), "{report}");
+
+    let out = tmp.path().join("diff-same");
+    markbench::diff::diff(&baseline, &same, None, &out).unwrap();
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!report.contains("**regression**"), "{report}");
+
+    // A candidate run under another accelerator is compared, but loudly.
+    let mut meta = RunMeta::read(&candidate).unwrap();
+    meta.accel = "kvm".into();
+    meta.write(&candidate).unwrap();
+    let warnings =
+        markbench::diff::diff(&baseline, &candidate, None, &tmp.path().join("d2")).unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("accelerator differs")),
+        "{warnings:?}"
+    );
+    let report = std::fs::read_to_string(tmp.path().join("d2/report.md")).unwrap();
+    assert!(
+        report.contains("> **Warning**: accelerator differs"),
+        "{report}"
+    );
+    let e = markbench::diff::diff(&baseline, &candidate, Some("nope"), &tmp.path().join("d3"))
+        .unwrap_err();
+    assert!(e.to_string().contains("no variant \"nope\""), "{e}");
+}
