@@ -103,6 +103,10 @@ pub struct CompareArgs {
     /// icount shift: one guest instruction counts 2^N ns of guest time.
     #[arg(long)]
     pub icount_shift: Option<u32>,
+    /// A/A calibration: boot the baseline kernel on both sides, to measure the
+    /// noise floor and the false-positive rate actually observed.
+    #[arg(long)]
+    pub aa: bool,
     /// Continue an interrupted run in this run directory: finished boots are
     /// kept and skipped, unfinished ones run again.
     #[arg(long, value_name = "DIR")]
@@ -431,6 +435,7 @@ fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
             iterations: args.iterations,
             cpus: args.cpus.clone(),
             params: args.params.clone(),
+            aa: args.aa,
         })?;
     }
     if let Some(a) = args.accel {

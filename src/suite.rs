@@ -54,6 +54,10 @@ pub struct Overrides {
     pub cpus: Option<Vec<u32>>,
     /// Replaces every workload's parameter list.
     pub params: Option<Vec<u64>>,
+    /// A/A calibration: both sides boot the baseline variant, so every
+    /// difference found is noise (or a false positive).
+    #[serde(default)]
+    pub aa: bool,
 }
 
 /// How guest time runs. `icount` makes QEMU's TCG count executed
@@ -322,6 +326,12 @@ impl Suite {
             }
             self.cpus = cpus.clone();
             self.overrides.push(format!("cpus={cpus:?}"));
+        }
+        if o.aa {
+            let mut again = self.variants[0].clone();
+            again.name = format!("{}-again", again.name);
+            self.variants[1] = again;
+            self.overrides.push("aa=true".into());
         }
         if let Some(params) = &o.params {
             if params.is_empty() || params.contains(&0) {

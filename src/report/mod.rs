@@ -596,6 +596,64 @@ fn render_analysis(
                 }
             }
         }
+        let same_kernel = meta.kernels.len() == 2
+            && meta.kernels[0].build_key == meta.kernels[1].build_key
+            && meta.kernels[0].cmdline == meta.kernels[1].cmdline;
+        if same_kernel && !flat.is_empty() {
+            let c = crate::stats::calibrate_aa(&flat);
+            let pct =
+                |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.2}%", v * 100.0));
+            let _ = writeln!(
+                r,
+                "**A/A calibration** (the same kernel and command line on both sides, so every \
+                 difference is noise): median |difference| {}, largest {}, median CoV {}; \
+                 {} of {} testable points significant (observed false-positive rate {}), \
+                 {} shown equivalent within ±{}%.\n",
+                pct(c.median_abs_relative_difference),
+                pct(c.max_abs_relative_difference),
+                pct(c.median_cov),
+                c.significant_points,
+                c.testable_points,
+                pct(c.false_positive_rate),
+                pct(c.equivalent_rate),
+                cfg.margin * 100.0
+            );
+        }
+        let mut noise = String::new();
+        for (key, list) in results {
+            for (a, p) in list.iter().zip(&tables[key]) {
+                for (side, summary) in [(0, &a.a), (1, &a.b)] {
+                    let pct = |v: Option<f64>| {
+                        v.filter(|_| summary.mean != 0.0)
+                            .map_or("–".to_string(), |v| {
+                                format!("{:.2}", v.sqrt() / summary.mean.abs() * 100.0)
+                            })
+                    };
+                    let _ = writeln!(
+                        noise,
+                        "| {} | {} | {} {} | {} | {} | {} | {} |",
+                        escape_md(&key.workload),
+                        key.cpus,
+                        param_label(&key.workload),
+                        p.param,
+                        escape_md(&names[side]),
+                        summary.n_boots,
+                        pct(summary.boot_means_variance),
+                        pct(summary.within_boot_variance),
+                    );
+                }
+            }
+        }
+        if !noise.is_empty() {
+            let _ = writeln!(
+                r,
+                "Noise: coefficient of variation of the boot means (between boots) and within a boot, \
+                 per point and side. An effect smaller than the between-boot CoV needs more boots, \
+                 not more iterations.\n\n\
+                 | workload | CPUs | point | variant | boots | CoV between boots [%] | CoV within a boot [%] |\n\
+                 |---|---:|---|---|---:|---:|---:|\n{noise}"
+            );
+        }
         if outliers.is_empty() {
             let _ = writeln!(r, "No outliers (modified z-score above 3.5).\n");
         } else {
