@@ -26,3 +26,8 @@ test:
 lint:
     cargo fmt --all -- --check
     cargo clippy --all-targets -- -D warnings
+
+# Run the suite, compare with the newest earlier run, exit 1 on a regression
+# beyond the suite's margin (0 none, 2 input error, 3 infrastructure failure).
+nightly *ARGS:
+    cargo run --release -- nightly {{ARGS}}
