@@ -112,3 +112,106 @@ fn panics_hangs_and_failing_workloads_are_detected_and_the_run_goes_on() {
         }
     }
 }
+
+/// SIGKILL the orchestrator in the middle of a run, then `--resume`: the
+/// finished boots are kept, the interrupted one runs again, and no sample is
+/// lost or duplicated.
+#[test]
+fn a_run_killed_with_sigkill_resumes_without_losing_or_duplicating_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    let suite = dir.path().join("killed.toml");
+    std::fs::write(
+        &suite,
+        r#"
+name = "killed"
+boots = 2
+iterations = 3
+warmup = 0
+cpus = [1]
+memory_mib = 256
+boot_timeout_s = 300
+[[variant]]
+name = "a"
+kernel = "markers-off"
+[[variant]]
+name = "b"
+kernel = "markers-off"
+[[workload]]
+kind = "command"
+params = [1]
+argv = ["/bin/sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"]
+"#,
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("markbench"))
+        .args(["compare", "--accel", "tcg", "--suite"])
+        .arg(&suite)
+        .arg("--reports")
+        .arg(&reports)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first boot is recorded and the second has begun measuring.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1800);
+    let run = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got going"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        let run = std::fs::read_dir(&reports)
+            .ok()
+            .and_then(|mut d| d.find_map(|e| e.ok().map(|e| e.path()).filter(|p| p.is_dir())));
+        if let Some(run) = run {
+            let boots = RunMeta::read(&run).map(|m| m.boots.len()).unwrap_or(0);
+            let samples = markbench::samples::read_samples(&run)
+                .map(|s| s.len())
+                .unwrap_or(0);
+            if (1..4).contains(&boots) && samples > 3 * boots {
+                break run;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let before = RunMeta::read(&run).unwrap();
+    assert!(!before.complete);
+    let done = before.boots.len();
+    assert!((1..4).contains(&done), "{done}");
+
+    let out = Command::cargo_bin("markbench")
+        .unwrap()
+        .args(["compare", "--resume"])
+        .arg(&run)
+        .timeout(std::time::Duration::from_secs(60 * 60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("resuming: 1 of 4 boots already done"),
+        "{stderr}"
+    );
+    let meta = RunMeta::read(&run).unwrap();
+    assert!(meta.complete);
+    assert_eq!(meta.boots.len(), 4);
+    assert_eq!(
+        meta.boots[0], before.boots[0],
+        "the finished boot is kept as it was"
+    );
+    let samples = markbench::samples::read_samples(&run).unwrap();
+    assert_eq!(samples.len(), 4 * 3);
+    let mut keys: Vec<_> = samples
+        .iter()
+        .map(|s| (s.variant.clone(), s.boot, s.iteration))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 12, "no duplicated sample");
+}

@@ -89,7 +89,18 @@ impl Runner for QemuRunner {
             end,
             wall: started.elapsed(),
         };
-        let mut child = match Command::new(QEMU)
+        let mut command = Command::new(QEMU);
+        // If markbench itself is killed (SIGKILL, OOM), its guest must not run
+        // on unwatched: the kernel kills QEMU when its parent dies.
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = match command
             .args(qemu_args(r))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
