@@ -87,7 +87,7 @@ fn copy_into(root: &Path, host_path: &Path) -> Result<()> {
 }
 
 /// Packs a directory into a newc cpio archive owned by root.
-fn pack_cpio(root: &Path, out: &Path) -> Result<()> {
+pub(crate) fn pack_cpio(root: &Path, out: &Path) -> Result<()> {
     let list = Command::new("find")
         .arg(".")
         .current_dir(root)
