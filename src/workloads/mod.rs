@@ -2,6 +2,7 @@
 //! how a timed run becomes measurements. One file per workload.
 
 pub mod hackbench;
+pub mod kernel_compile;
 pub mod ping_flood;
 
 use crate::protocol::{Directive, RunRecord};
@@ -23,6 +24,15 @@ pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
     match spec {
         WorkloadSpec::Hackbench(_) => Vec::new(),
         WorkloadSpec::PingFlood(_) => ping_flood::setup(),
+        WorkloadSpec::KernelCompile(_) => Vec::new(),
+    }
+}
+
+/// The untimed command run before each iteration of a step, if any.
+pub fn before(spec: &WorkloadSpec) -> Option<Vec<String>> {
+    match spec {
+        WorkloadSpec::KernelCompile(_) => Some(kernel_compile::before()),
+        WorkloadSpec::Hackbench(_) | WorkloadSpec::PingFlood(_) => None,
     }
 }
 
@@ -31,6 +41,7 @@ pub fn command(spec: &WorkloadSpec, param: u64) -> Vec<String> {
     match spec {
         WorkloadSpec::Hackbench(h) => hackbench::command(h, param),
         WorkloadSpec::PingFlood(p) => ping_flood::command(p, param),
+        WorkloadSpec::KernelCompile(k) => kernel_compile::command(k, param),
     }
 }
 
@@ -48,5 +59,6 @@ pub fn measure(spec: &WorkloadSpec, record: &RunRecord) -> Result<Vec<Measuremen
     match spec {
         WorkloadSpec::Hackbench(_) => hackbench::measure(record),
         WorkloadSpec::PingFlood(_) => ping_flood::measure(record),
+        WorkloadSpec::KernelCompile(_) => kernel_compile::measure(record),
     }
 }
