@@ -21,6 +21,9 @@ pub struct Images {
     /// Baseline first, candidate second.
     pub kernels: [KernelImage; 2],
     pub base: BaseImage,
+    /// Archives appended to every boot's initrd after the base (the
+    /// kernel-compile tree and toolchain when the suite compiles).
+    pub extra_archives: Vec<PathBuf>,
     pub diffconfig: String,
 }
 
@@ -35,9 +38,24 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource, images_dir: &Path) -
     let kernels: [KernelImage; 2] = [built[0].clone(), built[1].clone()];
     let diffconfig = kernel::diffconfig(source, &identity, &kernels[0], &kernels[1])?;
     let base = initramfs::ensure_base()?;
+    let mut extra_archives = Vec::new();
+    for spec in &suite.workloads {
+        if let crate::suite::WorkloadSpec::KernelCompile(k) = spec {
+            let tree = crate::images::compile_tree::ensure_compile_tree(
+                source,
+                &identity,
+                &images_dir.join("base.config"),
+                &k.make_targets(),
+            )?;
+            if !extra_archives.contains(&tree.archive) {
+                extra_archives.push(tree.archive);
+            }
+        }
+    }
     Ok(Images {
         kernels,
         base,
+        extra_archives,
         diffconfig,
     })
 }
@@ -53,6 +71,12 @@ pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
         }
     }
     for step in &unit.steps {
+        if let Some(argv) = workloads::before(&suite.workloads[step.workload]) {
+            directives.push(Directive::Before {
+                id: step.id(suite),
+                argv,
+            });
+        }
         directives.push(Directive::Run {
             id: step.id(suite),
             iterations: step.iterations,
@@ -181,7 +205,12 @@ pub fn run_unit(
         unit.index, unit.variant, unit.cpus, unit.boot
     );
     let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
-    initramfs::write_boot_initrd(&images.base, &job_for(suite, unit), &initrd)?;
+    initramfs::write_boot_initrd_with_archives(
+        &images.base,
+        &images.extra_archives,
+        &job_for(suite, unit),
+        &initrd,
+    )?;
     let variant = &suite.variants[unit.side];
     let timing = crate::vm::accel::timing_for(
         suite.timing,

@@ -98,6 +98,7 @@ pub enum WorkloadSpec {
     Hackbench(HackbenchSpec),
     PingFlood(PingFloodSpec),
     Command(CommandSpec),
+    KernelCompile(KernelCompileSpec),
 }
 
 /// A command of the suite's own, timed in the guest; `{param}` in an
@@ -108,6 +109,68 @@ pub struct CommandSpec {
     pub params: Vec<u64>,
     /// Absolute path of a program in the guest image, then its arguments.
     pub argv: Vec<String>,
+}
+
+/// `make -jN` of a prepared kernel tree inside the guest, with the host's
+/// gcc, binutils and make. The sweep parameter is the job count N.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelCompileSpec {
+    /// make job counts (`-jN`) to sweep.
+    pub params: Vec<u64>,
+    /// How much is compiled: `subset` (the `targets`) or `full` (vmlinux).
+    #[serde(default)]
+    pub scope: CompileScope,
+    /// With `scope = "subset"`: Kbuild targets relative to the tree root;
+    /// directories end in `/` (e.g. `kernel/locking/`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompileScope {
+    /// A few directories: well under a minute per iteration under TCG.
+    #[default]
+    Subset,
+    /// The whole vmlinux: for a KVM host (hours under TCG).
+    Full,
+}
+
+/// What `scope = "subset"` compiles when the suite names no targets.
+pub const DEFAULT_COMPILE_TARGETS: &[&str] = &["kernel/locking/"];
+
+impl KernelCompileSpec {
+    /// The make targets one iteration builds.
+    pub fn make_targets(&self) -> Vec<String> {
+        match (self.scope, &self.targets) {
+            (CompileScope::Full, _) => vec!["vmlinux".to_string()],
+            (CompileScope::Subset, Some(targets)) => targets.clone(),
+            (CompileScope::Subset, None) => DEFAULT_COMPILE_TARGETS
+                .iter()
+                .map(|t| t.to_string())
+                .collect(),
+        }
+    }
+}
+
+/// Why a subset target cannot be used, if it cannot: it must be a relative
+/// path inside the tree, made of characters safe in a job file and a
+/// command line.
+fn check_compile_target(target: &str) -> Result<(), String> {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./".contains(c);
+    if target.is_empty() || target.starts_with('/') || !target.chars().all(safe) {
+        return Err(format!(
+            "kernel-compile: target {target:?} must be a relative path in the kernel tree \
+             (letters, digits, _ - . /), e.g. \"kernel/locking/\""
+        ));
+    }
+    if target.split('/').any(|part| part == "..") {
+        return Err(format!(
+            "kernel-compile: target {target:?} leaves the kernel tree"
+        ));
+    }
+    Ok(())
 }
 
 /// `ping -f` on loopback (iputils). The sweep parameter is the packet count.
@@ -178,6 +241,7 @@ impl WorkloadSpec {
             WorkloadSpec::Hackbench(_) => "hackbench",
             WorkloadSpec::PingFlood(_) => "ping-flood",
             WorkloadSpec::Command(_) => "command",
+            WorkloadSpec::KernelCompile(_) => "kernel-compile",
         }
     }
     pub fn params(&self) -> &[u64] {
@@ -185,6 +249,7 @@ impl WorkloadSpec {
             WorkloadSpec::Hackbench(h) => &h.params,
             WorkloadSpec::PingFlood(p) => &p.params,
             WorkloadSpec::Command(c) => &c.params,
+            WorkloadSpec::KernelCompile(k) => &k.params,
         }
     }
 }
@@ -295,7 +360,8 @@ impl Suite {
             for w in &mut self.workloads {
                 match w {
                     WorkloadSpec::Hackbench(h) => h.loops = scaled(h.loops, scale),
-                    WorkloadSpec::Command(_) => {}
+                    // A compile's work is the tree; its parameter is the job count.
+                    WorkloadSpec::Command(_) | WorkloadSpec::KernelCompile(_) => {}
                     WorkloadSpec::PingFlood(p) => {
                         for c in &mut p.params {
                             *c = scaled(*c, scale);
@@ -344,6 +410,7 @@ impl Suite {
                     WorkloadSpec::Hackbench(h) => h.params = params.clone(),
                     WorkloadSpec::PingFlood(p) => p.params = params.clone(),
                     WorkloadSpec::Command(c) => c.params = params.clone(),
+                    WorkloadSpec::KernelCompile(k) => k.params = params.clone(),
                 }
             }
             self.overrides.push(format!("params={params:?}"));
@@ -501,6 +568,41 @@ impl Suite {
                         ));
                     }
                 }
+                WorkloadSpec::KernelCompile(k) => {
+                    if k.scope == CompileScope::Full && k.targets.is_some() {
+                        return Err(err(
+                            span,
+                            "kernel-compile: `targets` apply to scope = \"subset\" only \
+                             (scope = \"full\" builds vmlinux)"
+                                .into(),
+                        ));
+                    }
+                    if k.targets.as_ref().is_some_and(|t| t.is_empty()) {
+                        return Err(err(
+                            span,
+                            "kernel-compile: targets must name at least one target".into(),
+                        ));
+                    }
+                    for target in k.make_targets() {
+                        check_compile_target(&target).map_err(|m| err(span.clone(), m))?;
+                    }
+                    if k.params.iter().any(|&jobs| jobs > 64) {
+                        return Err(err(
+                            span,
+                            "kernel-compile: params are make job counts (-jN), at most 64".into(),
+                        ));
+                    }
+                    // The tree and toolchain (a few hundred MB) are unpacked
+                    // into guest RAM next to the compilers' working memory.
+                    if memory_mib < 2048 {
+                        return Err(err(
+                            file.memory_mib.span(),
+                            "kernel-compile needs memory_mib of at least 2048: the kernel tree \
+                             and toolchain live in guest RAM"
+                                .into(),
+                        ));
+                    }
+                }
             }
             workloads.push(spec);
         }
@@ -642,6 +744,50 @@ loops = 10
         let text = GOOD.replace("[[variant]]\nname = \"on\"\nkernel = \"markers-on\"\n", "");
         let e = parse(&text).unwrap_err().to_string();
         assert!(e.contains("exactly two"), "{e}");
+    }
+
+    const COMPILE: &str = r#"
+[[workload]]
+kind = "kernel-compile"
+params = [2]
+"#;
+
+    #[test]
+    fn kernel_compile_defaults_to_a_subset() {
+        let text = GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048") + COMPILE;
+        let s = parse(&text).unwrap();
+        match &s.workloads[1] {
+            WorkloadSpec::KernelCompile(k) => {
+                assert_eq!(k.scope, CompileScope::Subset);
+                assert_eq!(k.make_targets(), vec!["kernel/locking/".to_string()]);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn kernel_compile_settings_are_checked() {
+        let with_memory = GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048");
+        for (extra, needle) in [
+            ("scope = \"full\"\ntargets = [\"lib/\"]\n", "subset\" only"),
+            ("targets = [\"../etc/\"]\n", "leaves the kernel tree"),
+            ("targets = [\"/abs/\"]\n", "relative path"),
+            ("targets = [\"a b\"]\n", "relative path"),
+            ("targets = []\n", "at least one target"),
+            ("scope = \"most\"\n", "unknown variant"),
+        ] {
+            let e = parse(&format!("{with_memory}{COMPILE}{extra}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{extra}: {e}");
+        }
+        let e = parse(&format!("{GOOD}{COMPILE}")).unwrap_err().to_string();
+        assert!(e.contains("memory_mib of at least 2048"), "{e}");
+        let full = parse(&format!("{with_memory}{COMPILE}scope = \"full\"\n")).unwrap();
+        match &full.workloads[1] {
+            WorkloadSpec::KernelCompile(k) => assert_eq!(k.make_targets(), vec!["vmlinux"]),
+            other => panic!("parsed as {other:?}"),
+        }
     }
 
     #[test]

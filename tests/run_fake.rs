@@ -59,6 +59,7 @@ fn setup(dir: &Path) -> (Suite, Images) {
             key: "k".into(),
         },
         diffconfig: " FTRACE n -> y\n".into(),
+        extra_archives: Vec::new(),
     };
     (suite, images)
 }

@@ -87,7 +87,7 @@ fn copy_into(root: &Path, host_path: &Path) -> Result<()> {
 }
 
 /// Packs a directory into a newc cpio archive owned by root.
-fn pack_cpio(root: &Path, out: &Path) -> Result<()> {
+pub(crate) fn pack_cpio(root: &Path, out: &Path) -> Result<()> {
     let list = Command::new("find")
         .arg(".")
         .current_dir(root)
@@ -201,16 +201,39 @@ pub fn job_text(directives: &[Directive]) -> Result<String> {
 
 /// Writes `base + job` to `out`: the initrd of one boot.
 pub fn write_boot_initrd(base: &BaseImage, directives: &[Directive], out: &Path) -> Result<()> {
+    write_boot_initrd_with_archives(base, &[], directives, out)
+}
+
+/// Writes `base + archives… + job` to `out`. Later archives win where paths
+/// overlap, as the kernel unpacks them in order.
+pub fn write_boot_initrd_with_archives(
+    base: &BaseImage,
+    archives: &[PathBuf],
+    directives: &[Directive],
+    out: &Path,
+) -> Result<()> {
     let staging = tempfile::tempdir()?;
     let root = staging.path().join("root");
     std::fs::create_dir_all(&root)?;
     std::fs::write(root.join("job"), job_text(directives)?)?;
     let job_cpio = staging.path().join("job.cpio");
     pack_cpio(&root, &job_cpio)?;
-    let mut initrd =
-        std::fs::read(&base.path).with_context(|| format!("reading {}", base.path.display()))?;
-    initrd.extend(std::fs::read(&job_cpio)?);
-    std::fs::write(out, initrd).with_context(|| format!("writing {}", out.display()))?;
+    // Streamed, not read whole: the compile tree is hundreds of megabytes.
+    let mut initrd = std::io::BufWriter::new(
+        std::fs::File::create(out).with_context(|| format!("writing {}", out.display()))?,
+    );
+    for part in std::iter::once(&base.path)
+        .chain(archives)
+        .chain(std::iter::once(&job_cpio))
+    {
+        let mut file =
+            std::fs::File::open(part).with_context(|| format!("reading {}", part.display()))?;
+        std::io::copy(&mut file, &mut initrd)
+            .with_context(|| format!("appending {} to {}", part.display(), out.display()))?;
+    }
+    initrd
+        .flush()
+        .with_context(|| format!("writing {}", out.display()))?;
     Ok(())
 }
 

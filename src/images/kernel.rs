@@ -227,7 +227,7 @@ fn sha256_file(path: &Path) -> Result<String> {
 
 /// Runs a command, appending its output to the build log; fails with the
 /// log's tail when it fails.
-fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
+pub(crate) fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -253,7 +253,7 @@ fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
 }
 
 /// Unpacks a tarball into the cache once; returns the source tree.
-fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
+pub(crate) fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
     let dir = cache_dir()
         .join("src")
         .join(&key_of(&[("source", identity.as_bytes())])[..16]);

@@ -101,6 +101,7 @@ pub fn param_label(workload: &str) -> &'static str {
     match workload {
         "hackbench" => "groups",
         "ping-flood" => "packets",
+        "kernel-compile" => "jobs",
         _ => "param",
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod command;
 pub mod hackbench;
+pub mod kernel_compile;
 pub mod ping_flood;
 
 use crate::protocol::{Directive, RunRecord};
@@ -24,7 +25,15 @@ pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
     match spec {
         WorkloadSpec::Hackbench(_) => Vec::new(),
         WorkloadSpec::PingFlood(_) => ping_flood::setup(),
-        WorkloadSpec::Command(_) => Vec::new(),
+        WorkloadSpec::Command(_) | WorkloadSpec::KernelCompile(_) => Vec::new(),
+    }
+}
+
+/// The untimed command run before each iteration of a step, if any.
+pub fn before(spec: &WorkloadSpec) -> Option<Vec<String>> {
+    match spec {
+        WorkloadSpec::KernelCompile(_) => Some(kernel_compile::before()),
+        WorkloadSpec::Hackbench(_) | WorkloadSpec::PingFlood(_) | WorkloadSpec::Command(_) => None,
     }
 }
 
@@ -34,6 +43,7 @@ pub fn command(spec: &WorkloadSpec, param: u64) -> Vec<String> {
         WorkloadSpec::Hackbench(h) => hackbench::command(h, param),
         WorkloadSpec::PingFlood(p) => ping_flood::command(p, param),
         WorkloadSpec::Command(c) => command::command(c, param),
+        WorkloadSpec::KernelCompile(k) => kernel_compile::command(k, param),
     }
 }
 
@@ -52,5 +62,6 @@ pub fn measure(spec: &WorkloadSpec, record: &RunRecord) -> Result<Vec<Measuremen
         WorkloadSpec::Hackbench(_) => hackbench::measure(record),
         WorkloadSpec::PingFlood(_) => ping_flood::measure(record),
         WorkloadSpec::Command(_) => command::measure(record),
+        WorkloadSpec::KernelCompile(_) => kernel_compile::measure(record),
     }
 }

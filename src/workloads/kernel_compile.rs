@@ -1,0 +1,205 @@
+//! Kernel compile: `make -jN <targets>` of a configured, prepared kernel tree
+//! inside the guest, with the host's own gcc, binutils and make (shipped in
+//! the compile-tree archive, see `images::compile_tree`), as seed 002 timed
+//! a 2.6.17 kernel build and reported `time`'s real, user and sys.
+//!
+//! The sweep parameter is the job count N. Before every iteration, untimed,
+//! the guest deletes everything newer than the tree's "prepared" marker, so
+//! each iteration compiles the same files from the same state.
+//!
+//! Metrics, all seconds, lower is better: `real` (the agent's
+//! CLOCK_MONOTONIC wall time of the make process), `user` and `sys` (CPU
+//! time of make and all its children, from the agent's cutime/cstime, 10 ms
+//! resolution).
+//!
+//! A run counts only if make exited 0, compiled at least one object, and
+//! Kbuild neither reconfigured nor rebuilt host tools or generated headers:
+//! those would mean the shipped tree was not up to date in the guest (lost
+//! mtimes, a missing file) and the time measured would not be a compile of
+//! the targets.
+
+use super::Measurement;
+use crate::images::compile_tree::{
+    BUILD_IDENTITY, GUEST_TREE, PREPARED_MARKER, REWRITTEN_BY_EVERY_MAKE,
+};
+use crate::protocol::RunRecord;
+use crate::suite::KernelCompileSpec;
+
+pub const MAKE: &str = "/usr/bin/make";
+
+/// The untimed command run before each iteration: remove every file the
+/// previous compile made (whatever is newer than the marker).
+pub fn before() -> Vec<String> {
+    let mut argv: Vec<String> = ["/bin/busybox", "find", "-H", GUEST_TREE, "-newer"]
+        .map(String::from)
+        .to_vec();
+    argv.push(format!("{GUEST_TREE}/{PREPARED_MARKER}"));
+    argv.extend(["!", "-type", "d"].map(String::from));
+    for kept in REWRITTEN_BY_EVERY_MAKE {
+        argv.extend([
+            "!".to_string(),
+            "-path".into(),
+            format!("{GUEST_TREE}/{kept}"),
+        ]);
+    }
+    argv.extend(["-exec", "/bin/busybox", "rm", "-f", "{}", "+"].map(String::from));
+    argv
+}
+
+pub fn command(spec: &KernelCompileSpec, jobs: u64) -> Vec<String> {
+    let mut argv = vec![
+        MAKE.to_string(),
+        "-C".into(),
+        GUEST_TREE.into(),
+        format!("-j{jobs}"),
+    ];
+    argv.extend(BUILD_IDENTITY.iter().map(|v| v.to_string()));
+    argv.extend(spec.make_targets());
+    argv
+}
+
+/// Kbuild's short-log verbs that mean preparation work happened inside the
+/// timed region: reconfiguration, host programs, changed generated headers.
+const PREPARATION_VERBS: &[&str] = &["SYNC", "HOSTCC", "HOSTLD", "HOSTCXX", "UPD"];
+
+/// What a make run's output says: objects compiled, and the first line that
+/// shows preparation work (if any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildLog {
+    pub objects_compiled: usize,
+    pub preparation: Option<String>,
+}
+
+pub fn read_build_log(output: &str) -> BuildLog {
+    let mut objects_compiled = 0;
+    let mut preparation = None;
+    for line in output.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(verb), Some(target)) = (words.next(), words.next()) else {
+            continue;
+        };
+        // objtool is rebuilt by a sub-make that prints plain CC/LD lines
+        // with absolute paths.
+        let objtool_rebuilt = matches!(verb, "CC" | "LD" | "LINK") && target.contains("tools/");
+        if PREPARATION_VERBS.contains(&verb) || objtool_rebuilt {
+            preparation.get_or_insert_with(|| line.trim().to_string());
+        } else if verb == "CC" && target.ends_with(".o") {
+            objects_compiled += 1;
+        }
+    }
+    BuildLog {
+        objects_compiled,
+        preparation,
+    }
+}
+
+pub fn measure(record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    let log = read_build_log(&record.output);
+    if let Some(line) = log.preparation {
+        return Err(format!(
+            "kernel-compile: Kbuild redid preparation work inside the timed run ({line:?}); \
+             the shipped tree was not up to date in the guest"
+        ));
+    }
+    if log.objects_compiled == 0 {
+        return Err(format!(
+            "kernel-compile: make compiled nothing (were the previous objects removed?); \
+             output: {}",
+            record.output.trim()
+        ));
+    }
+    let seconds = |ns: u64| ns as f64 / 1e9;
+    Ok([
+        ("real", record.elapsed_ns),
+        ("user", record.user_ns),
+        ("sys", record.sys_ns),
+    ]
+    .into_iter()
+    .map(|(metric, ns)| Measurement {
+        metric: metric.into(),
+        unit: "s".into(),
+        higher_is_better: false,
+        value: seconds(ns),
+    })
+    .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Message;
+    use crate::suite::CompileScope;
+
+    /// The results-port line of a real guest run: markbench-guest in a 6.1
+    /// markers-off guest under TCG, 2 vCPUs, `make -j2 kernel/locking/`
+    /// (the first of three iterations).
+    const CAPTURED_LINE: &str = "MB1\trun\tkernel-compile/2\t0\t0\t104178990440\t149600000000\t29630000000\tmake: Entering directory '/root/.cache/markbench/compile-tree/215b01c079f6b338/build'\\n  GEN     Makefile\\n  DESCEND objtool\\n  CALL    /root/.cache/markbench/src/2217bacfacbe018c/linux-source-6.1/scripts/checksyscalls.sh\\n  CC      kernel/locking/mutex.o\\n  CC      kernel/locking/semaphore.o\\n  CC      kernel/locking/rwsem.o\\n  CC      kernel/locking/percpu-rwsem.o\\n  CC      kernel/locking/spinlock.o\\n  CC      kernel/locking/osq_lock.o\\n  CC      kernel/locking/qspinlock.o\\n  CC      kernel/locking/rtmutex_api.o\\n  CC      kernel/locking/qrwlock.o\\n  AR      kernel/locking/built-in.a\\nmake: Leaving directory '/root/.cache/markbench/compile-tree/215b01c079f6b338/build'\\n";
+
+    fn captured() -> RunRecord {
+        match Message::parse_line(CAPTURED_LINE) {
+            Ok(Some(Message::Run(record))) => record,
+            other => panic!("the fixture is not a run line: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn captured_run_gives_real_user_and_sys() {
+        let record = captured();
+        let log = read_build_log(&record.output);
+        assert_eq!(log.objects_compiled, 9);
+        assert_eq!(log.preparation, None);
+        let m = measure(&record).unwrap();
+        let got: Vec<(&str, f64)> = m.iter().map(|m| (m.metric.as_str(), m.value)).collect();
+        assert_eq!(
+            got,
+            vec![("real", 104.17899044), ("user", 149.6), ("sys", 29.63)]
+        );
+        assert!(m.iter().all(|m| m.unit == "s" && !m.higher_is_better));
+    }
+
+    #[test]
+    fn preparation_inside_the_timed_run_is_an_error() {
+        let mut record = captured();
+        record.output = record.output.replace(
+            "  DESCEND objtool\n",
+            "  DESCEND objtool\n  SYSHDR  arch/x86/include/generated/uapi/asm/unistd_64.h\n  UPD     include/generated/timeconst.h\n",
+        );
+        let e = measure(&record).unwrap_err();
+        assert!(e.contains("UPD     include/generated/timeconst.h"), "{e}");
+        let mut objtool = captured();
+        objtool.output = objtool.output.replace(
+            "  DESCEND objtool\n",
+            "  DESCEND objtool\n  HOSTCC  /x/build/tools/objtool/fixdep.o\n",
+        );
+        assert!(measure(&objtool).unwrap_err().contains("redid preparation"));
+    }
+
+    #[test]
+    fn a_run_that_compiled_nothing_is_an_error() {
+        let mut record = captured();
+        record.output =
+            "make: Entering directory '/usr/src/linux'\n  CALL    scripts/checksyscalls.sh\n"
+                .into();
+        assert!(measure(&record).unwrap_err().contains("compiled nothing"));
+    }
+
+    #[test]
+    fn command_and_before_target_the_prepared_tree() {
+        let spec = KernelCompileSpec {
+            params: vec![2],
+            scope: CompileScope::Subset,
+            targets: Some(vec!["kernel/locking/".into()]),
+        };
+        assert_eq!(
+            command(&spec, 2).join(" "),
+            "/usr/bin/make -C /usr/src/linux -j2 KBUILD_BUILD_USER=markbench \
+             KBUILD_BUILD_HOST=markbench kernel/locking/"
+        );
+        assert_eq!(
+            before().join(" "),
+            "/bin/busybox find -H /usr/src/linux -newer /usr/src/linux/.markbench-prepared \
+             ! -type d ! -path /usr/src/linux/Makefile ! -path /usr/src/linux/source \
+             -exec /bin/busybox rm -f {} +"
+        );
+    }
+}
