@@ -16,12 +16,7 @@ pub fn command(spec: &CommandSpec, param: u64) -> Vec<String> {
 }
 
 pub fn measure(record: &RunRecord) -> Result<Vec<Measurement>, String> {
-    Ok(vec![Measurement {
-        metric: "time".into(),
-        unit: "s".into(),
-        higher_is_better: false,
-        value: record.elapsed_ns as f64 / 1e9,
-    }])
+    Ok(vec![Measurement::elapsed_time(record)])
 }
 
 #[cfg(test)]

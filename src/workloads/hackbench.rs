@@ -54,12 +54,7 @@ pub fn measure(record: &RunRecord) -> Result<Vec<Measurement>, String> {
             record.output.trim()
         )
     })?;
-    Ok(vec![Measurement {
-        metric: "time".into(),
-        unit: "s".into(),
-        higher_is_better: false,
-        value: record.elapsed_ns as f64 / 1e9,
-    }])
+    Ok(vec![Measurement::elapsed_time(record)])
 }
 
 #[cfg(test)]

@@ -20,6 +20,18 @@ pub struct Measurement {
     pub value: f64,
 }
 
+impl Measurement {
+    /// The agent's CLOCK_MONOTONIC wall time of a run, in seconds, lower is better.
+    pub fn elapsed_time(record: &RunRecord) -> Measurement {
+        Measurement {
+            metric: "time".into(),
+            unit: "s".into(),
+            higher_is_better: false,
+            value: record.elapsed_ns as f64 / 1e9,
+        }
+    }
+}
+
 /// Untimed commands a boot runs before any step of this workload.
 pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
     match spec {
