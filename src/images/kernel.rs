@@ -344,10 +344,10 @@ pub fn ensure_kernel(
     std::fs::create_dir_all(&build)?;
     let log = partial.join("build.log");
     eprintln!(
-        "markbench: building kernel {} ({}); log: {}",
+        "markbench: building kernel {} ({}); log: {} (moved beside the kernel when done)",
         spec.name,
         &key[..16],
-        dir.join("build.log").display()
+        log.display()
     );
     let make = |target: &str| {
         let mut c = Command::new("make");
