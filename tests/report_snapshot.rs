@@ -1,0 +1,123 @@
+//! The report of a fixed set of samples, pinned as a snapshot: any change to
+//! the layout, rounding or statistics shows up as a diff to review
+//! (`cargo insta review`, or INSTA_UPDATE=always to accept).
+
+use markbench::report;
+use markbench::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample};
+
+fn meta() -> RunMeta {
+    let kernel = |variant: &str, cmdline: &str| KernelMeta {
+        variant: variant.into(),
+        kernel: "markers-on".into(),
+        cmdline: cmdline.into(),
+        source: "tarball linux-source-6.1.tar.xz sha256 cacdc383".into(),
+        build_key: "c5b47038b67c0890aaaa".into(),
+        config_sha256: "66feb4fb1449ead4bbbb".into(),
+        compiler: "gcc 12.2.0".into(),
+        ..Default::default()
+    };
+    let boot = |unit: usize, variant: &str, boot: u32| BootRecord {
+        unit,
+        variant: variant.into(),
+        cpus: 2,
+        boot,
+        status: "completed".into(),
+        ok: true,
+        wall_s: 30.0,
+        samples: 6,
+        console_log: format!("logs/unit-{unit:03}.log"),
+        guest_kernel: "6.1.192".into(),
+        guest_cpus: "0-1".into(),
+        retryable: false,
+        host_load_before: 0.2,
+        host_load_after: 1.9,
+    };
+    RunMeta {
+        suite: "snapshot".into(),
+        suite_path: "suites/snapshot.toml".into(),
+        suite_sha256: "0123456789abcdef0123".into(),
+        git_revision: "abc1234".into(),
+        markbench_version: "0.1.0".into(),
+        started_at: "2026-11-30T00:00:00Z".into(),
+        wall_s: 240.0,
+        complete: true,
+        host: HostInfo {
+            hostname: "host".into(),
+            cpu_model: "Test CPU".into(),
+            cores: 2,
+            memory_gib: 24.0,
+            kernel_release: "6.1.0".into(),
+            qemu_version: "QEMU emulator version 7.2.22".into(),
+        },
+        accel: "tcg".into(),
+        accel_reason: "asked for".into(),
+        timing: "wall".into(),
+        seed: 3,
+        margin: 0.02,
+        boots_per_variant: 4,
+        iterations: 3,
+        warmup: 1,
+        cpus: vec![2],
+        memory_mib: 512,
+        kernels: vec![
+            kernel("dormant", ""),
+            kernel("tracing-active", "trace_event=sched:*"),
+        ],
+        boots: (0..8)
+            .map(|u| {
+                boot(
+                    u,
+                    if u % 4 == 0 || u % 4 == 3 {
+                        "dormant"
+                    } else {
+                        "tracing-active"
+                    },
+                    (u / 2) as u32,
+                )
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// Deterministic samples: the candidate is 10% slower at 2 groups, equal at 4.
+fn samples() -> Vec<Sample> {
+    let mut out = Vec::new();
+    for (variant, slow) in [("dormant", 1.0), ("tracing-active", 1.1)] {
+        for boot in 0..4u32 {
+            for param in [2u64, 4] {
+                for iteration in 0..4u32 {
+                    let factor = if param == 2 { slow } else { 1.0 };
+                    // Small, fixed boot-to-boot and run-to-run wobble.
+                    let wobble = 1.0 + 0.004 * ((boot * 7 + iteration * 3) % 5) as f64 - 0.008;
+                    out.push(Sample {
+                        suite: "snapshot".into(),
+                        workload: "hackbench".into(),
+                        metric: "time".into(),
+                        unit: "s".into(),
+                        higher_is_better: false,
+                        param,
+                        cpus: 2,
+                        variant: variant.into(),
+                        boot,
+                        iteration,
+                        warmup: iteration == 0,
+                        value: param as f64 * 0.5 * factor * wobble,
+                        started_at: String::new(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn report_of_fixed_samples() {
+    let text = report::render(
+        &meta(),
+        &samples(),
+        Some(" FTRACE n -> y\n+TRACEPOINTS y\n"),
+    );
+    insta::assert_snapshot!(text);
+}
