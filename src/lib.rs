@@ -10,6 +10,7 @@ pub mod images;
 pub mod plan;
 pub mod plots;
 pub mod prereq;
+pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod run;

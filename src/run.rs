@@ -431,6 +431,7 @@ pub fn execute(
     meta.write(dir)?;
     let mut writer = SampleWriter::open(dir)?;
     let mut interrupted = false;
+    let progress = crate::progress::Progress::new(units.len(), meta.boots.len());
     for unit in &units {
         if meta.boots.iter().any(|b| {
             b.ok && unit_key(&b.variant, b.cpus, b.boot)
@@ -442,21 +443,21 @@ pub fn execute(
             interrupted = true;
             break;
         }
-        eprintln!(
-            "markbench: boot {}/{}: {} on {} CPU{}, boot {} …",
+        progress.start_boot(&format!(
+            "boot {}/{}: {} on {} CPU{}, boot {}",
             unit.index + 1,
             units.len(),
             unit.variant,
             unit.cpus,
             if unit.cpus == 1 { "" } else { "s" },
             unit.boot
-        );
+        ));
         let load_before = host_load();
         let mut record = run_unit(suite, unit, images, accel, runner, dir, &mut writer)?;
         if record.retryable && !crate::vm::interrupted() {
             // A hang or a QEMU failure may be the host's doing: try once more,
             // after dropping whatever the failed attempt measured.
-            eprintln!("markbench:   {}; retrying once", record.status);
+            progress.note(&format!("  {}; retrying once", record.status));
             let key = unit_key(&unit.variant, unit.cpus, unit.boot);
             drop(writer);
             crate::samples::retain_samples(dir, |s| unit_key(&s.variant, s.cpus, s.boot) != key)?;
@@ -467,14 +468,19 @@ pub fn execute(
         }
         record.host_load_before = load_before;
         record.host_load_after = host_load();
-        eprintln!(
-            "markbench:   {} in {:.1} s, {} samples, host load {:.1} → {:.1}",
+        progress.finish_boot(&format!(
+            "boot {}/{} ({} on {} CPUs, boot {}): {} in {:.1} s, {} samples, host load {:.1} → {:.1}",
+            unit.index + 1,
+            units.len(),
+            unit.variant,
+            unit.cpus,
+            unit.boot,
             record.status,
             record.wall_s,
             record.samples,
             record.host_load_before,
             record.host_load_after
-        );
+        ));
         meta.boots.push(record);
         meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();
         meta.write(dir)?;
@@ -483,6 +489,7 @@ pub fn execute(
             break;
         }
     }
+    progress.finish();
     meta.complete = !interrupted;
     meta.finished_at = now();
     meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();
