@@ -103,6 +103,10 @@ pub struct CompareArgs {
     /// icount shift: one guest instruction counts 2^N ns of guest time.
     #[arg(long)]
     pub icount_shift: Option<u32>,
+    /// Seed of the run order and the bootstrap (default: the suite's); the
+    /// same seed reproduces the same order.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// A/A calibration: boot the baseline kernel on both sides, to measure the
     /// noise floor and the false-positive rate actually observed.
     #[arg(long)]
@@ -350,7 +354,7 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
              kernel build takes about 6 minutes on 2 cores"
         ),
     }
-    println!("order (ABBA, seed {}):", suite.seed);
+    println!("order ({:?} blocks, seed {}):", suite.order, suite.seed);
     for u in &units {
         println!(
             "  {:>3}  {:<20} {} CPUs  boot {}",
@@ -436,6 +440,7 @@ fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
             cpus: args.cpus.clone(),
             params: args.params.clone(),
             aa: args.aa,
+            seed: args.seed,
         })?;
     }
     if let Some(a) = args.accel {

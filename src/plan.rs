@@ -7,7 +7,8 @@
 //! all B: slow drifts of the host (thermal, other tenants) then hit both
 //! sides alike instead of masquerading as a difference.
 
-use crate::suite::Suite;
+use crate::suite::{RunOrder, Suite};
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 /// One boot: a variant at a CPU count, running every step in order.
@@ -63,9 +64,13 @@ pub fn expand(suite: &Suite) -> Vec<Unit> {
     let steps = steps(suite);
     let mut units = Vec::new();
     let mut block = 0usize;
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(suite.seed);
     for boot in 0..suite.boots {
         for &cpus in &suite.cpus {
-            let first = (block + (suite.seed as usize & 1)) % 2;
+            let first = match suite.order {
+                RunOrder::Abba => (block + (suite.seed as usize & 1)) % 2,
+                RunOrder::Shuffled => rng.random_range(0..2),
+            };
             for side in [first, 1 - first] {
                 units.push(Unit {
                     index: units.len(),
@@ -144,6 +149,24 @@ params = [2, 4, 8]
         assert_eq!(sides, vec![0, 1, 1, 0, 0, 1, 1, 0]);
         let sides: Vec<usize> = expand(&suite(4, "[2]", 1)).iter().map(|u| u.side).collect();
         assert_eq!(sides, vec![1, 0, 0, 1, 1, 0, 0, 1]);
+    }
+
+    #[test]
+    fn shuffled_blocks_are_balanced_and_reproducible_from_the_seed() {
+        let order = |seed| {
+            let mut s = suite(16, "[2]", seed);
+            s.order = RunOrder::Shuffled;
+            expand(&s).iter().map(|u| u.side).collect::<Vec<_>>()
+        };
+        let a = order(11);
+        assert_eq!(a, order(11));
+        assert!(a.chunks(2).all(|b| b[0] != b[1]));
+        assert!((0..6).map(order).any(|o| o != a));
+        // Not simply ABBA: some neighbouring blocks start with the same side.
+        assert!(a
+            .chunks(2)
+            .zip(a.chunks(2).skip(1))
+            .any(|(x, y)| x[0] == y[0]));
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub struct Suite {
     /// `-icount shift=N`: one guest instruction counts 2^N ns of guest time.
     pub icount_shift: u32,
     pub seed: u64,
+    pub order: RunOrder,
     /// Equivalence margin, as a fraction (the file says `margin_pct = 2.0`).
     pub margin: f64,
     pub correction: crate::stats::Correction,
@@ -54,10 +55,24 @@ pub struct Overrides {
     pub cpus: Option<Vec<u32>>,
     /// Replaces every workload's parameter list.
     pub params: Option<Vec<u64>>,
+    /// The seed of the run order (and of the report's bootstrap).
+    #[serde(default)]
+    pub seed: Option<u64>,
     /// A/A calibration: both sides boot the baseline variant, so every
     /// difference found is noise (or a false positive).
     #[serde(default)]
     pub aa: bool,
+}
+
+/// How boots are ordered: always in blocks holding one boot of each variant
+/// (balanced), the block's first side alternating (`abba`) or drawn from the
+/// seed (`shuffled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunOrder {
+    #[default]
+    Abba,
+    Shuffled,
 }
 
 /// How guest time runs. `icount` makes QEMU's TCG count executed
@@ -278,6 +293,8 @@ struct SuiteFile {
     icount_shift: Spanned<u32>,
     #[serde(default)]
     seed: u64,
+    #[serde(default)]
+    order: RunOrder,
     /// Equivalence margin in percent (TOST): "no impact beyond this".
     #[serde(default = "default_margin_pct")]
     margin_pct: Spanned<f64>,
@@ -392,6 +409,10 @@ impl Suite {
             }
             self.cpus = cpus.clone();
             self.overrides.push(format!("cpus={cpus:?}"));
+        }
+        if let Some(seed) = o.seed {
+            self.seed = seed;
+            self.overrides.push(format!("seed={seed}"));
         }
         if o.aa {
             let mut again = self.variants[0].clone();
@@ -640,6 +661,7 @@ impl Suite {
                 shift
             },
             seed: file.seed,
+            order: file.order,
             margin: margin_pct / 100.0,
             correction: file.correction,
             kernel_source: file.kernel.source.map(|s| PathBuf::from(s.into_inner())),

@@ -35,7 +35,7 @@ fn dry_run_prints_the_plan_of_the_default_suite() {
         .success()
         .stdout(predicate::str::contains("suite quick"))
         .stdout(predicate::str::contains("6 boots"))
-        .stdout(predicate::str::contains("order (ABBA, seed 0)"));
+        .stdout(predicate::str::contains("order (Abba blocks, seed 0)"));
 }
 
 #[test]

@@ -473,7 +473,7 @@ fn render_analysis(
          - Suite: {} (`{}`, sha256 {}); {} boots per variant and CPU count, {} measured iterations \
          (+{} warm-up) per point per boot; {} MiB guest memory\n\
          - Overrides of the suite: {}\n\
-         - Order: boots interleaved ABBA between the variants, seed {}\n\
+         - Order: boots interleaved in balanced blocks (one of each variant), seed {}; the order is in meta.toml\n\
          - Timing: the guest agent's CLOCK_MONOTONIC around each workload run; {}\n\
          - Run: started {}, {} s of wall time, {}; markbench {} (git {})\n",
         escape_md(&h.cpu_model),
