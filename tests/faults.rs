@@ -82,8 +82,8 @@ fn panics_hangs_and_failing_workloads_are_detected_and_the_run_goes_on() {
             "hang",
             // A busy loop: under icount (sleep=off) an idle `sleep` would pass instantly.
             format!("if {FAULTY}; then while :; do :; done; fi; true"),
-            25,
-            "timed out after 25 s",
+            60,
+            "timed out after 60 s",
         ),
         (
             "fail",
