@@ -673,7 +673,7 @@ fn nightly(args: NightlyArgs) -> Result<i32> {
         summary.push_str(&format!("**No regression beyond {}%.**\n", margin * 100.0));
     } else {
         summary.push_str(&format!(
-            "**{} significant regression(s) beyond {}%:**\n\n| workload | CPUs | point | change |\n|---|---:|---|---:|\n{}\n",
+            "**{} significant regression(s) beyond {}%:**\n\n| workload | CPUs | point | change [%] |\n|---|---:|---|---:|\n{}\n",
             regressions.len(),
             margin * 100.0,
             regressions.join("\n")
