@@ -371,12 +371,40 @@ impl Drop for RunLock {
     }
 }
 
-/// The host's 1-minute load average (0 where /proc/loadavg is missing).
+/// (busy, total) jiffies of all CPUs from /proc/stat's `cpu` line.
+fn cpu_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal …: idle and iowait are not busy.
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3)? + fields.get(4).unwrap_or(&0);
+    Some((total - idle, total))
+}
+
+/// How many of the host's cores were busy over the last half second, while
+/// no guest of ours ran. Unlike the load average, this does not still carry
+/// the previous boot's own QEMU.
 pub fn host_load() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0.0)
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let Some((busy0, total0)) = cpu_jiffies() else {
+        return 0.0;
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let Some((busy1, total1)) = cpu_jiffies() else {
+        return 0.0;
+    };
+    let total = total1.saturating_sub(total0);
+    if total == 0 {
+        return 0.0;
+    }
+    let busy = busy1.saturating_sub(busy0) as f64 / total as f64 * cores;
+    (busy * 10.0).round() / 10.0
 }
 
 /// Identifies a unit's samples and boot record: (variant, CPUs, boot).

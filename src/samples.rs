@@ -174,7 +174,7 @@ pub struct BootRecord {
     /// Whether the failure may be the host's (hang, QEMU failure) and worth a retry.
     #[serde(default)]
     pub retryable: bool,
-    /// The host's 1-minute load average before and after the boot.
+    /// Busy host cores over half a second before and after the boot.
     #[serde(default)]
     pub host_load_before: f64,
     #[serde(default)]
@@ -182,8 +182,8 @@ pub struct BootRecord {
 }
 
 impl BootRecord {
-    /// A boot taken while the host was busy with something else: the load
-    /// before it started (our QEMU not yet running) reached half the cores.
+    /// A boot taken while the host was busy with something else: before it
+    /// started (no guest of ours running), half the cores or more were busy.
     pub fn under_load(&self, host_cores: usize) -> bool {
         self.host_load_before >= 0.5 * host_cores.max(1) as f64
     }

@@ -667,11 +667,26 @@ fn render_analysis(
     }
 
     let _ = writeln!(r, "## Boots\n");
+    let busy = meta
+        .boots
+        .iter()
+        .filter(|b| b.under_load(meta.host.cores))
+        .count();
+    if busy > 0 {
+        let _ = writeln!(
+            r,
+            "**{busy} of {} boots started while the host was busy** (half or more of its {} cores \
+             busy in the half second before the boot): their timings carry the host's noise. \
+             They are marked ⚠ below.\n",
+            meta.boots.len(),
+            meta.host.cores
+        );
+    }
     let _ = writeln!(
         r,
-        "| # | variant | CPUs | boot | status | wall [s] | samples | guest kernel | console log |"
+        "| # | variant | CPUs | boot | status | wall [s] | samples | busy host cores before → after | guest kernel | console log |"
     );
-    let _ = writeln!(r, "|---:|---|---:|---:|---|---:|---:|---|---|");
+    let _ = writeln!(r, "|---:|---|---:|---:|---|---:|---:|---|---|---|");
     for b in &meta.boots {
         let _ = writeln!(
             r,
