@@ -94,25 +94,10 @@ mod tests {
     use std::path::Path;
 
     fn suite(boots: u32, cpus: &str, seed: u64) -> Suite {
-        let text = format!(
-            r#"
-name = "t"
-boots = {boots}
-iterations = 3
-warmup = 1
-cpus = {cpus}
-seed = {seed}
-[[variant]]
-name = "off"
-kernel = "markers-off"
-[[variant]]
-name = "on"
-kernel = "markers-on"
-[[workload]]
-kind = "hackbench"
-params = [2, 4, 8]
-"#
-        );
+        let text = crate::suite::tests::GOOD
+            .replace("boots = 2", &format!("boots = {boots}\nseed = {seed}"))
+            .replace("cpus = [2]", &format!("cpus = {cpus}"))
+            .replace("params = [2, 4]", "params = [2, 4, 8]");
         Suite::parse(
             Path::new("t.toml"),
             &text,

@@ -674,14 +674,15 @@ impl Suite {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn images() -> PathBuf {
         project_root().join("vm-images")
     }
 
-    const GOOD: &str = r#"
+    /// A small valid suite; other modules' tests derive theirs from it.
+    pub(crate) const GOOD: &str = r#"
 name = "t"
 boots = 2
 iterations = 3
