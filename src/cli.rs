@@ -341,6 +341,15 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
         suite.iterations,
         suite.warmup
     );
+    for w in &suite.workloads {
+        let (iterations, warmup) = w.iterations_in(suite);
+        if (iterations, warmup) != (suite.iterations, suite.warmup) {
+            println!(
+                "  {}: {iterations} measured + {warmup} warm-up per point per boot",
+                w.kind()
+            );
+        }
+    }
     if !suite.overrides.is_empty() {
         println!("overrides: {}", suite.overrides.join(", "));
     }

@@ -47,12 +47,13 @@ impl Step {
 fn steps(suite: &Suite) -> Vec<Step> {
     let mut steps = Vec::new();
     for (w, spec) in suite.workloads.iter().enumerate() {
+        let (iterations, warmup) = spec.iterations_in(suite);
         for &param in spec.params() {
             steps.push(Step {
                 workload: w,
                 param,
-                iterations: suite.warmup + suite.iterations,
-                warmup: suite.warmup,
+                iterations: warmup + iterations,
+                warmup,
             });
         }
     }

@@ -20,10 +20,10 @@
 
 use super::Measurement;
 use crate::images::compile_tree::{
-    BUILD_IDENTITY, GUEST_TREE, PREPARED_MARKER, REWRITTEN_BY_EVERY_MAKE,
+    BUILD_IDENTITY, GUEST_OBJECTS_MAKEFILE, GUEST_TREE, PREPARED_MARKER, REWRITTEN_BY_EVERY_MAKE,
 };
 use crate::protocol::RunRecord;
-use crate::suite::KernelCompileSpec;
+use crate::suite::{CompileDriver, KernelCompileSpec};
 
 pub const MAKE: &str = "/usr/bin/make";
 
@@ -47,14 +47,18 @@ pub fn before() -> Vec<String> {
 }
 
 pub fn command(spec: &KernelCompileSpec, jobs: u64) -> Vec<String> {
-    let mut argv = vec![
-        MAKE.to_string(),
-        "-C".into(),
-        GUEST_TREE.into(),
-        format!("-j{jobs}"),
-    ];
-    argv.extend(BUILD_IDENTITY.iter().map(|v| v.to_string()));
-    argv.extend(spec.make_targets());
+    let mut argv = vec![MAKE.to_string(), "-C".into(), GUEST_TREE.into()];
+    match spec.driver() {
+        CompileDriver::Objects => {
+            argv.extend(["-f".to_string(), GUEST_OBJECTS_MAKEFILE.into()]);
+            argv.push(format!("-j{jobs}"));
+        }
+        CompileDriver::Kbuild => {
+            argv.push(format!("-j{jobs}"));
+            argv.extend(BUILD_IDENTITY.iter().map(|v| v.to_string()));
+            argv.extend(spec.make_targets());
+        }
+    }
     argv
 }
 
@@ -83,7 +87,7 @@ pub fn read_build_log(output: &str) -> BuildLog {
         let objtool_rebuilt = matches!(verb, "CC" | "LD" | "LINK") && target.contains("tools/");
         if PREPARATION_VERBS.contains(&verb) || objtool_rebuilt {
             preparation.get_or_insert_with(|| line.trim().to_string());
-        } else if verb == "CC" && target.ends_with(".o") {
+        } else if matches!(verb, "CC" | "AS") && target.ends_with(".o") {
             objects_compiled += 1;
         }
     }
@@ -185,11 +189,19 @@ mod tests {
 
     #[test]
     fn command_and_before_target_the_prepared_tree() {
-        let spec = KernelCompileSpec {
+        let mut spec = KernelCompileSpec {
             params: vec![2],
             scope: CompileScope::Subset,
             targets: Some(vec!["kernel/locking/".into()]),
+            driver: None,
+            iterations: None,
+            warmup: None,
         };
+        assert_eq!(
+            command(&spec, 2).join(" "),
+            "/usr/bin/make -C /usr/src/linux -f /usr/src/markbench-objects.mk -j2"
+        );
+        spec.driver = Some(CompileDriver::Kbuild);
         assert_eq!(
             command(&spec, 2).join(" "),
             "/usr/bin/make -C /usr/src/linux -j2 KBUILD_BUILD_USER=markbench \
