@@ -97,6 +97,10 @@ pub struct CompareArgs {
     /// Override every workload's parameters (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub params: Option<Vec<u64>>,
+    /// Override every kernel compile's scope: `subset` turns a seed-scale
+    /// whole-kernel compile into minutes under TCG.
+    #[arg(long, value_enum)]
+    pub compile_scope: Option<crate::suite::CompileScope>,
     /// Timing mode: auto (icount under TCG, wall under KVM), wall or icount.
     #[arg(long, value_enum)]
     pub timing: Option<TimingArg>,
@@ -448,6 +452,7 @@ fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
             iterations: args.iterations,
             cpus: args.cpus.clone(),
             params: args.params.clone(),
+            compile_scope: args.compile_scope,
             aa: args.aa,
             seed: args.seed,
         })?;

@@ -55,6 +55,10 @@ pub struct Overrides {
     pub cpus: Option<Vec<u32>>,
     /// Replaces every workload's parameter list.
     pub params: Option<Vec<u64>>,
+    /// Sets every kernel compile's scope: a seed-scale suite compiles the
+    /// whole kernel, which takes hours under TCG; `subset` makes it minutes.
+    #[serde(default)]
+    pub compile_scope: Option<CompileScope>,
     /// The seed of the run order (and of the report's bootstrap).
     #[serde(default)]
     pub seed: Option<u64>,
@@ -169,7 +173,7 @@ pub enum CompileDriver {
     Objects,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum CompileScope {
     /// A few directories: well under a minute per iteration under TCG.
@@ -460,6 +464,22 @@ impl Suite {
             }
             self.cpus = cpus.clone();
             self.overrides.push(format!("cpus={cpus:?}"));
+        }
+        if let Some(scope) = o.compile_scope {
+            for w in &mut self.workloads {
+                if let WorkloadSpec::KernelCompile(k) = w {
+                    k.scope = scope;
+                    // The suite's targets and driver were chosen for its own
+                    // scope; the new one takes its defaults.
+                    k.targets = None;
+                    k.driver = None;
+                }
+            }
+            let name = match scope {
+                CompileScope::Subset => "subset",
+                CompileScope::Full => "full",
+            };
+            self.overrides.push(format!("compile-scope={name}"));
         }
         if let Some(seed) = o.seed {
             self.seed = seed;
@@ -907,6 +927,28 @@ params = [2]
         })
         .unwrap();
         assert_eq!(s.workloads[1].iterations_in(&s), (4, 0));
+    }
+
+    #[test]
+    fn a_full_kernel_compile_shrinks_to_the_subset_on_the_command_line() {
+        let text = format!(
+            "{}{COMPILE}scope = \"full\"\n",
+            GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048")
+        );
+        let mut s = parse(&text).unwrap();
+        s.apply(&Overrides {
+            compile_scope: Some(CompileScope::Subset),
+            ..Overrides::default()
+        })
+        .unwrap();
+        match &s.workloads[1] {
+            WorkloadSpec::KernelCompile(k) => {
+                assert_eq!(k.make_targets(), DEFAULT_COMPILE_TARGETS);
+                assert_eq!(k.driver(), CompileDriver::Objects);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        assert_eq!(s.overrides, ["compile-scope=subset"]);
     }
 
     #[test]
