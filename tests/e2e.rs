@@ -89,3 +89,61 @@ fn compare_builds_boots_measures_and_reports() {
     );
     assert!(Path::new(&dir.join("samples.csv")).is_file());
 }
+
+/// The kernel compile for real: the compile tree is prepared on the host (or
+/// found in the cache), shipped in the initramfs, and Kbuild's recorded
+/// commands for kernel/locking/ compile in each guest with the host's gcc.
+#[test]
+fn kernel_compile_runs_gcc_in_the_guest_and_reports_real_user_and_sys() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = markbench()
+        .args([
+            "compare",
+            "--suite",
+            "tests/fixtures/compile.toml",
+            "--reports",
+        ])
+        .arg(reports.path())
+        .timeout(std::time::Duration::from_secs(60 * 60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "compare failed\nstdout:\n{}\nstderr:\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let dir = std::fs::read_dir(reports.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir() && !p.ends_with("latest"))
+        .unwrap();
+    let samples = markbench::samples::read_samples(&dir).unwrap();
+    // 2 variants × 1 boot × 1 compile × (real, user, sys).
+    assert_eq!(samples.len(), 6, "{samples:?}");
+    for variant in ["markers-off", "markers-on"] {
+        let value = |metric: &str| {
+            samples
+                .iter()
+                .find(|s| s.variant == variant && s.metric == metric)
+                .unwrap_or_else(|| panic!("no {metric} sample of {variant}: {samples:?}"))
+                .value
+        };
+        let (real, user, sys) = (value("real"), value("user"), value("sys"));
+        // Nine objects cannot compile in under a second, even on KVM; user
+        // time is CPU time of gcc and its children, so it is there too.
+        assert!(real > 1.0 && user > 1.0 && sys > 0.0, "{real} {user} {sys}");
+        assert!(samples
+            .iter()
+            .all(|s| s.workload == "kernel-compile" && s.unit == "s" && !s.higher_is_better));
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    for metric in ["real", "user", "sys"] {
+        assert!(
+            report.contains(&format!(
+                "### kernel-compile: {metric} [s], lower is better"
+            )),
+            "{report}"
+        );
+    }
+}

@@ -377,9 +377,8 @@ fn objects_makefile(build: &Path, prepared_at: SystemTime, targets: &[String]) -
     let mut objects = Vec::new();
     for f in &all {
         let name = f.file_name().unwrap_or_default().to_string_lossy();
-        if !(name.starts_with('.') && name.ends_with(".o.cmd"))
-            || !is_compile_output(build, f, prepared_at)
-        {
+        let recorded_object = name.starts_with('.') && name.ends_with(".o.cmd");
+        if !(recorded_object && is_compile_output(build, f, prepared_at)) {
             continue;
         }
         let text =
