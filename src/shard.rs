@@ -112,7 +112,7 @@ pub fn split(suite: &Suite, count: u32) -> Result<Vec<Shard>, InputError> {
     }
     if n > g * b {
         return Err(InputError::new(format!(
-            "{}: {count} shards, but this suite has only {} pieces of work ({g} CPU count × point \
+            "{}: {count} shards, but this suite has only {} pieces of work ({g} (CPU count, point) \
              groups × {b} boots); use --shards {} or fewer",
             suite.path.display(),
             g * b,
