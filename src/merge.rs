@@ -223,6 +223,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     let mut measured: BTreeMap<MeasurementKey, u32> = BTreeMap::new();
     let mut meta = first.meta.clone();
     meta.shard = None;
+    // The merged run is the whole suite: nothing to resume as a shard.
+    meta.override_settings.shard = None;
     meta.boots = Vec::new();
     meta.order = Vec::new();
     let mut hosts = BTreeSet::new();
