@@ -75,6 +75,9 @@ pub enum Command {
         /// Only check; print the install command instead of running it.
         #[arg(long)]
         check: bool,
+        /// Also what CI needs: Slurm and munge, for the array-job test.
+        #[arg(long)]
+        ci: bool,
     },
 }
 
@@ -261,8 +264,8 @@ fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
 
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Setup { check } => {
-            prereq::ensure(check)?;
+        Command::Setup { check, ci } => {
+            prereq::ensure_with(check, ci)?;
             println!("markbench: all prerequisites are installed");
             Ok(0)
         }
