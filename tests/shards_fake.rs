@@ -305,7 +305,7 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
 
     // A run of the whole suite is not a shard.
     let whole = run(tmp.path(), "whole", None);
-    let e = err(&[whole.clone()], "m4");
+    let e = err(std::slice::from_ref(&whole), "m4");
     assert!(e.contains("not a shard's run"), "{e}");
 
     // Timing modes that differ are refused; accelerators, warned about.
