@@ -757,7 +757,9 @@ fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf
         .collect();
     runs.sort();
     runs.into_iter().rev().find(|dir| {
-        crate::samples::RunMeta::read(dir).is_ok_and(|m| m.complete && m.suite == suite)
+        // A single shard ran part of the suite: never a baseline for all of it.
+        crate::samples::RunMeta::read(dir)
+            .is_ok_and(|m| m.complete && m.suite == suite && m.shard.is_none())
     })
 }
 
