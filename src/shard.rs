@@ -269,8 +269,8 @@ pub fn describe(plan: &ShardPlan) -> String {
     if split_points {
         let _ = writeln!(
             t,
-            "note: some points' boots are split over several shards; merge treats the host as a \
-             blocking factor for them"
+            "note: some points' boots are split over several shards; where those shards run on \
+             different hosts, merge treats the host as a blocking factor"
         );
     }
     t
