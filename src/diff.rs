@@ -148,8 +148,9 @@ pub fn diff(
         .into_iter()
         .enumerate()
     {
-        // Each sample keeps the host that measured it: two runs from two
-        // hosts are compared across hosts (and warned about), never blocked.
+        // Each sample keeps the host that measured it: runs made on one host
+        // each, two different ones, are compared across hosts (and warned
+        // about); merged runs that share hosts are compared within them.
         let (samples, hosts) =
             crate::samples::hosts_or(read_samples_with_hosts(dir)?, &run.host.hostname);
         for (mut s, host) in samples.into_iter().zip(hosts) {
