@@ -4,6 +4,7 @@
 use crate::error::InputError;
 use crate::images::kernel::{self, KernelSource, KernelSpec};
 use crate::images::{cache_dir, initramfs};
+use crate::shard::ShardSel;
 use crate::suite::{project_root, AccelChoice, Suite};
 use crate::vm::qemu::QemuRunner;
 use crate::{plan, prereq, report, run, vm};
@@ -49,11 +50,34 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Split a suite over N machines: print (and with --out write) which
+    /// points and boots each shard runs. Every shard runs both variants of its
+    /// points, so each comparison is made on one host.
+    Plan(PlanArgs),
+    /// Run shard K of N of a suite (`plan --shards N` shows them) into one run
+    /// directory, as compare runs a whole suite.
+    RunShard(RunShardArgs),
+    /// Join the run directories of all shards of a suite into one run
+    /// directory and render its report.
+    Merge {
+        /// The shards' run directories, every shard once.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where the merged run goes (default: <reports>/<date>-<time>-<suite>-merged).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Where the default run directory goes.
+        #[arg(long, default_value = "reports")]
+        reports: PathBuf,
+    },
     /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
     Setup {
         /// Only check; print the install command instead of running it.
         #[arg(long)]
         check: bool,
+        /// Also what CI needs: Slurm and munge, for the array-job test.
+        #[arg(long)]
+        ci: bool,
     },
 }
 
@@ -81,6 +105,27 @@ pub struct CompareArgs {
     /// Where run directories go.
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    /// Timing mode: auto (icount under TCG, wall under KVM), wall or icount.
+    #[arg(long, value_enum)]
+    pub timing: Option<TimingArg>,
+    /// icount shift: one guest instruction counts 2^N ns of guest time.
+    #[arg(long)]
+    pub icount_shift: Option<u32>,
+    /// Continue an interrupted run in this run directory: finished boots are
+    /// kept and skipped, unfinished ones run again.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+    /// Run even when a guest gets more vCPUs than the host has cores (the
+    /// timings then measure the host's scheduler as much as the kernel).
+    #[arg(long)]
+    pub allow_oversubscribe: bool,
+}
+
+/// Changes to a suite's size and shape, shared by compare, plan and run-shard.
+#[derive(Debug, Args)]
+pub struct OverrideArgs {
     /// Multiply each run's work (hackbench loops, ping packet counts), e.g. 0.05
     /// to run a seed-scale suite under TCG.
     #[arg(long)]
@@ -101,12 +146,6 @@ pub struct CompareArgs {
     /// whole-kernel compile into minutes under TCG.
     #[arg(long, value_enum)]
     pub compile_scope: Option<crate::suite::CompileScope>,
-    /// Timing mode: auto (icount under TCG, wall under KVM), wall or icount.
-    #[arg(long, value_enum)]
-    pub timing: Option<TimingArg>,
-    /// icount shift: one guest instruction counts 2^N ns of guest time.
-    #[arg(long)]
-    pub icount_shift: Option<u32>,
     /// Seed of the run order and the bootstrap (default: the suite's); the
     /// same seed reproduces the same order.
     #[arg(long)]
@@ -115,14 +154,22 @@ pub struct CompareArgs {
     /// noise floor and the false-positive rate actually observed.
     #[arg(long)]
     pub aa: bool,
-    /// Continue an interrupted run in this run directory: finished boots are
-    /// kept and skipped, unfinished ones run again.
-    #[arg(long, value_name = "DIR")]
-    pub resume: Option<PathBuf>,
-    /// Run even when a guest gets more vCPUs than the host has cores (the
-    /// timings then measure the host's scheduler as much as the kernel).
-    #[arg(long)]
-    pub allow_oversubscribe: bool,
+}
+
+impl OverrideArgs {
+    fn settings(&self, shard: Option<ShardSel>) -> crate::suite::Overrides {
+        crate::suite::Overrides {
+            scale: self.scale,
+            boots: self.boots,
+            iterations: self.iterations,
+            cpus: self.cpus.clone(),
+            params: self.params.clone(),
+            compile_scope: self.compile_scope,
+            aa: self.aa,
+            seed: self.seed,
+            shard,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -135,6 +182,34 @@ pub struct NightlyArgs {
     /// The variant compared across the two runs (default: the "with" variant).
     #[arg(long)]
     pub variant: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// How many shards (machines) to split the suite into.
+    #[arg(long)]
+    pub shards: u32,
+    #[command(flatten)]
+    pub overrides: OverrideArgs,
+    /// Also write the split to this file (TOML, or JSON when it ends in .json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunShardArgs {
+    /// Which shard, from 0 (e.g. $SLURM_ARRAY_TASK_ID).
+    pub index: u32,
+    /// How many shards the suite is split into.
+    #[arg(long)]
+    pub shards: u32,
+    /// The run directory to write (default: a new one under --reports).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub compare: CompareArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -194,8 +269,8 @@ fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
 
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Setup { check } => {
-            prereq::ensure(check)?;
+        Command::Setup { check, ci } => {
+            prereq::ensure_with(check, ci)?;
             println!("markbench: all prerequisites are installed");
             Ok(0)
         }
@@ -236,6 +311,38 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Nightly(args) => nightly(args),
+        Command::Plan(args) => shard_plan(args),
+        Command::RunShard(args) => {
+            let sel = ShardSel {
+                index: args.index,
+                count: args.shards,
+            };
+            Ok(compare_run(args.compare, Some(sel), args.out)?.code)
+        }
+        Command::Merge { dirs, out, reports } => {
+            let out = match out {
+                Some(out) => out,
+                None => merged_dir(&resolve(&reports), &dirs)?,
+            };
+            let merged = crate::merge::merge(&dirs, &out)?;
+            for w in &merged.warnings {
+                eprintln!("markbench: WARNING: {w}");
+            }
+            let failed = merged.meta.boots.iter().filter(|b| !b.ok).count();
+            println!(
+                "merged {} shards ({} boots, {} failed) into {}",
+                merged.meta.shards.len(),
+                merged.meta.boots.len(),
+                failed,
+                out.display()
+            );
+            println!("report: {}", out.join(report::REPORT_FILE).display());
+            Ok(if !merged.meta.complete || failed > 0 {
+                3
+            } else {
+                0
+            })
+        }
         Command::Images(args) => images(args),
         Command::Compare(args) => compare(args),
     }
@@ -357,6 +464,18 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
     if !suite.overrides.is_empty() {
         println!("overrides: {}", suite.overrides.join(", "));
     }
+    if let Some(sel) = suite.shard {
+        let pieces: Vec<String> = crate::shard::pieces(suite, sel)
+            .iter()
+            .map(crate::shard::Piece::describe)
+            .collect();
+        println!(
+            "shard {} of {}: both variants of {}",
+            sel.index,
+            sel.count,
+            pieces.join("; ")
+        );
+    }
     match earlier_seconds_per_boot(reports, suite) {
         Some((per_boot, from)) => println!(
             "estimated time: {:.0} min of booting ({per_boot:.0} s per boot in {from}), plus kernel builds on a cold cache",
@@ -433,10 +552,44 @@ struct CompareOutcome {
 }
 
 fn compare(args: CompareArgs) -> Result<i32> {
-    Ok(compare_run(args)?.code)
+    Ok(compare_run(args, None, None)?.code)
 }
 
-fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
+/// `plan --shards N`: the split of the suite, printed and optionally written.
+fn shard_plan(args: PlanArgs) -> Result<i32> {
+    let (mut suite, _) = load_suite(&args.suite)?;
+    suite.apply(&args.overrides.settings(None))?;
+    let plan = crate::shard::plan(&suite, args.shards)?;
+    print!("{}", crate::shard::describe(&plan));
+    if let Some(out) = &args.out {
+        let text = if out.extension().is_some_and(|e| e == "json") {
+            serde_json::to_string_pretty(&plan)? + "\n"
+        } else {
+            toml::to_string(&plan)?
+        };
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+        println!("written to {}", out.display());
+    }
+    Ok(0)
+}
+
+/// The default directory of a merged run: named after the first shard's suite.
+fn merged_dir(reports: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
+    let suite = dirs
+        .first()
+        .and_then(|d| crate::samples::RunMeta::read(d).ok())
+        .map_or_else(|| "merged".to_string(), |m| m.suite);
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    Ok(reports.join(format!("{stamp}-{suite}-merged")))
+}
+
+/// Runs a suite (or, with `shard`, one shard of it) like `compare`; `out`
+/// names the run directory instead of a new one under `--reports`.
+fn compare_run(
+    args: CompareArgs,
+    shard: Option<ShardSel>,
+    out: Option<PathBuf>,
+) -> Result<CompareOutcome> {
     let resumed = match &args.resume {
         Some(dir) => Some((dir.clone(), resumed_run(dir, &args)?)),
         None => None,
@@ -446,16 +599,15 @@ fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
         None => load_suite(&args.suite)?,
     };
     if resumed.is_none() {
-        suite.apply(&crate::suite::Overrides {
-            scale: args.scale,
-            boots: args.boots,
-            iterations: args.iterations,
-            cpus: args.cpus.clone(),
-            params: args.params.clone(),
-            compile_scope: args.compile_scope,
-            aa: args.aa,
-            seed: args.seed,
-        })?;
+        suite.apply(&args.overrides.settings(shard))?;
+    } else if shard.is_some() && suite.shard != shard {
+        return Err(InputError::new(format!(
+            "{}: that run is not shard {} of {}",
+            args.resume.as_deref().unwrap_or(Path::new("")).display(),
+            shard.map_or(0, |s| s.index),
+            shard.map_or(0, |s| s.count)
+        ))
+        .into());
     }
     if let Some(a) = args.accel {
         suite.accel = match a {
@@ -481,6 +633,15 @@ fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
     print_plan(&suite, &source, &reports);
     if args.dry_run {
         return Ok(CompareOutcome { code: 0, run: None });
+    }
+    if let Some(out) = out.as_ref().filter(|_| resumed.is_none()) {
+        if out.join(crate::samples::META_FILE).exists() {
+            return Err(InputError::new(format!(
+                "{}: already holds a run; continue it with --resume {0}, or give another --out",
+                out.display()
+            ))
+            .into());
+        }
     }
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
     if max_cpus > host_cores() && !args.allow_oversubscribe {
@@ -527,7 +688,14 @@ fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
             (dir, decision, Some(meta))
         }
         None => {
-            let dir = run::new_run_dir(&reports, &suite)?;
+            let dir = match &out {
+                Some(out) => {
+                    std::fs::create_dir_all(out.join("logs"))
+                        .with_context(|| format!("creating {}", out.display()))?;
+                    out.clone()
+                }
+                None => run::new_run_dir(&reports, &suite)?,
+            };
             let trial_initrd = dir.join("logs/accel-trial.initrd");
             initramfs::write_boot_initrd(&images.base, &[], &trial_initrd)?;
             let decision = vm::accel::decide(
@@ -562,9 +730,11 @@ fn compare_run(args: CompareArgs) -> Result<CompareOutcome> {
     });
     let meta = run::execute(&suite, &images, &decision, &mut runner, &dir, previous)
         .with_context(|| format!("run in {}", dir.display()))?;
-    let latest = reports.join("latest");
-    let _ = std::fs::remove_file(&latest);
-    let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
+    if out.is_none() {
+        let latest = reports.join("latest");
+        let _ = std::fs::remove_file(&latest);
+        let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
+    }
     let failed = meta.boots.iter().filter(|b| !b.ok).count();
     println!(
         "report: {}\n{} boots, {} failed, {:.0} s in all",
@@ -601,7 +771,9 @@ fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf
         .collect();
     runs.sort();
     runs.into_iter().rev().find(|dir| {
-        crate::samples::RunMeta::read(dir).is_ok_and(|m| m.complete && m.suite == suite)
+        // A single shard ran part of the suite: never a baseline for all of it.
+        crate::samples::RunMeta::read(dir)
+            .is_ok_and(|m| m.complete && m.suite == suite && m.shard.is_none())
     })
 }
 
@@ -611,7 +783,7 @@ fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf
 /// failure: a boot that failed, a kernel that would not build).
 fn nightly(args: NightlyArgs) -> Result<i32> {
     let reports = resolve(&args.compare.reports);
-    let outcome = match compare_run(args.compare) {
+    let outcome = match compare_run(args.compare, None, None) {
         Ok(o) => o,
         Err(e) if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) => return Err(e),
         Err(e) => {

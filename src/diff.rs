@@ -9,7 +9,7 @@
 //! timing mode, suite, kernels) are listed as warnings at the top.
 
 use crate::error::InputError;
-use crate::samples::{read_samples, KernelMeta, RunMeta, SampleWriter, META_FILE};
+use crate::samples::{read_samples_with_hosts, KernelMeta, RunMeta, SampleWriter, META_FILE};
 use anyhow::Result;
 use std::path::Path;
 
@@ -141,14 +141,23 @@ pub fn diff(
     }
     meta.warnings = warnings.clone();
     let _ = std::fs::remove_file(out.join(crate::samples::SAMPLES_FILE));
+    meta.shard = None;
+    meta.shards = Vec::new();
     let mut writer = SampleWriter::open(out)?;
-    for (side, dir) in [baseline_dir, candidate_dir].into_iter().enumerate() {
-        for mut s in read_samples(dir)?
-            .into_iter()
-            .filter(|s| s.variant == variant)
-        {
-            s.variant = names[side].clone();
-            writer.append(&s)?;
+    for (side, (run, dir)) in [(&baseline, baseline_dir), (&candidate, candidate_dir)]
+        .into_iter()
+        .enumerate()
+    {
+        // Each sample keeps the host that measured it: runs made on one host
+        // each, two different ones, are compared across hosts (and warned
+        // about); merged runs that share hosts are compared within them.
+        let (samples, hosts) =
+            crate::samples::hosts_or(read_samples_with_hosts(dir)?, &run.host.hostname);
+        for (mut s, host) in samples.into_iter().zip(hosts) {
+            if s.variant == variant {
+                s.variant = names[side].clone();
+                writer.append_from(&s, &host)?;
+            }
         }
     }
     meta.write(out)?;

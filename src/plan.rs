@@ -44,7 +44,7 @@ impl Step {
 }
 
 /// Steps run in every boot: every workload at every parameter.
-fn steps(suite: &Suite) -> Vec<Step> {
+pub(crate) fn steps(suite: &Suite) -> Vec<Step> {
     let mut steps = Vec::new();
     for (w, spec) in suite.workloads.iter().enumerate() {
         let (iterations, warmup) = spec.iterations_in(suite);
@@ -60,8 +60,12 @@ fn steps(suite: &Suite) -> Vec<Step> {
     steps
 }
 
-/// The whole run, in order.
+/// The whole run, in order; for a shard of a suite (`run-shard`), the
+/// shard's part of that order (see `shard`).
 pub fn expand(suite: &Suite) -> Vec<Unit> {
+    if let Some(sel) = suite.shard {
+        return crate::shard::units(suite, sel);
+    }
     let steps = steps(suite);
     let mut units = Vec::new();
     let mut block = 0usize;

@@ -93,6 +93,35 @@ pub fn requirements() -> Vec<Requirement> {
     ]
 }
 
+/// What CI needs beyond the requirements of a run: a one-node Slurm cluster
+/// for the array-job test (tests/slurm.rs, scripts/slurm/local-cluster.sh).
+/// Not needed to run markbench, so only `setup --ci` installs it.
+pub fn ci_requirements() -> Vec<Requirement> {
+    use Check::*;
+    vec![
+        Requirement {
+            what: "Slurm controller (slurmctld)",
+            package: "slurmctld",
+            check: Program("slurmctld"),
+        },
+        Requirement {
+            what: "Slurm node daemon (slurmd)",
+            package: "slurmd",
+            check: Program("slurmd"),
+        },
+        Requirement {
+            what: "Slurm commands (sbatch)",
+            package: "slurm-client",
+            check: Program("sbatch"),
+        },
+        Requirement {
+            what: "munge (Slurm's authentication)",
+            package: "munge",
+            check: Program("munged"),
+        },
+    ]
+}
+
 fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -145,6 +174,15 @@ pub fn missing() -> Vec<Requirement> {
     requirements().into_iter().filter(|r| !r.is_met()).collect()
 }
 
+/// The requirements of a run, and with `ci` those of CI too, that are missing.
+fn missing_of(ci: bool) -> Vec<Requirement> {
+    let mut all = requirements();
+    if ci {
+        all.extend(ci_requirements());
+    }
+    all.into_iter().filter(|r| !r.is_met()).collect()
+}
+
 fn is_debian_like() -> bool {
     Path::new("/usr/bin/apt-get").exists() && Path::new("/etc/debian_version").exists()
 }
@@ -180,7 +218,12 @@ pub fn install_command(packages: &[&str]) -> String {
 /// Makes sure every requirement is met, installing what is missing where that
 /// is possible, and fails with the exact install command where it is not.
 pub fn ensure(check_only: bool) -> Result<()> {
-    let missing = missing();
+    ensure_with(check_only, false)
+}
+
+/// [`ensure`], with `ci` also for what CI needs ([`ci_requirements`]).
+pub fn ensure_with(check_only: bool, ci: bool) -> Result<()> {
+    let missing = missing_of(ci);
     if missing.is_empty() {
         return Ok(());
     }
@@ -226,7 +269,7 @@ pub fn ensure(check_only: bool) -> Result<()> {
     let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
     install.extend(packages.iter().copied());
     run(&install)?;
-    let still: Vec<&str> = self::missing().iter().map(|r| r.what).collect();
+    let still: Vec<&str> = missing_of(ci).iter().map(|r| r.what).collect();
     if !still.is_empty() {
         bail!(
             "installed {} but still missing: {}",

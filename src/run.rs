@@ -182,6 +182,15 @@ pub fn initial_meta(
             .collect(),
         boots: Vec::new(),
         warnings: Vec::new(),
+        shard: suite.shard.map(|sel| crate::samples::ShardMeta {
+            index: sel.index,
+            count: sel.count,
+            pieces: crate::shard::pieces(suite, sel)
+                .iter()
+                .map(crate::shard::Piece::describe)
+                .collect(),
+        }),
+        shards: Vec::new(),
         workloads: suite
             .workloads
             .iter()

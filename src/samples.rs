@@ -29,15 +29,103 @@ pub struct Sample {
     pub started_at: String,
 }
 
+/// A row of `samples.csv`: a sample and the host that measured it. The
+/// host is a column of the file rather than a field of [`Sample`] because it
+/// belongs to the file's provenance (merged shards come from several hosts);
+/// files written before the column existed read with an empty host, which
+/// [`read_samples_with_hosts`]' callers fill from `meta.toml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SampleRow {
+    suite: String,
+    workload: String,
+    metric: String,
+    unit: String,
+    higher_is_better: bool,
+    param: u64,
+    cpus: u32,
+    variant: String,
+    boot: u32,
+    iteration: u32,
+    warmup: bool,
+    value: f64,
+    started_at: String,
+    #[serde(default)]
+    host: String,
+}
+
+impl SampleRow {
+    fn new(s: &Sample, host: &str) -> SampleRow {
+        let s = s.clone();
+        SampleRow {
+            suite: s.suite,
+            workload: s.workload,
+            metric: s.metric,
+            unit: s.unit,
+            higher_is_better: s.higher_is_better,
+            param: s.param,
+            cpus: s.cpus,
+            variant: s.variant,
+            boot: s.boot,
+            iteration: s.iteration,
+            warmup: s.warmup,
+            value: s.value,
+            started_at: s.started_at,
+            host: host.to_string(),
+        }
+    }
+
+    fn split(self) -> (Sample, String) {
+        (
+            Sample {
+                suite: self.suite,
+                workload: self.workload,
+                metric: self.metric,
+                unit: self.unit,
+                higher_is_better: self.higher_is_better,
+                param: self.param,
+                cpus: self.cpus,
+                variant: self.variant,
+                boot: self.boot,
+                iteration: self.iteration,
+                warmup: self.warmup,
+                value: self.value,
+                started_at: self.started_at,
+            },
+            self.host,
+        )
+    }
+}
+
+/// This machine's host name, as samples and `meta.toml` record it.
+pub fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 /// Appends samples to `samples.csv`, flushing after each row.
 pub struct SampleWriter {
     writer: csv::Writer<File>,
+    host: String,
 }
 
 impl SampleWriter {
+    /// A writer of samples measured on this machine.
     pub fn open(dir: &Path) -> Result<SampleWriter> {
+        SampleWriter::open_as(dir, &this_host())
+    }
+
+    /// A writer of samples measured on `host` (merge and diff copy samples
+    /// measured elsewhere).
+    pub fn open_as(dir: &Path, host: &str) -> Result<SampleWriter> {
         let path = dir.join(SAMPLES_FILE);
         let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
+        if exists && !has_host_column(&path)? {
+            // A run begun before samples named their host (resumed now):
+            // give its rows the column, empty, so new rows line up with the header.
+            retain_samples(dir, |_| true)?;
+        }
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -46,27 +134,44 @@ impl SampleWriter {
         let writer = csv::WriterBuilder::new()
             .has_headers(!exists)
             .from_writer(file);
-        Ok(SampleWriter { writer })
+        Ok(SampleWriter {
+            writer,
+            host: host.to_string(),
+        })
     }
 
     pub fn append(&mut self, sample: &Sample) -> Result<()> {
-        self.writer.serialize(sample)?;
+        let host = std::mem::take(&mut self.host);
+        let result = self.append_from(sample, &host);
+        self.host = host;
+        result
+    }
+
+    /// Appends a sample measured on `host`.
+    pub fn append_from(&mut self, sample: &Sample, host: &str) -> Result<()> {
+        self.writer.serialize(SampleRow::new(sample, host))?;
         self.writer.flush()?;
         self.writer.get_ref().sync_data()?;
         Ok(())
     }
 }
 
+fn has_host_column(path: &Path) -> Result<bool> {
+    let mut reader =
+        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
+    Ok(reader.headers()?.iter().any(|h| h == "host"))
+}
+
 /// Keeps only the samples `keep` accepts, rewriting `samples.csv` atomically
 /// (used by `--resume` to drop the partial samples of unfinished boots).
 pub fn retain_samples(dir: &Path, keep: impl Fn(&Sample) -> bool) -> Result<usize> {
-    let samples = read_samples(dir)?;
+    let samples = read_samples_with_hosts(dir)?;
     let tmp = dir.join(format!("{SAMPLES_FILE}.tmp"));
     let mut writer = csv::Writer::from_path(&tmp)?;
     let mut dropped = 0;
-    for s in &samples {
+    for (s, host) in &samples {
         if keep(s) {
-            writer.serialize(s)?;
+            writer.serialize(SampleRow::new(s, host))?;
         } else {
             dropped += 1;
         }
@@ -79,6 +184,15 @@ pub fn retain_samples(dir: &Path, keep: impl Fn(&Sample) -> bool) -> Result<usiz
 
 /// Reads every sample of a run directory.
 pub fn read_samples(dir: &Path) -> Result<Vec<Sample>> {
+    Ok(read_samples_with_hosts(dir)?
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect())
+}
+
+/// Reads every sample of a run directory with the host that measured it
+/// (empty for files written before samples named their host).
+pub fn read_samples_with_hosts(dir: &Path) -> Result<Vec<(Sample, String)>> {
     let path = dir.join(SAMPLES_FILE);
     if !path.exists() {
         return Ok(Vec::new());
@@ -86,12 +200,22 @@ pub fn read_samples(dir: &Path) -> Result<Vec<Sample>> {
     let mut reader =
         csv::Reader::from_path(&path).with_context(|| format!("opening {}", path.display()))?;
     let mut out = Vec::new();
-    for (i, row) in reader.deserialize().enumerate() {
+    for (i, row) in reader.deserialize::<SampleRow>().enumerate() {
         out.push(
-            row.with_context(|| format!("{}:{}: malformed sample row", path.display(), i + 2))?,
+            row.with_context(|| format!("{}:{}: malformed sample row", path.display(), i + 2))?
+                .split(),
         );
     }
     Ok(out)
+}
+
+/// The host of every sample, those without one (older files) taken to be
+/// the run's host from `meta.toml`.
+pub fn hosts_or(samples: Vec<(Sample, String)>, default: &str) -> (Vec<Sample>, Vec<String>) {
+    samples
+        .into_iter()
+        .map(|(s, h)| (s, if h.is_empty() { default.to_string() } else { h }))
+        .unzip()
 }
 
 /// What the report needs to know about the host.
@@ -132,7 +256,7 @@ impl HostInfo {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.0);
         HostInfo {
-            hostname: read("/proc/sys/kernel/hostname"),
+            hostname: this_host(),
             cpu_model: host_cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             memory_gib: (mem_kib / 1024.0 / 1024.0 * 10.0).round() / 10.0,
@@ -239,6 +363,37 @@ pub struct RunMeta {
     /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// For a shard's run (`run-shard`): which shard and what it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardMeta>,
+    /// For a merged run (`merge`): the shards it was made of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardRecord>,
+}
+
+/// A shard's run: which of how many, and its pieces of the suite.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardMeta {
+    pub index: u32,
+    pub count: u32,
+    /// The pieces, as `shard::Piece::describe` words them.
+    pub pieces: Vec<String>,
+}
+
+/// One shard of a merged run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    pub index: u32,
+    pub host: String,
+    /// The shard's run directory as given to merge.
+    pub dir: String,
+    pub pieces: Vec<String>,
+    pub boots: usize,
+    pub failed_boots: usize,
+    pub wall_s: f64,
+    pub accel: String,
+    pub timing: String,
+    pub complete: bool,
 }
 
 impl RunMeta {
@@ -293,8 +448,29 @@ mod tests {
         assert_eq!(read, vec![sample(0), sample(1)]);
         let text = std::fs::read_to_string(dir.path().join(SAMPLES_FILE)).unwrap();
         assert!(text.starts_with(
-            "suite,workload,metric,unit,higher_is_better,param,cpus,variant,boot,iteration,warmup,value,started_at\n"
+            "suite,workload,metric,unit,higher_is_better,param,cpus,variant,boot,iteration,warmup,value,started_at,host\n"
         ));
+    }
+
+    #[test]
+    fn files_without_a_host_column_still_read_and_take_the_run_host() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(SAMPLES_FILE),
+            "suite,workload,metric,unit,higher_is_better,param,cpus,variant,boot,iteration,warmup,value,started_at\n\
+             quick,hackbench,time,s,false,4,2,markers-on,1,0,true,0.5,2026-11-30T00:00:00Z\n",
+        )
+        .unwrap();
+        let (samples, hosts) = hosts_or(read_samples_with_hosts(dir.path()).unwrap(), "h1");
+        assert_eq!(samples, vec![sample(0)]);
+        assert_eq!(hosts, vec!["h1"]);
+        // A rewrite keeps each sample's host.
+        let mut w = SampleWriter::open_as(dir.path(), "h2").unwrap();
+        w.append(&sample(1)).unwrap();
+        drop(w);
+        retain_samples(dir.path(), |_| true).unwrap();
+        let (_, hosts) = hosts_or(read_samples_with_hosts(dir.path()).unwrap(), "h1");
+        assert_eq!(hosts, vec!["h1", "h2"]);
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub struct Suite {
     pub overrides: Vec<String>,
     /// The overrides as given, kept so a resumed run applies the same ones.
     pub override_settings: Overrides,
+    /// The part of the suite this run does (`run-shard`); `None` for all of it.
+    pub shard: Option<crate::shard::ShardSel>,
 }
 
 /// Command-line changes to a suite: to run a seed-scale suite at a size this
@@ -66,6 +68,11 @@ pub struct Overrides {
     /// difference found is noise (or a false positive).
     #[serde(default)]
     pub aa: bool,
+    /// Run only this shard of the suite (`run-shard K --shards N`). Not
+    /// listed with the overrides: every shard of one sweep has the same
+    /// overrides, and merge checks that they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardSel>,
 }
 
 /// How boots are ordered: always in blocks holding one boot of each variant
@@ -507,6 +514,11 @@ impl Suite {
             }
             self.overrides.push(format!("params={params:?}"));
         }
+        // Last: the split depends on the boots, CPU counts and params above.
+        if let Some(sel) = o.shard {
+            crate::shard::check(self, sel)?;
+            self.shard = Some(sel);
+        }
         Ok(())
     }
 
@@ -755,6 +767,7 @@ impl Suite {
             workloads,
             overrides: Vec::new(),
             override_settings: Overrides::default(),
+            shard: None,
         })
     }
 }

@@ -4,7 +4,7 @@
 pub mod format;
 
 use crate::plots::{PlotInput, RelPoint, SidePoint};
-use crate::samples::{read_samples, RunMeta, Sample};
+use crate::samples::{RunMeta, Sample};
 use crate::stats::{AnalysisConfig, Correction, PointAnalysis, PointInput};
 use anyhow::Result;
 use format::{decimals, escape_md, percent, signed, value};
@@ -229,9 +229,50 @@ pub struct Analysis {
 }
 
 pub fn analyse(meta: &RunMeta, samples: &[Sample]) -> Analysis {
+    let hosts = vec![meta.host.hostname.clone(); samples.len()];
+    analyse_with_hosts(meta, samples, &hosts)
+}
+
+/// [`analyse`] with the host that measured each sample (`hosts[i]` for
+/// `samples[i]`): points whose boots come from several hosts are analysed
+/// with the host as a blocking factor; the others exactly as on one machine.
+pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) -> Analysis {
     let names = side_names(meta);
     let tables = tables(samples, &names);
     let config = analysis_config(meta);
+    // The host of each boot of each point and side, in the boot order
+    // `tables` uses (ascending boot number), so it lines up with `sides`.
+    let mut boot_hosts: BTreeMap<(TableKey, u64, usize), BTreeMap<u32, String>> = BTreeMap::new();
+    for (s, host) in samples.iter().zip(hosts).filter(|(s, _)| !s.warmup) {
+        let Some(side) = names.iter().position(|v| *v == s.variant) else {
+            continue;
+        };
+        let key = TableKey {
+            workload: s.workload.clone(),
+            metric: s.metric.clone(),
+            cpus: s.cpus,
+        };
+        boot_hosts
+            .entry((key, s.param, side))
+            .or_default()
+            .insert(s.boot, host.clone());
+    }
+    let point_hosts: Vec<crate::stats::blocked::PointHosts> = tables
+        .iter()
+        .flat_map(|(k, points)| points.iter().map(move |p| (k, p)))
+        .map(|(k, p)| {
+            let side = |i: usize| -> Vec<String> {
+                boot_hosts
+                    .get(&(k.clone(), p.param, i))
+                    .map(|m| m.values().cloned().collect())
+                    .unwrap_or_default()
+            };
+            crate::stats::blocked::PointHosts {
+                a: side(0),
+                b: side(1),
+            }
+        })
+        .collect();
     let inputs: Vec<PointInput> = tables
         .values()
         .flatten()
@@ -241,7 +282,7 @@ pub fn analyse(meta: &RunMeta, samples: &[Sample]) -> Analysis {
             higher_is_better: p.higher_is_better,
         })
         .collect();
-    let results = crate::stats::analyze_sweep(&inputs, &config)
+    let results = crate::stats::analyze_sweep_with_hosts(&inputs, &point_hosts, &config)
         .map(|flat| {
             let mut flat = flat.into_iter();
             tables
@@ -515,6 +556,49 @@ fn render_analysis(
         let _ = writeln!(r);
     }
 
+    if let Some(shard) = &meta.shard {
+        let _ = writeln!(
+            r,
+            "Shard {} of {} of the suite (`markbench run-shard`), on host {}: both variants of {}.\n",
+            shard.index,
+            shard.count,
+            escape_md(&meta.host.hostname),
+            escape_md(&shard.pieces.join("; "))
+        );
+    }
+    if !meta.shards.is_empty() {
+        let mut hosts: Vec<&str> = meta.shards.iter().map(|s| s.host.as_str()).collect();
+        hosts.sort();
+        hosts.dedup();
+        let _ = writeln!(
+            r,
+            "Hosts: merged from {} shards run on {} host{} (`markbench merge`). Each shard booted \
+             both variants of its points, so every comparison is made within one host; where a \
+             point's boots come from several hosts, the host is a blocking factor (see Significance).\n\n\
+             | shard | host | points | boots | failed | wall [s] | accelerator | timing |\n\
+             |---:|---|---|---:|---:|---:|---|---|",
+            meta.shards.len(),
+            hosts.len(),
+            if hosts.len() == 1 { "" } else { "s" }
+        );
+        for s in &meta.shards {
+            let _ = writeln!(
+                r,
+                "| {} | {} | {} | {} | {} | {:.0} | {} | {} |",
+                s.index,
+                escape_md(&s.host),
+                escape_md(&s.pieces.join("; ")),
+                s.boots,
+                s.failed_boots,
+                s.wall_s,
+                escape_md(&s.accel),
+                // The mode only; what it measures is under "Timing" above.
+                escape_md(s.timing.split(':').next().unwrap_or_default())
+            );
+        }
+        let _ = writeln!(r);
+    }
+
     let _ = writeln!(r, "## Results\n");
     if tables.is_empty() {
         let _ = writeln!(r, "No samples were measured.\n");
@@ -596,6 +680,62 @@ fn render_analysis(
                     }
                 }
             }
+        }
+        let mut blocked = Vec::new();
+        for (key, list) in results {
+            for (a, p) in list.iter().zip(&tables[key]) {
+                let Some(b) = &a.host_blocking else { continue };
+                let strata: Vec<String> = b
+                    .strata
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} ({} + {} boots{})",
+                            escape_md(&s.host),
+                            s.boots_a,
+                            s.boots_b,
+                            s.relative_difference.map_or(
+                                ", one variant only: not used".to_string(),
+                                |d| format!(", {}%", percent(d * 100.0))
+                            )
+                        )
+                    })
+                    .collect();
+                blocked.push(format!(
+                    "- {} {} CPUs, {} {}: {}{}",
+                    escape_md(&key.workload),
+                    key.cpus,
+                    param_label(&key.workload),
+                    p.param,
+                    strata.join(", "),
+                    if b.applied {
+                        format!(
+                            "; combined {}%, {} degrees of freedom",
+                            percent((b.log_ratio.exp() - 1.0) * 100.0),
+                            b.df
+                        )
+                    } else {
+                        "; no host ran both variants, so the comparison is across hosts \
+                         (not blocked)"
+                            .to_string()
+                    }
+                ));
+            }
+        }
+        if !blocked.is_empty() {
+            let _ = writeln!(
+                r,
+                "**Host blocking**: these points' boots come from several hosts, so the host is a \
+                 blocking factor: on log boot means, the variants are compared within each host \
+                 that ran both, and the hosts' differences are combined with inverse-variance \
+                 weights (randomized block design; error from the spread within each host and \
+                 variant plus the hosts' disagreement, df = boots − hosts − 1). For them the \
+                 relative difference, its interval (a t interval, not the bootstrap) and the \
+                 p-value are the blocked ones, and no Mann-Whitney test is made. The table's \
+                 without/with means pool all hosts. Per host (baseline + candidate boots, \
+                 difference on that host):\n\n{}\n",
+                blocked.join("\n")
+            );
         }
         let same_kernel = meta.kernels.len() == 2
             && meta.kernels[0].build_key == meta.kernels[1].build_key
@@ -723,9 +863,12 @@ fn render_analysis(
 /// Renders `report.md` in a run directory from its files.
 pub fn write(dir: &Path) -> Result<PathBuf> {
     let meta = RunMeta::read(dir)?;
-    let samples = read_samples(dir)?;
+    let (samples, hosts) = crate::samples::hosts_or(
+        crate::samples::read_samples_with_hosts(dir)?,
+        &meta.host.hostname,
+    );
     let diffconfig = std::fs::read_to_string(dir.join(DIFFCONFIG_FILE)).ok();
-    let analysis = analyse(&meta, &samples);
+    let analysis = analyse_with_hosts(&meta, &samples, &hosts);
     let names = side_names(&meta);
     let plots_dir = dir.join(PLOTS_DIR);
     for (key, points) in &analysis.tables {

@@ -13,8 +13,11 @@
 //! - per sweep: Holm (or Benjamini–Hochberg) adjustment of the Welch p-values
 //!   ([`correction`]), then one verdict per point ([`verdict`]);
 //! - outliers are flagged, never dropped ([`outliers`]); an A/A sweep
-//!   calibrates the noise floor ([`calibration`]).
+//!   calibrates the noise floor ([`calibration`]);
+//! - boots from several hosts (a merged sweep): the host is a blocking
+//!   factor ([`blocked`]).
 
+pub mod blocked;
 pub mod bootstrap;
 pub mod calibration;
 pub mod correction;
@@ -141,7 +144,9 @@ pub struct PointAnalysis {
     /// `resamples = 0`.
     pub relative_difference_ci: Option<Interval>,
     /// Welch's t-test on boot means; `None` with fewer than two boots on a
-    /// side (never an invented p-value).
+    /// side (never an invented p-value). With host blocking applied, the
+    /// blocked t-test on log boot means (`mean_difference` is then the log
+    /// ratio D; its sign means the same).
     pub welch: Option<WelchTest>,
     /// Welch p-value adjusted over the sweep by `correction`.
     pub adjusted_p_value: Option<f64>,
@@ -150,6 +155,9 @@ pub struct PointAnalysis {
     pub verdict: Verdict,
     pub outliers_a: Vec<Outlier>,
     pub outliers_b: Vec<Outlier>,
+    /// Set when the point's boots come from several hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_blocking: Option<blocked::HostBlocking>,
 }
 
 impl PointAnalysis {
@@ -166,12 +174,37 @@ pub fn analyze_sweep(
     cfg: &AnalysisConfig,
 ) -> Result<Vec<PointAnalysis>, StatsError> {
     cfg.validate()?;
-    let mut results = points
+    let results = points
         .iter()
         .enumerate()
         .map(|(index, point)| analyze_point(index, point, cfg))
         .collect::<Result<Vec<_>, _>>()?;
+    Ok(decide_sweep(results, cfg))
+}
 
+/// [`analyze_sweep`] for points whose boots may come from several hosts
+/// (`hosts[i]` names the host of every boot of `points[i]`): a point measured
+/// on one host is analysed exactly as by [`analyze_sweep`]; on several, the
+/// host is a blocking factor ([`blocked`]).
+pub fn analyze_sweep_with_hosts(
+    points: &[PointInput<'_>],
+    hosts: &[blocked::PointHosts],
+    cfg: &AnalysisConfig,
+) -> Result<Vec<PointAnalysis>, StatsError> {
+    cfg.validate()?;
+    let mut results = Vec::with_capacity(points.len());
+    for (index, point) in points.iter().enumerate() {
+        let mut result = analyze_point(index, point, cfg)?;
+        if let Some(h) = hosts.get(index).filter(|h| h.several()) {
+            blocked::apply(&mut result, point, h, cfg);
+        }
+        results.push(result);
+    }
+    Ok(decide_sweep(results, cfg))
+}
+
+/// Adjusts the p-values over the sweep and gives each point its verdict.
+fn decide_sweep(mut results: Vec<PointAnalysis>, cfg: &AnalysisConfig) -> Vec<PointAnalysis> {
     let p_values: Vec<Option<f64>> = results.iter().map(PointAnalysis::p_value).collect();
     let adjusted = adjust_p_values(&p_values, cfg.correction);
     for (result, adjusted_p) in results.iter_mut().zip(adjusted) {
@@ -186,7 +219,7 @@ pub fn analyze_sweep(
             cfg.alpha,
         );
     }
-    Ok(results)
+    results
 }
 
 /// Everything that does not depend on the other points. The verdict is
@@ -240,6 +273,7 @@ fn analyze_point(
         verdict: Verdict::InsufficientData,
         outliers_a: modified_z_outliers(point.a),
         outliers_b: modified_z_outliers(point.b),
+        host_blocking: None,
         a,
         b,
     })
