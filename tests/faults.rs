@@ -1,5 +1,6 @@
 //! Faults, for real: a guest whose kernel panics (sysrq), one that hangs past
-//! its deadline, and one whose workload fails. Each is detected with a clear
+//! its deadline, one whose workload fails, and one whose workload exits
+//! leaving processes behind. Each is detected with a clear
 //! reason, recorded in the metadata and the report, the other boot of the run
 //! still completes, and `compare` exits 3.
 //!
@@ -90,6 +91,15 @@ fn panics_hangs_and_failing_workloads_are_detected_and_the_run_goes_on() {
             format!("if {FAULTY}; then exit 3; fi; true"),
             120,
             "exited with status 3",
+        ),
+        (
+            // The command exits but leaves a busy child holding its output
+            // (as hackbench does when a fork fails): a failed run, at once,
+            // not a hang until the deadline.
+            "orphans",
+            format!("if {FAULTY}; then (while :; do :; done) & fi; true"),
+            600,
+            "were still running (killed)",
         ),
     ];
     for (name, script, timeout, reason) in cases {

@@ -108,7 +108,7 @@ fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
                 before.insert(id, argv);
             }
             Directive::Setup { argv } => {
-                let (status, output) = execute(&argv).map_err(|e| format!("{argv:?}: {e}"))?;
+                let (status, output, _) = execute(&argv).map_err(|e| format!("{argv:?}: {e}"))?;
                 send(results, &Message::Setup { status, output });
                 if status != 0 {
                     return Err(format!("setup command {argv:?} exited with {status}"));
@@ -121,7 +121,7 @@ fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
             } => {
                 for iteration in 0..iterations {
                     if let Some(prepare) = before.get(&id) {
-                        let (status, output) =
+                        let (status, output, _) =
                             execute(prepare).map_err(|e| format!("{prepare:?}: {e}"))?;
                         if status != 0 {
                             return Err(format!(
@@ -156,14 +156,100 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-fn execute(argv: &[String]) -> std::io::Result<(i32, String)> {
-    let output = Command::new(&argv[0])
+// libc is linked anyway (the agent is a static glibc program); these two
+// calls are all the agent needs beyond std.
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+    fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+}
+const SIGKILL: i32 = 9;
+const WNOHANG: i32 = 1;
+
+/// Reaps every exited child: as PID 1 the agent inherits whatever a command
+/// orphaned, and unreaped zombies would keep their process ids taken.
+fn reap_zombies() {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid with a valid out-pointer; no other thread waits.
+        if unsafe { waitpid(-1, &mut status, WNOHANG) } <= 0 {
+            break;
+        }
+    }
+}
+
+/// Whether any process of the group is left (zombies the agent inherited
+/// are reaped first, so they do not count).
+fn group_alive(group: i32) -> bool {
+    reap_zombies();
+    // SAFETY: signal 0 only checks that the group exists.
+    unsafe { kill(-group, 0) == 0 }
+}
+
+/// Runs a command in a process group of its own and returns its exit code,
+/// its output (stdout then stderr) and the time until it exited.
+///
+/// When it exits while processes of its group still run (hackbench's parent
+/// dies on a failed fork, leaving its children waiting for a start signal
+/// that never comes), they are killed and the output says so: otherwise they
+/// would hold the output pipes open and the boot would hang until its
+/// deadline with nothing to show why.
+fn execute(argv: &[String]) -> std::io::Result<(i32, String, std::time::Duration)> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    let start = Instant::now();
+    let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::null())
-        .output()?;
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&output.stderr));
-    Ok((exit_code(output.status), text))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
+    let group = child.id() as i32;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let status = child.wait()?;
+    let elapsed = start.elapsed();
+    let leftovers = group_alive(group);
+    if leftovers {
+        // SAFETY: kills the command's own process group, nothing else.
+        unsafe { kill(-group, SIGKILL) };
+        let killed_at = Instant::now();
+        while group_alive(group) && killed_at.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    let mut text = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
+    text.push_str(&String::from_utf8_lossy(&stderr.join().unwrap_or_default()));
+    let mut code = exit_code(status);
+    if leftovers {
+        text.push_str(
+            "\nmarkbench-guest: the command exited but processes it started were still \
+             running (killed): the run is not a complete one\n",
+        );
+        if code == 0 {
+            code = 125;
+        }
+    }
+    Ok((code, text, elapsed))
 }
 
 /// CPU time (user, system) of all waited-for children of this process, in ns.
@@ -185,9 +271,7 @@ fn children_cpu_ns() -> (u64, u64) {
 
 fn timed_run(id: &str, iteration: u32, argv: &[String]) -> Result<RunRecord, String> {
     let (user_before, sys_before) = children_cpu_ns();
-    let start = Instant::now();
-    let (status, output) = execute(argv).map_err(|e| format!("starting {argv:?}: {e}"))?;
-    let elapsed = start.elapsed();
+    let (status, output, elapsed) = execute(argv).map_err(|e| format!("starting {argv:?}: {e}"))?;
     let (user_after, sys_after) = children_cpu_ns();
     Ok(RunRecord {
         id: id.to_string(),
