@@ -816,69 +816,17 @@ fn nightly(args: NightlyArgs) -> Result<i32> {
         println!("{summary}");
         return Ok(0);
     };
-    let out = dir.join("diff-baseline");
-    let warnings = crate::diff::diff(&baseline, &dir, args.variant.as_deref(), &out)?;
-    let diff_meta = crate::samples::RunMeta::read(&out)?;
-    let samples = crate::samples::read_samples(&out)?;
-    let analysis = report::analyse(&diff_meta, &samples);
-    let margin = analysis.config.margin;
-    let mut regressions = Vec::new();
-    let results = analysis
-        .results
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (key, list) in results {
-        for (a, p) in list.iter().zip(&analysis.tables[key]) {
-            let beyond = a.relative_difference.is_some_and(|r| {
-                let worse = if p.higher_is_better { -r } else { r };
-                worse > margin
-            });
-            if a.verdict == crate::stats::Verdict::Regression && beyond {
-                regressions.push(format!(
-                    "| {} | {} | {} {} | {} |",
-                    key.workload,
-                    key.cpus,
-                    report::param_label(&key.workload),
-                    p.param,
-                    report::format::percent(a.relative_difference.unwrap_or(f64::NAN) * 100.0)
-                ));
-            }
-        }
-    }
-    for w in &warnings {
-        summary.push_str(&format!("> **Warning**: {w}\n\n"));
-    }
-    let flat: Vec<_> = results.values().flatten().cloned().collect();
-    summary.push_str(&format!(
-        "Baseline `{}`, candidate `{}`: {}.\n\n",
-        baseline.display(),
-        dir.display(),
-        crate::stats::summary_line(&flat, &analysis.config)
-    ));
-    if regressions.is_empty() {
-        summary.push_str(&format!("**No regression beyond {}%.**\n", margin * 100.0));
-    } else {
-        summary.push_str(&format!(
-            "**{} significant regression(s) beyond {}%:**\n\n| workload | CPUs | point | change [%] |\n|---|---:|---|---:|\n{}\n",
-            regressions.len(),
-            margin * 100.0,
-            regressions.join("\n")
-        ));
-    }
-    summary.push_str(&format!(
-        "\nFull comparison: {}\n",
-        out.join(report::REPORT_FILE).display()
-    ));
-    std::fs::write(dir.join(NIGHTLY_SUMMARY), &summary)?;
-    println!("{summary}");
+    let gate = crate::nightly::gate(&baseline, &dir, args.variant.as_deref(), summary)?;
+    std::fs::write(dir.join(NIGHTLY_SUMMARY), &gate.summary)?;
+    println!("{}", gate.summary);
     if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
         let _ = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, summary.as_bytes()));
+            .and_then(|mut f| std::io::Write::write_all(&mut f, gate.summary.as_bytes()));
     }
-    Ok(if regressions.is_empty() { 0 } else { 1 })
+    Ok(gate.code)
 }
 
 /// The short markdown a nightly run leaves for a CI job page.

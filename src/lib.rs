@@ -8,6 +8,7 @@ pub mod diff;
 pub mod error;
 pub mod images;
 pub mod merge;
+pub mod nightly;
 pub mod plan;
 pub mod plots;
 pub mod prereq;

@@ -256,3 +256,48 @@ fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
         .unwrap_err();
     assert!(e.to_string().contains("no variant \"nope\""), "{e}");
 }
+
+/// The nightly gate's exit codes: 0 when the candidate is unchanged, 1 when
+/// it is really slower beyond the suite's margin, 0 again when it is slower
+/// by less than the margin (significant or not, it does not fail the night).
+#[test]
+fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, images) = setup(tmp.path());
+    let run = |name: &str, slow_factor: f64| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        let mut runner = FakeRunner {
+            slow_factor,
+            ..Default::default()
+        };
+        execute(&suite, &images, &accel(), &mut runner, &dir, None).unwrap();
+        dir
+    };
+    let baseline = run("baseline", 1.0);
+    let header = || "## nightly\n\n".to_string();
+
+    let same = markbench::nightly::gate(&baseline, &run("same", 1.0), None, header()).unwrap();
+    assert_eq!((same.code, same.regressions), (0, 0), "{}", same.summary);
+    assert!(
+        same.summary.contains("**No regression beyond 2%.**"),
+        "{}",
+        same.summary
+    );
+
+    let slower = markbench::nightly::gate(&baseline, &run("slower", 1.3), None, header()).unwrap();
+    assert_eq!(slower.code, 1, "{}", slower.summary);
+    // Every hackbench point at both CPU counts, and the ping flood.
+    assert_eq!(slower.regressions, 6, "{}", slower.summary);
+    assert!(slower
+        .summary
+        .contains("significant regression(s) beyond 2%"));
+    assert!(
+        slower.summary.contains("| hackbench | 2 |"),
+        "{}",
+        slower.summary
+    );
+
+    let within = markbench::nightly::gate(&baseline, &run("within", 1.01), None, header()).unwrap();
+    assert_eq!(within.code, 0, "{}", within.summary);
+}
