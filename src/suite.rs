@@ -512,6 +512,11 @@ impl Suite {
                     WorkloadSpec::KernelCompile(k) => k.params = params.clone(),
                 }
             }
+            for w in &self.workloads {
+                if let WorkloadSpec::Hackbench(h) = w {
+                    crate::workloads::hackbench::check(h).map_err(InputError::new)?;
+                }
+            }
             self.overrides.push(format!("params={params:?}"));
         }
         // Last: the split depends on the boots, CPU counts and params above.
@@ -652,6 +657,7 @@ impl Suite {
                             "hackbench: loops, fds and datasize must be at least 1".into(),
                         ));
                     }
+                    crate::workloads::hackbench::check(h).map_err(|m| err(span.clone(), m))?;
                 }
                 WorkloadSpec::Command(c) => {
                     if c.argv.first().is_none_or(|a| !a.starts_with('/'))
@@ -962,6 +968,27 @@ params = [2]
             other => panic!("parsed as {other:?}"),
         }
         assert_eq!(s.overrides, ["compile-scope=subset"]);
+    }
+
+    #[test]
+    fn hackbench_group_counts_beyond_the_guests_task_limit_are_refused() {
+        // The seed's largest point, 800 groups of 40 tasks, fits.
+        let mut s = parse(&GOOD.replace("params = [2, 4]", "params = [50, 800]")).unwrap();
+        let e = parse(&GOOD.replace("params = [2, 4]", "params = [2, 900]"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("s.toml:") && e.contains("-g 900 -f 20 starts 36000 tasks"),
+            "{e}"
+        );
+        let e = s
+            .apply(&Overrides {
+                params: Some(vec![1000]),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("-g 1000"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,44 @@ use crate::suite::{HackbenchMode, HackbenchSpec, HackbenchTransport};
 
 pub const PROGRAM: &str = "/usr/bin/hackbench";
 
+/// The most tasks one hackbench run may start in a guest. The guest kernels
+/// are tinyconfig-based (`CONFIG_BASE_SMALL`): pid_max starts at 4096 and can
+/// be raised to 32768 at most, of which the first 300 are not reused. 100
+/// groups (4000 tasks) fit once after boot and then failed to fork.
+pub const MAX_TASKS: u64 = 32_768 - 300 - 64;
+
+/// Tasks a run starts: each group has `fds` senders and `fds` receivers.
+pub fn tasks(spec: &HackbenchSpec, groups: u64) -> u64 {
+    groups * 2 * spec.fds
+}
+
+/// Why a sweep cannot run in the guest, if it cannot.
+pub fn check(spec: &HackbenchSpec) -> Result<(), String> {
+    match spec.params.iter().find(|&&g| tasks(spec, g) > MAX_TASKS) {
+        Some(&groups) => Err(format!(
+            "hackbench: -g {groups} -f {} starts {} tasks; the guest kernels allow at most {MAX_TASKS}",
+            spec.fds,
+            tasks(spec, groups)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Untimed, once per boot: raise pid_max to the kernel's limit (32768 in
+/// these kernels, whose default is 4096), so large group counts can fork.
+pub fn setup() -> Vec<crate::protocol::Directive> {
+    vec![crate::protocol::Directive::Setup {
+        argv: [
+            "/bin/busybox",
+            "sh",
+            "-c",
+            "echo 32768 > /proc/sys/kernel/pid_max",
+        ]
+        .map(String::from)
+        .to_vec(),
+    }]
+}
+
 pub fn command(spec: &HackbenchSpec, groups: u64) -> Vec<String> {
     let mut argv = vec![
         PROGRAM.to_string(),

@@ -35,7 +35,7 @@ impl Measurement {
 /// Untimed commands a boot runs before any step of this workload.
 pub fn setup(spec: &WorkloadSpec) -> Vec<Directive> {
     match spec {
-        WorkloadSpec::Hackbench(_) => Vec::new(),
+        WorkloadSpec::Hackbench(_) => hackbench::setup(),
         WorkloadSpec::PingFlood(_) => ping_flood::setup(),
         WorkloadSpec::Command(_) | WorkloadSpec::KernelCompile(_) => Vec::new(),
     }
