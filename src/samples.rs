@@ -179,6 +179,10 @@ pub struct BootRecord {
     pub host_load_before: f64,
     #[serde(default)]
     pub host_load_after: f64,
+    /// QEMU's `-seed` of the boot (icount mode): with the same kernel, image
+    /// and QEMU, booting with it again repeats the boot's figures exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_seed: Option<u64>,
 }
 
 impl BootRecord {
