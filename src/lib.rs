@@ -7,6 +7,7 @@ pub mod cli;
 pub mod diff;
 pub mod error;
 pub mod images;
+pub mod noise;
 pub mod plan;
 pub mod plots;
 pub mod prereq;
