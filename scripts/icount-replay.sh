@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots the noise-icount suite's baseline kernel TIMES times with the same
 # QEMU timing options and prints, per boot, the guest-timed nanoseconds of
-# RUNS runs of `hackbench -g 2 -l 20` and of a 2000-packet ping flood. Equal
+# RUNS runs of `hackbench -g 2 -l LOOPS` and of a PACKETS-packet ping flood. Equal
 # lines mean the options leave nothing of the host in the guest: the boot
 # repeats exactly. This is how the settings in README's "What makes icount
 # repeatable" table were told apart.
@@ -10,7 +10,8 @@
 #   scripts/icount-replay.sh -icount shift=4,sleep=off -rtc base=2020-01-01T00:00:00,clock=vm -seed 1
 #
 # Environment: TIMES (boots, default 2), RUNS (runs of each workload per
-# boot, default 6), CMDLINE (extra kernel arguments, e.g. norandmaps),
+# boot, default 6), LOOPS (hackbench loops, default 20), PACKETS (ping
+# packets, default 2000), CMDLINE (extra kernel arguments, e.g. norandmaps),
 # KERNEL (markers-off or markers-on, default markers-off).
 # Each boot takes about 20 s on an idle 2-core machine; the kernels and the
 # initramfs come from markbench's cache (built on first use).
@@ -33,8 +34,8 @@ t=$'\t'
 cat >"$work/root/job" <<EOF
 markbench-job 1
 setup${t}/bin/busybox${t}ip${t}link${t}set${t}lo${t}up
-run${t}hackbench${t}${runs}${t}/usr/bin/hackbench${t}-g${t}2${t}-l${t}20${t}-f${t}20${t}-s${t}100
-run${t}ping${t}${runs}${t}/usr/bin/ping${t}-f${t}-q${t}-n${t}-c${t}2000${t}-s${t}56${t}127.0.0.1
+run${t}hackbench${t}${runs}${t}/usr/bin/hackbench${t}-g${t}2${t}-l${t}${LOOPS:-20}${t}-f${t}20${t}-s${t}100
+run${t}ping${t}${runs}${t}/usr/bin/ping${t}-f${t}-q${t}-n${t}-c${t}${PACKETS:-2000}${t}-s${t}56${t}127.0.0.1
 EOF
 (cd "$work/root" && printf '.\n./job\n' | cpio --quiet -o -H newc -R 0:0 --reproducible >"$work/job.cpio")
 cat "$base" "$work/job.cpio" >"$work/initrd"
