@@ -49,8 +49,8 @@ pub struct BootRequest {
     pub accel: Accel,
     /// `Some(shift)`: guest time counts instructions (`-icount shift=N,sleep=off`, TCG only).
     pub icount_shift: Option<u32>,
-    /// QEMU's `-seed`: the guest's random numbers (RDRAND, RDSEED, the boot's
-    /// RNG seed) come from this seed instead of the host's entropy. With
+    /// QEMU's `-seed`: the random numbers QEMU hands the guest (RDRAND and
+    /// RDSEED of `-cpu max`) come from this seed instead of the host's. With
     /// icount nothing else of the host reaches the guest, so a boot with the
     /// same seed repeats bit for bit; `None` leaves them to the host.
     pub guest_seed: Option<u64>,
