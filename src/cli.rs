@@ -250,11 +250,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         } => crate::noise::command(
             &aa_dir,
             ab_dir.as_deref(),
-            &crate::noise::Targets {
-                max_between_boot_cov: target_pct / 100.0,
-                max_ci_half_width: target_pct / 100.0,
-                ..Default::default()
-            },
+            &crate::noise::Targets::at_pct(target_pct)?,
         ),
         Command::Nightly(args) => nightly(args),
         Command::Images(args) => images(args),

@@ -43,6 +43,22 @@ impl Default for Targets {
     }
 }
 
+impl Targets {
+    /// The default targets with both limits set to `pct` percent.
+    pub fn at_pct(pct: f64) -> Result<Targets, InputError> {
+        if !(pct > 0.0 && pct.is_finite()) {
+            return Err(InputError::new(format!(
+                "--target-pct must be a positive number of percent, got {pct}"
+            )));
+        }
+        Ok(Targets {
+            max_between_boot_cov: pct / 100.0,
+            max_ci_half_width: pct / 100.0,
+            ..Targets::default()
+        })
+    }
+}
+
 /// One point of a sweep: a workload's metric at a CPU count and parameter.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct PointKey {
@@ -512,6 +528,15 @@ mod tests {
         };
         let rows = evaluate(&[], &ab, &strict);
         assert_eq!(rows[0].ci_ok, Some(false));
+    }
+
+    #[test]
+    fn a_target_in_percent_sets_both_limits_and_must_be_positive() {
+        let t = Targets::at_pct(1.0).unwrap();
+        assert_eq!((t.max_between_boot_cov, t.max_ci_half_width), (0.01, 0.01));
+        assert_eq!(t.max_boots, 5);
+        assert!(Targets::at_pct(0.0).is_err());
+        assert!(Targets::at_pct(f64::NAN).is_err());
     }
 
     #[test]
