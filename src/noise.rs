@@ -351,7 +351,8 @@ fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
         } else {
             format!(", overrides {}", meta.overrides.join(" "))
         },
-        meta.timing
+        // The mode and its settings, without the explanation the report gives.
+        meta.timing.split(": ").next().unwrap_or_default()
     )
 }
 
