@@ -37,6 +37,8 @@ setup${t}/bin/busybox${t}ip${t}link${t}set${t}lo${t}up
 run${t}hackbench${t}${runs}${t}/usr/bin/hackbench${t}-g${t}2${t}-l${t}${LOOPS:-20}${t}-f${t}20${t}-s${t}100
 run${t}ping${t}${runs}${t}/usr/bin/ping${t}-f${t}-q${t}-n${t}-c${t}${PACKETS:-2000}${t}-s${t}56${t}127.0.0.1
 EOF
+# A fixed time: cpio records it, and a different initrd is a different boot.
+touch -d @1577836800 "$work/root/job" "$work/root"
 (cd "$work/root" && printf '.\n./job\n' | cpio --quiet -o -H newc -R 0:0 --reproducible >"$work/job.cpio")
 cat "$base" "$work/job.cpio" >"$work/initrd"
 
