@@ -31,3 +31,15 @@ lint:
 # beyond the suite's margin (0 none, 2 input error, 3 infrastructure failure).
 nightly *ARGS:
     cargo run --release -- nightly {{ARGS}}
+
+# The noise floor and resolution of icount timing: an A/A and an A/B run of
+# the noise-icount suite, then their figures against the 0.5% targets
+# (markbench noise-floor AA_DIR AB_DIR; exit 1 when a target is missed).
+noise-floor *ARGS:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cargo run --release -- compare --suite suites/noise-icount.toml --aa {{ARGS}}
+    aa=$(readlink -f reports/latest)
+    cargo run --release -- compare --suite suites/noise-icount.toml {{ARGS}}
+    ab=$(readlink -f reports/latest)
+    cargo run --release -- noise-floor "$aa" "$ab"

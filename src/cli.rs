@@ -70,6 +70,18 @@ pub enum Command {
         #[arg(long, default_value = "reports")]
         reports: PathBuf,
     },
+    /// Print the noise floor of an A/A run (CoV between and within boots) and
+    /// the resolution of an A/B run (95% CI half-width), PASS/FAIL against
+    /// the targets; exit 1 when one is missed.
+    NoiseFloor {
+        /// A run made with `compare --aa`.
+        aa_dir: PathBuf,
+        /// The comparison run of the same suite.
+        ab_dir: Option<PathBuf>,
+        /// Target in percent, for both the between-boot CoV and the CI half-width.
+        #[arg(long, default_value_t = 0.5)]
+        target_pct: f64,
+    },
     /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
     Setup {
         /// Only check; print the install command instead of running it.
@@ -310,6 +322,15 @@ pub fn run(cli: Cli) -> Result<i32> {
             println!("{}", out.join(report::REPORT_FILE).display());
             Ok(0)
         }
+        Command::NoiseFloor {
+            aa_dir,
+            ab_dir,
+            target_pct,
+        } => crate::noise::command(
+            &aa_dir,
+            ab_dir.as_deref(),
+            &crate::noise::Targets::at_pct(target_pct)?,
+        ),
         Command::Nightly(args) => nightly(args),
         Command::Plan(args) => shard_plan(args),
         Command::RunShard(args) => {

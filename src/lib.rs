@@ -9,6 +9,7 @@ pub mod error;
 pub mod images;
 pub mod merge;
 pub mod nightly;
+pub mod noise;
 pub mod plan;
 pub mod plots;
 pub mod prereq;

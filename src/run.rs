@@ -200,6 +200,8 @@ pub fn initial_meta(
 }
 
 /// Boots one unit and records its samples; returns its boot record.
+/// `attempt` counts retries of the unit (0 first).
+#[allow(clippy::too_many_arguments)]
 pub fn run_unit(
     suite: &Suite,
     unit: &Unit,
@@ -208,6 +210,7 @@ pub fn run_unit(
     runner: &mut dyn Runner,
     dir: &Path,
     writer: &mut SampleWriter,
+    attempt: u32,
 ) -> Result<BootRecord> {
     let log_name = format!(
         "logs/unit-{:03}-{}-{}cpu-boot{}.log",
@@ -235,6 +238,9 @@ pub fn run_unit(
         memory_mib: suite.memory_mib,
         accel: accel.accel,
         icount_shift: timing,
+        // Only icount keeps the host out of the guest otherwise; the retry of
+        // a hang gets a seed of its own, since the same one would hang again.
+        guest_seed: timing.map(|_| crate::vm::boot_seed(suite.seed, unit.index, attempt)),
         deadline: Duration::from_secs(suite.boot_timeout_s),
         console_log: dir.join(&log_name),
     };
@@ -315,6 +321,7 @@ pub fn run_unit(
         BootEnd::TimedOut { .. } | BootEnd::QemuFailed { .. } | BootEnd::Vanished { .. }
     );
     Ok(BootRecord {
+        guest_seed: request.guest_seed,
         retryable,
         host_load_before: 0.0,
         host_load_after: 0.0,
@@ -490,7 +497,7 @@ pub fn execute(
             unit.boot
         ));
         let load_before = host_load();
-        let mut record = run_unit(suite, unit, images, accel, runner, dir, &mut writer)?;
+        let mut record = run_unit(suite, unit, images, accel, runner, dir, &mut writer, 0)?;
         if record.retryable && !crate::vm::interrupted() {
             // A hang or a QEMU failure may be the host's doing: try once more,
             // after dropping whatever the failed attempt measured.
@@ -500,7 +507,7 @@ pub fn execute(
             crate::samples::retain_samples(dir, |s| unit_key(&s.variant, s.cpus, s.boot) != key)?;
             writer = SampleWriter::open(dir)?;
             let first = record.status.clone();
-            record = run_unit(suite, unit, images, accel, runner, dir, &mut writer)?;
+            record = run_unit(suite, unit, images, accel, runner, dir, &mut writer, 1)?;
             record.status = format!("{} (retried after: {first})", record.status);
         }
         record.host_load_before = load_before;

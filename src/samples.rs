@@ -303,6 +303,10 @@ pub struct BootRecord {
     pub host_load_before: f64,
     #[serde(default)]
     pub host_load_after: f64,
+    /// QEMU's `-seed` of the boot (icount mode): with the same kernel, image
+    /// and QEMU, booting with it again repeats the boot's figures exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_seed: Option<u64>,
 }
 
 impl BootRecord {
@@ -490,10 +494,28 @@ mod tests {
     #[test]
     fn meta_round_trips() {
         let dir = tempfile::tempdir().unwrap();
+        let boot = BootRecord {
+            unit: 0,
+            variant: "a".into(),
+            cpus: 1,
+            boot: 0,
+            status: "completed".into(),
+            ok: true,
+            wall_s: 20.0,
+            samples: 3,
+            console_log: "logs/unit-000.log".into(),
+            guest_kernel: "6.1".into(),
+            guest_cpus: "0".into(),
+            retryable: false,
+            host_load_before: 0.0,
+            host_load_after: 0.0,
+            guest_seed: Some(crate::vm::boot_seed(u64::MAX, 3, 1)),
+        };
         let meta = RunMeta {
             suite: "quick".into(),
             seed: 7,
             order: vec!["0 a 2 0".into()],
+            boots: vec![boot],
             ..Default::default()
         };
         meta.write(dir.path()).unwrap();

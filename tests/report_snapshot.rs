@@ -31,6 +31,7 @@ fn meta() -> RunMeta {
         retryable: false,
         host_load_before: 0.2,
         host_load_after: 1.9,
+        guest_seed: None,
     };
     RunMeta {
         suite: "snapshot".into(),

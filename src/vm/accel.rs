@@ -51,9 +51,12 @@ pub fn describe_timing(icount_shift: Option<u32>) -> String {
     match icount_shift {
         None => "wall: the guest's CLOCK_MONOTONIC runs on host time".into(),
         Some(shift) => format!(
-            "icount (shift={shift}, sleep=off): guest time counts executed instructions \
-             (2^{shift} ns each), so timings measure code-path length and barely move with host \
-             load; they cannot show cache, memory or timing effects"
+            "icount (shift={shift}, sleep=off, RTC from {} on guest time, a -seed per boot): \
+             guest time counts executed instructions (2^{shift} ns each), so timings measure \
+             code-path length and do not move with host load; each boot repeats exactly with \
+             its seed (in the Boots records of meta.toml); they cannot show cache, memory or \
+             timing effects",
+            super::qemu::ICOUNT_RTC_BASE
         ),
     }
 }
@@ -125,6 +128,7 @@ pub fn decide(
         memory_mib: 256,
         accel: Accel::Kvm,
         icount_shift: None,
+        guest_seed: None,
         deadline: Duration::from_secs(30),
         console_log: trial_log.to_path_buf(),
     };

@@ -19,6 +19,9 @@ pub const QEMU: &str = "qemu-system-x86_64";
 /// oops visible the same way.
 pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic rdinit=/init";
 
+/// Where the guest's RTC starts in icount mode: any fixed date will do.
+pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
+
 #[derive(Debug, Default)]
 pub struct QemuRunner;
 
@@ -57,13 +60,18 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
     ];
     if let Some(shift) = r.icount_shift {
         // sleep=off: idle guest time jumps ahead instead of waiting for the
-        // host; -rtc clock=vm keeps the RTC on guest time too.
+        // host (sleep=on lets host time into every idle period, and align=on
+        // needs it). The RTC runs on guest time from a fixed start, so the
+        // guest's wall clock does not depend on when the boot began either.
         args.extend([
             "-icount".into(),
             format!("shift={shift},sleep=off"),
             "-rtc".into(),
-            "clock=vm".into(),
+            format!("base={ICOUNT_RTC_BASE},clock=vm"),
         ]);
+    }
+    if let Some(seed) = r.guest_seed {
+        args.extend(["-seed".into(), seed.to_string()]);
     }
     args
 }
@@ -236,6 +244,7 @@ mod tests {
             memory_mib: 512,
             accel: Accel::Tcg,
             icount_shift: None,
+            guest_seed: None,
             deadline: Duration::from_secs(10),
             console_log: "/run/logs/boot.log".into(),
         }
@@ -262,11 +271,14 @@ mod tests {
     #[test]
     fn icount_mode_counts_instructions_and_keeps_the_rtc_on_guest_time() {
         let mut r = request();
-        assert!(!qemu_args(&r).iter().any(|a| a == "-icount"));
+        assert!(!qemu_args(&r).iter().any(|a| a == "-icount" || a == "-seed"));
         r.icount_shift = Some(4);
+        r.guest_seed = Some(12345);
         let joined = qemu_args(&r).join(" ");
         assert!(
-            joined.ends_with("-icount shift=4,sleep=off -rtc clock=vm"),
+            joined.ends_with(
+                "-icount shift=4,sleep=off -rtc base=2020-01-01T00:00:00,clock=vm -seed 12345"
+            ),
             "{joined}"
         );
     }

@@ -1,0 +1,561 @@
+//! `markbench noise-floor`: the figures that say how finely a timing mode
+//! resolves a kernel change on this machine, checked against targets.
+//!
+//! Two run directories go in. An A/A run (`compare --aa`: the same kernel on
+//! both sides) gives, per point, the coefficient of variation of the boot
+//! means (between boots) and the pooled within-boot CoV of each side: the
+//! noise floor. An A/B run (the real comparison) gives the 95% interval of
+//! the relative difference and its half-width: the resolution actually
+//! reached with the boots it took. Every figure comes from the same analysis
+//! the run's report uses ([`crate::report::analyse`]), so the two always agree.
+
+use crate::error::InputError;
+use crate::report::{param_label, Analysis, TableKey};
+use crate::samples::{read_samples, RunMeta};
+use crate::stats::PointAnalysis;
+use anyhow::Result;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What "good enough" means. The defaults are issue 7's targets for
+/// instruction-count timing: 0.5% between boots in A/A, and the hackbench
+/// difference resolved to ±0.5% with at most 5 boots per variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Targets {
+    /// Largest CoV of the boot means allowed on either side of an A/A point.
+    pub max_between_boot_cov: f64,
+    /// Largest half-width of the A/B interval of the relative difference.
+    pub max_ci_half_width: f64,
+    /// The interval must be reached with at most this many boots per side.
+    pub max_boots: usize,
+    /// Workloads whose A/B interval is a target; the others are shown only.
+    pub ci_workloads: Vec<String>,
+}
+
+impl Default for Targets {
+    fn default() -> Self {
+        Targets {
+            max_between_boot_cov: 0.005,
+            max_ci_half_width: 0.005,
+            max_boots: 5,
+            ci_workloads: vec!["hackbench".into()],
+        }
+    }
+}
+
+impl Targets {
+    /// The default targets with both limits set to `pct` percent.
+    pub fn at_pct(pct: f64) -> Result<Targets, InputError> {
+        if !(pct > 0.0 && pct.is_finite()) {
+            return Err(InputError::new(format!(
+                "--target-pct must be a positive number of percent, got {pct}"
+            )));
+        }
+        Ok(Targets {
+            max_between_boot_cov: pct / 100.0,
+            max_ci_half_width: pct / 100.0,
+            ..Targets::default()
+        })
+    }
+}
+
+/// One point of a sweep: a workload's metric at a CPU count and parameter.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PointKey {
+    pub workload: String,
+    pub metric: String,
+    pub cpus: u32,
+    pub param: u64,
+}
+
+/// The noise of one A/A point, per side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AaPoint {
+    pub key: PointKey,
+    pub boots: [usize; 2],
+    /// Standard deviation of the boot means over the mean.
+    pub between_boot_cov: [Option<f64>; 2],
+    /// Pooled within-boot standard deviation over the mean.
+    pub within_boot_cov: [Option<f64>; 2],
+}
+
+/// The resolution of one A/B point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AbPoint {
+    pub key: PointKey,
+    pub boots: [usize; 2],
+    /// B/A − 1.
+    pub relative_difference: Option<f64>,
+    /// The interval of B/A − 1 and its level (0.95 with the report's α).
+    pub interval: Option<(f64, f64, f64)>,
+}
+
+impl AbPoint {
+    pub fn half_width(&self) -> Option<f64> {
+        self.interval.map(|(lower, upper, _)| (upper - lower) / 2.0)
+    }
+}
+
+/// One line of the verdict: a point with whatever each run says about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub key: PointKey,
+    pub aa: Option<AaPoint>,
+    pub ab: Option<AbPoint>,
+    /// `None`: no A/A figure for this point.
+    pub between_ok: Option<bool>,
+    /// `None`: no A/B figure, or not a target for this workload.
+    pub ci_ok: Option<bool>,
+}
+
+fn points(analysis: &Analysis) -> Result<Vec<(PointKey, &PointAnalysis)>, String> {
+    let results = analysis.results.as_ref().map_err(Clone::clone)?;
+    let mut out = Vec::new();
+    for (key, list) in results {
+        let table = &analysis.tables[key];
+        for (point, a) in table.iter().zip(list) {
+            out.push((point_key(key, point.param), a));
+        }
+    }
+    Ok(out)
+}
+
+fn point_key(key: &TableKey, param: u64) -> PointKey {
+    PointKey {
+        workload: key.workload.clone(),
+        metric: key.metric.clone(),
+        cpus: key.cpus,
+        param,
+    }
+}
+
+/// The noise figures of every point of an A/A run.
+pub fn aa_points(analysis: &Analysis) -> Result<Vec<AaPoint>, String> {
+    Ok(points(analysis)?
+        .into_iter()
+        .map(|(key, a)| {
+            let cov = |variance: Option<f64>, mean: f64| {
+                variance
+                    .filter(|_| mean != 0.0)
+                    .map(|v| v.sqrt() / mean.abs())
+            };
+            AaPoint {
+                key,
+                boots: [a.a.n_boots, a.b.n_boots],
+                between_boot_cov: [
+                    cov(a.a.boot_means_variance, a.a.mean),
+                    cov(a.b.boot_means_variance, a.b.mean),
+                ],
+                within_boot_cov: [
+                    cov(a.a.within_boot_variance, a.a.mean),
+                    cov(a.b.within_boot_variance, a.b.mean),
+                ],
+            }
+        })
+        .collect())
+}
+
+/// The resolution figures of every point of an A/B run.
+pub fn ab_points(analysis: &Analysis) -> Result<Vec<AbPoint>, String> {
+    Ok(points(analysis)?
+        .into_iter()
+        .map(|(key, a)| AbPoint {
+            key,
+            boots: [a.a.n_boots, a.b.n_boots],
+            relative_difference: a.relative_difference,
+            interval: a
+                .relative_difference_ci
+                .map(|i| (i.lower, i.upper, i.level)),
+        })
+        .collect())
+}
+
+/// Joins the two runs point by point and checks each figure against the targets.
+pub fn evaluate(aa: &[AaPoint], ab: &[AbPoint], targets: &Targets) -> Vec<Row> {
+    let mut keys: Vec<PointKey> = aa
+        .iter()
+        .map(|p| p.key.clone())
+        .chain(ab.iter().map(|p| p.key.clone()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|key| {
+            let aa = aa.iter().find(|p| p.key == key).cloned();
+            let ab = ab.iter().find(|p| p.key == key).cloned();
+            // A side without a figure (one boot) cannot show it meets the target.
+            let between_ok = aa.as_ref().map(|p| {
+                p.between_boot_cov
+                    .iter()
+                    .all(|c| c.is_some_and(|c| c <= targets.max_between_boot_cov))
+            });
+            let ci_ok = ab
+                .as_ref()
+                .filter(|_| targets.ci_workloads.contains(&key.workload))
+                .map(|p| {
+                    p.boots.iter().all(|&b| b <= targets.max_boots)
+                        && p.half_width()
+                            .is_some_and(|h| h <= targets.max_ci_half_width)
+                });
+            Row {
+                key,
+                aa,
+                ab,
+                between_ok,
+                ci_ok,
+            }
+        })
+        .collect()
+}
+
+/// True when every figure that is a target meets it (and there is one).
+pub fn all_met(rows: &[Row]) -> bool {
+    let checks: Vec<bool> = rows
+        .iter()
+        .flat_map(|r| [r.between_ok, r.ci_ok])
+        .flatten()
+        .collect();
+    !checks.is_empty() && checks.iter().all(|&ok| ok)
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("–".into(), |v| format!("{:.2}%", v * 100.0))
+}
+
+fn signed_pct(v: f64) -> String {
+    format!("{:+.2}%", v * 100.0)
+}
+
+fn mark(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "PASS",
+        Some(false) => "FAIL",
+        None => "–",
+    }
+}
+
+/// The figures as a markdown table, then one line with the overall verdict.
+pub fn render(rows: &[Row], targets: &Targets) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| workload | CPUs | point | A/A CoV between boots (A / A′) | A/A CoV within a boot (A / A′) | ≤ {:.2}% | A/B difference [95% CI] | CI half-width | boots | ≤ {:.2}% |",
+        targets.max_between_boot_cov * 100.0,
+        targets.max_ci_half_width * 100.0
+    );
+    let _ = writeln!(out, "|---|---:|---|---:|---:|---|---:|---:|---:|---|");
+    for r in rows {
+        let pair = |v: [Option<f64>; 2]| format!("{} / {}", pct(v[0]), pct(v[1]));
+        let (between, within) = r.aa.as_ref().map_or(("–".into(), "–".into()), |p| {
+            (pair(p.between_boot_cov), pair(p.within_boot_cov))
+        });
+        let (difference, half, boots) = r.ab.as_ref().map_or(
+            ("–".to_string(), "–".to_string(), "–".to_string()),
+            |p| {
+                let difference = match (p.relative_difference, p.interval) {
+                    (Some(d), Some((lo, hi, level))) => format!(
+                        "{} [{}, {}]{}",
+                        signed_pct(d),
+                        signed_pct(lo),
+                        signed_pct(hi),
+                        if (level - 0.95).abs() > 1e-9 {
+                            format!(" ({:.0}%)", level * 100.0)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    (Some(d), None) => signed_pct(d),
+                    _ => "–".into(),
+                };
+                (
+                    difference,
+                    pct(p.half_width()),
+                    format!("{} / {}", p.boots[0], p.boots[1]),
+                )
+            },
+        );
+        let ci_mark = match (r.ci_ok, &r.ab) {
+            (None, Some(_)) => "(not a target)",
+            (ok, _) => mark(ok),
+        };
+        let _ = writeln!(
+            out,
+            "| {} {} | {} | {} {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.key.workload,
+            r.key.metric,
+            r.key.cpus,
+            param_label(&r.key.workload),
+            r.key.param,
+            between,
+            within,
+            mark(r.between_ok),
+            difference,
+            half,
+            boots,
+            ci_mark
+        );
+    }
+    let checks: Vec<bool> = rows
+        .iter()
+        .flat_map(|r| [r.between_ok, r.ci_ok])
+        .flatten()
+        .collect();
+    let met = checks.iter().filter(|&&ok| ok).count();
+    let _ = writeln!(
+        out,
+        "\n{}: {met} of {} targets met (A/A: between-boot CoV ≤ {:.2}% on every point; A/B: 95% CI \
+         half-width of the relative difference ≤ {:.2}% on {} with at most {} boots per variant)",
+        if all_met(rows) { "PASS" } else { "FAIL" },
+        checks.len(),
+        targets.max_between_boot_cov * 100.0,
+        targets.max_ci_half_width * 100.0,
+        targets.ci_workloads.join(", "),
+        targets.max_boots
+    );
+    out
+}
+
+/// The same kernel and command line on both sides?
+fn is_aa(meta: &RunMeta) -> bool {
+    meta.kernels.len() == 2
+        && meta.kernels[0].build_key == meta.kernels[1].build_key
+        && meta.kernels[0].cmdline == meta.kernels[1].cmdline
+}
+
+fn load(dir: &Path) -> Result<(RunMeta, Analysis)> {
+    if !dir.join(crate::samples::META_FILE).is_file() {
+        return Err(InputError::new(format!(
+            "{}: not a run directory (no {})",
+            dir.display(),
+            crate::samples::META_FILE
+        ))
+        .into());
+    }
+    let meta = RunMeta::read(dir)?;
+    let samples = read_samples(dir)?;
+    let analysis = crate::report::analyse(&meta, &samples);
+    Ok((meta, analysis))
+}
+
+fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
+    format!(
+        "{label}: {} ({}: {} vs {}; {} boots × {} iterations a side{}; {})",
+        dir.display(),
+        meta.suite,
+        meta.kernels.first().map_or("?", |k| k.variant.as_str()),
+        meta.kernels.get(1).map_or("?", |k| k.variant.as_str()),
+        meta.boots_per_variant,
+        meta.iterations,
+        if meta.overrides.is_empty() {
+            String::new()
+        } else {
+            format!(", overrides {}", meta.overrides.join(" "))
+        },
+        // The mode and its settings, without the explanation the report gives.
+        meta.timing.split(": ").next().unwrap_or_default()
+    )
+}
+
+/// `markbench noise-floor AA_DIR [AB_DIR]`: prints the figures and returns
+/// the exit status, 0 when every target is met and 1 when one is not.
+pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<i32> {
+    let (aa_meta, aa_analysis) = load(aa_dir)?;
+    if !is_aa(&aa_meta) {
+        return Err(InputError::new(format!(
+            "{}: not an A/A run (its two sides are different kernels or command lines); \
+             make one with `markbench compare --aa`",
+            aa_dir.display()
+        ))
+        .into());
+    }
+    let aa = aa_points(&aa_analysis)
+        .map_err(|e| InputError::new(format!("{}: {e}", aa_dir.display())))?;
+    println!("{}", describe("A/A", aa_dir, &aa_meta));
+    let ab = match ab_dir {
+        Some(dir) => {
+            let (meta, analysis) = load(dir)?;
+            if is_aa(&meta) {
+                eprintln!(
+                    "markbench: WARNING: {} is an A/A run: its interval is the noise, not a difference",
+                    dir.display()
+                );
+            }
+            if meta.suite != aa_meta.suite || meta.timing != aa_meta.timing {
+                eprintln!(
+                    "markbench: WARNING: the two runs differ in suite or timing mode ({} / {} against {} / {})",
+                    aa_meta.suite, aa_meta.timing, meta.suite, meta.timing
+                );
+            }
+            println!("{}", describe("A/B", dir, &meta));
+            ab_points(&analysis).map_err(|e| InputError::new(format!("{}: {e}", dir.display())))?
+        }
+        None => Vec::new(),
+    };
+    println!();
+    let rows = evaluate(&aa, &ab, targets);
+    print!("{}", render(&rows, targets));
+    Ok(if all_met(&rows) { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::samples::{KernelMeta, Sample};
+
+    /// Samples of one point: `boots[side][boot]` = that boot's iterations.
+    fn samples(workload: &str, param: u64, names: [&str; 2], boots: [&[&[f64]]; 2]) -> Vec<Sample> {
+        let mut out = Vec::new();
+        for (side, list) in boots.iter().enumerate() {
+            for (boot, values) in list.iter().enumerate() {
+                for (iteration, &value) in values.iter().enumerate() {
+                    out.push(Sample {
+                        suite: "noise".into(),
+                        workload: workload.into(),
+                        metric: "time".into(),
+                        unit: "s".into(),
+                        higher_is_better: false,
+                        param,
+                        cpus: 1,
+                        variant: names[side].into(),
+                        boot: boot as u32,
+                        iteration: iteration as u32,
+                        warmup: false,
+                        value,
+                        started_at: String::new(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn meta(names: [&str; 2], keys: [&str; 2]) -> RunMeta {
+        RunMeta {
+            suite: "noise".into(),
+            seed: 7,
+            kernels: names
+                .iter()
+                .zip(keys)
+                .map(|(n, k)| KernelMeta {
+                    variant: n.to_string(),
+                    build_key: k.into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    const AA: [&str; 2] = ["off", "off-again"];
+    const AB: [&str; 2] = ["off", "on"];
+
+    /// Boot means 1.00, 1.01, 0.99 (sd 0.01, so 1.00% between boots); each
+    /// boot ±0.02 around its mean (within-boot sd 0.02·√2, 2.83%).
+    const NOISY: &[&[f64]] = &[&[0.98, 1.02], &[0.99, 1.03], &[0.97, 1.01]];
+    /// Boot means 1.000, 1.002, 0.998: 0.20% between boots, 0.001·√2 (0.14%) within.
+    const QUIET: &[&[f64]] = &[&[0.999, 1.001], &[1.001, 1.003], &[0.997, 0.999]];
+
+    fn analysis(meta: &RunMeta, samples: &[Sample]) -> Analysis {
+        crate::report::analyse(meta, samples)
+    }
+
+    #[test]
+    fn aa_figures_are_the_cov_of_boot_means_and_the_pooled_within_boot_cov() {
+        let s = samples("hackbench", 2, AA, [NOISY, QUIET]);
+        let points = aa_points(&analysis(&meta(AA, ["k", "k"]), &s)).unwrap();
+        assert_eq!(points.len(), 1);
+        let p = &points[0];
+        assert_eq!(p.boots, [3, 3]);
+        let close = |x: Option<f64>, y: f64| (x.unwrap() - y).abs() < 1e-9;
+        assert!(close(p.between_boot_cov[0], 0.01), "{p:?}");
+        assert!(close(p.within_boot_cov[0], 0.02 * 2f64.sqrt()), "{p:?}");
+        assert!(close(p.between_boot_cov[1], 0.002), "{p:?}");
+        assert!(close(p.within_boot_cov[1], 0.001 * 2f64.sqrt()), "{p:?}");
+    }
+
+    #[test]
+    fn targets_pass_only_when_every_side_and_every_targeted_point_meets_them() {
+        let quiet_aa = samples("hackbench", 2, AA, [QUIET, QUIET]);
+        let mixed_aa = samples("hackbench", 2, AA, [QUIET, NOISY]);
+        let aa_meta = meta(AA, ["k", "k"]);
+        let targets = Targets::default();
+
+        let quiet = aa_points(&analysis(&aa_meta, &quiet_aa)).unwrap();
+        let rows = evaluate(&quiet, &[], &targets);
+        assert_eq!(rows[0].between_ok, Some(true));
+        assert_eq!(rows[0].ci_ok, None);
+        assert!(all_met(&rows));
+
+        // One noisy side is enough to miss the A/A target.
+        let mixed = aa_points(&analysis(&aa_meta, &mixed_aa)).unwrap();
+        let rows = evaluate(&mixed, &[], &targets);
+        assert_eq!(rows[0].between_ok, Some(false));
+        assert!(!all_met(&rows));
+        assert!(render(&rows, &targets).contains("FAIL: 0 of 1 targets met"));
+    }
+
+    #[test]
+    fn the_ab_interval_is_a_target_for_the_named_workloads_within_the_boot_budget() {
+        // B is A shifted by +5%: the interval sits around +5%.
+        let shifted: Vec<Vec<f64>> = QUIET
+            .iter()
+            .map(|b| b.iter().map(|v| v * 1.05).collect())
+            .collect();
+        let shifted: Vec<&[f64]> = shifted.iter().map(Vec::as_slice).collect();
+        let mut s = samples("hackbench", 2, AB, [QUIET, &shifted]);
+        s.extend(samples("ping-flood", 2000, AB, [NOISY, NOISY]));
+        let ab = ab_points(&analysis(&meta(AB, ["k1", "k2"]), &s)).unwrap();
+        let hb = ab.iter().find(|p| p.key.workload == "hackbench").unwrap();
+        let (lower, upper, level) = hb.interval.unwrap();
+        assert!(lower < 0.05 && 0.05 < upper && level == 0.95, "{hb:?}");
+        assert!(hb.half_width().unwrap() < 0.005, "{hb:?}");
+
+        let targets = Targets::default();
+        let rows = evaluate(&[], &ab, &targets);
+        let row = |w: &str| rows.iter().find(|r| r.key.workload == w).unwrap();
+        assert_eq!(row("hackbench").ci_ok, Some(true));
+        // ping-flood is shown, not judged.
+        assert_eq!(row("ping-flood").ci_ok, None);
+        assert!(row("ping-flood").ab.as_ref().unwrap().half_width().unwrap() > 0.005);
+        assert!(all_met(&rows));
+        let text = render(&rows, &targets);
+        assert!(text.contains("(not a target)"), "{text}");
+        assert!(text.starts_with("| workload |"), "{text}");
+
+        // The same interval with more boots than allowed does not count.
+        let strict = Targets {
+            max_boots: 2,
+            ..Targets::default()
+        };
+        let rows = evaluate(&[], &ab, &strict);
+        assert_eq!(rows[0].ci_ok, Some(false));
+    }
+
+    #[test]
+    fn a_target_in_percent_sets_both_limits_and_must_be_positive() {
+        let t = Targets::at_pct(1.0).unwrap();
+        assert_eq!((t.max_between_boot_cov, t.max_ci_half_width), (0.01, 0.01));
+        assert_eq!(t.max_boots, 5);
+        assert!(Targets::at_pct(0.0).is_err());
+        assert!(Targets::at_pct(f64::NAN).is_err());
+    }
+
+    #[test]
+    fn no_figures_is_not_a_pass() {
+        assert!(!all_met(&[]));
+    }
+
+    #[test]
+    fn the_command_refuses_an_ab_run_as_the_aa_run() {
+        let dir = tempfile::tempdir().unwrap();
+        meta(AB, ["k1", "k2"]).write(dir.path()).unwrap();
+        let mut w = crate::samples::SampleWriter::open(dir.path()).unwrap();
+        for s in samples("hackbench", 2, AB, [QUIET, QUIET]) {
+            w.append(&s).unwrap();
+        }
+        drop(w);
+        let e = command(dir.path(), None, &Targets::default()).unwrap_err();
+        assert!(e.downcast_ref::<InputError>().is_some(), "{e:#}");
+        assert!(format!("{e}").contains("not an A/A run"), "{e}");
+    }
+}
