@@ -287,14 +287,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Report { dir } => {
-            if !dir.join(crate::samples::META_FILE).is_file() {
-                return Err(InputError::new(format!(
-                    "{}: not a run directory (no {})",
-                    dir.display(),
-                    crate::samples::META_FILE
-                ))
-                .into());
-            }
+            crate::samples::require_run_dir(&dir)?;
             let path = report::write(&dir)?;
             println!("{}", path.display());
             Ok(0)

@@ -9,7 +9,7 @@
 //! timing mode, suite, kernels) are listed as warnings at the top.
 
 use crate::error::InputError;
-use crate::samples::{read_samples_with_hosts, KernelMeta, RunMeta, SampleWriter, META_FILE};
+use crate::samples::{read_samples_with_hosts, KernelMeta, RunMeta, SampleWriter};
 use anyhow::Result;
 use std::path::Path;
 
@@ -49,13 +49,7 @@ pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String
 }
 
 fn read_run(dir: &Path) -> Result<RunMeta> {
-    if !dir.join(META_FILE).is_file() {
-        return Err(InputError::new(format!(
-            "{}: not a run directory (no {META_FILE})",
-            dir.display()
-        ))
-        .into());
-    }
+    crate::samples::require_run_dir(dir)?;
     RunMeta::read(dir)
 }
 

@@ -37,13 +37,7 @@ struct ShardRun {
 }
 
 fn read_shard(dir: &Path) -> Result<ShardRun> {
-    if !dir.join(META_FILE).is_file() {
-        return Err(InputError::new(format!(
-            "{}: not a run directory (no {META_FILE})",
-            dir.display()
-        ))
-        .into());
-    }
+    crate::samples::require_run_dir(dir)?;
     let meta = RunMeta::read(dir).map_err(|e| InputError::new(format!("{e:#}")))?;
     let Some(shard) = &meta.shard else {
         return Err(InputError::new(format!(

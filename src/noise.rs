@@ -323,14 +323,7 @@ fn is_aa(meta: &RunMeta) -> bool {
 }
 
 fn load(dir: &Path) -> Result<(RunMeta, Analysis)> {
-    if !dir.join(crate::samples::META_FILE).is_file() {
-        return Err(InputError::new(format!(
-            "{}: not a run directory (no {})",
-            dir.display(),
-            crate::samples::META_FILE
-        ))
-        .into());
-    }
+    crate::samples::require_run_dir(dir)?;
     let meta = RunMeta::read(dir)?;
     let samples = read_samples(dir)?;
     let analysis = crate::report::analyse(&meta, &samples);

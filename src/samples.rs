@@ -10,6 +10,19 @@ use std::path::{Path, PathBuf};
 pub const SAMPLES_FILE: &str = "samples.csv";
 pub const META_FILE: &str = "meta.toml";
 
+/// Input error unless `dir` holds a run's meta.toml: commands that read a run
+/// say so plainly instead of failing on a missing file.
+pub fn require_run_dir(dir: &Path) -> Result<(), crate::error::InputError> {
+    if dir.join(META_FILE).is_file() {
+        Ok(())
+    } else {
+        Err(crate::error::InputError::new(format!(
+            "{}: not a run directory (no {META_FILE})",
+            dir.display()
+        )))
+    }
+}
+
 /// One measured iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
