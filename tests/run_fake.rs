@@ -1,74 +1,20 @@
 //! The run loop without QEMU: a fake guest answers every boot, so the order,
 //! the durability of samples, resuming and the lock are checked exactly.
 
-use markbench::images::initramfs::BaseImage;
-use markbench::images::kernel::KernelImage;
+mod common;
+
+use common::{accel, images, SUITE};
 use markbench::run::{execute, Images, RunLock};
 use markbench::samples::{read_samples, RunMeta, SampleWriter};
 use markbench::suite::{project_root, Suite};
-use markbench::vm::accel::AccelDecision;
 use markbench::vm::fake::FakeRunner;
-use markbench::vm::Accel;
 use std::path::Path;
-
-const SUITE: &str = r#"
-name = "fake"
-boots = 3
-iterations = 2
-warmup = 1
-cpus = [1, 2]
-seed = 5
-[[variant]]
-name = "off"
-kernel = "markers-off"
-[[variant]]
-name = "on"
-kernel = "markers-on"
-cmdline = "slow"
-[[workload]]
-kind = "hackbench"
-params = [2, 8]
-[[workload]]
-kind = "ping-flood"
-params = [2000]
-"#;
 
 fn setup(dir: &Path) -> (Suite, Images) {
     let suite_path = dir.join("fake.toml");
     std::fs::write(&suite_path, SUITE).unwrap();
     let suite = Suite::load(&suite_path, &project_root().join("vm-images")).unwrap();
-    let base = dir.join("base.cpio");
-    std::fs::write(&base, b"not really an initramfs").unwrap();
-    let kernel = |name: &str| KernelImage {
-        name: name.into(),
-        key: format!("{name}-key-0123456789abcdef"),
-        dir: dir.into(),
-        bzimage: dir.join(format!("{name}.bzImage")),
-        config: dir.join("config"),
-        build_log: dir.join("build.log"),
-        source_identity: "test".into(),
-        compiler: "gcc".into(),
-        fragment_sha256: Default::default(),
-        config_sha256: "0".into(),
-        build_seconds: 0.0,
-    };
-    let images = Images {
-        kernels: [kernel("markers-off"), kernel("markers-on")],
-        base: BaseImage {
-            path: base,
-            key: "k".into(),
-        },
-        diffconfig: " FTRACE n -> y\n".into(),
-        extra_archives: Vec::new(),
-    };
-    (suite, images)
-}
-
-fn accel() -> AccelDecision {
-    AccelDecision {
-        accel: Accel::Tcg,
-        reason: "test".into(),
-    }
+    (suite, images(dir))
 }
 
 fn run_dir(root: &Path) -> std::path::PathBuf {

@@ -2,38 +2,15 @@
 //! suite split over shards (and "hosts") can be merged and compared with the
 //! same suite run on one machine exactly.
 
-use markbench::images::initramfs::BaseImage;
-use markbench::images::kernel::KernelImage;
-use markbench::run::{execute, Images};
+mod common;
+
+use common::{accel, images, SUITE};
+use markbench::run::execute;
 use markbench::samples::{read_samples_with_hosts, RunMeta, SampleWriter, SAMPLES_FILE};
 use markbench::shard::ShardSel;
 use markbench::suite::{project_root, Overrides, Suite};
-use markbench::vm::accel::AccelDecision;
 use markbench::vm::fake::FakeRunner;
-use markbench::vm::Accel;
 use std::path::{Path, PathBuf};
-
-const SUITE: &str = r#"
-name = "fake"
-boots = 3
-iterations = 2
-warmup = 1
-cpus = [1, 2]
-seed = 5
-[[variant]]
-name = "off"
-kernel = "markers-off"
-[[variant]]
-name = "on"
-kernel = "markers-on"
-cmdline = "slow"
-[[workload]]
-kind = "hackbench"
-params = [2, 8]
-[[workload]]
-kind = "ping-flood"
-params = [2000]
-"#;
 
 fn suite(dir: &Path, text: &str, shard: Option<ShardSel>) -> Suite {
     let path = dir.join("fake.toml");
@@ -46,40 +23,6 @@ fn suite(dir: &Path, text: &str, shard: Option<ShardSel>) -> Suite {
         })
         .unwrap();
     suite
-}
-
-fn images(dir: &Path) -> Images {
-    let base = dir.join("base.cpio");
-    std::fs::write(&base, b"not really an initramfs").unwrap();
-    let kernel = |name: &str| KernelImage {
-        name: name.into(),
-        key: format!("{name}-key-0123456789abcdef"),
-        dir: dir.into(),
-        bzimage: dir.join(format!("{name}.bzImage")),
-        config: dir.join("config"),
-        build_log: dir.join("build.log"),
-        source_identity: "test".into(),
-        compiler: "gcc".into(),
-        fragment_sha256: Default::default(),
-        config_sha256: "0".into(),
-        build_seconds: 0.0,
-    };
-    Images {
-        kernels: [kernel("markers-off"), kernel("markers-on")],
-        base: BaseImage {
-            path: base,
-            key: "k".into(),
-        },
-        diffconfig: " FTRACE n -> y\n".into(),
-        extra_archives: Vec::new(),
-    }
-}
-
-fn accel() -> AccelDecision {
-    AccelDecision {
-        accel: Accel::Tcg,
-        reason: "test".into(),
-    }
 }
 
 /// Runs the whole suite (`shard` None) or one shard into `root/name`.

@@ -1,0 +1,70 @@
+//! What the tests that drive the run loop with the fake guest share: the
+//! suite they run, stand-in images, and the accelerator decision.
+
+#![allow(dead_code)]
+
+use markbench::images::initramfs::BaseImage;
+use markbench::images::kernel::KernelImage;
+use markbench::run::Images;
+use markbench::vm::accel::AccelDecision;
+use markbench::vm::Accel;
+use std::path::Path;
+
+/// Two CPU counts, two workloads; the "on" variant boots with `slow` in its
+/// command line, which the fake guest reads as its cue to be slower.
+pub const SUITE: &str = r#"
+name = "fake"
+boots = 3
+iterations = 2
+warmup = 1
+cpus = [1, 2]
+seed = 5
+[[variant]]
+name = "off"
+kernel = "markers-off"
+[[variant]]
+name = "on"
+kernel = "markers-on"
+cmdline = "slow"
+[[workload]]
+kind = "hackbench"
+params = [2, 8]
+[[workload]]
+kind = "ping-flood"
+params = [2000]
+"#;
+
+/// Images that only the fake guest accepts: no kernel was built.
+pub fn images(dir: &Path) -> Images {
+    let base = dir.join("base.cpio");
+    std::fs::write(&base, b"not really an initramfs").unwrap();
+    let kernel = |name: &str| KernelImage {
+        name: name.into(),
+        key: format!("{name}-key-0123456789abcdef"),
+        dir: dir.into(),
+        bzimage: dir.join(format!("{name}.bzImage")),
+        config: dir.join("config"),
+        build_log: dir.join("build.log"),
+        source_identity: "test".into(),
+        compiler: "gcc".into(),
+        fragment_sha256: Default::default(),
+        config_sha256: "0".into(),
+        build_seconds: 0.0,
+    };
+    Images {
+        kernels: [kernel("markers-off"), kernel("markers-on")],
+        base: BaseImage {
+            path: base,
+            key: "k".into(),
+        },
+        diffconfig: " FTRACE n -> y\n".into(),
+        extra_archives: Vec::new(),
+    }
+}
+
+pub fn accel() -> AccelDecision {
+    AccelDecision {
+        accel: Accel::Tcg,
+        reason: "test".into(),
+    }
+}
