@@ -1025,16 +1025,35 @@ params = [2]
     }
 
     #[test]
-    fn shipped_suites_parse() {
+    fn shipped_suites_parse_and_plan() {
         let dir = project_root().join("suites");
-        let mut seen = 0;
+        let mut seen = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
-                Suite::load(&path, &images()).unwrap_or_else(|e| panic!("{e}"));
-                seen += 1;
+                let suite = Suite::load(&path, &images()).unwrap_or_else(|e| panic!("{e}"));
+                let units = crate::plan::expand(&suite);
+                let boots = suite.boots as usize * suite.cpus.len();
+                for side in 0..2 {
+                    let on_side = units.iter().filter(|u| u.side == side).count();
+                    assert_eq!(on_side, boots, "{}", path.display());
+                }
+                assert!(units.iter().all(|u| !u.steps.is_empty()));
+                seen.push(suite.name);
             }
         }
-        assert!(seen >= 1);
+        seen.sort();
+        for name in [
+            "active-tracing",
+            "ia64-2008",
+            "noise-icount",
+            "quick",
+            "x86-2006",
+        ] {
+            assert!(
+                seen.iter().any(|s| s == name),
+                "{name} missing from {seen:?}"
+            );
+        }
     }
 }
