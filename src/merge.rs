@@ -226,15 +226,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
         let (samples, sample_hosts) =
             hosts_or(read_samples_with_hosts(&run.dir)?, &run.meta.host.hostname);
         for (s, host) in samples.iter().zip(&sample_hosts) {
-            let key = (
-                s.variant.clone(),
-                s.cpus,
-                s.boot,
-                s.workload.clone(),
-                s.param,
-                s.metric.clone(),
-                s.iteration,
-            );
+            let key = s.identity();
             if let Some(other) = measured.insert(key, run.index) {
                 return Err(InputError::new(format!(
                     "{}: {} {} {} on {} CPUs, {} boot {} iteration {} is also in shard {other}",

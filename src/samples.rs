@@ -42,6 +42,24 @@ pub struct Sample {
     pub started_at: String,
 }
 
+/// What names one sample within a run: two samples with the same identity
+/// are the same measurement (recorded twice if both are present).
+pub type SampleIdentity = (String, u32, u32, String, u64, String, u32);
+
+impl Sample {
+    pub fn identity(&self) -> SampleIdentity {
+        (
+            self.variant.clone(),
+            self.cpus,
+            self.boot,
+            self.workload.clone(),
+            self.param,
+            self.metric.clone(),
+            self.iteration,
+        )
+    }
+}
+
 /// A row of `samples.csv`: a sample and the host that measured it. The
 /// host is a column of the file rather than a field of [`Sample`] because it
 /// belongs to the file's provenance (merged shards come from several hosts);

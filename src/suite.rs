@@ -482,10 +482,9 @@ impl Suite {
                     k.driver = None;
                 }
             }
-            let name = match scope {
-                CompileScope::Subset => "subset",
-                CompileScope::Full => "full",
-            };
+            let name = clap::ValueEnum::to_possible_value(&scope)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
             self.overrides.push(format!("compile-scope={name}"));
         }
         if let Some(seed) = o.seed {

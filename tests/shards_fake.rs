@@ -102,17 +102,7 @@ fn merged_shards_report_like_one_machine_and_find_the_same_regressions() {
 
     let mut a = markbench::samples::read_samples(&whole).unwrap();
     let mut b = markbench::samples::read_samples(&out).unwrap();
-    let key = |s: &markbench::samples::Sample| {
-        (
-            s.variant.clone(),
-            s.cpus,
-            s.boot,
-            s.workload.clone(),
-            s.param,
-            s.metric.clone(),
-            s.iteration,
-        )
-    };
+    let key = markbench::samples::Sample::identity;
     a.sort_by_key(key);
     b.sort_by_key(key);
     assert_eq!(a.len(), b.len());

@@ -185,6 +185,18 @@ fn group_alive(group: i32) -> bool {
     unsafe { kill(-group, 0) == 0 }
 }
 
+/// Reads a child's pipe to its end on a thread of its own, so stdout and
+/// stderr cannot block each other.
+fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
 /// Runs a command in a process group of its own and returns its exit code,
 /// its output (stdout then stderr) and the time until it exited.
 ///
@@ -194,7 +206,6 @@ fn group_alive(group: i32) -> bool {
 /// would hold the output pipes open and the boot would hang until its
 /// deadline with nothing to show why.
 fn execute(argv: &[String]) -> std::io::Result<(i32, String, std::time::Duration)> {
-    use std::io::Read;
     use std::os::unix::process::CommandExt;
     let start = Instant::now();
     let mut child = Command::new(&argv[0])
@@ -205,27 +216,8 @@ fn execute(argv: &[String]) -> std::io::Result<(i32, String, std::time::Duration
         .process_group(0)
         .spawn()?;
     let group = child.id() as i32;
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let status = child.wait()?;
     let elapsed = start.elapsed();
     let leftovers = group_alive(group);

@@ -25,6 +25,17 @@ pub struct TableKey {
     pub cpus: u32,
 }
 
+impl TableKey {
+    /// The table a sample belongs in.
+    pub fn of(s: &Sample) -> TableKey {
+        TableKey {
+            workload: s.workload.clone(),
+            metric: s.metric.clone(),
+            cpus: s.cpus,
+        }
+    }
+}
+
 /// The measured (non-warm-up) values of one point, per side, grouped by boot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
@@ -73,11 +84,7 @@ pub fn tables(samples: &[Sample], variants: &[String; 2]) -> BTreeMap<TableKey, 
         let Some(side) = variants.iter().position(|v| *v == s.variant) else {
             continue;
         };
-        let key = TableKey {
-            workload: s.workload.clone(),
-            metric: s.metric.clone(),
-            cpus: s.cpus,
-        };
+        let key = TableKey::of(s);
         let entry = grouped
             .entry((key, s.param))
             .or_insert_with(|| (s.unit.clone(), s.higher_is_better, Default::default()));
@@ -247,11 +254,7 @@ pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) 
         let Some(side) = names.iter().position(|v| *v == s.variant) else {
             continue;
         };
-        let key = TableKey {
-            workload: s.workload.clone(),
-            metric: s.metric.clone(),
-            cpus: s.cpus,
-        };
+        let key = TableKey::of(s);
         boot_hosts
             .entry((key, s.param, side))
             .or_default()
