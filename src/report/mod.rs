@@ -407,6 +407,62 @@ pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> S
     render_analysis(meta, samples, diffconfig, &analyse(meta, samples), false)
 }
 
+/// One line on whether the bootstrap interval, the second opinion, agrees
+/// with the report's t interval about each point: both exclude zero, or
+/// neither does. Disagreements are named, since a maintainer should look at
+/// those points' boots before trusting either.
+fn bootstrap_agreement(
+    results: &BTreeMap<TableKey, Vec<PointAnalysis>>,
+    tables: &BTreeMap<TableKey, Vec<Point>>,
+) -> String {
+    let (mut compared, mut few_boots) = (0, false);
+    let mut disagreements = Vec::new();
+    for (key, list) in results {
+        for (a, p) in list.iter().zip(&tables[key]) {
+            let (Some(t), Some(bootstrap)) = (a.relative_difference_ci, a.bootstrap_ci) else {
+                continue;
+            };
+            compared += 1;
+            few_boots |= a.a.n_boots.min(a.b.n_boots) < 5;
+            if t.contains(0.0) != bootstrap.contains(0.0) {
+                disagreements.push(format!(
+                    "{} {} CPUs, {} {}: t {}% … {}%, bootstrap {}% … {}%",
+                    escape_md(&key.workload),
+                    key.cpus,
+                    param_label(&key.workload),
+                    p.param,
+                    percent(t.lower * 100.0),
+                    percent(t.upper * 100.0),
+                    percent(bootstrap.lower * 100.0),
+                    percent(bootstrap.upper * 100.0)
+                ));
+            }
+        }
+    }
+    if compared == 0 {
+        return String::new();
+    }
+    let caveat = if few_boots {
+        " With fewer than 5 boots a side the bootstrap cannot reach past the most extreme \
+         resample and runs narrow; the t interval is the one to read."
+    } else {
+        ""
+    };
+    if disagreements.is_empty() {
+        format!(
+            "The bootstrap interval agrees with the t interval about zero on all {compared} \
+             points.{caveat}\n"
+        )
+    } else {
+        format!(
+            "The bootstrap interval disagrees with the t interval about zero on {} of \
+             {compared} points: {}.{caveat}\n",
+            disagreements.len(),
+            disagreements.join("; ")
+        )
+    }
+}
+
 fn render_analysis(
     meta: &RunMeta,
     samples: &[Sample],
@@ -647,11 +703,14 @@ fn render_analysis(
         r,
         "Boots are the independent unit; iterations within a boot are nested in them \
          (Kalibera & Jones, ISMM 2013). Per point: the difference of means with a 95% interval \
-         of the relative difference (B/A − 1) from a hierarchical bootstrap (boots, then \
-         iterations within them; {} resamples, seed {}); a Welch t-test on boot means, its \
-         p-value adjusted over all {} points of this report ({}); Mann-Whitney U as a second \
-         opinion; equivalence by TOST (90% interval of the ratio inside ±{}%). Verdicts: \
-         *regression* / *improvement* (adjusted p < {}, direction from the metric), \
+         of the relative difference (B/A − 1), the t interval of the log ratio of boot means \
+         (Welch's standard error and degrees of freedom: the interval TOST uses at 90%); a \
+         Welch t-test on boot means, its p-value adjusted over all {2} points of this report \
+         ({3}); equivalence by TOST (90% interval of the ratio inside ±{4}%). Second opinions, \
+         in summary.json: Mann-Whitney U on boot means, and a hierarchical bootstrap interval \
+         (boots resampled, each with all of its iterations; expanded percentile; {0} \
+         resamples, seed {1}). Verdicts: \
+         *regression* / *improvement* (adjusted p < {5}, direction from the metric), \
          *equivalent* (TOST passes), *no significant difference* (neither), \
          *insufficient data* (fewer than 2 boots on a side: no p-value is invented).\n",
         cfg.resamples,
@@ -661,6 +720,12 @@ fn render_analysis(
         cfg.margin * 100.0,
         cfg.alpha
     );
+    if let Ok(results) = &analysis.results {
+        let agreement = bootstrap_agreement(results, tables);
+        if !agreement.is_empty() {
+            let _ = writeln!(r, "{agreement}");
+        }
+    }
     if let Ok(results) = &analysis.results {
         let mut outliers = Vec::new();
         for (key, list) in results {

@@ -36,7 +36,8 @@
 use serde::{Deserialize, Serialize};
 use statrs::distribution::ContinuousCDF;
 
-use super::summary::{mean, students_t, Interval};
+use super::hypothesis::log_ratio_interval;
+use super::summary::{mean, students_t};
 use super::{AnalysisConfig, PointAnalysis, PointInput, Tost, WelchTest};
 
 /// The host of every boot of a point, aligned with `PointInput::a` and `::b`.
@@ -164,8 +165,10 @@ pub(crate) fn apply(
         se,
         df,
     });
-    // The rank test has no blocked form here; a pooled one would mix hosts.
+    // The rank test and the bootstrap have no blocked form here; pooled ones
+    // would mix hosts.
     result.mann_whitney = None;
+    result.bootstrap_ci = None;
     if df < 1.0 {
         // As many estimated levels as boots: no error left to test against.
         result.welch = None;
@@ -174,13 +177,10 @@ pub(crate) fn apply(
         return;
     }
     let (low, high) = ((1.0 - cfg.margin).ln(), (1.0 + cfg.margin).ln());
+    let interval = |level: f64| log_ratio_interval(d, se, df, level);
+    result.relative_difference_ci = Some(interval(1.0 - cfg.alpha));
     if se == 0.0 {
         // No spread at all: the ratio is known exactly (as in the unblocked tests).
-        let exact = Interval {
-            lower: d.exp() - 1.0,
-            upper: d.exp() - 1.0,
-            level: 1.0 - cfg.alpha,
-        };
         let inside = low < d && d < high;
         result.welch = Some(WelchTest {
             mean_difference: d,
@@ -195,15 +195,11 @@ pub(crate) fn apply(
         result.tost = Some(Tost {
             margin: cfg.margin,
             relative_difference: d.exp() - 1.0,
-            ci: Interval {
-                level: 1.0 - 2.0 * cfg.alpha,
-                ..exact
-            },
+            ci: interval(1.0 - 2.0 * cfg.alpha),
             p_value: if inside { 0.0 } else { 1.0 },
             equivalent: inside,
             df,
         });
-        result.relative_difference_ci = Some(exact);
         return;
     }
     let t_dist = students_t(df);
@@ -214,14 +210,6 @@ pub(crate) fn apply(
         df,
         p_value: (2.0 * t_dist.sf(t.abs())).min(1.0),
     });
-    let interval = |level: f64| {
-        let q = t_dist.inverse_cdf(1.0 - (1.0 - level) / 2.0);
-        Interval {
-            lower: (d - q * se).exp() - 1.0,
-            upper: (d + q * se).exp() - 1.0,
-            level,
-        }
-    };
     let p_value = t_dist.sf((d - low) / se).max(t_dist.cdf((d - high) / se));
     result.tost = Some(Tost {
         margin: cfg.margin,
@@ -231,7 +219,6 @@ pub(crate) fn apply(
         equivalent: p_value < cfg.alpha,
         df,
     });
-    result.relative_difference_ci = Some(interval(1.0 - cfg.alpha));
 }
 
 #[cfg(test)]

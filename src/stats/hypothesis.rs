@@ -205,19 +205,12 @@ pub struct Tost {
 /// `None` when a side has fewer than two boot means or a boot mean is not
 /// positive (a log ratio needs positive quantities: times and rates are).
 pub fn tost_log_ratio(a: &[f64], b: &[f64], margin: f64, alpha: f64) -> Option<Tost> {
-    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|&v| v <= 0.0) {
-        return None;
-    }
-    let log_a: Vec<f64> = a.iter().map(|v| v.ln()).collect();
-    let log_b: Vec<f64> = b.iter().map(|v| v.ln()).collect();
-    let (n_a, n_b) = (a.len() as f64, b.len() as f64);
-    let d = mean(&log_b) - mean(&log_a);
-    let se2_a = sample_variance(&log_a)? / n_a;
-    let se2_b = sample_variance(&log_b)? / n_b;
-    let se = (se2_a + se2_b).sqrt();
+    let ratio = LogRatio::of_boot_means(a, b)?;
+    let (d, se, df) = (ratio.d, ratio.se, ratio.df);
     let (low, high) = ((1.0 - margin).ln(), (1.0 + margin).ln());
     let level = 1.0 - 2.0 * alpha;
     let relative_difference = d.exp() - 1.0;
+    let ci = ratio.interval(level);
 
     if se == 0.0 {
         // No spread at all: the ratio is known exactly.
@@ -225,35 +218,92 @@ pub fn tost_log_ratio(a: &[f64], b: &[f64], margin: f64, alpha: f64) -> Option<T
         return Some(Tost {
             margin,
             relative_difference,
-            ci: Interval {
-                lower: relative_difference,
-                upper: relative_difference,
-                level,
-            },
+            ci,
             p_value: if inside { 0.0 } else { 1.0 },
             equivalent: inside,
-            df: n_a + n_b - 2.0,
+            df,
         });
     }
 
-    let df = welch_satterthwaite_df(se2_a, n_a, se2_b, n_b);
     let t_dist = students_t(df);
     let p_low = t_dist.sf((d - low) / se);
     let p_high = t_dist.cdf((d - high) / se);
     let p_value = p_low.max(p_high);
-    let quantile = t_dist.inverse_cdf(1.0 - alpha);
     Some(Tost {
         margin,
         relative_difference,
-        ci: Interval {
-            lower: (d - quantile * se).exp() - 1.0,
-            upper: (d + quantile * se).exp() - 1.0,
-            level,
-        },
+        ci,
         p_value,
         equivalent: p_value < alpha,
         df,
     })
+}
+
+/// The log ratio of two variants' boot means, `d = mean(ln b_j) − mean(ln a_j)`,
+/// with Welch's standard error and Welch–Satterthwaite df: the one estimate
+/// behind TOST's interval and the report's interval of the relative
+/// difference, so the two always agree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LogRatio {
+    pub d: f64,
+    pub se: f64,
+    pub df: f64,
+    /// The squared standard error of each side's mean log boot mean.
+    pub se2: [f64; 2],
+    pub boots: [usize; 2],
+}
+
+impl LogRatio {
+    /// `None` when a side has fewer than two boot means or a boot mean is
+    /// not positive (a log ratio needs positive quantities: times and rates
+    /// are).
+    pub fn of_boot_means(a: &[f64], b: &[f64]) -> Option<LogRatio> {
+        if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|&v| v <= 0.0) {
+            return None;
+        }
+        let log_a: Vec<f64> = a.iter().map(|v| v.ln()).collect();
+        let log_b: Vec<f64> = b.iter().map(|v| v.ln()).collect();
+        let (n_a, n_b) = (a.len() as f64, b.len() as f64);
+        let se2_a = sample_variance(&log_a)? / n_a;
+        let se2_b = sample_variance(&log_b)? / n_b;
+        let se = (se2_a + se2_b).sqrt();
+        Some(LogRatio {
+            d: mean(&log_b) - mean(&log_a),
+            se,
+            // With no spread at all the df is 0/0; any value gives the same
+            // zero-width interval, so take the pooled one.
+            df: if se == 0.0 {
+                n_a + n_b - 2.0
+            } else {
+                welch_satterthwaite_df(se2_a, n_a, se2_b, n_b)
+            },
+            se2: [se2_a, se2_b],
+            boots: [a.len(), b.len()],
+        })
+    }
+
+    /// Two-sided t interval at `level` of the relative difference
+    /// `exp(d) − 1`: `exp(d ± t·se) − 1`. Exact under lognormal boot means,
+    /// and it excludes zero exactly when the Welch test on log boot means
+    /// rejects at 1 − `level`.
+    pub fn interval(&self, level: f64) -> Interval {
+        log_ratio_interval(self.d, self.se, self.df, level)
+    }
+}
+
+/// `exp(d ± t·se) − 1`, the two-sided t interval at `level` of a relative
+/// difference estimated on the log scale (zero width when `se` is zero).
+pub(crate) fn log_ratio_interval(d: f64, se: f64, df: f64, level: f64) -> Interval {
+    let half = if se == 0.0 {
+        0.0
+    } else {
+        students_t(df).inverse_cdf(0.5 + level / 2.0) * se
+    };
+    Interval {
+        lower: (d - half).exp() - 1.0,
+        upper: (d + half).exp() - 1.0,
+        level,
+    }
 }
 
 #[cfg(test)]
@@ -264,6 +314,27 @@ mod tests {
     fn welch_df_reduces_to_pooled_df_for_equal_variances_and_sizes() {
         let df = welch_satterthwaite_df(1.0 / 5.0, 5.0, 1.0 / 5.0, 5.0);
         assert!((df - 8.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_log_ratio_interval_is_tosts_and_agrees_with_welch_on_log_means() {
+        let a = [10.0, 10.1, 9.95, 10.05, 10.02];
+        let logs = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
+        for shift in [0.0, 0.002, 0.004, 0.006, 0.01, 0.03] {
+            let b: Vec<f64> = a.iter().rev().map(|v| v * (1.0 + shift)).collect();
+            let ratio = LogRatio::of_boot_means(&a, &b).unwrap();
+            let tost = tost_log_ratio(&a, &b, 0.02, 0.05).unwrap();
+            assert_eq!(ratio.interval(0.90), tost.ci);
+            let welch = welch_t_test(&logs(&a), &logs(&b)).unwrap();
+            assert_eq!(
+                ratio.interval(0.95).contains(0.0),
+                welch.p_value >= 0.05,
+                "shift {shift}: p {}",
+                welch.p_value
+            );
+        }
+        assert_eq!(LogRatio::of_boot_means(&[1.0, -1.0], &[1.0, 2.0]), None);
+        assert_eq!(LogRatio::of_boot_means(&[1.0], &[1.0, 2.0]), None);
     }
 
     #[test]

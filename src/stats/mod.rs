@@ -6,10 +6,11 @@
 //! trust"):
 //! - the independent unit is the boot; iterations within a boot are
 //!   correlated, so every test runs on boot means ([`summary`]);
-//! - per point: Welch's t-test for a difference, Mann–Whitney U as a
-//!   rank-based second opinion, TOST for equivalence within a margin, and a
-//!   hierarchical bootstrap interval for the relative difference
-//!   ([`hypothesis`], [`bootstrap`]);
+//! - per point: Welch's t-test for a difference, the t interval of the
+//!   relative difference from the log ratio of boot means, TOST for
+//!   equivalence within a margin, and two second opinions: Mann–Whitney U
+//!   (rank-based) and a hierarchical bootstrap interval ([`hypothesis`],
+//!   [`bootstrap`]);
 //! - per sweep: Holm (or Benjamini–Hochberg) adjustment of the Welch p-values
 //!   ([`correction`]), then one verdict per point ([`verdict`]);
 //! - outliers are flagged, never dropped ([`outliers`]); an A/A sweep
@@ -33,7 +34,8 @@ use serde::{Deserialize, Serialize};
 pub use calibration::{calibrate_aa, AaCalibration};
 pub use correction::{adjust_p_values, benjamini_hochberg, holm, Correction};
 pub use hypothesis::{
-    mann_whitney_u, tost_log_ratio, welch_t_test, MannWhitney, MannWhitneyMethod, Tost, WelchTest,
+    mann_whitney_u, tost_log_ratio, welch_t_test, LogRatio, MannWhitney, MannWhitneyMethod, Tost,
+    WelchTest,
 };
 pub use outliers::{modified_z_outliers, Outlier, MODIFIED_Z_THRESHOLD};
 pub use summary::{summarize, CiBasis, Interval, MeanCi, SideSummary, SIDE_CI_LEVEL};
@@ -71,18 +73,15 @@ pub struct AnalysisConfig {
     pub alpha: f64,
     /// Equivalence margin as a fraction: 0.02 means B/A within [0.98, 1.02].
     pub margin: f64,
-    /// Bootstrap resamples for the interval of the relative difference; 0
-    /// skips the bootstrap (the verdict does not depend on it).
+    /// Bootstrap resamples for the second-opinion interval of the relative
+    /// difference ([`bootstrap`]); 0 skips the bootstrap (neither the verdict
+    /// nor the report's interval depends on it).
     pub resamples: usize,
     /// Seed of the bootstrap. Point `i` uses ChaCha8 stream `i` of this seed,
     /// so each point's interval is reproducible and independent of which
     /// other points are analysed or in what order.
     pub seed: u64,
     pub correction: Correction,
-    /// Boots with at most this many iterations are resampled exactly; larger
-    /// boots draw their resample mean from its normal approximation (see
-    /// [`bootstrap`]).
-    pub bootstrap_exact_max_iterations: usize,
 }
 
 impl Default for AnalysisConfig {
@@ -94,7 +93,6 @@ impl Default for AnalysisConfig {
             // Any fixed value works; this one spells "markbenc" in ASCII.
             seed: 0x6d61_726b_6265_6e63,
             correction: Correction::Holm,
-            bootstrap_exact_max_iterations: 100,
         }
     }
 }
@@ -139,10 +137,17 @@ pub struct PointAnalysis {
     pub b: SideSummary,
     /// `mean(B) / mean(A) − 1` over all samples; `None` if mean(A) is zero.
     pub relative_difference: Option<f64>,
-    /// Hierarchical bootstrap percentile interval of `relative_difference`
-    /// at level 1 − α; `None` with fewer than two boots on a side or with
-    /// `resamples = 0`.
+    /// Interval of the relative difference at level 1 − α: the t interval of
+    /// the log ratio of boot means (Welch's standard error and df, as TOST),
+    /// `exp(d ± t·se) − 1`. It excludes zero exactly when the unadjusted
+    /// Welch test on log boot means rejects. `None` with fewer than two
+    /// boots on a side or a boot mean that is not positive.
     pub relative_difference_ci: Option<Interval>,
+    /// Hierarchical bootstrap interval of the same ([`bootstrap`]): a
+    /// distribution-free second opinion. `None` where the t interval is, with
+    /// `resamples = 0`, and for host-blocked points.
+    #[serde(default)]
+    pub bootstrap_ci: Option<Interval>,
     /// Welch's t-test on boot means; `None` with fewer than two boots on a
     /// side (never an invented p-value). With host blocking applied, the
     /// blocked t-test on log boot means (`mean_difference` is then the log
@@ -242,14 +247,15 @@ fn analyze_point(
 
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     rng.set_stream(index as u64);
-    let relative_difference_ci = bootstrap::relative_difference_ci(
+    let bootstrap_ci = bootstrap::relative_difference_ci(
         point.a,
         point.b,
         1.0 - cfg.alpha,
         cfg.resamples,
-        cfg.bootstrap_exact_max_iterations,
         &mut rng,
     );
+    let relative_difference_ci = LogRatio::of_boot_means(&a.boot_means, &b.boot_means)
+        .map(|ratio| ratio.interval(1.0 - cfg.alpha));
 
     let (welch, mann_whitney, tost) = if testable {
         (
@@ -266,6 +272,7 @@ fn analyze_point(
         higher_is_better: point.higher_is_better,
         relative_difference: (a.mean != 0.0).then(|| b.mean / a.mean - 1.0),
         relative_difference_ci,
+        bootstrap_ci,
         welch,
         adjusted_p_value: None,
         mann_whitney,
