@@ -135,6 +135,13 @@ pub struct CommandSpec {
     pub params: Vec<u64>,
     /// Absolute path of a program in the guest image, then its arguments.
     pub argv: Vec<String>,
+    /// Measured iterations and warm-ups per boot of this workload (default:
+    /// the suite's). `--iterations` on the command line sets every
+    /// workload's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u32>,
 }
 
 /// `make -jN` of a prepared kernel tree inside the guest, with the host's
@@ -155,9 +162,8 @@ pub struct KernelCompileSpec {
     /// kernel (see [`CompileDriver`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<CompileDriver>,
-    /// A compile is long beside the other workloads: its own measured
-    /// iterations and warm-ups per boot (default: the suite's). `--iterations`
-    /// on the command line sets every workload's.
+    /// A compile is long beside the other workloads, so it usually runs
+    /// fewer: see [`HackbenchSpec::iterations`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,6 +249,12 @@ pub struct PingFloodSpec {
     /// ICMP payload bytes (`-s`); 56 is ping's default.
     #[serde(default = "default_ping_size")]
     pub size: u64,
+    /// A run is short and its run-to-run noise large beside hackbench's, so
+    /// it can take more runs a boot: see [`HackbenchSpec::iterations`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u32>,
 }
 
 fn default_ping_size() -> u64 {
@@ -268,6 +280,13 @@ pub struct HackbenchSpec {
     pub transport: HackbenchTransport,
     #[serde(default = "default_datasize")]
     pub datasize: u64,
+    /// Measured iterations and warm-ups per boot of this workload (default:
+    /// the suite's). `--iterations` on the command line sets every
+    /// workload's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u32>,
 }
 
 fn default_loops() -> u64 {
@@ -314,15 +333,33 @@ impl WorkloadSpec {
         }
     }
 
+    /// The workload's own (iterations, warm-ups) per boot: `None` where it
+    /// takes the suite's.
+    fn own_counts_mut(&mut self) -> (&mut Option<u32>, &mut Option<u32>) {
+        match self {
+            WorkloadSpec::Hackbench(h) => (&mut h.iterations, &mut h.warmup),
+            WorkloadSpec::PingFlood(p) => (&mut p.iterations, &mut p.warmup),
+            WorkloadSpec::Command(c) => (&mut c.iterations, &mut c.warmup),
+            WorkloadSpec::KernelCompile(k) => (&mut k.iterations, &mut k.warmup),
+        }
+    }
+
+    fn own_counts(&self) -> (Option<u32>, Option<u32>) {
+        match self {
+            WorkloadSpec::Hackbench(h) => (h.iterations, h.warmup),
+            WorkloadSpec::PingFlood(p) => (p.iterations, p.warmup),
+            WorkloadSpec::Command(c) => (c.iterations, c.warmup),
+            WorkloadSpec::KernelCompile(k) => (k.iterations, k.warmup),
+        }
+    }
+
     /// (measured iterations, warm-ups) per boot for this workload.
     pub fn iterations_in(&self, suite: &Suite) -> (u32, u32) {
-        match self {
-            WorkloadSpec::KernelCompile(k) => (
-                k.iterations.unwrap_or(suite.iterations),
-                k.warmup.unwrap_or(suite.warmup),
-            ),
-            _ => (suite.iterations, suite.warmup),
-        }
+        let (iterations, warmup) = self.own_counts();
+        (
+            iterations.unwrap_or(suite.iterations),
+            warmup.unwrap_or(suite.warmup),
+        )
     }
 }
 
@@ -459,9 +496,7 @@ impl Suite {
             }
             self.iterations = iterations;
             for w in &mut self.workloads {
-                if let WorkloadSpec::KernelCompile(k) = w {
-                    k.iterations = None;
-                }
+                *w.own_counts_mut().0 = None;
             }
             self.overrides.push(format!("iterations={iterations}"));
         }
@@ -648,6 +683,12 @@ impl Suite {
                     ),
                 ));
             }
+            if spec.own_counts().0 == Some(0) {
+                return Err(err(
+                    span,
+                    format!("{}: iterations must be at least 1", spec.kind()),
+                ));
+            }
             match &spec {
                 WorkloadSpec::Hackbench(h) => {
                     if h.loops == 0 || h.fds == 0 || h.datasize == 0 {
@@ -678,12 +719,6 @@ impl Suite {
                     }
                 }
                 WorkloadSpec::KernelCompile(k) => {
-                    if k.iterations == Some(0) {
-                        return Err(err(
-                            span,
-                            "kernel-compile: iterations must be at least 1".into(),
-                        ));
-                    }
                     if k.scope == CompileScope::Full && k.targets.is_some() {
                         return Err(err(
                             span,
@@ -945,6 +980,24 @@ params = [2]
         })
         .unwrap();
         assert_eq!(s.workloads[1].iterations_in(&s), (4, 0));
+    }
+
+    #[test]
+    fn every_workload_can_set_its_own_runs_a_boot() {
+        let text = format!(
+            "{GOOD}iterations = 2\n[[workload]]\nkind = \"ping-flood\"\nparams = [2000]\n\
+             iterations = 36\nwarmup = 2\n"
+        );
+        let s = parse(&text).unwrap();
+        assert_eq!(s.workloads[0].iterations_in(&s), (2, 1));
+        assert_eq!(s.workloads[1].iterations_in(&s), (36, 2));
+        let e = parse(&GOOD.replace("loops = 10", "loops = 10\niterations = 0"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("s.toml:13") && e.contains("hackbench: iterations must be at least 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -28,6 +28,8 @@ mod tests {
         let spec = CommandSpec {
             params: vec![3],
             argv: vec!["/bin/busybox".into(), "sleep".into(), "{param}".into()],
+            iterations: None,
+            warmup: None,
         };
         assert_eq!(command(&spec, 3), ["/bin/busybox", "sleep", "3"]);
     }

@@ -126,6 +126,8 @@ Time: 0.412\n";
             mode: HackbenchMode::Thread,
             transport: HackbenchTransport::Pipe,
             datasize: 100,
+            iterations: None,
+            warmup: None,
         };
         assert_eq!(
             command(&spec, 4).join(" "),

@@ -117,6 +117,8 @@ rtt min/avg/max/mdev = 0.013/0.088/45.604/1.182 ms, pipe 2, ipg/ewma 0.188/0.035
         let spec = PingFloodSpec {
             params: vec![5000],
             size: 56,
+            iterations: None,
+            warmup: None,
         };
         assert_eq!(
             command(&spec, 5000).join(" "),
