@@ -432,6 +432,12 @@ pub struct ShardRecord {
 }
 
 impl RunMeta {
+    /// Guest time counted executed instructions (`-icount`), so host load
+    /// did not reach the figures.
+    pub fn counts_instructions(&self) -> bool {
+        self.timing.starts_with("icount")
+    }
+
     pub fn write(&self, dir: &Path) -> Result<()> {
         let path = dir.join(META_FILE);
         let tmp = dir.join(format!("{META_FILE}.tmp"));

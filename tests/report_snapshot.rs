@@ -122,3 +122,25 @@ fn report_of_fixed_samples() {
     );
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn a_busy_host_is_a_warning_under_wall_time_and_a_note_under_icount() {
+    let mut busy = meta();
+    for b in &mut busy.boots {
+        b.host_load_before = 1.5;
+    }
+    let wall = report::render(&busy, &samples(), None);
+    assert!(
+        wall.contains("**8 of 8 boots started while the host was busy**")
+            && wall.contains("their timings carry the host's noise"),
+        "{wall}"
+    );
+    busy.timing = "icount (shift=4, sleep=off): guest time counts executed instructions".into();
+    let icount = report::render(&busy, &samples(), None);
+    assert!(
+        icount.contains("8 of 8 boots started while the host was busy")
+            && icount.contains("does not enter the figures")
+            && !icount.contains("their timings carry the host's noise"),
+        "{icount}"
+    );
+}

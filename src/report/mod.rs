@@ -880,7 +880,17 @@ fn render_analysis(
         .iter()
         .filter(|b| b.under_load(meta.host.cores))
         .count();
-    if busy > 0 {
+    if busy > 0 && meta.counts_instructions() {
+        let _ = writeln!(
+            r,
+            "{busy} of {} boots started while the host was busy (half or more of its {} cores \
+             busy in the half second before the boot), marked ⚠ below. Under icount timing \
+             that slows the run but does not enter the figures: guest time counts the guest's \
+             instructions.\n",
+            meta.boots.len(),
+            meta.host.cores
+        );
+    } else if busy > 0 {
         let _ = writeln!(
             r,
             "**{busy} of {} boots started while the host was busy** (half or more of its {} cores \
