@@ -407,6 +407,16 @@ pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> S
     render_analysis(meta, samples, diffconfig, &analyse(meta, samples), false)
 }
 
+/// A point as the Significance section names it: "hackbench 2 CPUs, groups 4".
+fn point_name(key: &TableKey, param: u64) -> String {
+    format!(
+        "{} {} CPUs, {} {param}",
+        escape_md(&key.workload),
+        key.cpus,
+        param_label(&key.workload)
+    )
+}
+
 /// One line on whether the bootstrap interval, the second opinion, agrees
 /// with the report's t interval about each point: both exclude zero, or
 /// neither does. Disagreements are named, since a maintainer should look at
@@ -426,11 +436,8 @@ fn bootstrap_agreement(
             few_boots |= a.a.n_boots.min(a.b.n_boots) < 5;
             if t.contains(0.0) != bootstrap.contains(0.0) {
                 disagreements.push(format!(
-                    "{} {} CPUs, {} {}: t {}% … {}%, bootstrap {}% … {}%",
-                    escape_md(&key.workload),
-                    key.cpus,
-                    param_label(&key.workload),
-                    p.param,
+                    "{}: t {}% … {}%, bootstrap {}% … {}%",
+                    point_name(key, p.param),
                     percent(t.lower * 100.0),
                     percent(t.upper * 100.0),
                     percent(bootstrap.lower * 100.0),
@@ -733,11 +740,8 @@ fn render_analysis(
                 for (side, found) in [(0, &a.outliers_a), (1, &a.outliers_b)] {
                     for o in found {
                         outliers.push(format!(
-                            "- {} {} CPUs, {} {}, {}: boot {} iteration {}: {} {} (modified z = {:.1})",
-                            escape_md(&key.workload),
-                            key.cpus,
-                            param_label(&key.workload),
-                            p.param,
+                            "- {}, {}: boot {} iteration {}: {} {} (modified z = {:.1})",
+                            point_name(key, p.param),
                             escape_md(&names[side]),
                             o.boot,
                             o.iteration,
@@ -770,11 +774,8 @@ fn render_analysis(
                     })
                     .collect();
                 blocked.push(format!(
-                    "- {} {} CPUs, {} {}: {}{}",
-                    escape_md(&key.workload),
-                    key.cpus,
-                    param_label(&key.workload),
-                    p.param,
+                    "- {}: {}{}",
+                    point_name(key, p.param),
                     strata.join(", "),
                     if b.applied {
                         format!(
