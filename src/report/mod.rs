@@ -858,8 +858,9 @@ fn render_analysis(
             let _ = writeln!(
                 r,
                 "Noise: coefficient of variation of the boot means (between boots) and within a boot, \
-                 per point and side. An effect smaller than the between-boot CoV needs more boots, \
-                 not more iterations.\n\n\
+                 per point and side. The interval is built from the spread of the boot means: \
+                 where that is about the within-boot CoV over √iterations, more iterations a boot \
+                 narrow it; where it is larger, the boots differ and only more boots do.\n\n\
                  | workload | CPUs | point | variant | boots | CoV between boots [%] | CoV within a boot [%] |\n\
                  |---|---:|---|---|---:|---:|---:|\n{noise}"
             );
