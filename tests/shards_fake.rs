@@ -38,6 +38,19 @@ fn run(root: &Path, name: &str, shard: Option<ShardSel>) -> PathBuf {
     dir
 }
 
+/// Every shard of a `count`-way split, each in `root/shard-K`.
+fn run_shards(root: &Path, count: u32) -> Vec<PathBuf> {
+    (0..count)
+        .map(|index| {
+            run(
+                root,
+                &format!("shard-{index}"),
+                Some(ShardSel { index, count }),
+            )
+        })
+        .collect()
+}
+
 /// Pretends a shard ran on `host`, a machine `speed` times as slow as the
 /// fake guest: both variants' times scale, as a slower host's would.
 fn move_to_host(dir: &Path, host: &str, speed: f64) {
@@ -79,15 +92,7 @@ fn merged_shards_report_like_one_machine_and_find_the_same_regressions() {
     let tmp = tempfile::tempdir().unwrap();
     let whole = run(tmp.path(), "whole", None);
     let count = 3;
-    let shards: Vec<PathBuf> = (0..count)
-        .map(|index| {
-            run(
-                tmp.path(),
-                &format!("shard-{index}"),
-                Some(ShardSel { index, count }),
-            )
-        })
-        .collect();
+    let shards = run_shards(tmp.path(), count);
     let shard_meta = RunMeta::read(&shards[1]).unwrap();
     let shard = shard_meta.shard.as_ref().unwrap();
     assert_eq!((shard.index, shard.count), (1, 3));
@@ -134,22 +139,15 @@ fn boots_split_over_hosts_are_compared_within_each_host() {
     let tmp = tempfile::tempdir().unwrap();
     // 6 (CPU count, point) groups × 3 boots; 12 shards split every group's boots.
     let count = 12;
-    let shards: Vec<PathBuf> = (0..count)
-        .map(|index| {
-            let dir = run(
-                tmp.path(),
-                &format!("shard-{index}"),
-                Some(ShardSel { index, count }),
-            );
-            // Hosts of very different speeds: 1×, 1.5×, 2×.
-            move_to_host(
-                &dir,
-                &format!("host-{}", index % 3),
-                1.0 + 0.5 * (index % 3) as f64,
-            );
-            dir
-        })
-        .collect();
+    let shards = run_shards(tmp.path(), count);
+    for (index, dir) in shards.iter().enumerate() {
+        // Hosts of very different speeds: 1×, 1.5×, 2×.
+        move_to_host(
+            dir,
+            &format!("host-{}", index % 3),
+            1.0 + 0.5 * (index % 3) as f64,
+        );
+    }
     let out = tmp.path().join("merged");
     let merged = markbench::merge::merge(&shards, &out).unwrap();
     let hosts: std::collections::BTreeSet<String> = read_samples_with_hosts(&out)
@@ -184,15 +182,7 @@ fn boots_split_over_hosts_are_compared_within_each_host() {
 fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let tmp = tempfile::tempdir().unwrap();
     let count = 3;
-    let shards: Vec<PathBuf> = (0..count)
-        .map(|index| {
-            run(
-                tmp.path(),
-                &format!("shard-{index}"),
-                Some(ShardSel { index, count }),
-            )
-        })
-        .collect();
+    let shards = run_shards(tmp.path(), count);
     let err = |dirs: &[PathBuf], out: &str| {
         let e = markbench::merge::merge(dirs, &tmp.path().join(out)).unwrap_err();
         assert!(

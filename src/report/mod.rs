@@ -882,25 +882,28 @@ fn render_analysis(
         .iter()
         .filter(|b| b.under_load(meta.host.cores))
         .count();
-    if busy > 0 && meta.counts_instructions() {
-        let _ = writeln!(
-            r,
-            "{busy} of {} boots started while the host was busy (half or more of its {} cores \
-             busy in the half second before the boot), marked ⚠ below. Under icount timing \
-             that slows the run but does not enter the figures: guest time counts the guest's \
-             instructions.\n",
-            meta.boots.len(),
+    if busy > 0 {
+        let what = format!(
+            "{busy} of {} boots started while the host was busy",
+            meta.boots.len()
+        );
+        let why = format!(
+            "(half or more of its {} cores busy in the half second before the boot)",
             meta.host.cores
         );
-    } else if busy > 0 {
-        let _ = writeln!(
-            r,
-            "**{busy} of {} boots started while the host was busy** (half or more of its {} cores \
-             busy in the half second before the boot): their timings carry the host's noise. \
-             They are marked ⚠ below.\n",
-            meta.boots.len(),
-            meta.host.cores
-        );
+        let _ = if meta.counts_instructions() {
+            writeln!(
+                r,
+                "{what} {why}, marked ⚠ below. Under icount timing that slows the run but does \
+                 not enter the figures: guest time counts the guest's instructions.\n"
+            )
+        } else {
+            writeln!(
+                r,
+                "**{what}** {why}: their timings carry the host's noise. They are marked ⚠ \
+                 below.\n"
+            )
+        };
     }
     let _ = writeln!(
         r,

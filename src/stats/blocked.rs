@@ -237,6 +237,22 @@ mod tests {
         values.iter().map(|&v| vec![v, v * 1.001]).collect()
     }
 
+    /// The point of these boot values analysed pooled and host-blocked.
+    fn pooled_and_blocked(a: &[f64], b: &[f64], h: PointHosts) -> (PointAnalysis, PointAnalysis) {
+        let (a, b) = (boots(a), boots(b));
+        let point = PointInput {
+            a: &a,
+            b: &b,
+            higher_is_better: false,
+        };
+        let cfg = AnalysisConfig::default();
+        let pooled = analyze_sweep(&[point], &cfg).unwrap().remove(0);
+        let blocked = analyze_sweep_with_hosts(&[point], &[h], &cfg)
+            .unwrap()
+            .remove(0);
+        (pooled, blocked)
+    }
+
     #[test]
     fn one_host_gives_exactly_the_unblocked_analysis() {
         let (a, b) = (boots(&[1.0, 1.02, 0.99]), boots(&[1.05, 1.06, 1.04]));
@@ -257,44 +273,33 @@ mod tests {
     #[test]
     fn a_slow_host_does_not_hide_or_invent_a_difference() {
         // Host h2 is 30% slower than h1. Within each host B is 5% slower than A.
-        let a = boots(&[1.0, 1.01, 1.3, 1.313]);
-        let b = boots(&[1.05, 1.0605, 1.365, 1.3787]);
-        let point = PointInput {
-            a: &a,
-            b: &b,
-            higher_is_better: false,
-        };
-        let h = hosts(&["h1", "h1", "h2", "h2"], &["h1", "h1", "h2", "h2"]);
-        let cfg = AnalysisConfig::default();
-        let pooled = analyze_sweep(&[point], &cfg).unwrap();
-        let blocked = analyze_sweep_with_hosts(&[point], &[h], &cfg).unwrap();
+        let (pooled, blocked) = pooled_and_blocked(
+            &[1.0, 1.01, 1.3, 1.313],
+            &[1.05, 1.0605, 1.365, 1.3787],
+            hosts(&["h1", "h1", "h2", "h2"], &["h1", "h1", "h2", "h2"]),
+        );
         // Pooled, the host's 30% swamps the 5%: nothing significant.
-        assert_ne!(pooled[0].verdict, Verdict::Regression);
-        assert_eq!(blocked[0].verdict, Verdict::Regression, "{:?}", blocked[0]);
-        let rel = blocked[0].relative_difference.unwrap();
+        assert_ne!(pooled.verdict, Verdict::Regression);
+        assert_eq!(blocked.verdict, Verdict::Regression, "{blocked:?}");
+        let rel = blocked.relative_difference.unwrap();
         assert!((rel - 0.05).abs() < 0.002, "{rel}");
-        let ci = blocked[0].relative_difference_ci.unwrap();
+        let ci = blocked.relative_difference_ci.unwrap();
         assert!(ci.contains(0.05) && ci.lower > 0.0, "{ci:?}");
-        let blocking = blocked[0].host_blocking.as_ref().unwrap();
+        let blocking = blocked.host_blocking.as_ref().unwrap();
         assert!(blocking.applied);
         assert_eq!(blocking.strata.len(), 2);
         assert_eq!(blocking.df, 8.0 - 2.0 - 1.0);
 
         // An unbalanced split with no real effect: A mostly on the fast host,
         // B mostly on the slow one. Pooled, B looks slower; blocked, it is not.
-        let a = boots(&[1.0, 1.01, 0.99, 1.3]);
-        let b = boots(&[1.01, 1.3, 1.31, 1.29]);
-        let point = PointInput {
-            a: &a,
-            b: &b,
-            higher_is_better: false,
-        };
-        let h = hosts(&["h1", "h1", "h1", "h2"], &["h1", "h2", "h2", "h2"]);
-        let pooled = analyze_sweep(&[point], &cfg).unwrap();
-        let blocked = analyze_sweep_with_hosts(&[point], &[h], &cfg).unwrap();
-        assert!(pooled[0].relative_difference.unwrap() > 0.1);
-        assert!(blocked[0].relative_difference.unwrap().abs() < 0.01);
-        assert!(!blocked[0].verdict.is_significant(), "{:?}", blocked[0]);
+        let (pooled, blocked) = pooled_and_blocked(
+            &[1.0, 1.01, 0.99, 1.3],
+            &[1.01, 1.3, 1.31, 1.29],
+            hosts(&["h1", "h1", "h1", "h2"], &["h1", "h2", "h2", "h2"]),
+        );
+        assert!(pooled.relative_difference.unwrap() > 0.1);
+        assert!(blocked.relative_difference.unwrap().abs() < 0.01);
+        assert!(!blocked.verdict.is_significant(), "{blocked:?}");
     }
 
     #[test]
@@ -318,18 +323,13 @@ mod tests {
 
     #[test]
     fn no_host_with_both_variants_keeps_the_unblocked_analysis() {
-        let (a, b) = (boots(&[1.0, 1.02]), boots(&[1.05, 1.06]));
-        let point = PointInput {
-            a: &a,
-            b: &b,
-            higher_is_better: false,
-        };
-        let cfg = AnalysisConfig::default();
-        let plain = analyze_sweep(&[point], &cfg).unwrap();
-        let r = analyze_sweep_with_hosts(&[point], &[hosts(&["h1", "h1"], &["h2", "h2"])], &cfg)
-            .unwrap();
-        assert!(!r[0].host_blocking.as_ref().unwrap().applied);
-        assert_eq!(r[0].welch, plain[0].welch);
-        assert_eq!(r[0].verdict, plain[0].verdict);
+        let (plain, r) = pooled_and_blocked(
+            &[1.0, 1.02],
+            &[1.05, 1.06],
+            hosts(&["h1", "h1"], &["h2", "h2"]),
+        );
+        assert!(!r.host_blocking.as_ref().unwrap().applied);
+        assert_eq!(r.welch, plain.welch);
+        assert_eq!(r.verdict, plain.verdict);
     }
 }

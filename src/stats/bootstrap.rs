@@ -40,7 +40,7 @@ use rand_chacha::ChaCha8Rng;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::hypothesis::LogRatio;
-use super::summary::{mean, students_t, Interval};
+use super::summary::{students_t, Interval};
 
 /// One variant's boots, each reduced to its sum and count.
 struct Side {
@@ -71,12 +71,11 @@ impl Side {
 
 /// The tail probability at which to read the bootstrap distribution so that
 /// the interval has the coverage of a t interval at `level` (Hesterberg's
-/// expansion, above). Without a usable log ratio (a boot mean that is not
-/// positive) it is the plain percentile tail.
-fn expanded_tail(a: &[Vec<f64>], b: &[Vec<f64>], level: f64) -> f64 {
+/// expansion, above), from the log ratio of the boot means. Without one (a
+/// boot mean that is not positive) it is the plain percentile tail.
+fn expanded_tail(ratio: Option<&LogRatio>, level: f64) -> f64 {
     let plain = (1.0 - level) / 2.0;
-    let means = |boots: &[Vec<f64>]| boots.iter().map(|v| mean(v)).collect::<Vec<f64>>();
-    let Some(ratio) = LogRatio::of_boot_means(&means(a), &means(b)) else {
+    let Some(ratio) = ratio else {
         return plain;
     };
     let unbiased = ratio.se2[0] + ratio.se2[1];
@@ -87,18 +86,19 @@ fn expanded_tail(a: &[Vec<f64>], b: &[Vec<f64>], level: f64) -> f64 {
     }
     let t = students_t(ratio.df).inverse_cdf(1.0 - plain);
     let z = t * (unbiased / bootstrap).sqrt();
-    let standard_normal = Normal::standard();
-    standard_normal.sf(z)
+    Normal::standard().sf(z)
 }
 
 /// Expanded percentile interval at `level` of `B/A − 1` from `resamples`
-/// resamples of the boots. `None` when a side has fewer than two boots
+/// resamples of the boots; `ratio` is the log ratio of the same boots' means
+/// (it sets the expansion). `None` when a side has fewer than two boots
 /// (resampling one boot would ignore the between-boot variance and give a
 /// falsely narrow interval), when `resamples` is zero, or when a resampled A
 /// mean is zero.
 pub fn relative_difference_ci(
     a: &[Vec<f64>],
     b: &[Vec<f64>],
+    ratio: Option<&LogRatio>,
     level: f64,
     resamples: usize,
     rng: &mut ChaCha8Rng,
@@ -117,7 +117,7 @@ pub fn relative_difference_ci(
         estimates.push(mean_b / mean_a - 1.0);
     }
     estimates.sort_by(f64::total_cmp);
-    let tail = expanded_tail(a, b, level);
+    let tail = expanded_tail(ratio, level);
     Some(Interval {
         lower: quantile_sorted(&estimates, tail),
         upper: quantile_sorted(&estimates, 1.0 - tail),
@@ -137,6 +137,7 @@ pub(crate) fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::summary::mean;
     use super::*;
     use rand::SeedableRng;
 
@@ -151,6 +152,11 @@ mod tests {
             .collect()
     }
 
+    fn log_ratio(a: &[Vec<f64>], b: &[Vec<f64>]) -> Option<LogRatio> {
+        let means = |boots: &[Vec<f64>]| boots.iter().map(|v| mean(v)).collect::<Vec<f64>>();
+        LogRatio::of_boot_means(&means(a), &means(b))
+    }
+
     #[test]
     fn iterations_that_every_boot_repeats_do_not_widen_the_interval() {
         // Each boot runs the same ±10% pattern of iterations around its mean;
@@ -160,7 +166,8 @@ mod tests {
         let a = boots(&[100.0, 100.1, 99.9, 100.05, 99.95], 1.0, 21);
         let b = boots(&[101.0, 101.1, 100.9, 101.05, 100.95], 1.0, 21);
         let mut rng = ChaCha8Rng::seed_from_u64(3);
-        let ci = relative_difference_ci(&a, &b, 0.95, 10_000, &mut rng).unwrap();
+        let ratio = log_ratio(&a, &b);
+        let ci = relative_difference_ci(&a, &b, ratio.as_ref(), 0.95, 10_000, &mut rng).unwrap();
         assert!(ci.lower > 0.008 && ci.upper < 0.012, "{ci:?}");
     }
 
@@ -168,13 +175,17 @@ mod tests {
     fn the_expansion_reads_further_out_with_fewer_boots() {
         let tail = |n: usize| {
             let means: Vec<f64> = (0..n).map(|j| 100.0 + (j % 3) as f64).collect();
-            expanded_tail(&boots(&means, 0.0, 1), &boots(&means, 0.0, 1), 0.95)
+            let side = boots(&means, 0.0, 1);
+            expanded_tail(log_ratio(&side, &side).as_ref(), 0.95)
         };
         let (three, five, fifty) = (tail(3), tail(5), tail(50));
         assert!(three < five && five < fifty, "{three} {five} {fifty}");
         assert!(fifty < 0.025 && fifty > 0.02, "{fifty}");
         // A side of one boot has no spread to expand: the plain tail.
-        let one_boot = expanded_tail(&boots(&[1.0], 0.0, 3), &boots(&[1.0, 2.0], 0.0, 3), 0.95);
+        let one_boot = expanded_tail(
+            log_ratio(&boots(&[1.0], 0.0, 3), &boots(&[1.0, 2.0], 0.0, 3)).as_ref(),
+            0.95,
+        );
         assert!((one_boot - 0.025).abs() < 1e-12, "{one_boot}");
     }
 

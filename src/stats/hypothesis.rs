@@ -205,38 +205,7 @@ pub struct Tost {
 /// `None` when a side has fewer than two boot means or a boot mean is not
 /// positive (a log ratio needs positive quantities: times and rates are).
 pub fn tost_log_ratio(a: &[f64], b: &[f64], margin: f64, alpha: f64) -> Option<Tost> {
-    let ratio = LogRatio::of_boot_means(a, b)?;
-    let (d, se, df) = (ratio.d, ratio.se, ratio.df);
-    let (low, high) = ((1.0 - margin).ln(), (1.0 + margin).ln());
-    let level = 1.0 - 2.0 * alpha;
-    let relative_difference = d.exp() - 1.0;
-    let ci = ratio.interval(level);
-
-    if se == 0.0 {
-        // No spread at all: the ratio is known exactly.
-        let inside = low < d && d < high;
-        return Some(Tost {
-            margin,
-            relative_difference,
-            ci,
-            p_value: if inside { 0.0 } else { 1.0 },
-            equivalent: inside,
-            df,
-        });
-    }
-
-    let t_dist = students_t(df);
-    let p_low = t_dist.sf((d - low) / se);
-    let p_high = t_dist.cdf((d - high) / se);
-    let p_value = p_low.max(p_high);
-    Some(Tost {
-        margin,
-        relative_difference,
-        ci,
-        p_value,
-        equivalent: p_value < alpha,
-        df,
-    })
+    LogRatio::of_boot_means(a, b).map(|ratio| ratio.tost(margin, alpha))
 }
 
 /// The log ratio of two variants' boot means, `d = mean(ln b_j) − mean(ln a_j)`,
@@ -288,6 +257,39 @@ impl LogRatio {
     /// rejects at 1 − `level`.
     pub fn interval(&self, level: f64) -> Interval {
         log_ratio_interval(self.d, self.se, self.df, level)
+    }
+
+    /// TOST for equivalence within ±`margin` at level `alpha` (see
+    /// [`tost_log_ratio`]).
+    pub fn tost(&self, margin: f64, alpha: f64) -> Tost {
+        let (d, se, df) = (self.d, self.se, self.df);
+        let (low, high) = ((1.0 - margin).ln(), (1.0 + margin).ln());
+        let relative_difference = d.exp() - 1.0;
+        let ci = self.interval(1.0 - 2.0 * alpha);
+        if se == 0.0 {
+            // No spread at all: the ratio is known exactly.
+            let inside = low < d && d < high;
+            return Tost {
+                margin,
+                relative_difference,
+                ci,
+                p_value: if inside { 0.0 } else { 1.0 },
+                equivalent: inside,
+                df,
+            };
+        }
+        let t_dist = students_t(df);
+        let p_low = t_dist.sf((d - low) / se);
+        let p_high = t_dist.cdf((d - high) / se);
+        let p_value = p_low.max(p_high);
+        Tost {
+            margin,
+            relative_difference,
+            ci,
+            p_value,
+            equivalent: p_value < alpha,
+            df,
+        }
     }
 }
 

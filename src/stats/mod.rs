@@ -247,21 +247,24 @@ fn analyze_point(
 
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
     rng.set_stream(index as u64);
+    // One log ratio of the boot means behind the interval, the bootstrap's
+    // expansion and TOST.
+    let ratio = LogRatio::of_boot_means(&a.boot_means, &b.boot_means);
     let bootstrap_ci = bootstrap::relative_difference_ci(
         point.a,
         point.b,
+        ratio.as_ref(),
         1.0 - cfg.alpha,
         cfg.resamples,
         &mut rng,
     );
-    let relative_difference_ci = LogRatio::of_boot_means(&a.boot_means, &b.boot_means)
-        .map(|ratio| ratio.interval(1.0 - cfg.alpha));
+    let relative_difference_ci = ratio.map(|ratio| ratio.interval(1.0 - cfg.alpha));
 
     let (welch, mann_whitney, tost) = if testable {
         (
             welch_t_test(&a.boot_means, &b.boot_means),
             mann_whitney_u(&a.boot_means, &b.boot_means),
-            tost_log_ratio(&a.boot_means, &b.boot_means, cfg.margin, cfg.alpha),
+            ratio.map(|ratio| ratio.tost(cfg.margin, cfg.alpha)),
         )
     } else {
         (None, None, None)
