@@ -133,24 +133,17 @@ fn point_key(key: &TableKey, param: u64) -> PointKey {
 pub fn aa_points(analysis: &Analysis) -> Result<Vec<AaPoint>, String> {
     Ok(points(analysis)?
         .into_iter()
-        .map(|(key, a)| {
-            let cov = |variance: Option<f64>, mean: f64| {
-                variance
-                    .filter(|_| mean != 0.0)
-                    .map(|v| v.sqrt() / mean.abs())
-            };
-            AaPoint {
-                key,
-                boots: [a.a.n_boots, a.b.n_boots],
-                between_boot_cov: [
-                    cov(a.a.boot_means_variance, a.a.mean),
-                    cov(a.b.boot_means_variance, a.b.mean),
-                ],
-                within_boot_cov: [
-                    cov(a.a.within_boot_variance, a.a.mean),
-                    cov(a.b.within_boot_variance, a.b.mean),
-                ],
-            }
+        .map(|(key, a)| AaPoint {
+            key,
+            boots: [a.a.n_boots, a.b.n_boots],
+            between_boot_cov: [
+                a.a.cov_of(a.a.boot_means_variance),
+                a.b.cov_of(a.b.boot_means_variance),
+            ],
+            within_boot_cov: [
+                a.a.cov_of(a.a.within_boot_variance),
+                a.b.cov_of(a.b.within_boot_variance),
+            ],
         })
         .collect())
 }

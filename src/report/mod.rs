@@ -833,11 +833,10 @@ fn render_analysis(
         for (key, list) in results {
             for (a, p) in list.iter().zip(&tables[key]) {
                 for (side, summary) in [(0, &a.a), (1, &a.b)] {
-                    let pct = |v: Option<f64>| {
-                        v.filter(|_| summary.mean != 0.0)
-                            .map_or("–".to_string(), |v| {
-                                format!("{:.2}", v.sqrt() / summary.mean.abs() * 100.0)
-                            })
+                    let pct = |variance: Option<f64>| {
+                        summary
+                            .cov_of(variance)
+                            .map_or("–".to_string(), |c| format!("{:.2}", c * 100.0))
                     };
                     let _ = writeln!(
                         noise,

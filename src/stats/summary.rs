@@ -86,6 +86,15 @@ pub struct SideSummary {
 }
 
 impl SideSummary {
+    /// A variance of this side (`boot_means_variance`, `within_boot_variance`)
+    /// as a coefficient of variation of the mean: `√variance / |mean|`.
+    /// `None` without the variance or when the mean is zero.
+    pub fn cov_of(&self, variance: Option<f64>) -> Option<f64> {
+        variance
+            .filter(|_| self.mean != 0.0)
+            .map(|v| v.sqrt() / self.mean.abs())
+    }
+
     /// True when the interval of the mean had to fall back to iterations.
     pub fn ci_from_iterations(&self) -> bool {
         matches!(
