@@ -90,6 +90,11 @@ pub fn requirements() -> Vec<Requirement> {
             Program("python3"),
         ),
         r("perl", "perl", Program("perl")),
+        r(
+            "ccache (kernels that share sources rebuild only what differs)",
+            "ccache",
+            Program("ccache"),
+        ),
     ]
 }
 

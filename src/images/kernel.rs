@@ -292,6 +292,36 @@ pub(crate) fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
     )
 }
 
+/// Makes a kernel build depend on its inputs alone (the kernel's
+/// Documentation/kbuild/reproducible-builds.rst): the build's time, user,
+/// host and number are fixed, and `LOCALVERSION` is set (empty), so
+/// `setlocalversion` never appends `+` for a git tree with changes. The
+/// guest kernels carry no debug info, so the `O=` directory reaches no
+/// object file; a `-fdebug-prefix-map` naming it would only enter ccache's
+/// hash and make every build directory miss.
+pub(crate) fn reproducible(make: &mut Command) {
+    make.env("KBUILD_BUILD_TIMESTAMP", "2020-01-01 00:00:00 UTC")
+        .env("KBUILD_BUILD_USER", "markbench")
+        .env("KBUILD_BUILD_HOST", "markbench")
+        .env("KBUILD_BUILD_VERSION", "1")
+        .arg("LOCALVERSION=");
+}
+
+/// ccache's directory in markbench's cache when ccache is installed: a
+/// kernel that shares most of its preprocessed sources with one built before
+/// (the same configuration at another commit) then recompiles only what
+/// changed. Without debug info ccache does not hash the working directory,
+/// so builds in different `O=` directories share it.
+fn ccache() -> Option<PathBuf> {
+    let installed = Command::new("ccache")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    installed.then(|| cache_dir().join("ccache"))
+}
+
 /// The build key of a kernel, without building it.
 pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> Result<String> {
     let mut contents = Vec::new();
@@ -299,7 +329,10 @@ pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> Result<S
         contents.push(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?);
     }
     let mut parts: Vec<(&str, &[u8])> = vec![
-        ("recipe", b"tinyconfig+fragments+olddefconfig+bzImage v1"),
+        (
+            "recipe",
+            b"tinyconfig+fragments+olddefconfig+bzImage v2 reproducible",
+        ),
         ("source", identity.as_bytes()),
         ("compiler", compiler.as_bytes()),
     ];
@@ -349,9 +382,14 @@ pub fn ensure_kernel(
         &key[..16],
         log.display()
     );
+    let compiler_launcher = ccache();
     let make = |target: &str| {
         let mut c = Command::new("make");
         c.arg("-C").arg(&tree).arg(format!("O={}", build.display()));
+        reproducible(&mut c);
+        if let Some(ccache_dir) = &compiler_launcher {
+            c.arg("CC=ccache gcc").env("CCACHE_DIR", ccache_dir);
+        }
         c.arg(target);
         c
     };
