@@ -2,8 +2,8 @@
 //! into the stage modules.
 
 use crate::error::InputError;
+use crate::images::cache_dir;
 use crate::images::kernel::{self, KernelSource, KernelSpec};
-use crate::images::{cache_dir, initramfs};
 use crate::shard::ShardSel;
 use crate::suite::{project_root, AccelChoice, Suite};
 use crate::vm::qemu::QemuRunner;
@@ -129,10 +129,16 @@ pub struct CompareArgs {
     /// kept and skipped, unfinished ones run again.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
-    /// Run even when a guest gets more vCPUs than the host has cores (the
-    /// timings then measure the host's scheduler as much as the kernel).
+    /// Run even when a guest gets more vCPUs than the host has cores under
+    /// wall-clock timing (the timings then measure the host's scheduler as
+    /// much as the kernel). Under icount the vCPUs take turns on one host
+    /// thread, so their number is not limited by the host's cores.
     #[arg(long)]
     pub allow_oversubscribe: bool,
+    /// The QEMU binary to boot with (default: the suite's `qemu`, else
+    /// qemu-system-x86_64 on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub qemu: Option<PathBuf>,
 }
 
 /// Changes to a suite's size and shape, shared by compare, plan and run-shard.
@@ -510,8 +516,10 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
     if let Some(&max) = suite.cpus.iter().max() {
         if max > host_cores {
             println!(
-                "WARNING: {max} vCPUs on a host with {host_cores} cores: oversubscribed vCPUs make \
-                 timings meaningless; use a bigger host for this suite"
+                "note: {max} vCPUs on a host with {host_cores} cores: fine under icount (the vCPUs \
+                 take turns on one host thread and guest time counts instructions); under wall \
+                 time oversubscribed vCPUs make timings meaningless, and the run is refused \
+                 without --allow-oversubscribe"
             );
         }
     }
@@ -658,24 +666,33 @@ fn compare_run(
         }
     }
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
-    if max_cpus > host_cores() && !args.allow_oversubscribe {
-        return Err(InputError::new(format!(
-            "{}: asks for {max_cpus} vCPUs but this host has {} cores; oversubscribed vCPUs make \
-             timings meaningless. Use --cpus to run fewer, or --allow-oversubscribe to run anyway",
+    let oversubscribed = |why: &str| -> anyhow::Error {
+        InputError::new(format!(
+            "{}: asks for {max_cpus} vCPUs but this host has {} cores, and {why}: \
+             oversubscribed vCPUs make wall-clock timings meaningless. Use --cpus to run fewer, \
+             a QEMU that counts instructions for SMP guests (icount), or --allow-oversubscribe \
+             to run anyway",
             suite.path.display(),
             host_cores()
         ))
-        .into());
+        .into()
+    };
+    let cannot_count =
+        suite.timing == crate::suite::TimingChoice::Wall || suite.accel == AccelChoice::Kvm;
+    if max_cpus > host_cores() && !args.allow_oversubscribe && cannot_count {
+        return Err(oversubscribed("the run times on the wall clock"));
     }
+    let qemu_path = args.qemu.clone().or_else(|| suite.qemu.clone());
     let started = std::time::Instant::now();
     prereq::ensure(false)?;
+    let qemu = vm::qemu::QemuBinary::locate(qemu_path.as_deref())?;
     let source = match source {
         KernelSource::Tarball(p) => KernelSource::from_path(&p)?,
         s => s,
     };
     let images = run::prepare_images(&suite, &source, &images_dir())?;
-    let mut runner = QemuRunner;
-    let (dir, decision, previous) = match resumed {
+    let mut runner = QemuRunner::new(&qemu);
+    let (dir, machine, previous) = match resumed {
         Some((dir, (meta, _, _))) => {
             for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
                 if k.key != recorded.build_key {
@@ -690,18 +707,26 @@ fn compare_run(
                     .into());
                 }
             }
-            let accel = if meta.accel == "kvm" {
-                vm::Accel::Kvm
-            } else {
-                vm::Accel::Tcg
-            };
-            let decision = vm::accel::AccelDecision {
-                accel,
-                reason: meta.accel_reason.clone(),
-            };
-            (dir, decision, Some(meta))
+            if !meta.host.qemu_path.is_empty() && meta.host.qemu_version != qemu.version {
+                eprintln!(
+                    "markbench: WARNING: the run started with {} ({}); it continues with {} ({})",
+                    meta.host.qemu_version,
+                    meta.host.qemu_path,
+                    qemu.version,
+                    qemu.path.display()
+                );
+            }
+            let machine = run::recorded_machine(&meta, &suite, qemu);
+            (dir, machine, Some(meta))
         }
         None => {
+            let machine = run::decide_machine(&suite, &images, qemu, &mut runner)?;
+            if max_cpus > host_cores() && !args.allow_oversubscribe && !machine.timing.is_icount() {
+                return Err(oversubscribed(&format!(
+                    "timing is wall time ({})",
+                    machine.timing.reason
+                )));
+            }
             let dir = match &out {
                 Some(out) => {
                     std::fs::create_dir_all(out.join("logs"))
@@ -710,39 +735,29 @@ fn compare_run(
                 }
                 None => run::new_run_dir(&reports, &suite)?,
             };
-            let trial_initrd = dir.join("logs/accel-trial.initrd");
-            initramfs::write_boot_initrd(&images.base, &[], &trial_initrd)?;
-            let decision = vm::accel::decide(
-                suite.accel,
-                &mut runner,
-                &images.kernels[0].bzimage,
-                &trial_initrd,
-                &dir.join("logs/accel-trial.log"),
-            );
-            let _ = std::fs::remove_file(&trial_initrd);
-            (dir, decision, None)
+            (dir, machine, None)
         }
     };
     println!("run directory: {}", dir.display());
     println!(
+        "QEMU: {} ({})",
+        machine.qemu.version,
+        machine.qemu.path.display()
+    );
+    println!(
         "accelerator: {} ({})",
-        decision.accel.as_str(),
-        decision.reason
+        machine.accel.accel.as_str(),
+        machine.accel.reason
     );
     println!(
         "timing: {}",
-        vm::accel::describe_timing(vm::accel::timing_for(
-            suite.timing,
-            suite.icount_shift,
-            decision.accel,
-            suite.cpus.iter().copied().max().unwrap_or(1)
-        )?)
+        vm::accel::describe_timing(&machine.timing, max_cpus)
     );
     let _ = ctrlc::set_handler(|| {
         vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         eprintln!("\nmarkbench: interrupted: stopping the guest, keeping every sample, writing a partial report");
     });
-    let meta = run::execute(&suite, &images, &decision, &mut runner, &dir, previous)
+    let meta = run::execute(&suite, &images, &machine, &mut runner, &dir, previous)
         .with_context(|| format!("run in {}", dir.display()))?;
     if out.is_none() {
         let latest = reports.join("latest");

@@ -21,19 +21,30 @@ pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String
             w.push(format!("{what} differs: baseline {a:?}, candidate {b:?}"));
         }
     };
-    check("host", &baseline.host.hostname, &candidate.host.hostname);
-    check(
-        "host CPU",
-        &baseline.host.cpu_model,
-        &candidate.host.cpu_model,
-    );
+    // Under icount guest time counts instructions, which the host's speed
+    // and load do not change: another host is no reason to doubt the
+    // comparison, but another QEMU (its translation) or kernel still is.
+    let both_count_instructions =
+        baseline.counts_instructions() && baseline.timing_mode() == candidate.timing_mode();
+    if !both_count_instructions {
+        check("host", &baseline.host.hostname, &candidate.host.hostname);
+        check(
+            "host CPU",
+            &baseline.host.cpu_model,
+            &candidate.host.cpu_model,
+        );
+    }
     check(
         "QEMU",
         &baseline.host.qemu_version,
         &candidate.host.qemu_version,
     );
     check("accelerator", &baseline.accel, &candidate.accel);
-    check("timing mode", &baseline.timing, &candidate.timing);
+    check(
+        "timing mode",
+        &baseline.timing_mode(),
+        &candidate.timing_mode(),
+    );
     check("suite", &baseline.suite, &candidate.suite);
     check(
         "suite file (sha256)",
@@ -178,5 +189,30 @@ mod tests {
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w.iter().any(|l| l.starts_with("accelerator differs")));
         assert!(w.iter().any(|l| l.starts_with("host differs")));
+    }
+
+    #[test]
+    fn under_icount_another_host_is_no_warning_but_another_qemu_is() {
+        let a = RunMeta {
+            accel: "tcg".into(),
+            suite: "quick".into(),
+            timing: "icount (shift=4, sleep=off): guest time counts executed instructions".into(),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        b.host.hostname = "other".into();
+        b.host.cpu_model = "another CPU".into();
+        assert!(condition_warnings(&a, &b).is_empty());
+        b.host.qemu_version = "QEMU emulator version 10.0.2".into();
+        let w = condition_warnings(&a, &b);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("QEMU differs"), "{w:?}");
+        b.timing = "wall: host time".into();
+        let w = condition_warnings(&a, &b);
+        assert!(w.iter().any(|l| l.starts_with("host differs")), "{w:?}");
+        assert!(
+            w.iter().any(|l| l.starts_with("timing mode differs")),
+            "{w:?}"
+        );
     }
 }

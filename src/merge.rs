@@ -88,7 +88,11 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             &first.count.to_string(),
             &r.count.to_string(),
         )?;
-        differs("timing mode", &first.meta.timing, &r.meta.timing)?;
+        differs(
+            "timing mode",
+            &first.meta.timing_mode(),
+            &r.meta.timing_mode(),
+        )?;
         if r.meta.accel != first.meta.accel {
             warnings.push(format!(
                 "accelerator differs between shards: {} in {}, {} in {}",

@@ -338,7 +338,7 @@ fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
             format!(", overrides {}", meta.overrides.join(" "))
         },
         // The mode and its settings, without the explanation the report gives.
-        meta.timing.split(": ").next().unwrap_or_default()
+        meta.timing_mode()
     )
 }
 
@@ -366,10 +366,13 @@ pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Resul
                     dir.display()
                 );
             }
-            if meta.suite != aa_meta.suite || meta.timing != aa_meta.timing {
+            if meta.suite != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
                 eprintln!(
                     "markbench: WARNING: the two runs differ in suite or timing mode ({} / {} against {} / {})",
-                    aa_meta.suite, aa_meta.timing, meta.suite, meta.timing
+                    aa_meta.suite,
+                    aa_meta.timing_mode(),
+                    meta.suite,
+                    meta.timing_mode()
                 );
             }
             println!("{}", describe("A/B", dir, &meta));

@@ -127,7 +127,7 @@ pub fn ci_requirements() -> Vec<Requirement> {
     ]
 }
 
-fn on_path(program: &str) -> Option<PathBuf> {
+pub fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
@@ -220,6 +220,172 @@ pub fn install_command(packages: &[&str]) -> String {
     )
 }
 
+/// Debian 12's own QEMU (7.2) hangs SMP guests under icount; its
+/// `bookworm-backports` suite carries QEMU 10.0, which does not.
+const BACKPORTS_SOURCES: &str = "/etc/apt/sources.list.d/markbench-bookworm-backports.sources";
+
+/// The release codename from /etc/os-release (`bookworm`, `trixie`, …).
+fn codename() -> Option<String> {
+    std::fs::read_to_string("/etc/os-release")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
+        .map(|v| v.trim_matches('"').to_string())
+}
+
+/// `(major, minor)` of an installed QEMU, from `qemu-system-x86_64 --version`.
+fn qemu_version() -> Option<(u32, u32)> {
+    let out = Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .ok()?;
+    parse_qemu_version(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_qemu_version(text: &str) -> Option<(u32, u32)> {
+    let rest = text.split("version ").nth(1)?;
+    let mut parts = rest.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// The exact commands that give this system a QEMU able to run SMP guests
+/// under icount (QEMU 8.1 or later).
+pub fn smp_icount_qemu_hint() -> String {
+    match codename().as_deref() {
+        Some("bookworm") => format!(
+            "on Debian 12 it comes from bookworm-backports: run `markbench setup` as root, or \
+             `{}`",
+            backports_command()
+        ),
+        _ if is_debian_like() => {
+            "run `sudo apt-get update && sudo apt-get install -y qemu-system-x86`, or name a \
+             QEMU of 8.1 or later with --qemu PATH"
+                .into()
+        }
+        _ => "install QEMU 8.1 or later and name its qemu-system-x86_64 with --qemu PATH (or \
+              `qemu = \"PATH\"` in the suite)"
+            .into(),
+    }
+}
+
+fn backports_command() -> String {
+    format!(
+        "printf 'Types: deb\\nURIs: http://deb.debian.org/debian\\nSuites: bookworm-backports\\n\
+         Components: main\\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\\n' | \
+         sudo tee {BACKPORTS_SOURCES} && sudo apt-get update && sudo apt-get install -y \
+         --no-install-recommends -t bookworm-backports qemu-system-x86"
+    )
+}
+
+/// True when an apt source already names bookworm-backports.
+fn has_backports_source() -> bool {
+    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
+    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
+        files.extend(dir.flatten().map(|e| e.path()));
+    }
+    files.iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines()
+                .any(|l| !l.trim_start().starts_with('#') && l.contains("bookworm-backports"))
+        })
+    })
+}
+
+/// On Debian 12, installs QEMU from bookworm-backports when the QEMU there
+/// is older than 8.1 or missing (the version only picks what to install;
+/// whether SMP icount works is decided by a trial boot at run time). Where
+/// it cannot install, it says how, and the run goes on: 1-vCPU suites and
+/// wall time work with any QEMU.
+fn ensure_smp_icount_qemu(check_only: bool, can_install: bool) -> Result<()> {
+    if codename().as_deref() != Some("bookworm") {
+        return Ok(());
+    }
+    if qemu_version().is_some_and(|v| v >= (8, 1)) {
+        return Ok(());
+    }
+    if check_only || !can_install {
+        eprintln!(
+            "markbench: note: Debian 12's QEMU 7.2 cannot run SMP guests under icount (suites with \
+             more than 1 vCPU then fall back to noisy wall time); to install QEMU 10 from \
+             bookworm-backports run:\n    {}",
+            backports_command()
+        );
+        return Ok(());
+    }
+    if !has_backports_source() {
+        let sources = "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
+                       Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
+        let written = if is_root() {
+            std::fs::write(BACKPORTS_SOURCES, sources).is_ok()
+        } else {
+            sudo_write(BACKPORTS_SOURCES, sources)
+        };
+        if !written {
+            bail!(
+                "could not write {BACKPORTS_SOURCES}; run:\n    {}",
+                backports_command()
+            );
+        }
+        eprintln!("markbench: added Debian's bookworm-backports in {BACKPORTS_SOURCES}");
+    }
+    eprintln!("markbench: installing QEMU from bookworm-backports (SMP guests under icount)");
+    apt(&["apt-get", "update", "-q"])?;
+    apt(&[
+        "apt-get",
+        "install",
+        "-y",
+        "-q",
+        "--no-install-recommends",
+        "-t",
+        "bookworm-backports",
+        "qemu-system-x86",
+    ])?;
+    match qemu_version() {
+        Some(v) if v >= (8, 1) => {
+            eprintln!("markbench: installed QEMU {}.{}", v.0, v.1);
+            Ok(())
+        }
+        other => bail!(
+            "installed qemu-system-x86 from bookworm-backports but qemu-system-x86_64 is {other:?}; \
+             run:\n    {}",
+            backports_command()
+        ),
+    }
+}
+
+fn sudo_write(path: &str, text: &str) -> bool {
+    use std::io::Write;
+    let Ok(mut child) = Command::new("sudo")
+        .args(["-n", "tee", path])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let wrote = child
+        .stdin
+        .take()
+        .is_some_and(|mut i| i.write_all(text.as_bytes()).is_ok());
+    wrote && child.wait().is_ok_and(|s| s.success())
+}
+
+/// Runs an apt command as root (directly, or through password-less sudo).
+fn apt(args: &[&str]) -> Result<()> {
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo", "-n"] };
+    let mut argv: Vec<&str> = sudo.to_vec();
+    argv.extend_from_slice(args);
+    let status = Command::new(argv[0])
+        .args(&argv[1..])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .with_context(|| format!("starting {}", argv.join(" ")))?;
+    if !status.success() {
+        bail!("`{}` failed ({status})", argv.join(" "));
+    }
+    Ok(())
+}
+
 /// Makes sure every requirement is met, installing what is missing where that
 /// is possible, and fails with the exact install command where it is not.
 pub fn ensure(check_only: bool) -> Result<()> {
@@ -228,14 +394,23 @@ pub fn ensure(check_only: bool) -> Result<()> {
 
 /// [`ensure`], with `ci` also for what CI needs ([`ci_requirements`]).
 pub fn ensure_with(check_only: bool, ci: bool) -> Result<()> {
+    let can_install = is_debian_like() && (is_root() || has_passwordless_sudo());
     let missing = missing_of(ci);
-    if missing.is_empty() {
-        return Ok(());
+    if !missing.is_empty() {
+        install_missing(&missing, check_only, can_install, ci)?;
     }
+    ensure_smp_icount_qemu(check_only, can_install)
+}
+
+fn install_missing(
+    missing: &[Requirement],
+    check_only: bool,
+    can_install: bool,
+    ci: bool,
+) -> Result<()> {
     let mut packages: Vec<&str> = missing.iter().map(|r| r.package).collect();
     packages.dedup();
     let what: Vec<&str> = missing.iter().map(|r| r.what).collect();
-    let can_install = is_debian_like() && (is_root() || has_passwordless_sudo());
     if check_only || !can_install {
         let how = if is_debian_like() {
             format!("run:\n    {}", install_command(&packages))
@@ -256,24 +431,10 @@ pub fn ensure_with(check_only: bool, ci: bool) -> Result<()> {
         "markbench: installing missing prerequisites: {}",
         packages.join(" ")
     );
-    let sudo: &[&str] = if is_root() { &[] } else { &["sudo", "-n"] };
-    let run = |args: &[&str]| -> Result<()> {
-        let mut argv: Vec<&str> = sudo.to_vec();
-        argv.extend_from_slice(args);
-        let status = Command::new(argv[0])
-            .args(&argv[1..])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .with_context(|| format!("starting {}", argv.join(" ")))?;
-        if !status.success() {
-            bail!("`{}` failed ({status})", argv.join(" "));
-        }
-        Ok(())
-    };
-    run(&["apt-get", "update", "-q"])?;
+    apt(&["apt-get", "update", "-q"])?;
     let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
     install.extend(packages.iter().copied());
-    run(&install)?;
+    apt(&install)?;
     let still: Vec<&str> = missing_of(ci).iter().map(|r| r.what).collect();
     if !still.is_empty() {
         bail!(
@@ -289,6 +450,21 @@ pub fn ensure_with(check_only: bool, ci: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn qemu_versions_are_read_from_the_version_line() {
+        assert_eq!(
+            parse_qemu_version(
+                "QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)\n"
+            ),
+            Some((10, 0))
+        );
+        assert_eq!(
+            parse_qemu_version("QEMU emulator version 7.2.19 (Debian 1:7.2+dfsg-7+deb12u16)"),
+            Some((7, 2))
+        );
+        assert_eq!(parse_qemu_version("no version here"), None);
+    }
 
     #[test]
     fn install_command_names_every_package() {

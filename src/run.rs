@@ -8,7 +8,7 @@ use crate::plan::{self, Unit};
 use crate::protocol::{Directive, Message};
 use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
 use crate::suite::Suite;
-use crate::vm::accel::AccelDecision;
+use crate::vm::Machine;
 use crate::vm::{BootEnd, BootRequest, Runner};
 use crate::workloads;
 use anyhow::{Context, Result};
@@ -120,13 +120,92 @@ fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The metadata of a run about to start.
-pub fn initial_meta(
+/// Decides what every boot of the run is made with: the accelerator (under
+/// `auto` a KVM trial boot), then, for a suite with more than one vCPU under
+/// TCG that may count instructions, whether this QEMU can run SMP guests
+/// under icount (a trial boot, remembered per binary), and from both the
+/// timing mode. The trials' console logs stay in the cache's `trials/`.
+pub fn decide_machine(
     suite: &Suite,
     images: &Images,
-    accel: &AccelDecision,
-    units: &[Unit],
-) -> RunMeta {
+    qemu: crate::vm::qemu::QemuBinary,
+    runner: &mut dyn Runner,
+) -> Result<Machine> {
+    use crate::vm::accel;
+    let trials = crate::images::cache_dir().join("trials");
+    std::fs::create_dir_all(&trials).with_context(|| format!("creating {}", trials.display()))?;
+    let initrd = trials.join(format!("trial-{}.initrd", std::process::id()));
+    initramfs::write_boot_initrd(&images.base, &[], &initrd)?;
+    let kernel = &images.kernels[0].bzimage;
+    let decision = accel::decide(
+        suite.accel,
+        runner,
+        &qemu,
+        kernel,
+        &initrd,
+        &trials.join("accel-trial.log"),
+    );
+    let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
+    let smp_icount = (decision.accel == crate::vm::Accel::Tcg
+        && max_cpus > 1
+        && suite.timing != crate::suite::TimingChoice::Wall)
+        .then(|| {
+            accel::smp_icount_trial(
+                runner,
+                &qemu,
+                kernel,
+                &initrd,
+                &trials.join("smp-icount-trial.log"),
+            )
+        });
+    let _ = std::fs::remove_file(&initrd);
+    let timing = accel::timing_for(
+        suite.timing,
+        suite.icount_shift,
+        decision.accel,
+        max_cpus,
+        smp_icount.as_ref(),
+        &qemu,
+    )?;
+    Ok(Machine {
+        qemu,
+        accel: decision,
+        timing,
+    })
+}
+
+/// The machine a resumed run was started with, from its metadata: the same
+/// accelerator and timing, whatever a trial would say now.
+pub fn recorded_machine(
+    meta: &RunMeta,
+    suite: &Suite,
+    qemu: crate::vm::qemu::QemuBinary,
+) -> Machine {
+    let accel = if meta.accel == "kvm" {
+        crate::vm::Accel::Kvm
+    } else {
+        crate::vm::Accel::Tcg
+    };
+    let timing = meta
+        .timing_decision
+        .clone()
+        .unwrap_or_else(|| crate::vm::accel::TimingDecision {
+            icount_shift: meta.counts_instructions().then_some(suite.icount_shift),
+            reason: "as the run started".into(),
+        });
+    Machine {
+        qemu,
+        accel: crate::vm::accel::AccelDecision {
+            accel,
+            reason: meta.accel_reason.clone(),
+        },
+        timing,
+    }
+}
+
+/// The metadata of a run about to start.
+pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[Unit]) -> RunMeta {
+    let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
     RunMeta {
         suite: suite.name.clone(),
         suite_path: suite.path.display().to_string(),
@@ -140,18 +219,15 @@ pub fn initial_meta(
         finished_at: String::new(),
         wall_s: 0.0,
         complete: false,
-        host: HostInfo::probe(),
-        accel: accel.accel.as_str().into(),
-        accel_reason: accel.reason.clone(),
-        timing: crate::vm::accel::describe_timing(
-            crate::vm::accel::timing_for(
-                suite.timing,
-                suite.icount_shift,
-                accel.accel,
-                suite.cpus.iter().copied().max().unwrap_or(1),
-            )
-            .unwrap_or(None),
-        ),
+        host: HostInfo {
+            qemu_version: machine.qemu.version.clone(),
+            qemu_path: machine.qemu.path.display().to_string(),
+            ..HostInfo::probe()
+        },
+        accel: machine.accel.accel.as_str().into(),
+        accel_reason: machine.accel.reason.clone(),
+        timing: crate::vm::accel::describe_timing(&machine.timing, max_cpus),
+        timing_decision: Some(machine.timing.clone()),
         seed: suite.seed,
         margin: suite.margin,
         correction: suite.correction,
@@ -206,7 +282,7 @@ pub fn run_unit(
     suite: &Suite,
     unit: &Unit,
     images: &Images,
-    accel: &AccelDecision,
+    machine: &Machine,
     runner: &mut dyn Runner,
     dir: &Path,
     writer: &mut SampleWriter,
@@ -224,19 +300,14 @@ pub fn run_unit(
         &initrd,
     )?;
     let variant = &suite.variants[unit.side];
-    let timing = crate::vm::accel::timing_for(
-        suite.timing,
-        suite.icount_shift,
-        accel.accel,
-        suite.cpus.iter().copied().max().unwrap_or(1),
-    )?;
+    let timing = machine.timing.icount_shift;
     let request = BootRequest {
         kernel: images.kernels[unit.side].bzimage.clone(),
         initrd: initrd.clone(),
         extra_cmdline: variant.cmdline.clone(),
         cpus: unit.cpus,
         memory_mib: suite.memory_mib,
-        accel: accel.accel,
+        accel: machine.accel.accel,
         icount_shift: timing,
         // Only icount keeps the host out of the guest otherwise; the retry of
         // a hang gets a seed of its own, since the same one would hang again.
@@ -435,7 +506,7 @@ fn unit_key(variant: &str, cpus: u32, boot: u32) -> (String, u32, u32) {
 pub fn execute(
     suite: &Suite,
     images: &Images,
-    accel: &AccelDecision,
+    machine: &Machine,
     runner: &mut dyn Runner,
     dir: &Path,
     resume: Option<RunMeta>,
@@ -464,7 +535,7 @@ pub fn execute(
             (meta, wall)
         }
         None => {
-            let meta = initial_meta(suite, images, accel, &units);
+            let meta = initial_meta(suite, images, machine, &units);
             std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
             if let Err(e) = std::fs::copy(&suite.path, dir.join(SUITE_COPY)) {
                 eprintln!("markbench: could not keep a copy of the suite: {e}");
@@ -497,7 +568,7 @@ pub fn execute(
             unit.boot
         ));
         let load_before = host_load();
-        let mut record = run_unit(suite, unit, images, accel, runner, dir, &mut writer, 0)?;
+        let mut record = run_unit(suite, unit, images, machine, runner, dir, &mut writer, 0)?;
         if record.retryable && !crate::vm::interrupted() {
             // A hang or a QEMU failure may be the host's doing: try once more,
             // after dropping whatever the failed attempt measured.
@@ -507,7 +578,7 @@ pub fn execute(
             crate::samples::retain_samples(dir, |s| unit_key(&s.variant, s.cpus, s.boot) != key)?;
             writer = SampleWriter::open(dir)?;
             let first = record.status.clone();
-            record = run_unit(suite, unit, images, accel, runner, dir, &mut writer, 1)?;
+            record = run_unit(suite, unit, images, machine, runner, dir, &mut writer, 1)?;
             record.status = format!("{} (retried after: {first})", record.status);
         }
         record.host_load_before = load_before;

@@ -258,6 +258,9 @@ pub struct HostInfo {
     pub memory_gib: f64,
     pub kernel_release: String,
     pub qemu_version: String,
+    /// The QEMU binary's path (runs before it was recorded: empty).
+    #[serde(default)]
+    pub qemu_path: String,
 }
 
 pub fn host_cpu_model() -> String {
@@ -293,6 +296,7 @@ impl HostInfo {
             memory_gib: (mem_kib / 1024.0 / 1024.0 * 10.0).round() / 10.0,
             kernel_release: read("/proc/sys/kernel/osrelease"),
             qemu_version: crate::images::tool_version(crate::vm::qemu::QEMU),
+            qemu_path: String::new(),
         }
     }
 }
@@ -352,6 +356,19 @@ fn default_margin() -> f64 {
     0.02
 }
 
+/// The timing mode and its setting in a timing description (`icount
+/// (shift=4, …): …` or `wall: …`), as [`RunMeta::timing_mode`] gives it.
+pub fn timing_mode_of(timing: &str) -> String {
+    if !timing.starts_with("icount") {
+        return "wall".into();
+    }
+    timing
+        .split("shift=")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .map_or_else(|| "icount".to_string(), |s| format!("icount shift={s}"))
+}
+
 /// `meta.toml`: everything about a run except its samples.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
@@ -377,6 +394,9 @@ pub struct RunMeta {
     /// Timing mode and what it measures.
     #[serde(default)]
     pub timing: String,
+    /// The timing decision as data (runs before it was recorded: only `timing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_decision: Option<crate::vm::accel::TimingDecision>,
     pub seed: u64,
     /// Equivalence margin as a fraction (0.02 = ±2%).
     #[serde(default = "default_margin")]
@@ -436,6 +456,13 @@ impl RunMeta {
     /// did not reach the figures.
     pub fn counts_instructions(&self) -> bool {
         self.timing.starts_with("icount")
+    }
+
+    /// The timing mode and its setting alone (`icount shift=4`, `wall`),
+    /// without the reason or the explanation: what two runs must share to be
+    /// compared or merged.
+    pub fn timing_mode(&self) -> String {
+        timing_mode_of(&self.timing)
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {

@@ -35,6 +35,9 @@ pub struct Suite {
     pub margin: f64,
     pub correction: crate::stats::Correction,
     pub kernel_source: Option<PathBuf>,
+    /// The QEMU binary to boot with (`qemu = "PATH"`, relative to the suite
+    /// file); `None`: `qemu-system-x86_64` on PATH.
+    pub qemu: Option<PathBuf>,
     /// Exactly two: the baseline ("without") first, the candidate ("with") second.
     pub variants: Vec<Variant>,
     pub workloads: Vec<WorkloadSpec>,
@@ -396,6 +399,8 @@ struct SuiteFile {
     correction: crate::stats::Correction,
     #[serde(default)]
     kernel: KernelSection,
+    #[serde(default)]
+    qemu: Option<String>,
     variant: Spanned<Vec<VariantFile>>,
     workload: Spanned<Vec<Spanned<WorkloadSpec>>>,
 }
@@ -803,6 +808,13 @@ impl Suite {
             margin: margin_pct / 100.0,
             correction: file.correction,
             kernel_source: file.kernel.source.map(|s| PathBuf::from(s.into_inner())),
+            qemu: file.qemu.map(|q| {
+                let q = PathBuf::from(q);
+                match path.parent() {
+                    Some(dir) if q.is_relative() => dir.join(q),
+                    _ => q,
+                }
+            }),
             variants,
             workloads,
             overrides: Vec::new(),

@@ -49,6 +49,7 @@ fn meta() -> RunMeta {
             memory_gib: 24.0,
             kernel_release: "6.1.0".into(),
             qemu_version: "QEMU emulator version 7.2.22".into(),
+            qemu_path: String::new(),
         },
         accel: "tcg".into(),
         accel_reason: "asked for".into(),

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{accel, images, SUITE};
+use common::{images, machine, SUITE};
 use markbench::run::{execute, Images, RunLock};
 use markbench::samples::{read_samples, RunMeta, SampleWriter};
 use markbench::suite::{project_root, Suite};
@@ -32,7 +32,7 @@ fn a_run_writes_every_sample_in_abba_order_and_a_report() {
         slow_factor: 1.2,
         ..Default::default()
     };
-    let meta = execute(&suite, &images, &accel(), &mut runner, &dir, None).unwrap();
+    let meta = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap();
     assert!(meta.complete);
     assert_eq!(runner.boots, 12); // 2 variants × 2 CPU counts × 3 boots
     let order: Vec<&str> = meta.boots.iter().map(|b| b.variant.as_str()).collect();
@@ -66,7 +66,7 @@ fn resume_skips_finished_boots_and_drops_partial_samples() {
         crash_after_boots: Some(5),
         ..Default::default()
     };
-    let first = execute(&suite, &images, &accel(), &mut crashing, &dir, None).unwrap();
+    let first = execute(&suite, &images, &machine(), &mut crashing, &dir, None).unwrap();
     assert_eq!(first.boots.iter().filter(|b| b.ok).count(), 5);
     // A boot killed half-way left a stray sample of an unfinished unit behind.
     let mut stray = read_samples(&dir).unwrap()[0].clone();
@@ -78,7 +78,7 @@ fn resume_skips_finished_boots_and_drops_partial_samples() {
 
     let mut runner = FakeRunner::default();
     let meta = RunMeta::read(&dir).unwrap();
-    let resumed = execute(&suite, &images, &accel(), &mut runner, &dir, Some(meta)).unwrap();
+    let resumed = execute(&suite, &images, &machine(), &mut runner, &dir, Some(meta)).unwrap();
     assert_eq!(runner.boots, 7, "only the unfinished boots run again");
     assert!(resumed.complete);
     assert_eq!(resumed.boots.len(), 12);
@@ -125,7 +125,7 @@ fn a_hung_boot_is_retried_once_without_keeping_its_samples() {
         hanging_boots: vec![2, 9, 10],
         ..Default::default()
     };
-    let meta = execute(&suite, &images, &accel(), &mut runner, &dir, None).unwrap();
+    let meta = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap();
     assert_eq!(runner.boots, 14);
     assert_eq!(meta.boots.len(), 12);
     let retried: Vec<_> = meta
@@ -161,13 +161,13 @@ fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
         slow_factor: 1.0,
         ..Default::default()
     };
-    execute(&suite, &images, &accel(), &mut fast, &baseline, None).unwrap();
-    execute(&suite, &images, &accel(), &mut fast, &same, None).unwrap();
+    execute(&suite, &images, &machine(), &mut fast, &baseline, None).unwrap();
+    execute(&suite, &images, &machine(), &mut fast, &same, None).unwrap();
     let mut slow = FakeRunner {
         slow_factor: 1.3,
         ..Default::default()
     };
-    execute(&suite, &images, &accel(), &mut slow, &candidate, None).unwrap();
+    execute(&suite, &images, &machine(), &mut slow, &candidate, None).unwrap();
 
     let out = tmp.path().join("diff");
     let warnings = markbench::diff::diff(&baseline, &candidate, None, &out).unwrap();
@@ -217,7 +217,7 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
             slow_factor,
             ..Default::default()
         };
-        execute(&suite, &images, &accel(), &mut runner, &dir, None).unwrap();
+        execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap();
         dir
     };
     let baseline = run("baseline", 1.0);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{accel, images, SUITE};
+use common::{images, machine, SUITE};
 use markbench::run::execute;
 use markbench::samples::{read_samples_with_hosts, RunMeta, SampleWriter, SAMPLES_FILE};
 use markbench::shard::ShardSel;
@@ -34,7 +34,7 @@ fn run(root: &Path, name: &str, shard: Option<ShardSel>) -> PathBuf {
         slow_factor: 1.2,
         ..Default::default()
     };
-    execute(&suite, &images(root), &accel(), &mut runner, &dir, None).unwrap();
+    execute(&suite, &images(root), &machine(), &mut runner, &dir, None).unwrap();
     dir
 }
 
@@ -214,7 +214,7 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     execute(
         &foreign,
         &images(tmp.path()),
-        &accel(),
+        &machine(),
         &mut FakeRunner::default(),
         &other,
         None,
@@ -276,7 +276,15 @@ fn a_shard_resumes_as_a_shard() {
         crash_after_boots: Some(1),
         ..Default::default()
     };
-    let first = execute(&s, &images(tmp.path()), &accel(), &mut crashing, &dir, None).unwrap();
+    let first = execute(
+        &s,
+        &images(tmp.path()),
+        &machine(),
+        &mut crashing,
+        &dir,
+        None,
+    )
+    .unwrap();
     let planned = markbench::plan::expand(&s).len();
     assert_eq!(first.boots.len(), planned);
     // The resumed run rebuilds the shard from the recorded overrides.
@@ -288,7 +296,7 @@ fn a_shard_resumes_as_a_shard() {
     let resumed = execute(
         &again,
         &images(tmp.path()),
-        &accel(),
+        &machine(),
         &mut runner,
         &dir,
         Some(meta),

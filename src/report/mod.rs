@@ -587,7 +587,11 @@ fn render_analysis(
         h.cores,
         h.memory_gib,
         escape_md(&h.kernel_release),
-        escape_md(&h.qemu_version),
+        if h.qemu_path.is_empty() {
+            escape_md(&h.qemu_version)
+        } else {
+            format!("{} (`{}`)", escape_md(&h.qemu_version), escape_md(&h.qemu_path))
+        },
         meta.accel,
         escape_md(&meta.accel_reason),
         escape_md(&meta.suite),
@@ -659,7 +663,7 @@ fn render_analysis(
                 s.wall_s,
                 escape_md(&s.accel),
                 // The mode only; what it measures is under "Timing" above.
-                escape_md(s.timing.split(':').next().unwrap_or_default())
+                escape_md(&crate::samples::timing_mode_of(&s.timing))
             );
         }
         let _ = writeln!(r);

@@ -18,6 +18,15 @@ pub struct FakeRunner {
     pub crash_after_boots: Option<usize>,
     /// Boots (counted from 1) that hang after their first sample and time out.
     pub hanging_boots: Vec<usize>,
+    /// Every boot hangs before the agent starts, as an SMP guest under
+    /// icount does with QEMU 7.2, and times out.
+    pub hang_before_agent: bool,
+    /// QEMU cannot start (a missing binary): the error it gives.
+    pub fail_to_start: Option<String>,
+    /// The CPUs the guest reports online, instead of all it was given.
+    pub online_cpus: Option<String>,
+    /// Every request, in order.
+    pub requests: Vec<BootRequest>,
 }
 
 /// The job text inside an initrd (the appended archive holds it verbatim).
@@ -35,6 +44,15 @@ pub fn job_in_initrd(bytes: &[u8]) -> Option<String> {
 impl Runner for FakeRunner {
     fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
         self.boots += 1;
+        self.requests.push(r.clone());
+        if let Some(error) = &self.fail_to_start {
+            return BootOutcome {
+                end: BootEnd::QemuFailed {
+                    detail: format!("cannot start qemu: {error}"),
+                },
+                wall: Duration::ZERO,
+            };
+        }
         if self.crash_after_boots.is_some_and(|n| self.boots > n) {
             return BootOutcome {
                 end: BootEnd::Interrupted,
@@ -42,13 +60,23 @@ impl Runner for FakeRunner {
             };
         }
         let _ = std::fs::write(&r.console_log, "Linux version 6.1.0-fake\n");
+        if self.hang_before_agent {
+            return BootOutcome {
+                end: BootEnd::TimedOut {
+                    after_s: r.deadline.as_secs(),
+                },
+                wall: r.deadline,
+            };
+        }
         let job = std::fs::read(&r.initrd)
             .ok()
             .and_then(|b| job_in_initrd(&b))
             .unwrap_or_default();
         on_message(Message::Hello {
             kernel_release: "6.1.0-fake".into(),
-            online_cpus: if r.cpus == 1 {
+            online_cpus: if let Some(cpus) = &self.online_cpus {
+                cpus.clone()
+            } else if r.cpus == 1 {
                 "0".into()
             } else {
                 format!("0-{}", r.cpus - 1)

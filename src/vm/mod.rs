@@ -37,6 +37,15 @@ impl Accel {
     }
 }
 
+/// What every boot of a run is made with, decided once before the first:
+/// the QEMU binary, the accelerator and how guest time runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    pub qemu: qemu::QemuBinary,
+    pub accel: accel::AccelDecision,
+    pub timing: accel::TimingDecision,
+}
+
 /// Everything needed to boot one guest.
 #[derive(Debug, Clone)]
 pub struct BootRequest {

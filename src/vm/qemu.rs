@@ -6,8 +6,11 @@
 //! agent's result lines on QEMU's stdout, read line by line as they come.
 
 use super::{BootEnd, BootOutcome, BootRequest, Runner};
+use crate::error::InputError;
 use crate::protocol::Message;
+use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -22,8 +25,75 @@ pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic rdinit=/init";
 /// Where the guest's RTC starts in icount mode: any fixed date will do.
 pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
 
-#[derive(Debug, Default)]
-pub struct QemuRunner;
+/// The QEMU binary a run boots its guests with: the one a suite or
+/// `--qemu` names, else `qemu-system-x86_64` on PATH. Its content hash keys
+/// the verdicts remembered about it (whether SMP guests run under icount),
+/// so an upgrade in place is tried again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QemuBinary {
+    pub path: PathBuf,
+    /// First line of `--version`, e.g. `QEMU emulator version 10.0.2 (Debian …)`.
+    pub version: String,
+    pub sha256: String,
+}
+
+impl QemuBinary {
+    /// The binary at `explicit`, or the first `qemu-system-x86_64` on PATH.
+    pub fn locate(explicit: Option<&Path>) -> Result<QemuBinary, InputError> {
+        let path = match explicit {
+            Some(p) if p.is_file() => p.to_path_buf(),
+            Some(p) => {
+                return Err(InputError::new(format!(
+                    "QEMU binary {} does not exist (give the path of a qemu-system-x86_64)",
+                    p.display()
+                )))
+            }
+            None => crate::prereq::on_path(QEMU).ok_or_else(|| {
+                InputError::new(format!(
+                    "{QEMU} is not on PATH; run `markbench setup` (or name a binary with --qemu PATH)"
+                ))
+            })?,
+        };
+        let bytes = std::fs::read(&path)
+            .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+        let version = Command::new(&path)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .map(str::to_string)
+            })
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "{}: `--version` failed; is it a qemu-system-x86_64?",
+                    path.display()
+                ))
+            })?;
+        Ok(QemuBinary {
+            path,
+            version,
+            sha256: crate::images::key_of(&[("qemu", &bytes)]),
+        })
+    }
+}
+
+/// Boots each request with one process of its QEMU binary.
+#[derive(Debug)]
+pub struct QemuRunner {
+    pub binary: PathBuf,
+}
+
+impl QemuRunner {
+    pub fn new(qemu: &QemuBinary) -> QemuRunner {
+        QemuRunner {
+            binary: qemu.path.clone(),
+        }
+    }
+}
 
 /// The QEMU command line for a request.
 pub fn qemu_args(r: &BootRequest) -> Vec<String> {
@@ -97,7 +167,7 @@ impl Runner for QemuRunner {
             end,
             wall: started.elapsed(),
         };
-        let mut command = Command::new(QEMU);
+        let mut command = Command::new(&self.binary);
         // If markbench itself is killed (SIGKILL, OOM), its guest must not run
         // on unwatched: the kernel kills QEMU when its parent dies.
         // SAFETY: prctl is async-signal-safe and touches no memory of ours.
@@ -118,7 +188,7 @@ impl Runner for QemuRunner {
             Ok(c) => c,
             Err(e) => {
                 return outcome(BootEnd::QemuFailed {
-                    detail: format!("cannot start {QEMU}: {e}"),
+                    detail: format!("cannot start {}: {e}", self.binary.display()),
                 })
             }
         };

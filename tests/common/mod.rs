@@ -6,8 +6,10 @@
 use markbench::images::initramfs::BaseImage;
 use markbench::images::kernel::KernelImage;
 use markbench::run::Images;
-use markbench::vm::accel::AccelDecision;
+use markbench::vm::accel::{AccelDecision, TimingDecision};
+use markbench::vm::qemu::QemuBinary;
 use markbench::vm::Accel;
+use markbench::vm::Machine;
 use std::path::Path;
 
 /// Two CPU counts, two workloads; the "on" variant boots with `slow` in its
@@ -62,9 +64,21 @@ pub fn images(dir: &Path) -> Images {
     }
 }
 
-pub fn accel() -> AccelDecision {
-    AccelDecision {
-        accel: Accel::Tcg,
-        reason: "test".into(),
+/// What the fake guests boot with: TCG and wall time, as decided for a test.
+pub fn machine() -> Machine {
+    Machine {
+        qemu: QemuBinary {
+            path: "/usr/bin/qemu-system-x86_64".into(),
+            version: "QEMU emulator version 10.0.2".into(),
+            sha256: "test".into(),
+        },
+        accel: AccelDecision {
+            accel: Accel::Tcg,
+            reason: "test".into(),
+        },
+        timing: TimingDecision {
+            icount_shift: None,
+            reason: "test".into(),
+        },
     }
 }
