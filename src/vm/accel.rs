@@ -199,7 +199,12 @@ pub fn timing_for(
                 "timing = \"icount\" with {max_cpus} vCPUs: {} (or use --cpus 1, or --timing wall)",
                 cannot(v)
             ))),
-            None => Ok(icount("the suite or command line asked for icount".into())),
+            None => Ok(icount(match smp_icount {
+                Some(v) if max_cpus > 1 => {
+                    format!("the suite or command line asked for icount; {}", v.detail)
+                }
+                _ => "the suite or command line asked for icount".into(),
+            })),
         },
     }
 }
