@@ -43,10 +43,14 @@ impl Step {
     }
 }
 
-/// Steps run in every boot: every workload at every parameter.
-pub(crate) fn steps(suite: &Suite) -> Vec<Step> {
+/// Steps run in every boot with `cpus` vCPUs: every workload that runs at
+/// that count, at every parameter.
+pub(crate) fn steps(suite: &Suite, cpus: u32) -> Vec<Step> {
     let mut steps = Vec::new();
     for (w, spec) in suite.workloads.iter().enumerate() {
+        if !spec.runs_at(cpus) {
+            continue;
+        }
         let (iterations, warmup) = spec.iterations_in(suite);
         for &param in spec.params() {
             steps.push(Step {
@@ -66,7 +70,6 @@ pub fn expand(suite: &Suite) -> Vec<Unit> {
     if let Some(sel) = suite.shard {
         return crate::shard::units(suite, sel);
     }
-    let steps = steps(suite);
     let mut units = Vec::new();
     let mut block = 0usize;
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(suite.seed);
@@ -83,7 +86,7 @@ pub fn expand(suite: &Suite) -> Vec<Unit> {
                     variant: suite.variants[side].name.clone(),
                     cpus,
                     boot,
-                    steps: steps.clone(),
+                    steps: steps(suite, cpus),
                 });
             }
             block += 1;

@@ -395,7 +395,11 @@ pub fn ensure(check_only: bool) -> Result<()> {
 /// [`ensure`], with `ci` also for what CI needs ([`ci_requirements`]).
 pub fn ensure_with(check_only: bool, ci: bool) -> Result<()> {
     let can_install = is_debian_like() && (is_root() || has_passwordless_sudo());
-    let missing = missing_of(ci);
+    let mut missing = missing_of(ci);
+    if can_install && !check_only && codename().as_deref() == Some("bookworm") {
+        // Debian 12's own QEMU would only be replaced from backports next.
+        missing.retain(|r| r.package != "qemu-system-x86");
+    }
     if !missing.is_empty() {
         install_missing(&missing, check_only, can_install, ci)?;
     }

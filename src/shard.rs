@@ -94,11 +94,10 @@ pub struct ShardPlan {
 
 /// The (CPU count, step) groups of a suite, in the plan's order.
 fn groups(suite: &Suite) -> Vec<(u32, plan::Step)> {
-    let steps = plan::steps(suite);
     suite
         .cpus
         .iter()
-        .flat_map(|&cpus| steps.iter().map(move |s| (cpus, s.clone())))
+        .flat_map(|&cpus| plan::steps(suite, cpus).into_iter().map(move |s| (cpus, s)))
         .collect()
 }
 

@@ -145,6 +145,12 @@ pub struct CommandSpec {
     pub iterations: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<u32>,
+    /// The CPU counts this workload runs at, a subset of the suite's
+    /// (default: all of them): a suite can measure a precise point on one
+    /// vCPU and an SMP point beside it without running everything twice.
+    /// `--cpus` on the command line runs every workload at every count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
 }
 
 /// `make -jN` of a prepared kernel tree inside the guest, with the host's
@@ -171,6 +177,12 @@ pub struct KernelCompileSpec {
     pub iterations: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<u32>,
+    /// The CPU counts this workload runs at, a subset of the suite's
+    /// (default: all of them): a suite can measure a precise point on one
+    /// vCPU and an SMP point beside it without running everything twice.
+    /// `--cpus` on the command line runs every workload at every count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
 }
 
 /// How the guest's make is driven.
@@ -258,6 +270,12 @@ pub struct PingFloodSpec {
     pub iterations: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<u32>,
+    /// The CPU counts this workload runs at, a subset of the suite's
+    /// (default: all of them): a suite can measure a precise point on one
+    /// vCPU and an SMP point beside it without running everything twice.
+    /// `--cpus` on the command line runs every workload at every count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
 }
 
 fn default_ping_size() -> u64 {
@@ -290,6 +308,12 @@ pub struct HackbenchSpec {
     pub iterations: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup: Option<u32>,
+    /// The CPU counts this workload runs at, a subset of the suite's
+    /// (default: all of them): a suite can measure a precise point on one
+    /// vCPU and an SMP point beside it without running everything twice.
+    /// `--cpus` on the command line runs every workload at every count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
 }
 
 fn default_loops() -> u64 {
@@ -345,6 +369,30 @@ impl WorkloadSpec {
             WorkloadSpec::Command(c) => (&mut c.iterations, &mut c.warmup),
             WorkloadSpec::KernelCompile(k) => (&mut k.iterations, &mut k.warmup),
         }
+    }
+
+    fn own_cpus_mut(&mut self) -> &mut Option<Vec<u32>> {
+        match self {
+            WorkloadSpec::Hackbench(h) => &mut h.cpus,
+            WorkloadSpec::PingFlood(p) => &mut p.cpus,
+            WorkloadSpec::Command(c) => &mut c.cpus,
+            WorkloadSpec::KernelCompile(k) => &mut k.cpus,
+        }
+    }
+
+    /// The workload's own CPU counts, if it names them.
+    pub fn own_cpus(&self) -> Option<&[u32]> {
+        match self {
+            WorkloadSpec::Hackbench(h) => h.cpus.as_deref(),
+            WorkloadSpec::PingFlood(p) => p.cpus.as_deref(),
+            WorkloadSpec::Command(c) => c.cpus.as_deref(),
+            WorkloadSpec::KernelCompile(k) => k.cpus.as_deref(),
+        }
+    }
+
+    /// Whether this workload runs in a boot with `cpus` vCPUs.
+    pub fn runs_at(&self, cpus: u32) -> bool {
+        self.own_cpus().is_none_or(|list| list.contains(&cpus))
     }
 
     fn own_counts(&self) -> (Option<u32>, Option<u32>) {
@@ -510,6 +558,9 @@ impl Suite {
                 return bad(format!("--cpus takes CPU counts from 1 to 8, got {cpus:?}"));
             }
             self.cpus = cpus.clone();
+            for w in &mut self.workloads {
+                *w.own_cpus_mut() = None;
+            }
             self.overrides.push(format!("cpus={cpus:?}"));
         }
         if let Some(scope) = o.compile_scope {
@@ -688,6 +739,17 @@ impl Suite {
                     ),
                 ));
             }
+            if let Some(own) = spec.own_cpus() {
+                if own.is_empty() || own.iter().any(|c| !cpus.contains(c)) {
+                    return Err(err(
+                        span,
+                        format!(
+                            "{}: cpus = {own:?} must be one or more of the suite's CPU counts {cpus:?}",
+                            spec.kind()
+                        ),
+                    ));
+                }
+            }
             if spec.own_counts().0 == Some(0) {
                 return Err(err(
                     span,
@@ -771,6 +833,15 @@ impl Suite {
             workloads.push(spec);
         }
 
+        if let Some(idle) = cpus
+            .iter()
+            .find(|&&c| !workloads.iter().any(|w| w.runs_at(c)))
+        {
+            return Err(err(
+                file.cpus.span(),
+                format!("no workload runs at {idle} CPUs: drop it from cpus or add it to a workload's cpus"),
+            ));
+        }
         let name = file.name.get_ref().clone();
         if name.trim().is_empty() || name.contains(['/', '\\']) {
             return Err(err(
@@ -1010,6 +1081,45 @@ params = [2]
             e.contains("s.toml:13") && e.contains("hackbench: iterations must be at least 1"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_workload_can_run_at_some_of_the_suites_cpu_counts() {
+        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
+            "loops = 10\n",
+            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\ncpus = [2]\n",
+        );
+        let mut s = parse(&text).unwrap();
+        let units = crate::plan::expand(&s);
+        for u in &units {
+            let ids: Vec<String> = u.steps.iter().map(|st| st.id(&s)).collect();
+            let want: &[&str] = if u.cpus == 1 {
+                &["hackbench/2", "hackbench/4"]
+            } else {
+                &["hackbench/4"]
+            };
+            assert_eq!(ids, want, "{u:?}");
+            assert_eq!(u.steps[0].workload, usize::from(u.cpus == 2));
+        }
+        let e = parse(&GOOD.replace("loops = 10\n", "loops = 10\ncpus = [4]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("s.toml:13:1:")
+                && e.contains("must be one or more of the suite's CPU counts [2]"),
+            "{e}"
+        );
+        let e = parse(&text.replace("cpus = [1, 2]", "cpus = [1, 2, 4]"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no workload runs at 4 CPUs"), "{e}");
+        // --cpus runs every workload at every count it names.
+        s.apply(&Overrides {
+            cpus: Some(vec![4]),
+            ..Overrides::default()
+        })
+        .unwrap();
+        assert!(crate::plan::expand(&s).iter().all(|u| u.steps.len() == 3));
     }
 
     #[test]

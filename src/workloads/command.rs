@@ -30,6 +30,7 @@ mod tests {
             argv: vec!["/bin/busybox".into(), "sleep".into(), "{param}".into()],
             iterations: None,
             warmup: None,
+            cpus: None,
         };
         assert_eq!(command(&spec, 3), ["/bin/busybox", "sleep", "3"]);
     }

@@ -128,6 +128,7 @@ Time: 0.412\n";
             datasize: 100,
             iterations: None,
             warmup: None,
+            cpus: None,
         };
         assert_eq!(
             command(&spec, 4).join(" "),

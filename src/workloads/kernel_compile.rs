@@ -196,6 +196,7 @@ mod tests {
             driver: None,
             iterations: None,
             warmup: None,
+            cpus: None,
         };
         assert_eq!(
             command(&spec, 2).join(" "),

@@ -119,6 +119,7 @@ rtt min/avg/max/mdev = 0.013/0.088/45.604/1.182 ms, pipe 2, ipg/ewma 0.188/0.035
             size: 56,
             iterations: None,
             warmup: None,
+            cpus: None,
         };
         assert_eq!(
             command(&spec, 5000).join(" "),
