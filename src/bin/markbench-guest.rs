@@ -6,8 +6,9 @@
 //! CLOCK_MONOTONIC (`std::time::Instant`), reports each run as one line on the
 //! results port (`/dev/ttyS1`) and powers the machine off.
 //!
-//! It is built static with `std` only (no crates), so the host can compile it
-//! with a single `rustc` call and drop it into an initramfs as `/init`.
+//! It is built static with `std` only (no crates), so markbench's build script
+//! compiles it with a single `rustc` call and markbench embeds it, to drop
+//! it into an initramfs as `/init`.
 
 #[path = "../protocol.rs"]
 #[allow(dead_code)]
