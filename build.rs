@@ -39,6 +39,7 @@ fn main() {
         }
     };
     std::fs::write(out_dir.join("markbench-guest.error"), error).expect("writing to OUT_DIR");
+    git_revision(&manifest_dir);
 }
 
 /// Builds the agent unless it was built from the same inputs before: the
@@ -99,4 +100,44 @@ fn build_agent(rustc: &std::ffi::OsStr, manifest_dir: &Path, out: &Path) -> Resu
         ));
     }
     Ok(())
+}
+
+/// The git revision markbench is built from, for the runs' metadata: asked
+/// of git here, because at run time the checkout may be gone or be another.
+fn git_revision(manifest_dir: &Path) {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(manifest_dir)
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let revision = git(&["describe", "--always", "--dirty"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=MARKBENCH_GIT_REVISION={revision}");
+    // What moves the revision: a commit (HEAD, its branch, packed refs);
+    // and its `-dirty`: an edit of what goes into the binary.
+    if let (Some(git_dir), Some(common_dir)) = (
+        git(&["rev-parse", "--absolute-git-dir"]),
+        git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]),
+    ) {
+        let (git_dir, common_dir) = (PathBuf::from(git_dir), PathBuf::from(common_dir));
+        println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            common_dir.join("packed-refs").display()
+        );
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!(
+                "cargo:rerun-if-changed={}",
+                common_dir.join(branch).display()
+            );
+        }
+    }
+    for path in ["src", "vm-images", "suites", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={path}");
+    }
 }
