@@ -8,14 +8,20 @@ use common::{accel, images, SUITE};
 use markbench::run::execute;
 use markbench::samples::{read_samples_with_hosts, RunMeta, SampleWriter, SAMPLES_FILE};
 use markbench::shard::ShardSel;
-use markbench::suite::{project_root, Overrides, Suite};
+use markbench::suite::{FragmentLookup, Overrides, Suite};
 use markbench::vm::fake::FakeRunner;
 use std::path::{Path, PathBuf};
 
 fn suite(dir: &Path, text: &str, shard: Option<ShardSel>) -> Suite {
     let path = dir.join("fake.toml");
     std::fs::write(&path, text).unwrap();
-    let mut suite = Suite::load(&path, &project_root().join("vm-images")).unwrap();
+    let mut suite = Suite::load(
+        &path,
+        &FragmentLookup::BesideSuite {
+            cwd: env!("CARGO_MANIFEST_DIR").into(),
+        },
+    )
+    .unwrap();
     suite
         .apply(&Overrides {
             shard,
