@@ -3,9 +3,10 @@
 
 use crate::error::InputError;
 use crate::images::cache_dir;
-use crate::images::kernel::{self, KernelSource, KernelSpec};
+use crate::images::fragments::FragmentSearch;
+use crate::images::kernel::{self, KernelSource};
 use crate::shard::ShardSel;
-use crate::suite::{project_root, AccelChoice, Suite};
+use crate::suite::{AccelChoice, FragmentLookup, Suite, DEFAULT_SUITE};
 use crate::vm::qemu::QemuRunner;
 use crate::{plan, prereq, report, run, vm};
 use anyhow::{Context, Result};
@@ -95,9 +96,10 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
-    /// The suite file.
-    #[arg(long, default_value = "suites/quick.toml")]
-    pub suite: PathBuf,
+    /// The suite file, relative to the current directory. Default:
+    /// suites/quick.toml here, else markbench's built-in copy of it.
+    #[arg(long)]
+    pub suite: Option<PathBuf>,
     /// Kernel source: a tarball or a git kernel tree (never written into).
     /// Default: the suite's [kernel] source, else Debian's linux-source-6.1.
     #[arg(long)]
@@ -253,23 +255,39 @@ pub struct ImagesArgs {
     pub list: bool,
 }
 
-/// Resolves a path given on the command line or in a suite: as given when it
-/// exists, else relative to the project (so `cargo run` works from anywhere).
-fn resolve(path: &Path) -> PathBuf {
-    if path.is_absolute() || path.exists() {
-        path.to_path_buf()
-    } else {
-        project_root().join(path)
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().context("reading the current directory")
+}
+
+/// The suite `--suite` names (a relative path is taken from the current
+/// directory, as by any command), or without it suites/quick.toml in the
+/// current directory, else markbench's built-in copy of that suite.
+fn read_suite(path: Option<&Path>) -> Result<Suite> {
+    let cwd = current_dir()?;
+    let lookup = FragmentLookup::BesideSuite { cwd: cwd.clone() };
+    let default = Path::new(DEFAULT_SUITE);
+    match path {
+        Some(path) => Ok(Suite::load(path, &lookup)?),
+        None if default.is_file() => Ok(Suite::load(default, &lookup)?),
+        None => {
+            eprintln!(
+                "markbench: no {DEFAULT_SUITE} in {}: running markbench's built-in copy of it",
+                cwd.display()
+            );
+            Ok(Suite::built_in(default, &cwd)
+                .context("the default suite is not built into markbench")??)
+        }
     }
 }
 
-fn images_dir() -> PathBuf {
-    project_root().join("vm-images")
+fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
+    let suite = read_suite(args.suite.as_deref())?;
+    let source = kernel_source(args, &suite)?;
+    Ok((suite, source))
 }
 
-fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
-    let path = resolve(&args.suite);
-    let suite = Suite::load(&path, &images_dir())?;
+/// The kernel source of `--kernel-source`, else the suite's, else Debian's.
+fn kernel_source(args: &SuiteArgs, suite: &Suite) -> Result<KernelSource> {
     let source_path = args
         .kernel_source
         .clone()
@@ -282,7 +300,7 @@ fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
     } else {
         KernelSource::from_path(&source_path)?
     };
-    Ok((suite, source))
+    Ok(source)
 }
 
 pub fn run(cli: Cli) -> Result<i32> {
@@ -342,7 +360,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Merge { dirs, out, reports } => {
             let out = match out {
                 Some(out) => out,
-                None => merged_dir(&resolve(&reports), &dirs)?,
+                None => merged_dir(&reports, &dirs)?,
             };
             let merged = crate::merge::merge(&dirs, &out)?;
             for w in &merged.warnings {
@@ -384,7 +402,7 @@ fn images(args: ImagesArgs) -> Result<i32> {
     }
     let (suite, source) = load_suite(&args.suite)?;
     prereq::ensure(false)?;
-    let images = run::prepare_images(&suite, &source, &images_dir())?;
+    let images = run::prepare_images(&suite, &source)?;
     for k in &images.kernels {
         println!("kernel {:<20} {}", k.name, k.bzimage.display());
     }
@@ -420,18 +438,18 @@ fn earlier_seconds_per_boot(reports: &Path, suite: &Suite) -> Option<(f64, Strin
     })
 }
 
-fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
+fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) -> Result<()> {
     let units = plan::expand(suite);
     let host_cores = host_cores();
-    println!("suite {} ({})", suite.name, suite.path.display());
+    println!("suite {} ({})", suite.name, suite.describe_path());
     if !suite.description.is_empty() {
         println!("  {}", suite.description);
     }
     println!("kernel source: {source:?}");
+    println!("kernel fragments from: {}", suite.fragments.describe());
     for (i, v) in suite.variants.iter().enumerate() {
-        let spec = KernelSpec::from_images_dir(&images_dir(), &v.kernel);
         println!(
-            "  {} {}: kernel {} ({}){}",
+            "  {} {}: kernel {}{}",
             if i == 0 {
                 "without (baseline):"
             } else {
@@ -439,17 +457,21 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
             },
             v.name,
             v.kernel,
-            spec.fragments
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(" + "),
             if v.cmdline.is_empty() {
                 String::new()
             } else {
                 format!(", cmdline {:?}", v.cmdline)
             }
         );
+        for f in suite.fragments.kernel(&v.kernel)? {
+            kernel::parse_fragment(&f.label(), &f.text)?;
+            println!(
+                "      {:<24} {} (sha256 {})",
+                f.file_name,
+                f.source(),
+                &f.sha256()[..16]
+            );
+        }
     }
     for w in &suite.workloads {
         println!(
@@ -533,6 +555,7 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) {
              several times slower and noisier than on hardware"
         );
     }
+    Ok(())
 }
 
 /// For `--resume`: the run's metadata and its suite as it ran (the copy kept
@@ -551,11 +574,18 @@ fn resumed_run(
         .into());
     }
     let meta = crate::samples::RunMeta::read(dir)?;
-    let suite_args = SuiteArgs {
-        suite: dir.join(run::SUITE_COPY),
-        kernel_source: args.suite.kernel_source.clone(),
+    // The fragments the run started with, as it kept them; runs from
+    // before it kept them look theirs up as a new run would.
+    let copies = dir.join(run::FRAGMENTS_COPY);
+    let lookup = if copies.is_dir() {
+        FragmentLookup::Fixed(FragmentSearch::only(&copies, "kept with the run"))
+    } else {
+        FragmentLookup::BesideSuite {
+            cwd: current_dir()?,
+        }
     };
-    let (mut suite, source) = load_suite(&suite_args)?;
+    let mut suite = Suite::load(&dir.join(run::SUITE_COPY), &lookup)?;
+    let source = kernel_source(&args.suite, &suite)?;
     if suite.sha256 != meta.suite_sha256 {
         return Err(InputError::new(format!(
             "{}: the suite copy does not match the run's recorded suite hash",
@@ -651,8 +681,8 @@ fn compare_run(
         }
         suite.icount_shift = shift;
     }
-    let reports = resolve(&args.reports);
-    print_plan(&suite, &source, &reports);
+    let reports = args.reports.clone();
+    print_plan(&suite, &source, &reports)?;
     if args.dry_run {
         return Ok(CompareOutcome { code: 0, run: None });
     }
@@ -690,7 +720,7 @@ fn compare_run(
         KernelSource::Tarball(p) => KernelSource::from_path(&p)?,
         s => s,
     };
-    let images = run::prepare_images(&suite, &source, &images_dir())?;
+    let images = run::prepare_images(&suite, &source)?;
     let mut runner = QemuRunner::new(&qemu);
     let (dir, machine, previous) = match resumed {
         Some((dir, (meta, _, _))) => {
@@ -811,7 +841,7 @@ fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf
 /// regression beyond the suite's margin), 2 (input error) or 3 (infrastructure
 /// failure: a boot that failed, a kernel that would not build).
 fn nightly(args: NightlyArgs) -> Result<i32> {
-    let reports = resolve(&args.compare.reports);
+    let reports = args.compare.reports.clone();
     let outcome = match compare_run(args.compare, None, None) {
         Ok(o) => o,
         Err(e) if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) => return Err(e),

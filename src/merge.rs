@@ -2,8 +2,8 @@
 //! one run directory whose report has the form of a single-machine run's.
 //!
 //! Before anything is written the shards are checked to be one sweep: the
-//! same suite file (hash) and overrides, the same shard count, every shard
-//! once. Different timing modes are refused (wall time and instruction-count
+//! same suite file (hash) and overrides, kernels built from the same
+//! fragments (hashes), the same shard count, every shard once. Different timing modes are refused (wall time and instruction-count
 //! time are different measurements); a different accelerator, kernel build
 //! or an unfinished shard is merged but warned about at the top of the
 //! report. Every sample keeps the host that measured it, which the
@@ -93,6 +93,19 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             &first.meta.timing_mode(),
             &r.meta.timing_mode(),
         )?;
+        for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
+            if a.fragments != b.fragments {
+                return Err(InputError::new(format!(
+                    "{}: kernel {:?} was built from other fragments than in {} ({}): not \
+                     shards of one sweep",
+                    r.dir.display(),
+                    b.variant,
+                    first.dir.display(),
+                    fragment_differences(&b.fragments, &a.fragments)
+                ))
+                .into());
+            }
+        }
         if r.meta.accel != first.meta.accel {
             warnings.push(format!(
                 "accelerator differs between shards: {} in {}, {} in {}",
@@ -162,6 +175,32 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
         .into());
     }
     Ok(warnings)
+}
+
+/// Each fragment whose hash differs between `here` and `there`, for a message.
+fn fragment_differences(
+    here: &BTreeMap<String, String>,
+    there: &BTreeMap<String, String>,
+) -> String {
+    let short = |hash: Option<&String>| {
+        hash.map_or_else(
+            || "none".to_string(),
+            |h| h.chars().take(16).collect::<String>(),
+        )
+    };
+    let files: BTreeSet<&String> = here.keys().chain(there.keys()).collect();
+    files
+        .into_iter()
+        .filter(|f| here.get(*f) != there.get(*f))
+        .map(|f| {
+            format!(
+                "{f} {} here, {} there",
+                short(here.get(f)),
+                short(there.get(f))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Copies a shard's console logs under `out/logs/shard-K/`; returns the new

@@ -98,7 +98,6 @@ pub fn expand(suite: &Suite) -> Vec<Unit> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::project_root;
     use std::path::Path;
 
     fn suite(boots: u32, cpus: &str, seed: u64) -> Suite {
@@ -106,12 +105,7 @@ mod tests {
             .replace("boots = 2", &format!("boots = {boots}\nseed = {seed}"))
             .replace("cpus = [2]", &format!("cpus = {cpus}"))
             .replace("params = [2, 4]", "params = [2, 4, 8]");
-        Suite::parse(
-            Path::new("t.toml"),
-            &text,
-            &project_root().join("vm-images"),
-        )
-        .unwrap()
+        Suite::parse(Path::new("t.toml"), &text, &crate::suite::tests::lookup()).unwrap()
     }
 
     #[test]

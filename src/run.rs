@@ -2,6 +2,7 @@
 //! order, samples appended as they arrive, metadata rewritten after every
 //! boot so an interrupted run leaves a directory `markbench report` can read.
 
+use crate::images::fragments::Fragment;
 use crate::images::initramfs::{self, BaseImage};
 use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
 use crate::plan::{self, Unit};
@@ -20,6 +21,8 @@ use std::time::{Duration, Instant};
 pub struct Images {
     /// Baseline first, candidate second.
     pub kernels: [KernelImage; 2],
+    /// The fragments each kernel was built from, as found for this run.
+    pub fragments: [Vec<Fragment>; 2],
     pub base: BaseImage,
     /// Archives appended to every boot's initrd after the base (the
     /// kernel-compile tree and toolchain when the suite compiles).
@@ -28,14 +31,20 @@ pub struct Images {
 }
 
 /// Builds (or finds in the cache) both kernels and the base initramfs.
-pub fn prepare_images(suite: &Suite, source: &KernelSource, images_dir: &Path) -> Result<Images> {
+pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     let identity = source.identity()?;
     let mut built = Vec::new();
+    let mut fragments = Vec::new();
     for v in &suite.variants {
-        let spec = KernelSpec::from_images_dir(images_dir, &v.kernel);
+        let spec = KernelSpec {
+            name: v.kernel.clone(),
+            fragments: suite.fragments.kernel(&v.kernel)?,
+        };
         built.push(kernel::ensure_kernel(source, &identity, &spec)?);
+        fragments.push(spec.fragments);
     }
     let kernels: [KernelImage; 2] = [built[0].clone(), built[1].clone()];
+    let fragments: [Vec<Fragment>; 2] = [fragments[0].clone(), fragments[1].clone()];
     let diffconfig = kernel::diffconfig(source, &identity, &kernels[0], &kernels[1])?;
     let base = initramfs::ensure_base()?;
     let mut extra_archives = Vec::new();
@@ -44,7 +53,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource, images_dir: &Path) -
             let tree = crate::images::compile_tree::ensure_compile_tree(
                 source,
                 &identity,
-                &images_dir.join("base.config"),
+                &fragments[0][0],
                 &k.make_targets(),
             )?;
             if !extra_archives.contains(&tree.archive) {
@@ -54,6 +63,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource, images_dir: &Path) -
     }
     Ok(Images {
         kernels,
+        fragments,
         base,
         extra_archives,
         diffconfig,
@@ -100,20 +110,10 @@ pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The revision markbench was built from (build.rs asks git then: at run
+/// time the checkout may be gone, or be another).
 fn git_revision() -> String {
-    std::process::Command::new("git")
-        .args([
-            "-C",
-            env!("CARGO_MANIFEST_DIR"),
-            "describe",
-            "--always",
-            "--dirty",
-        ])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
+    env!("MARKBENCH_GIT_REVISION").to_string()
 }
 
 fn now() -> String {
@@ -208,7 +208,7 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
     RunMeta {
         suite: suite.name.clone(),
-        suite_path: suite.path.display().to_string(),
+        suite_path: suite.describe_path(),
         suite_sha256: suite.sha256.clone(),
         overrides: suite.overrides.clone(),
         override_settings: suite.override_settings.clone(),
@@ -240,7 +240,8 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
             .variants
             .iter()
             .zip(&images.kernels)
-            .map(|(v, k)| KernelMeta {
+            .zip(&images.fragments)
+            .map(|((v, k), fragments)| KernelMeta {
                 variant: v.name.clone(),
                 kernel: v.kernel.clone(),
                 cmdline: v.cmdline.clone(),
@@ -248,7 +249,14 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
                 build_key: k.key.clone(),
                 config_sha256: k.config_sha256.clone(),
                 compiler: k.compiler.clone(),
-                fragments: k.fragment_sha256.clone(),
+                fragments: fragments
+                    .iter()
+                    .map(|f| (f.file_name.clone(), f.sha256()))
+                    .collect(),
+                fragment_sources: fragments
+                    .iter()
+                    .map(|f| (f.file_name.clone(), f.source()))
+                    .collect(),
                 bzimage: k.bzimage.clone(),
             })
             .collect(),
@@ -537,9 +545,9 @@ pub fn execute(
         None => {
             let meta = initial_meta(suite, images, machine, &units);
             std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
-            if let Err(e) = std::fs::copy(&suite.path, dir.join(SUITE_COPY)) {
-                eprintln!("markbench: could not keep a copy of the suite: {e}");
-            }
+            std::fs::write(dir.join(SUITE_COPY), &suite.text)
+                .with_context(|| format!("keeping a copy of the suite in {}", dir.display()))?;
+            keep_fragments(images, dir)?;
             (meta, 0.0)
         }
     };
@@ -615,3 +623,18 @@ pub fn execute(
 
 /// The copy of the suite file kept in a run directory, for `--resume`.
 pub const SUITE_COPY: &str = "suite.toml";
+
+/// The directory of a run that keeps a copy of every fragment its kernels
+/// were built from: `--resume` builds from these, wherever the originals
+/// were and whatever became of them.
+pub const FRAGMENTS_COPY: &str = "vm-images";
+
+fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
+    let copies = dir.join(FRAGMENTS_COPY);
+    std::fs::create_dir_all(&copies).with_context(|| format!("creating {}", copies.display()))?;
+    for f in images.fragments.iter().flatten() {
+        let path = copies.join(&f.file_name);
+        std::fs::write(&path, &f.text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -311,7 +311,12 @@ pub struct KernelMeta {
     pub build_key: String,
     pub config_sha256: String,
     pub compiler: String,
+    /// Each fragment's hash, by file name.
     pub fragments: std::collections::BTreeMap<String, String>,
+    /// Where each fragment was found, by file name: its path, or `built in`
+    /// (empty in runs made before this was recorded).
+    #[serde(default)]
+    pub fragment_sources: std::collections::BTreeMap<String, String>,
     pub bzimage: PathBuf,
 }
 
@@ -553,6 +558,25 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let e = format!("{:#}", read_samples(dir.path()).unwrap_err());
         assert!(e.contains("samples.csv:3: malformed"), "{e}");
+    }
+
+    #[test]
+    fn a_kernel_recorded_before_fragment_sources_still_reads() {
+        let old = r#"
+variant = "markers-on"
+kernel = "markers-on"
+cmdline = ""
+source = "tarball"
+build_key = "k"
+config_sha256 = "c"
+compiler = "gcc"
+bzimage = "/cache/bzImage"
+[fragments]
+"base.config" = "d1bc"
+"#;
+        let k: KernelMeta = toml::from_str(old).unwrap();
+        assert_eq!(k.fragments["base.config"], "d1bc");
+        assert!(k.fragment_sources.is_empty());
     }
 
     #[test]

@@ -278,7 +278,6 @@ pub fn describe(plan: &ShardPlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::project_root;
     use std::collections::BTreeMap;
     use std::path::Path;
 
@@ -287,12 +286,7 @@ mod tests {
             .replace("boots = 2", &format!("boots = {boots}"))
             .replace("cpus = [2]", &format!("cpus = {cpus}"))
             .replace("params = [2, 4]", &format!("params = {params}"));
-        Suite::parse(
-            Path::new("t.toml"),
-            &text,
-            &project_root().join("vm-images"),
-        )
-        .unwrap()
+        Suite::parse(Path::new("t.toml"), &text, &crate::suite::tests::lookup()).unwrap()
     }
 
     /// (variant, cpus, boot, workload, param) → how many shards run it.

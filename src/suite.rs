@@ -7,6 +7,7 @@
 //! thing costs a night.
 
 use crate::error::InputError;
+use crate::images::fragments::FragmentSearch;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -16,6 +17,14 @@ use toml::Spanned;
 pub struct Suite {
     pub name: String,
     pub path: PathBuf,
+    /// Read from markbench's built-in copy of a shipped suite, not a file.
+    pub built_in: bool,
+    /// The file's text, kept in the run directory for `--resume`.
+    #[serde(skip)]
+    pub text: String,
+    /// Where its kernel fragments are looked up.
+    #[serde(skip)]
+    pub fragments: FragmentSearch,
     /// SHA-256 of the suite file, recorded so a report says exactly what ran.
     pub sha256: String,
     pub description: String,
@@ -111,8 +120,9 @@ pub enum AccelChoice {
     Tcg,
 }
 
-/// One side of the comparison: a kernel built from `vm-images/<kernel>.config`
-/// on top of the base fragment, booted with extra command-line arguments.
+/// One side of the comparison: a kernel built from the fragment
+/// `<kernel>.config` on top of `base.config` (see `images::fragments` for
+/// where they are found), booted with extra command-line arguments.
 #[derive(Debug, Clone, Serialize)]
 pub struct Variant {
     pub name: String,
@@ -473,6 +483,8 @@ fn default_accel() -> AccelChoice {
 #[serde(deny_unknown_fields)]
 struct KernelSection {
     source: Option<Spanned<String>>,
+    /// A directory of fragments, relative to the suite file.
+    fragments: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -484,28 +496,24 @@ struct VariantFile {
     cmdline: String,
 }
 
-/// Where suite-relative things live: the directory holding `vm-images/`.
-pub fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+/// The suite `compare`, `plan` and `images` run without `--suite`.
+pub const DEFAULT_SUITE: &str = "suites/quick.toml";
 
-/// Kernel fragment names available in `vm-images/` (without `.config`), sorted.
-pub fn available_kernels(images_dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(images_dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.strip_suffix(".config")
-                        .filter(|stem| *stem != "base")
-                        .map(str::to_string)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
+/// The suites markbench ships, built in by their path in the repository, so
+/// the default suite runs where no `suites/` directory is.
+const BUILT_IN_SUITES: &[(&str, &str)] = &[(DEFAULT_SUITE, include_str!("../suites/quick.toml"))];
+
+/// Where a suite's kernel fragments are looked up (see `images::fragments`).
+#[derive(Debug, Clone)]
+pub enum FragmentLookup {
+    /// Beside the suite file (or in the directory its `[kernel] fragments`
+    /// names), then `vm-images/` in `cwd`, then built in.
+    BesideSuite { cwd: PathBuf },
+    /// `vm-images/` in `cwd`, then built in: for a built-in suite, which
+    /// has no directory.
+    FromCwd { cwd: PathBuf },
+    /// Exactly these places (a resumed run's copies of its fragments).
+    Fixed(FragmentSearch),
 }
 
 fn scaled(value: u64, scale: f64) -> u64 {
@@ -617,14 +625,41 @@ impl Suite {
         Ok(())
     }
 
-    /// Reads and checks a suite file; `images_dir` holds the kernel fragments.
-    pub fn load(path: &Path, images_dir: &Path) -> Result<Suite, InputError> {
+    /// Reads and checks a suite file.
+    pub fn load(path: &Path, lookup: &FragmentLookup) -> Result<Suite, InputError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| InputError::new(format!("{}: cannot read suite: {e}", path.display())))?;
-        Suite::parse(path, &text, images_dir)
+        Suite::parse(path, &text, lookup)
     }
 
-    pub fn parse(path: &Path, text: &str, images_dir: &Path) -> Result<Suite, InputError> {
+    /// The built-in copy of the shipped suite at `path` (as in the
+    /// repository, e.g. `suites/quick.toml`), if markbench has one; its
+    /// fragments are looked up from `cwd`.
+    pub fn built_in(path: &Path, cwd: &Path) -> Option<Result<Suite, InputError>> {
+        let (name, text) = BUILT_IN_SUITES
+            .iter()
+            .find(|(name, _)| Path::new(name) == path)?;
+        let lookup = FragmentLookup::FromCwd {
+            cwd: cwd.to_path_buf(),
+        };
+        Some(
+            Suite::parse(Path::new(name), text, &lookup).map(|mut suite| {
+                suite.built_in = true;
+                suite
+            }),
+        )
+    }
+
+    /// The suite's path as a run records it.
+    pub fn describe_path(&self) -> String {
+        if self.built_in {
+            format!("built-in {}", self.path.display())
+        } else {
+            self.path.display().to_string()
+        }
+    }
+
+    pub fn parse(path: &Path, text: &str, lookup: &FragmentLookup) -> Result<Suite, InputError> {
         let file: SuiteFile = toml::from_str(text).map_err(|e| {
             let offset = e.span().map_or(0, |s| s.start);
             InputError::at(path, text, offset, e.message().trim())
@@ -675,7 +710,35 @@ impl Suite {
             ));
         }
 
-        let kernels = available_kernels(images_dir);
+        let fragments = match lookup {
+            FragmentLookup::Fixed(search) => search.clone(),
+            FragmentLookup::FromCwd { cwd } => FragmentSearch::for_suite(None, None, cwd),
+            FragmentLookup::BesideSuite { cwd } => {
+                let absolute = cwd.join(path);
+                let dir = absolute
+                    .parent()
+                    .map(|d| std::fs::canonicalize(d).unwrap_or(d.into()));
+                let named = match &file.kernel.fragments {
+                    Some(named) => {
+                        let resolved = dir.clone().unwrap_or_default().join(named.get_ref());
+                        if !resolved.is_dir() {
+                            return Err(err(
+                                named.span(),
+                                format!(
+                                    "fragments: {} is not a directory (the path is relative to \
+                                     the suite file)",
+                                    resolved.display()
+                                ),
+                            ));
+                        }
+                        Some(resolved)
+                    }
+                    None => None,
+                };
+                FragmentSearch::for_suite(dir.as_deref(), named.as_deref(), cwd)
+            }
+        };
+        let kernels = fragments.kernel_names();
         if file.variant.get_ref().len() != 2 {
             return Err(err(
                 file.variant.span(),
@@ -691,10 +754,10 @@ impl Suite {
                 return Err(err(
                     v.kernel.span(),
                     format!(
-                        "unknown kernel {:?}: no {}/{}.config; valid choices: {}",
+                        "unknown kernel {:?}: no {}.config in {}; valid choices: {}",
                         v.kernel.get_ref(),
-                        images_dir.display(),
                         v.kernel.get_ref(),
+                        fragments.describe(),
                         kernels.join(", ")
                     ),
                 ));
@@ -853,6 +916,9 @@ impl Suite {
         Ok(Suite {
             name,
             path: path.to_path_buf(),
+            built_in: false,
+            text: text.to_string(),
+            fragments,
             sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
             description: file.description,
             boots,
@@ -899,8 +965,11 @@ impl Suite {
 pub(crate) mod tests {
     use super::*;
 
-    fn images() -> PathBuf {
-        project_root().join("vm-images")
+    /// The lookup of a suite in this repository, run from its root.
+    pub(crate) fn lookup() -> FragmentLookup {
+        FragmentLookup::BesideSuite {
+            cwd: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        }
     }
 
     /// A small valid suite; other modules' tests derive theirs from it.
@@ -923,7 +992,7 @@ loops = 10
 "#;
 
     fn parse(text: &str) -> Result<Suite, InputError> {
-        Suite::parse(Path::new("s.toml"), text, &images())
+        Suite::parse(Path::new("s.toml"), text, &lookup())
     }
 
     #[test]
@@ -1200,12 +1269,12 @@ params = [2]
 
     #[test]
     fn shipped_suites_parse_and_plan() {
-        let dir = project_root().join("suites");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
         let mut seen = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
-                let suite = Suite::load(&path, &images()).unwrap_or_else(|e| panic!("{e}"));
+                let suite = Suite::load(&path, &lookup()).unwrap_or_else(|e| panic!("{e}"));
                 let units = crate::plan::expand(&suite);
                 let boots = suite.boots as usize * suite.cpus.len();
                 for side in 0..2 {
@@ -1229,5 +1298,51 @@ params = [2]
                 "{name} missing from {seen:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_built_in_default_suite_is_the_shipped_file() {
+        let nowhere = Path::new("/nonexistent");
+        let built_in = Suite::built_in(Path::new(DEFAULT_SUITE), nowhere)
+            .unwrap()
+            .unwrap();
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_SUITE);
+        let file = Suite::load(&shipped, &lookup()).unwrap();
+        assert_eq!(built_in.sha256, file.sha256);
+        assert!(built_in.built_in && !file.built_in);
+        assert_eq!(built_in.describe_path(), "built-in suites/quick.toml");
+        // Its fragments come from markbench itself when no vm-images/ is near.
+        assert!(built_in.fragments.dirs.is_empty());
+        assert!(Suite::built_in(Path::new("suites/other.toml"), nowhere).is_none());
+    }
+
+    #[test]
+    fn a_suites_fragment_directory_is_relative_to_it_and_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let kconfigs = dir.path().join("kconfigs");
+        std::fs::create_dir_all(&kconfigs).unwrap();
+        std::fs::write(kconfigs.join("mine.config"), "CONFIG_A=y\n").unwrap();
+        let text = format!(
+            "{}[kernel]\nfragments = \"kconfigs\"\n",
+            GOOD.replace("kernel = \"markers-on\"", "kernel = \"mine\"")
+        );
+        let line = text.lines().count();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, &text).unwrap();
+        let elsewhere = FragmentLookup::BesideSuite {
+            cwd: PathBuf::from("/nonexistent"),
+        };
+        let suite = Suite::load(&path, &elsewhere).unwrap();
+        let mine = suite.fragments.kernel("mine").unwrap();
+        assert_eq!(
+            mine[1].origin,
+            crate::images::fragments::Origin::File(kconfigs.join("mine.config"))
+        );
+        std::fs::write(&path, text.replace("\"kconfigs\"", "\"missing\"")).unwrap();
+        let e = Suite::load(&path, &elsewhere).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("s.toml:{line}:13:")) && e.contains("not a directory"),
+            "{e}"
+        );
     }
 }

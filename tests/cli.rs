@@ -3,6 +3,7 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
+use std::path::Path;
 
 fn markbench() -> Command {
     Command::cargo_bin("markbench").unwrap()
@@ -99,4 +100,87 @@ fn report_of_a_directory_that_is_not_a_run_exits_2() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("not a run directory"));
+}
+
+/// The fragment hash the dry run prints (16 hex digits) for this text.
+fn fragment_hash(text: &str) -> String {
+    markbench::images::fragments::Fragment {
+        file_name: "x.config".into(),
+        origin: markbench::images::fragments::Origin::BuiltIn,
+        text: text.into(),
+    }
+    .sha256()[..16]
+        .to_string()
+}
+
+#[test]
+fn without_a_suites_directory_the_default_suite_and_its_fragments_are_built_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string("vm-images/markers-on.config").unwrap();
+    markbench()
+        .current_dir(dir.path())
+        .args(["compare", "--dry-run"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("no suites/quick.toml in"))
+        .stderr(predicate::str::contains("built-in copy"))
+        .stdout(predicate::str::contains(
+            "suite quick (built-in suites/quick.toml)",
+        ))
+        .stdout(predicate::str::contains(format!(
+            "markers-on.config        built in (sha256 {})",
+            fragment_hash(&shipped)
+        )));
+}
+
+#[test]
+fn the_current_checkouts_edited_fragment_is_the_one_used() {
+    // Another checkout: the shipped suite and fragments, markers-on edited.
+    let checkout = tempfile::tempdir().unwrap();
+    let root = checkout.path();
+    std::fs::create_dir_all(root.join("suites")).unwrap();
+    std::fs::create_dir_all(root.join("vm-images")).unwrap();
+    std::fs::copy("suites/quick.toml", root.join("suites/quick.toml")).unwrap();
+    for f in ["base.config", "markers-off.config", "markers-on.config"] {
+        std::fs::copy(
+            Path::new("vm-images").join(f),
+            root.join("vm-images").join(f),
+        )
+        .unwrap();
+    }
+    let shipped = std::fs::read_to_string("vm-images/markers-on.config").unwrap();
+    let edited = format!("{shipped}CONFIG_PRINTK_TIME=y\n");
+    std::fs::write(root.join("vm-images/markers-on.config"), &edited).unwrap();
+    let out = markbench()
+        .current_dir(root)
+        .args(["compare", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let path = std::fs::canonicalize(root)
+        .unwrap()
+        .join("vm-images/markers-on.config");
+    assert!(
+        stdout.contains(&format!(
+            "markers-on.config        {} (sha256 {})",
+            path.display(),
+            fragment_hash(&edited)
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(&fragment_hash(&shipped)), "{stdout}");
+}
+
+#[test]
+fn a_relative_suite_path_is_taken_from_the_current_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    markbench()
+        .current_dir(dir.path())
+        .args(["compare", "--dry-run", "--suite", "suites/quick.toml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "suites/quick.toml: cannot read suite",
+        ));
 }

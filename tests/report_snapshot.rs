@@ -14,6 +14,21 @@ fn meta() -> RunMeta {
         build_key: "c5b47038b67c0890aaaa".into(),
         config_sha256: "66feb4fb1449ead4bbbb".into(),
         compiler: "gcc 12.2.0".into(),
+        fragments: [
+            ("base.config", "d1bc0d402918dcf6cccc"),
+            ("markers-on.config", "81c08259d2a1c341dddd"),
+        ]
+        .map(|(f, h)| (f.to_string(), h.to_string()))
+        .into(),
+        fragment_sources: [
+            ("base.config", "built in"),
+            (
+                "markers-on.config",
+                "/home/dev/bench/vm-images/markers-on.config",
+            ),
+        ]
+        .map(|(f, s)| (f.to_string(), s.to_string()))
+        .into(),
         ..Default::default()
     };
     let boot = |unit: usize, variant: &str, boot: u32| BootRecord {

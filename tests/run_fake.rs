@@ -6,14 +6,20 @@ mod common;
 use common::{images, machine, SUITE};
 use markbench::run::{execute, Images, RunLock};
 use markbench::samples::{read_samples, RunMeta, SampleWriter};
-use markbench::suite::{project_root, Suite};
+use markbench::suite::{FragmentLookup, Suite};
 use markbench::vm::fake::FakeRunner;
 use std::path::Path;
 
 fn setup(dir: &Path) -> (Suite, Images) {
     let suite_path = dir.join("fake.toml");
     std::fs::write(&suite_path, SUITE).unwrap();
-    let suite = Suite::load(&suite_path, &project_root().join("vm-images")).unwrap();
+    let suite = Suite::load(
+        &suite_path,
+        &FragmentLookup::BesideSuite {
+            cwd: env!("CARGO_MANIFEST_DIR").into(),
+        },
+    )
+    .unwrap();
     (suite, images(dir))
 }
 
@@ -54,6 +60,62 @@ fn a_run_writes_every_sample_in_abba_order_and_a_report() {
     assert!(dir.join("summary.json").is_file());
     assert!(dir.join("plots/hackbench-time-2cpu-metric.png").is_file());
     assert!(!dir.join(".lock").exists(), "the lock is released");
+}
+
+#[test]
+fn a_run_keeps_its_fragments_and_records_where_each_came_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, mut images) = setup(tmp.path());
+    // The suite sits in a directory of its own with a fragment beside it.
+    let mine = tmp.path().join("vm-images/markers-on.config");
+    std::fs::create_dir_all(mine.parent().unwrap()).unwrap();
+    std::fs::write(&mine, "CONFIG_TRACEPOINTS=y\n").unwrap();
+    let suite = Suite::load(
+        &suite.path,
+        &FragmentLookup::BesideSuite {
+            cwd: "/nonexistent".into(),
+        },
+    )
+    .unwrap();
+    for (side, v) in suite.variants.iter().enumerate() {
+        images.fragments[side] = suite.fragments.kernel(&v.kernel).unwrap();
+    }
+    let dir = run_dir(tmp.path());
+    let meta = execute(
+        &suite,
+        &images,
+        &machine(),
+        &mut FakeRunner::default(),
+        &dir,
+        None,
+    )
+    .unwrap();
+    let on = &meta.kernels[1];
+    assert_eq!(
+        on.fragment_sources["markers-on.config"],
+        mine.display().to_string()
+    );
+    assert_eq!(on.fragment_sources["base.config"], "built in");
+    assert_eq!(
+        meta.kernels[0].fragment_sources["markers-off.config"],
+        "built in"
+    );
+    assert_eq!(
+        on.fragments["markers-on.config"],
+        images.fragments[1][1].sha256()
+    );
+    // The copies a resumed run builds from.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("vm-images/markers-on.config")).unwrap(),
+        "CONFIG_TRACEPOINTS=y\n"
+    );
+    assert!(dir.join("vm-images/base.config").is_file());
+    assert!(dir.join("vm-images/markers-off.config").is_file());
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!("markers-on.config: {}", mine.display()).replace('_', "\\_")),
+        "{report}"
+    );
 }
 
 #[test]

@@ -8,14 +8,20 @@ use common::{images, machine, SUITE};
 use markbench::run::execute;
 use markbench::samples::{read_samples_with_hosts, RunMeta, SampleWriter, SAMPLES_FILE};
 use markbench::shard::ShardSel;
-use markbench::suite::{project_root, Overrides, Suite};
+use markbench::suite::{FragmentLookup, Overrides, Suite};
 use markbench::vm::fake::FakeRunner;
 use std::path::{Path, PathBuf};
 
 fn suite(dir: &Path, text: &str, shard: Option<ShardSel>) -> Suite {
     let path = dir.join("fake.toml");
     std::fs::write(&path, text).unwrap();
-    let mut suite = Suite::load(&path, &project_root().join("vm-images")).unwrap();
+    let mut suite = Suite::load(
+        &path,
+        &FragmentLookup::BesideSuite {
+            cwd: env!("CARGO_MANIFEST_DIR").into(),
+        },
+    )
+    .unwrap();
     suite
         .apply(&Overrides {
             shard,
@@ -234,6 +240,22 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     meta.write(&whole).unwrap();
     let e = err(std::slice::from_ref(&whole), "m4");
     assert!(e.contains("not a shard's run"), "{e}");
+
+    // A shard whose kernel was built from another fragment is refused.
+    let mut meta = RunMeta::read(&shards[1]).unwrap();
+    let original = meta.clone();
+    meta.kernels[1]
+        .fragments
+        .insert("markers-on.config".into(), "0123456789abcdef0123".into());
+    meta.write(&shards[1]).unwrap();
+    let e = err(&shards, "m7");
+    assert!(
+        e.starts_with(&shards[1].display().to_string())
+            && e.contains("kernel \"on\" was built from other fragments")
+            && e.contains("markers-on.config 0123456789abcdef here, none there"),
+        "{e}"
+    );
+    original.write(&shards[1]).unwrap();
 
     // Timing modes that differ are refused; accelerators, warned about.
     let mut meta = RunMeta::read(&shards[2]).unwrap();

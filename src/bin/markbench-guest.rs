@@ -6,8 +6,9 @@
 //! CLOCK_MONOTONIC (`std::time::Instant`), reports each run as one line on the
 //! results port (`/dev/ttyS1`) and powers the machine off.
 //!
-//! It is built static with `std` only (no crates), so the host can compile it
-//! with a single `rustc` call and drop it into an initramfs as `/init`.
+//! It is built static with `std` only (no crates), so markbench's build script
+//! compiles it with a single `rustc` call and markbench embeds it, to drop
+//! it into an initramfs as `/init`.
 
 #[path = "../protocol.rs"]
 #[allow(dead_code)]
@@ -26,6 +27,16 @@ const JOB_FILE: &str = "/job";
 const USER_HZ: u64 = 100;
 
 fn main() {
+    // Its last act is `poweroff -f`: started by hand on a host (it is a
+    // binary of the package, so `cargo install` may put it on PATH), as root
+    // that would power the host off.
+    if std::process::id() != 1 {
+        eprintln!(
+            "markbench-guest: this is the init (PID 1) of markbench's guest machines; \
+             it does not run on a host"
+        );
+        std::process::exit(2);
+    }
     let mut results = open_results_port();
     if let Err(message) = run_agent(&mut results) {
         send(&mut results, &Message::Error { message });

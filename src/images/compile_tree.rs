@@ -4,7 +4,7 @@
 //!
 //! The initramfs lives in guest RAM, so the timed compile reads and writes no
 //! host file at all. The tree is configured as the guest kernels are
-//! (`tinyconfig` + `vm-images/base.config`), then `make prepare` runs once on
+//! (`tinyconfig` + the suite's `base.config`), then `make prepare` runs once on
 //! the host, out of tree (`O=`), into the cache. A reference build of the
 //! workload's targets follows on the host: it proves the targets compile, and
 //! the dependency lists Kbuild writes (`.*.cmd`) name every source file and
@@ -21,6 +21,7 @@
 //! an up-to-date tree and neither reconfigures nor rebuilds host tools inside
 //! the timed region (the workload's output check fails a run that does).
 
+use super::fragments::Fragment;
 use super::kernel::{logged, unpacked_tree, KernelSource};
 use super::{cache_dir, key_of, tool_version};
 use anyhow::{bail, Context, Result};
@@ -159,15 +160,14 @@ pub fn compile_tree_key(
 pub fn ensure_compile_tree(
     source: &KernelSource,
     identity: &str,
-    base_fragment: &Path,
+    base_fragment: &Fragment,
     targets: &[String],
 ) -> Result<CompileTree> {
-    let fragment = std::fs::read(base_fragment)
-        .with_context(|| format!("reading {}", base_fragment.display()))?;
+    let fragment = base_fragment.text.as_bytes();
     let compiler = tool_version("gcc");
     let key = compile_tree_key(
         identity,
-        &fragment,
+        fragment,
         &compiler,
         &tool_version("make"),
         targets,
@@ -207,8 +207,8 @@ pub fn ensure_compile_tree(
         let mut config = std::fs::OpenOptions::new()
             .append(true)
             .open(build.join(".config"))?;
-        writeln!(config, "\n# ---- {} (markbench)", base_fragment.display())?;
-        config.write_all(&fragment)?;
+        writeln!(config, "\n# ---- {} (markbench)", base_fragment.label())?;
+        config.write_all(fragment)?;
     }
     logged(&log, &mut make(&["olddefconfig"]))?;
     logged(&log, &mut make(&[&format!("-j{jobs}"), "prepare"]))?;

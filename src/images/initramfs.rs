@@ -3,7 +3,7 @@
 //! cpio archive. A boot's job rides in a second small archive appended to it
 //! (the kernel unpacks concatenated archives), so nothing is rebuilt per boot.
 
-use super::{cache_dir, key_of, tool_version};
+use super::{cache_dir, key_of};
 use crate::protocol::{Directive, JOB_HEADER};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
@@ -15,39 +15,28 @@ use std::process::{Command, Stdio};
 pub const GUEST_PROGRAMS: &[&str] = &["/usr/bin/hackbench", "/usr/bin/ping"];
 const BUSYBOX: &str = "/bin/busybox";
 
-/// Source of the guest agent, compiled into the image.
-fn agent_sources() -> Vec<PathBuf> {
-    let root = crate::suite::project_root();
-    vec![
-        root.join("src/bin/markbench-guest.rs"),
-        root.join("src/protocol.rs"),
-    ]
+/// The guest agent, built static when markbench was built (build.rs): an
+/// installed markbench needs neither its source tree nor rustc to pack it.
+const AGENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/markbench-guest"));
+/// Why build.rs could not build the agent (empty when it could).
+const AGENT_BUILD_ERROR: &str = include_str!(concat!(env!("OUT_DIR"), "/markbench-guest.error"));
+
+/// The embedded guest agent, or why this markbench has none.
+fn agent() -> Result<&'static [u8]> {
+    if AGENT.is_empty() {
+        bail!(
+            "this markbench was built without its guest agent, so it cannot pack the guest \
+             initramfs; rebuild it where this works:\n{AGENT_BUILD_ERROR}"
+        );
+    }
+    Ok(AGENT)
 }
 
-/// Compiles the guest agent as a static binary with one `rustc` call (it uses
-/// std only). `--target` must be explicit for `crt-static` to give a
-/// static-pie binary on the gnu target.
-pub fn build_agent(out: &Path) -> Result<()> {
-    let status = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
-        .args(["--edition", "2021", "--crate-name", "markbench_guest"])
-        .args([
-            "-C",
-            "opt-level=2",
-            "-C",
-            "strip=symbols",
-            "-C",
-            "panic=abort",
-        ])
-        .args(["-C", "target-feature=+crt-static"])
-        .args(["--target", "x86_64-unknown-linux-gnu"])
-        .arg(&agent_sources()[0])
-        .arg("-o")
-        .arg(out)
-        .status()
-        .context("starting rustc to build the guest agent")?;
-    if !status.success() {
-        bail!("building the guest agent failed ({status})");
-    }
+/// Writes the guest agent to `out` as an executable.
+pub fn write_agent(out: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(out, agent()?).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::set_permissions(out, std::fs::Permissions::from_mode(0o755))?;
     if !crate::prereq::is_static_elf(out) {
         bail!("{}: the guest agent is not a static binary", out.display());
     }
@@ -123,6 +112,14 @@ pub struct BaseImage {
     pub key: String,
 }
 
+/// The base image's cache key: the agent's bytes and each host file's
+/// (path, size and modification time).
+fn base_key(agent: &[u8], stamps: &[(String, String)]) -> String {
+    let mut parts: Vec<(&str, &[u8])> = vec![("recipe", b"initramfs v2"), ("agent", agent)];
+    parts.extend(stamps.iter().map(|(f, s)| (f.as_str(), s.as_bytes())));
+    key_of(&parts)
+}
+
 /// Returns the base initramfs, building it when its inputs changed.
 pub fn ensure_base() -> Result<BaseImage> {
     let mut programs: Vec<PathBuf> = vec![PathBuf::from(BUSYBOX)];
@@ -137,23 +134,13 @@ pub fn ensure_base() -> Result<BaseImage> {
             files.extend(shared_libraries(p)?);
         }
     }
-    let mut parts: Vec<(String, Vec<u8>)> = vec![
-        ("recipe".into(), b"initramfs v1".to_vec()),
-        ("rustc".into(), tool_version("rustc").into_bytes()),
-    ];
-    for src in agent_sources() {
-        parts.push((src.display().to_string(), std::fs::read(&src)?));
-    }
+    let mut stamps = Vec::new();
     for f in &files {
         let meta = std::fs::metadata(f)?;
         let stamp = format!("{} {:?}", meta.len(), meta.modified().ok());
-        parts.push((f.display().to_string(), stamp.into_bytes()));
+        stamps.push((f.display().to_string(), stamp));
     }
-    let refs: Vec<(&str, &[u8])> = parts
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_slice()))
-        .collect();
-    let key = key_of(&refs);
+    let key = base_key(agent()?, &stamps);
     let dir = cache_dir().join("initramfs");
     let path = dir.join(format!("base-{}.cpio", &key[..16]));
     if path.is_file() {
@@ -170,7 +157,7 @@ pub fn ensure_base() -> Result<BaseImage> {
         std::fs::create_dir_all(root.join(d))?;
     }
     eprintln!("markbench: building the guest agent and initramfs …");
-    build_agent(&root.join("init"))?;
+    write_agent(&root.join("init"))?;
     for f in &files {
         copy_into(&root, f)?;
     }
@@ -256,6 +243,29 @@ pub fn write_boot_initrd_with_archives(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embedded_agent_is_a_static_executable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("init");
+        write_agent(&path).unwrap();
+        assert!(crate::prereq::is_static_elf(&path));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+    }
+
+    #[test]
+    fn the_base_image_key_follows_the_agent_and_the_host_files() {
+        let stamps = vec![("/bin/busybox".to_string(), "100 t".to_string())];
+        let key = base_key(b"agent", &stamps);
+        assert_eq!(key, base_key(b"agent", &stamps));
+        assert_ne!(key, base_key(b"agent 2", &stamps));
+        let touched = vec![("/bin/busybox".to_string(), "100 t2".to_string())];
+        assert_ne!(key, base_key(b"agent", &touched));
+    }
 
     #[test]
     fn ldd_output_gives_library_paths() {

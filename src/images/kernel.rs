@@ -1,5 +1,5 @@
-//! Guest kernels: `tinyconfig` + `vm-images/base.config` + one variant
-//! fragment, built out of tree (`O=`) from an unpacked source, cached under a
+//! Guest kernels: `tinyconfig` + `base.config` + one variant fragment (found
+//! as `images::fragments` says), built out of tree (`O=`) from an unpacked source, cached under a
 //! key made of the source identity, the fragments and the compiler version.
 //!
 //! After `olddefconfig` every symbol the fragments set is checked against the
@@ -7,6 +7,7 @@
 //! missing, and a "markers-on" kernel without tracepoints would make the
 //! whole comparison a lie.
 
+use super::fragments::Fragment;
 use super::{cache_dir, key_of, tool_version};
 use crate::error::InputError;
 use anyhow::{bail, Context, Result};
@@ -99,19 +100,7 @@ pub struct KernelSpec {
     /// The variant fragment's name, e.g. `markers-on`.
     pub name: String,
     /// Base fragment first, then the variant's; later lines win.
-    pub fragments: Vec<PathBuf>,
-}
-
-impl KernelSpec {
-    pub fn from_images_dir(images_dir: &Path, name: &str) -> KernelSpec {
-        KernelSpec {
-            name: name.to_string(),
-            fragments: vec![
-                images_dir.join("base.config"),
-                images_dir.join(format!("{name}.config")),
-            ],
-        }
-    }
+    pub fragments: Vec<Fragment>,
 }
 
 /// A built, verified kernel in the cache.
@@ -139,19 +128,21 @@ pub struct Expectation {
     pub symbol: String,
     /// `None` means "is not set".
     pub value: Option<String>,
-    pub fragment: PathBuf,
+    /// The fragment's path, or what names a built-in one.
+    pub fragment: String,
     pub line: usize,
 }
 
-/// Reads the `CONFIG_X=v` and `# CONFIG_X is not set` lines of a fragment.
-pub fn parse_fragment(path: &Path, text: &str) -> Result<Vec<Expectation>, InputError> {
+/// Reads the `CONFIG_X=v` and `# CONFIG_X is not set` lines of a fragment;
+/// `label` names it in messages (its path).
+pub fn parse_fragment(label: &str, text: &str) -> Result<Vec<Expectation>, InputError> {
     let mut out = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         let at = |value: Option<String>, symbol: &str| Expectation {
             symbol: symbol.to_string(),
             value,
-            fragment: path.to_path_buf(),
+            fragment: label.to_string(),
             line: i + 1,
         };
         if let Some(rest) = line.strip_prefix("# CONFIG_") {
@@ -169,9 +160,8 @@ pub fn parse_fragment(path: &Path, text: &str) -> Result<Vec<Expectation>, Input
             }
             _ => {
                 return Err(InputError::new(format!(
-                    "{}:{}:1: not a Kconfig line: {raw:?} (expected CONFIG_X=value or \
+                    "{label}:{}:1: not a Kconfig line: {raw:?} (expected CONFIG_X=value or \
                      `# CONFIG_X is not set`)",
-                    path.display(),
                     i + 1
                 )))
             }
@@ -211,7 +201,7 @@ pub fn verify(expectations: &[Expectation], config: &BTreeMap<String, String>) -
                  most likely because a dependency is missing",
                 e.symbol,
                 e.value.as_deref().unwrap_or("not set"),
-                e.fragment.display(),
+                e.fragment,
                 e.line,
                 actual.map_or("not set".to_string(), |v| format!("={v}")),
             ));
@@ -322,12 +312,10 @@ fn ccache() -> Option<PathBuf> {
     installed.then(|| cache_dir().join("ccache"))
 }
 
-/// The build key of a kernel, without building it.
-pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> Result<String> {
-    let mut contents = Vec::new();
-    for f in &spec.fragments {
-        contents.push(std::fs::read(f).with_context(|| format!("reading {}", f.display()))?);
-    }
+/// The build key of a kernel, without building it: the fragments count by
+/// their text alone, so a fragment found elsewhere (or built in) with the
+/// same text is the same kernel.
+pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> String {
     let mut parts: Vec<(&str, &[u8])> = vec![
         (
             "recipe",
@@ -336,10 +324,10 @@ pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> Result<S
         ("source", identity.as_bytes()),
         ("compiler", compiler.as_bytes()),
     ];
-    for c in &contents {
-        parts.push(("fragment", c));
+    for f in &spec.fragments {
+        parts.push(("fragment", f.text.as_bytes()));
     }
-    Ok(key_of(&parts))
+    key_of(&parts)
 }
 
 /// Returns the cached kernel for `spec`, building it first if needed.
@@ -349,7 +337,7 @@ pub fn ensure_kernel(
     spec: &KernelSpec,
 ) -> Result<KernelImage> {
     let compiler = tool_version("gcc");
-    let key = kernel_key(spec, identity, &compiler)?;
+    let key = kernel_key(spec, identity, &compiler);
     let dir = cache_dir()
         .join("kernels")
         .join(format!("{}-{}", spec.name, &key[..16]));
@@ -362,9 +350,7 @@ pub fn ensure_kernel(
     }
     let mut expectations = Vec::new();
     for f in &spec.fragments {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-        expectations.extend(parse_fragment(f, &text)?);
+        expectations.extend(parse_fragment(&f.label(), &f.text)?);
     }
     let tree = match source {
         KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
@@ -400,8 +386,8 @@ pub fn ensure_kernel(
             .append(true)
             .open(&config_path)?;
         for f in &spec.fragments {
-            writeln!(config, "\n# ---- {} (markbench)", f.display())?;
-            config.write_all(&std::fs::read(f)?)?;
+            writeln!(config, "\n# ---- {} (markbench)", f.label())?;
+            config.write_all(f.text.as_bytes())?;
         }
     }
     logged(&log, &mut make("olddefconfig"))?;
@@ -422,16 +408,11 @@ pub fn ensure_kernel(
     let built = build.join("arch/x86/boot/bzImage");
     std::fs::copy(&built, partial.join("bzImage"))?;
     std::fs::copy(&config_path, partial.join("config"))?;
-    let mut fragment_sha256 = BTreeMap::new();
-    for f in &spec.fragments {
-        fragment_sha256.insert(
-            f.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned(),
-            sha256_file(f)?,
-        );
-    }
+    let fragment_sha256 = spec
+        .fragments
+        .iter()
+        .map(|f| (f.file_name.clone(), f.sha256()))
+        .collect();
     let image = KernelImage {
         name: spec.name.clone(),
         key: key.clone(),
@@ -502,9 +483,10 @@ pub fn diffconfig(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::images::fragments::{FragmentSearch, Origin};
 
     fn expect(text: &str) -> Vec<Expectation> {
-        parse_fragment(Path::new("frag.config"), text).unwrap()
+        parse_fragment("frag.config", text).unwrap()
     }
 
     #[test]
@@ -520,7 +502,7 @@ mod tests {
 
     #[test]
     fn malformed_fragment_line_names_file_and_line() {
-        let err = parse_fragment(Path::new("x.config"), "CONFIG_A=y\nJUMP_LABEL=y\n").unwrap_err();
+        let err = parse_fragment("x.config", "CONFIG_A=y\nJUMP_LABEL=y\n").unwrap_err();
         assert!(err.to_string().starts_with("x.config:2:1:"), "{err}");
     }
 
@@ -544,34 +526,58 @@ mod tests {
     #[test]
     fn verification_passes_a_matching_config_and_lets_later_fragments_win() {
         let mut e = expect("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=n\n");
-        e.extend(parse_fragment(Path::new("v.config"), "# CONFIG_A is not set\n").unwrap());
+        e.extend(parse_fragment("v.config", "# CONFIG_A is not set\n").unwrap());
         let config = parse_config("CONFIG_X=y\n");
         assert!(verify(&e, &config).is_empty());
     }
 
     #[test]
     fn shipped_fragments_parse() {
-        let dir = crate::suite::project_root().join("vm-images");
-        for name in ["base", "markers-off", "markers-on"] {
-            let path = dir.join(format!("{name}.config"));
-            let text = std::fs::read_to_string(&path).unwrap();
-            assert!(!parse_fragment(&path, &text).unwrap().is_empty());
+        let built_in = FragmentSearch::for_suite(None, None, Path::new("/nonexistent"));
+        for name in crate::images::fragments::built_in_names() {
+            let f = built_in.find(name).unwrap().unwrap();
+            assert!(
+                !parse_fragment(&f.label(), &f.text).unwrap().is_empty(),
+                "{name}"
+            );
+        }
+    }
+
+    fn spec_from(search: &FragmentSearch, name: &str) -> KernelSpec {
+        KernelSpec {
+            name: name.into(),
+            fragments: search.kernel(name).unwrap(),
         }
     }
 
     #[test]
     fn key_changes_with_fragments_and_compiler() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("a.config");
-        std::fs::write(&f, "CONFIG_A=y\n").unwrap();
-        let spec = KernelSpec {
-            name: "a".into(),
-            fragments: vec![f.clone()],
-        };
-        let k1 = kernel_key(&spec, "src", "gcc 12").unwrap();
-        assert_ne!(k1, kernel_key(&spec, "src", "gcc 13").unwrap());
-        assert_ne!(k1, kernel_key(&spec, "src2", "gcc 12").unwrap());
-        std::fs::write(&f, "CONFIG_A=n\n").unwrap();
-        assert_ne!(k1, kernel_key(&spec, "src", "gcc 12").unwrap());
+        let built_in = spec_from(
+            &FragmentSearch::for_suite(None, None, Path::new("/nonexistent")),
+            "markers-on",
+        );
+        let k1 = kernel_key(&built_in, "src", "gcc 12");
+        assert_ne!(k1, kernel_key(&built_in, "src", "gcc 13"));
+        assert_ne!(k1, kernel_key(&built_in, "src2", "gcc 12"));
+
+        // Another checkout's vm-images/: an unchanged copy of a fragment is
+        // the same kernel; an edited one is another.
+        let checkout = tempfile::tempdir().unwrap();
+        let images = checkout.path().join("vm-images");
+        std::fs::create_dir_all(&images).unwrap();
+        let on = built_in.fragments[1].text.clone();
+        std::fs::write(images.join("markers-on.config"), &on).unwrap();
+        let search = FragmentSearch::for_suite(None, None, checkout.path());
+        let copy = spec_from(&search, "markers-on");
+        assert!(matches!(copy.fragments[1].origin, Origin::File(_)));
+        assert_eq!(kernel_key(&copy, "src", "gcc 12"), k1);
+        std::fs::write(
+            images.join("markers-on.config"),
+            format!("{on}CONFIG_PRINTK_TIME=y\n"),
+        )
+        .unwrap();
+        let edited = spec_from(&search, "markers-on");
+        assert_ne!(kernel_key(&edited, "src", "gcc 12"), k1);
+        assert_ne!(edited.fragments[1].sha256(), built_in.fragments[1].sha256());
     }
 }

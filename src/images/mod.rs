@@ -2,6 +2,7 @@
 //! outside the repository, keyed by everything that goes into them.
 
 pub mod compile_tree;
+pub mod fragments;
 pub mod initramfs;
 pub mod kernel;
 

@@ -534,7 +534,8 @@ fn render_analysis(
     };
     for (label, cells) in [
         ("variant", cell(&|k| k.variant.clone())),
-        ("kernel (vm-images/…config)", cell(&|k| k.kernel.clone())),
+        ("kernel", cell(&|k| k.kernel.clone())),
+        ("kernel fragments", cell(&fragments_cell)),
         (
             "extra command line",
             cell(&|k| {
@@ -1005,12 +1006,36 @@ pub fn summary_json(meta: &RunMeta, analysis: &Analysis) -> Result<String> {
     Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
 
+/// A kernel's fragments for the report: each file, where it was found and
+/// its hash (runs from before the source was recorded give the hash alone).
+fn fragments_cell(k: &crate::samples::KernelMeta) -> String {
+    if k.fragments.is_empty() {
+        return "–".into();
+    }
+    // The base configuration first, as the kernel is built.
+    let base = crate::images::fragments::BASE;
+    k.fragments
+        .iter()
+        .filter(|(file, _)| file.as_str() == base)
+        .chain(k.fragments.iter().filter(|(file, _)| file.as_str() != base))
+        .map(|(file, sha256)| {
+            let sha256: String = sha256.chars().take(16).collect();
+            match k.fragment_sources.get(file) {
+                Some(source) => format!("{file}: {source} ({sha256})"),
+                None => format!("{file} ({sha256})"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn reference_points() -> BTreeMap<u32, Vec<(Point, String, String)>> {
-        let path = crate::suite::project_root().join("tests/fixtures/hackbench-ia64-2008.csv");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/hackbench-ia64-2008.csv");
         let mut reader = csv::Reader::from_path(path).unwrap();
         let mut out: BTreeMap<u32, Vec<(Point, String, String)>> = BTreeMap::new();
         for row in reader.records() {

@@ -55,6 +55,7 @@ pub fn images(dir: &Path) -> Images {
     };
     Images {
         kernels: [kernel("markers-off"), kernel("markers-on")],
+        fragments: Default::default(),
         base: BaseImage {
             path: base,
             key: "k".into(),
