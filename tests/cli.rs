@@ -184,3 +184,61 @@ fn a_relative_suite_path_is_taken_from_the_current_directory() {
             "suites/quick.toml: cannot read suite",
         ));
 }
+
+#[test]
+fn a_qemu_binary_that_does_not_exist_exits_2_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    markbench()
+        .args(["compare", "--suite", "tests/fixtures/e2e.toml", "--qemu"])
+        .arg(dir.path().join("no-such-qemu"))
+        .arg("--reports")
+        .arg(&reports)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no-such-qemu does not exist"))
+        .stderr(predicate::str::contains("panicked").not());
+    assert!(!reports.exists());
+}
+
+#[test]
+fn more_vcpus_than_cores_under_wall_time_exits_2_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    markbench()
+        .args([
+            "compare",
+            "--suite",
+            "tests/fixtures/e2e.toml",
+            "--timing",
+            "wall",
+            "--cpus",
+            "64",
+        ])
+        .arg("--reports")
+        .arg(&reports)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--cpus takes CPU counts from 1 to 8",
+        ));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 8 {
+        markbench()
+            .args([
+                "compare",
+                "--suite",
+                "tests/fixtures/e2e.toml",
+                "--timing",
+                "wall",
+                "--cpus",
+                "8",
+            ])
+            .arg("--reports")
+            .arg(&reports)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("the run times on the wall clock"));
+        assert!(!reports.exists());
+    }
+}
