@@ -21,7 +21,7 @@
 //! an up-to-date tree and neither reconfigures nor rebuilds host tools inside
 //! the timed region (the workload's output check fails a run that does).
 
-use super::kernel::{logged, unpacked_tree, KernelSource};
+use super::kernel::{logged, KernelSource};
 use super::{cache_dir, key_of, tool_version};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -180,10 +180,7 @@ pub fn ensure_compile_tree(
             }
         }
     }
-    let src = match source {
-        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
-        KernelSource::Tree(t) => t.clone(),
-    };
+    let src = source.tree(identity)?;
     // Built in place, not renamed from a partial directory: the paths Kbuild
     // records are absolute and must stay valid. No record means incomplete.
     let _ = std::fs::remove_dir_all(&dir);

@@ -91,6 +91,15 @@ impl KernelSource {
             }
         }
     }
+
+    /// The kernel tree itself: a tarball's unpacked copy in the cache
+    /// (unpacked first if needed), or the user's tree.
+    pub fn tree(&self, identity: &str) -> Result<PathBuf> {
+        match self {
+            KernelSource::Tarball(t) => unpacked_tree(t, identity),
+            KernelSource::Tree(t) => Ok(t.clone()),
+        }
+    }
 }
 
 /// What a kernel is built from.
@@ -253,7 +262,7 @@ pub(crate) fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
 }
 
 /// Unpacks a tarball into the cache once; returns the source tree.
-pub(crate) fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
+fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
     let dir = cache_dir()
         .join("src")
         .join(&key_of(&[("source", identity.as_bytes())])[..16]);
@@ -366,10 +375,7 @@ pub fn ensure_kernel(
             std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
         expectations.extend(parse_fragment(f, &text)?);
     }
-    let tree = match source {
-        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
-        KernelSource::Tree(t) => t.clone(),
-    };
+    let tree = source.tree(identity)?;
     let started = std::time::Instant::now();
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
@@ -480,10 +486,7 @@ pub fn diffconfig(
     a: &KernelImage,
     b: &KernelImage,
 ) -> Result<String> {
-    let tree = match source {
-        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
-        KernelSource::Tree(t) => t.clone(),
-    };
+    let tree = source.tree(identity)?;
     let out = Command::new("python3")
         .arg(tree.join("scripts/diffconfig"))
         .arg(&a.config)
