@@ -100,3 +100,33 @@ fn report_of_a_directory_that_is_not_a_run_exits_2() {
         .code(2)
         .stderr(predicate::str::contains("not a run directory"));
 }
+
+#[test]
+fn an_object_that_is_not_a_relative_object_path_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("o.toml");
+    let text = std::fs::read_to_string("suites/quick.toml").unwrap();
+    // A top-level key: before the first table.
+    let at = text.find("\n[").unwrap() + 1;
+    let text = format!(
+        "{}objects = [\"kernel/trace/ring_buffer.o\", \"/boot/vmlinux\"]\n{}",
+        &text[..at],
+        &text[at..]
+    );
+    let line = text[..at].lines().count() + 1;
+    std::fs::write(&suite, text).unwrap();
+    let reports = dir.path().join("reports");
+    markbench()
+        .args(["compare", "--suite"])
+        .arg(&suite)
+        .arg("--reports")
+        .arg(&reports)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!("o.toml:{line}:42:")))
+        .stderr(predicate::str::contains(
+            "\"/boot/vmlinux\" must be a relative path",
+        ))
+        .stderr(predicate::str::contains("panicked").not());
+    assert!(!reports.exists());
+}
