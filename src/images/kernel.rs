@@ -140,6 +140,14 @@ pub struct KernelImage {
     pub build_seconds: f64,
 }
 
+impl KernelImage {
+    /// The kernel's `O=` build directory, kept in the cache beside it
+    /// (vmlinux and every object file): sizes are read from there.
+    pub fn build_dir(&self) -> PathBuf {
+        self.dir.join("build")
+    }
+}
+
 const RECORD: &str = "kernel.toml";
 
 /// What a fragment asks of one symbol.
