@@ -4,6 +4,7 @@
 
 use crate::images::initramfs::{self, BaseImage};
 use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
+use crate::images::size::{self, SizeRecord};
 use crate::plan::{self, Unit};
 use crate::protocol::{Directive, Message};
 use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
@@ -25,6 +26,9 @@ pub struct Images {
     /// kernel-compile tree and toolchain when the suite compiles).
     pub extra_archives: Vec<PathBuf>,
     pub diffconfig: String,
+    /// Both kernels' sizes and the candidate's against the baseline's, read
+    /// from their builds.
+    pub sizes: SizeRecord,
 }
 
 /// Builds (or finds in the cache) both kernels and the base initramfs.
@@ -37,6 +41,27 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource, images_dir: &Path) -
     }
     let kernels: [KernelImage; 2] = [built[0].clone(), built[1].clone()];
     let diffconfig = kernel::diffconfig(source, &identity, &kernels[0], &kernels[1])?;
+    let tree = source.tree(&identity).map_err(|e| format!("{e:#}"));
+    let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
+    let sizes = size::record(
+        &variants,
+        &kernels,
+        &suite.objects,
+        tree.as_deref().map_err(Clone::clone),
+    );
+    for k in &sizes.kernels {
+        for e in &k.errors {
+            eprintln!("markbench: WARNING: sizes of {}: {e}", k.variant);
+        }
+    }
+    for c in &sizes.comparisons {
+        if let Some(e) = &c.bloat_error {
+            eprintln!(
+                "markbench: WARNING: bloat-o-meter of {} against {}: {e}",
+                c.candidate, c.baseline
+            );
+        }
+    }
     let base = initramfs::ensure_base()?;
     let mut extra_archives = Vec::new();
     for spec in &suite.workloads {
@@ -57,6 +82,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource, images_dir: &Path) -
         base,
         extra_archives,
         diffconfig,
+        sizes,
     })
 }
 
@@ -460,12 +486,18 @@ pub fn execute(
                 units.len()
             );
             meta.complete = false;
+            // A run begun before sizes were recorded gets them now: the
+            // kernels are the ones it started with.
+            if SizeRecord::read(dir)?.is_none() {
+                images.sizes.write(dir)?;
+            }
             let wall = meta.wall_s;
             (meta, wall)
         }
         None => {
             let meta = initial_meta(suite, images, accel, &units);
             std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
+            images.sizes.write(dir)?;
             if let Err(e) = std::fs::copy(&suite.path, dir.join(SUITE_COPY)) {
                 eprintln!("markbench: could not keep a copy of the suite: {e}");
             }

@@ -59,6 +59,7 @@ pub fn images(dir: &Path) -> Images {
             key: "k".into(),
         },
         diffconfig: " FTRACE n -> y\n".into(),
+        sizes: captured_sizes(["off", "on"]),
         extra_archives: Vec::new(),
     }
 }
