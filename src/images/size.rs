@@ -455,9 +455,9 @@ pub fn parse_bloat_o_meter(output: &str) -> Result<Bloat> {
     bail!("bloat-o-meter: no `Total:` line: the output was cut short")
 }
 
-/// Runs a tool and returns its standard output; a tool that cannot start
-/// or fails is an error naming it and what it said.
-fn run_tool(what: &str, command: &mut Command) -> Result<String> {
+/// Runs a tool and returns its standard output and error; a tool that
+/// cannot start or fails is an error naming it and what it said.
+fn run_tool(what: &str, command: &mut Command) -> Result<(String, String)> {
     let out = command
         .output()
         .with_context(|| format!("cannot run {what}"))?;
@@ -468,7 +468,10 @@ fn run_tool(what: &str, command: &mut Command) -> Result<String> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }
 
 fn size_of(path: &Path, sysv: bool) -> Result<String> {
@@ -482,7 +485,7 @@ fn size_of(path: &Path, sysv: bool) -> Result<String> {
         if sysv { " -A" } else { "" },
         path.display()
     );
-    run_tool(&what, &mut command)
+    run_tool(&what, &mut command).map(|(stdout, _)| stdout)
 }
 
 /// `size` of one file.
@@ -533,7 +536,7 @@ pub fn measure(variant: &str, image: &KernelImage, objects: &[String]) -> Kernel
                 &format!("`nm {}` (binutils)", v.display()),
                 Command::new("nm").arg(v),
             );
-            kept(&mut errors, nm.and_then(|out| parse_nm_tables(&out)))
+            kept(&mut errors, nm.and_then(|(out, _)| parse_nm_tables(&out)))
         })
         .unwrap_or_default();
     let bzimage_bytes = kept(
@@ -582,11 +585,18 @@ pub fn bloat_o_meter(
     command
         .arg(&script)
         .args([OsStr::new(&old), OsStr::new(&new)]);
-    let out = run_tool(
-        &format!("`python3 {}` (needs nm from binutils)", script.display()),
-        &mut command,
-    )?;
-    parse_bloat_o_meter(&out)
+    let what = format!("`python3 {}` (needs nm from binutils)", script.display());
+    let (out, err) = run_tool(&what, &mut command)?;
+    let bloat = parse_bloat_o_meter(&out)?;
+    // The script reads symbols through nm and carries on when nm fails:
+    // a kernel has symbols, so none on either side is that failure.
+    if bloat.before == 0 && bloat.after == 0 {
+        bail!(
+            "{what} counted no symbols in either vmlinux: {}",
+            err.trim()
+        );
+    }
+    Ok(bloat)
 }
 
 /// Every kernel's sizes (`variants[i]` names `kernels[i]`, the baseline
@@ -911,6 +921,25 @@ mod tests {
         assert!(c.bloat.is_none());
         let e = c.bloat_error.as_deref().unwrap();
         assert!(e.contains("scripts/bloat-o-meter"), "{e}");
+        // The real script on files nm cannot read: it says so on stderr,
+        // prints zeros and exits 0.
+        let tree = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tree.path().join("scripts")).unwrap();
+        std::fs::write(
+            tree.path().join("scripts/bloat-o-meter"),
+            "import sys\n\
+             print('add/remove: 0/0 grow/shrink: 0/0 up/down: 0/0 (0)')\n\
+             print('Function                                     old     new   delta')\n\
+             print('Total: Before=0, After=0, chg +0.00%')\n\
+             sys.stderr.write('nm: a: file format not recognized\\n')\n",
+        )
+        .unwrap();
+        let r = record(&variants, &kernels, &[], Ok(tree.path()));
+        let e = r.comparisons[0].bloat_error.as_deref().unwrap();
+        assert!(
+            e.contains("counted no symbols in either vmlinux: nm: a: file format not recognized"),
+            "{e}"
+        );
         let r = record(&variants, &kernels, &[], Err("no kernel tree".into()));
         assert_eq!(
             r.comparisons[0].bloat_error.as_deref(),
