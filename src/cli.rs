@@ -479,6 +479,12 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) -> Result<()
             serde_json::to_string(w).unwrap_or_default()
         );
     }
+    if !suite.objects.is_empty() {
+        println!(
+            "  objects sized in each build: {}",
+            suite.objects.join(", ")
+        );
+    }
     let runs: u32 = units
         .iter()
         .flat_map(|u| &u.steps)

@@ -9,6 +9,7 @@
 //! timing mode, suite, kernels) are listed as warnings at the top.
 
 use crate::error::InputError;
+use crate::images::size::{KernelSizes, SizeComparison, SizeRecord};
 use crate::samples::{read_samples_with_hosts, KernelMeta, RunMeta, SampleWriter};
 use anyhow::Result;
 use std::path::Path;
@@ -166,8 +167,48 @@ pub fn diff(
         }
     }
     meta.write(out)?;
+    let _ = std::fs::remove_file(out.join(crate::images::size::SIZES_FILE));
+    if let Some(sizes) = diff_sizes(baseline_dir, candidate_dir, &variant, &names)? {
+        sizes.write(out)?;
+    }
     crate::report::write(out)?;
     Ok(warnings)
+}
+
+/// The variant's recorded sizes in each run, as the diff's two kernels
+/// (`names`), when both runs recorded them. Their bloat-o-meter needs both
+/// vmlinux files, which run directories do not keep, so it is not run.
+fn diff_sizes(
+    baseline_dir: &Path,
+    candidate_dir: &Path,
+    variant: &str,
+    names: &[String; 2],
+) -> Result<Option<SizeRecord>> {
+    let (Some(a), Some(b)) = (
+        SizeRecord::read(baseline_dir)?,
+        SizeRecord::read(candidate_dir)?,
+    ) else {
+        return Ok(None);
+    };
+    let (Some(ka), Some(kb)) = (a.kernel(variant), b.kernel(variant)) else {
+        return Ok(None);
+    };
+    let mut objects = a.objects.clone();
+    objects.extend(b.objects.iter().filter(|o| !a.objects.contains(o)).cloned());
+    let relabel = |k: &KernelSizes, name: &str| KernelSizes {
+        variant: name.to_string(),
+        ..k.clone()
+    };
+    Ok(Some(SizeRecord {
+        objects,
+        kernels: vec![relabel(ka, &names[0]), relabel(kb, &names[1])],
+        comparisons: vec![SizeComparison {
+            baseline: names[0].clone(),
+            candidate: names[1].clone(),
+            bloat: None,
+            bloat_error: None,
+        }],
+    }))
 }
 
 #[cfg(test)]

@@ -247,7 +247,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
         .with_context(|| format!("creating {}", out.display()))?;
 
     let first = &runs[0];
-    for file in [crate::report::DIFFCONFIG_FILE, crate::run::SUITE_COPY] {
+    for file in [
+        crate::report::DIFFCONFIG_FILE,
+        crate::images::size::SIZES_FILE,
+        crate::run::SUITE_COPY,
+    ] {
         let from = first.dir.join(file);
         if from.is_file() {
             std::fs::copy(&from, out.join(file))?;

@@ -85,9 +85,14 @@ pub fn requirements() -> Vec<Requirement> {
         r("cpio", "cpio", Program("cpio")),
         r("xz", "xz-utils", Program("xz")),
         r(
-            "python3 (scripts/diffconfig)",
+            "python3 (scripts/diffconfig, scripts/bloat-o-meter)",
             "python3",
             Program("python3"),
+        ),
+        r(
+            "size and nm (the kernels' sizes, scripts/bloat-o-meter)",
+            "binutils",
+            Program("size"),
         ),
         r("perl", "perl", Program("perl")),
         r(

@@ -5,6 +5,7 @@
 use crate::images::fragments::Fragment;
 use crate::images::initramfs::{self, BaseImage};
 use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
+use crate::images::size::{self, SizeRecord};
 use crate::plan::{self, Unit};
 use crate::protocol::{Directive, Message};
 use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
@@ -28,6 +29,9 @@ pub struct Images {
     /// kernel-compile tree and toolchain when the suite compiles).
     pub extra_archives: Vec<PathBuf>,
     pub diffconfig: String,
+    /// Both kernels' sizes and the candidate's against the baseline's, read
+    /// from their builds.
+    pub sizes: SizeRecord,
 }
 
 /// Builds (or finds in the cache) both kernels and the base initramfs.
@@ -46,6 +50,27 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     let kernels: [KernelImage; 2] = [built[0].clone(), built[1].clone()];
     let fragments: [Vec<Fragment>; 2] = [fragments[0].clone(), fragments[1].clone()];
     let diffconfig = kernel::diffconfig(source, &identity, &kernels[0], &kernels[1])?;
+    let tree = source.tree(&identity).map_err(|e| format!("{e:#}"));
+    let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
+    let sizes = size::record(
+        &variants,
+        &kernels,
+        &suite.objects,
+        tree.as_deref().map_err(Clone::clone),
+    );
+    for k in &sizes.kernels {
+        for e in &k.errors {
+            eprintln!("markbench: WARNING: sizes of {}: {e}", k.variant);
+        }
+    }
+    for c in &sizes.comparisons {
+        if let Some(e) = &c.bloat_error {
+            eprintln!(
+                "markbench: WARNING: bloat-o-meter of {} against {}: {e}",
+                c.candidate, c.baseline
+            );
+        }
+    }
     let base = initramfs::ensure_base()?;
     let mut extra_archives = Vec::new();
     for spec in &suite.workloads {
@@ -67,6 +92,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
         base,
         extra_archives,
         diffconfig,
+        sizes,
     })
 }
 
@@ -539,12 +565,18 @@ pub fn execute(
                 units.len()
             );
             meta.complete = false;
+            // A run begun before sizes were recorded gets them now: the
+            // kernels are the ones it started with.
+            if SizeRecord::read(dir)?.is_none() {
+                images.sizes.write(dir)?;
+            }
             let wall = meta.wall_s;
             (meta, wall)
         }
         None => {
             let meta = initial_meta(suite, images, machine, &units);
             std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
+            images.sizes.write(dir)?;
             std::fs::write(dir.join(SUITE_COPY), &suite.text)
                 .with_context(|| format!("keeping a copy of the suite in {}", dir.display()))?;
             keep_fragments(images, dir)?;

@@ -50,6 +50,9 @@ pub struct Suite {
     /// Exactly two: the baseline ("without") first, the candidate ("with") second.
     pub variants: Vec<Variant>,
     pub workloads: Vec<WorkloadSpec>,
+    /// Object files whose sizes the report gives per kernel, relative to
+    /// the kernel's build directory (e.g. `kernel/trace/ring_buffer.o`).
+    pub objects: Vec<String>,
     /// Command-line overrides applied after parsing, as `key=value`, for the record.
     pub overrides: Vec<String>,
     /// The overrides as given, kept so a resumed run applies the same ones.
@@ -265,6 +268,34 @@ fn check_compile_target(target: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Why an `objects` entry cannot be used, if it cannot: it is a path
+/// relative to a kernel's build directory, inside it, naming an object file.
+fn check_object(object: &str) -> Result<(), String> {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./".contains(c);
+    let file = object.rsplit('/').next().unwrap_or_default();
+    if object.starts_with('/') || !object.chars().all(safe) {
+        return Err(format!(
+            "objects: {object:?} must be a relative path in the kernel's build directory \
+             (letters, digits, _ - . /), e.g. \"kernel/trace/ring_buffer.o\""
+        ));
+    }
+    if !file.ends_with(".o") || file == ".o" {
+        return Err(format!(
+            "objects: {object:?} is not an object file (its name must end in .o)"
+        ));
+    }
+    if object
+        .split('/')
+        .any(|part| part == ".." || part == "." || part.is_empty())
+    {
+        return Err(format!(
+            "objects: {object:?} must name a file inside the build directory, without \
+             empty, `.` or `..` parts"
+        ));
+    }
+    Ok(())
+}
+
 /// `ping -f` on loopback (iputils). The sweep parameter is the packet count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -461,6 +492,9 @@ struct SuiteFile {
     qemu: Option<String>,
     variant: Spanned<Vec<VariantFile>>,
     workload: Spanned<Vec<Spanned<WorkloadSpec>>>,
+    /// Objects to size in every kernel's build.
+    #[serde(default)]
+    objects: Vec<Spanned<String>>,
 }
 
 fn default_memory() -> Spanned<u32> {
@@ -905,6 +939,18 @@ impl Suite {
                 format!("no workload runs at {idle} CPUs: drop it from cpus or add it to a workload's cpus"),
             ));
         }
+        let mut objects: Vec<String> = Vec::new();
+        for o in file.objects {
+            check_object(o.get_ref()).map_err(|m| err(o.span(), m))?;
+            if objects.contains(o.get_ref()) {
+                return Err(err(
+                    o.span(),
+                    format!("objects: {:?} is listed twice", o.get_ref()),
+                ));
+            }
+            objects.push(o.into_inner());
+        }
+
         let name = file.name.get_ref().clone();
         if name.trim().is_empty() || name.contains(['/', '\\']) {
             return Err(err(
@@ -954,6 +1000,7 @@ impl Suite {
             }),
             variants,
             workloads,
+            objects,
             overrides: Vec::new(),
             override_settings: Overrides::default(),
             shard: None,
@@ -1050,6 +1097,40 @@ loops = 10
             let e = parse(&GOOD.replace(from, to)).unwrap_err().to_string();
             assert!(e.contains(needle), "{to}: {e}");
             assert!(e.starts_with("s.toml:"), "{to}: {e}");
+        }
+    }
+
+    #[test]
+    fn objects_to_size_are_read_in_order() {
+        let text = GOOD.replace(
+            "cpus = [2]",
+            "cpus = [2]\nobjects = [\"kernel/trace/ring_buffer.o\", \"init/main.o\"]",
+        );
+        let s = parse(&text).unwrap();
+        assert_eq!(s.objects, ["kernel/trace/ring_buffer.o", "init/main.o"]);
+        assert!(parse(GOOD).unwrap().objects.is_empty());
+    }
+
+    #[test]
+    fn objects_that_are_not_relative_object_paths_name_their_entry() {
+        for (entry, needle) in [
+            ("\"/abs/x.o\"", "relative path"),
+            ("\"kernel/a b.o\"", "relative path"),
+            ("\"../x.o\"", "inside the build directory"),
+            ("\"kernel//x.o\"", "inside the build directory"),
+            ("\"kernel/trace/\"", "must end in .o"),
+            ("\"kernel/sched/core.c\"", "must end in .o"),
+            ("\"kernel/.o\"", "must end in .o"),
+            ("\"init/main.o\", \"init/main.o\"", "listed twice"),
+            ("[\"x.o\"]", "invalid type"),
+        ] {
+            let text = GOOD.replace("cpus = [2]", &format!("cpus = [2]\nobjects = [{entry}]"));
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(needle), "{entry}: {e}");
+            // The entry's own position: line 7, inside the list.
+            assert!(e.starts_with("s.toml:7:"), "{entry}: {e}");
+            let col: usize = e.split(':').nth(2).unwrap().parse().unwrap();
+            assert!(col > "objects = [".len(), "{entry}: {e}");
         }
     }
 

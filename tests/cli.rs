@@ -242,3 +242,33 @@ fn more_vcpus_than_cores_under_wall_time_exits_2_before_anything_is_built() {
         assert!(!reports.exists());
     }
 }
+
+#[test]
+fn an_object_that_is_not_a_relative_object_path_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("o.toml");
+    let text = std::fs::read_to_string("suites/quick.toml").unwrap();
+    // A top-level key: before the first table.
+    let at = text.find("\n[").unwrap() + 1;
+    let text = format!(
+        "{}objects = [\"kernel/trace/ring_buffer.o\", \"/boot/vmlinux\"]\n{}",
+        &text[..at],
+        &text[at..]
+    );
+    let line = text[..at].lines().count() + 1;
+    std::fs::write(&suite, text).unwrap();
+    let reports = dir.path().join("reports");
+    markbench()
+        .args(["compare", "--suite"])
+        .arg(&suite)
+        .arg("--reports")
+        .arg(&reports)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!("o.toml:{line}:42:")))
+        .stderr(predicate::str::contains(
+            "\"/boot/vmlinux\" must be a relative path",
+        ))
+        .stderr(predicate::str::contains("panicked").not());
+    assert!(!reports.exists());
+}

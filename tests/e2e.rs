@@ -3,6 +3,7 @@
 //! a report come out. Installs missing prerequisites first, as `compare` does.
 
 use assert_cmd::Command;
+use markbench::images::size::{KernelSizes, SizeRecord};
 use std::path::Path;
 
 fn markbench() -> Command {
@@ -78,6 +79,41 @@ fn compare_builds_boots_measures_and_reports() {
     assert!(report.contains("| 2 | "), "{report}");
     assert!(
         report.contains(&format!("Accelerator: **{}**", meta.accel)),
+        "{report}"
+    );
+
+    // The sizes, read from the real builds: tracing adds symbols, static-key
+    // sites (the jump table, which only the linker tables show) and
+    // kernel/trace/ring_buffer.o, which markers-off does not build.
+    let sizes = SizeRecord::read(dir).unwrap().expect("sizes.toml");
+    for k in &sizes.kernels {
+        assert!(k.errors.is_empty(), "{:?}", k.errors);
+        assert!(k.vmlinux.is_some_and(|v| v.text > 0), "{k:?}");
+    }
+    let (off, on) = (&sizes.kernels[0], &sizes.kernels[1]);
+    assert_eq!(
+        (off.variant.as_str(), on.variant.as_str()),
+        ("markers-off", "markers-on")
+    );
+    let comparison = &sizes.comparisons[0];
+    let bloat = comparison
+        .bloat
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:?}", comparison.bloat_error));
+    assert!(bloat.add > 0 && bloat.net > 0, "{}", bloat.summary_line());
+    let jump_table = |k: &KernelSizes| {
+        k.tables
+            .iter()
+            .find(|t| t.name == "__jump_table")
+            .map(|t| t.size)
+    };
+    assert!(jump_table(on) > jump_table(off), "{:?}", on.tables);
+    assert_eq!(off.objects[0].size, None);
+    assert!(on.objects[0].size.is_some_and(|b| b.text > 0));
+    assert!(report.contains(&bloat.summary_line()), "{report}");
+    assert!(report.contains("| `__jump_table` |"), "{report}");
+    assert!(
+        report.contains("| `kernel/trace/ring_buffer.o` | markers-off | *absent* |"),
         "{report}"
     );
 

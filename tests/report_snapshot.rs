@@ -2,6 +2,8 @@
 //! the layout, rounding or statistics shows up as a diff to review
 //! (`cargo insta review`, or INSTA_UPDATE=always to accept).
 
+mod common;
+
 use markbench::report;
 use markbench::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample};
 
@@ -131,10 +133,14 @@ fn samples() -> Vec<Sample> {
 
 #[test]
 fn report_of_fixed_samples() {
+    let sizes = common::captured_sizes(["dormant", "tracing-active"]);
     let text = report::render(
         &meta(),
         &samples(),
-        Some(" FTRACE n -> y\n+TRACEPOINTS y\n"),
+        report::RunFiles {
+            diffconfig: Some(" FTRACE n -> y\n+TRACEPOINTS y\n"),
+            sizes: Some(&sizes),
+        },
     );
     insta::assert_snapshot!(text);
 }
@@ -145,18 +151,45 @@ fn a_busy_host_is_a_warning_under_wall_time_and_a_note_under_icount() {
     for b in &mut busy.boots {
         b.host_load_before = 1.5;
     }
-    let wall = report::render(&busy, &samples(), None);
+    let wall = report::render(&busy, &samples(), Default::default());
     assert!(
         wall.contains("**8 of 8 boots started while the host was busy**")
             && wall.contains("their timings carry the host's noise"),
         "{wall}"
     );
     busy.timing = "icount (shift=4, sleep=off): guest time counts executed instructions".into();
-    let icount = report::render(&busy, &samples(), None);
+    let icount = report::render(&busy, &samples(), Default::default());
     assert!(
         icount.contains("8 of 8 boots started while the host was busy")
             && icount.contains("does not enter the figures")
             && !icount.contains("their timings carry the host's noise"),
         "{icount}"
     );
+}
+
+#[test]
+fn summary_json_has_the_sizes_or_null() {
+    let (meta, samples) = (meta(), samples());
+    let analysis = report::analyse(&meta, &samples);
+    let sizes = common::captured_sizes(["dormant", "tracing-active"]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&report::summary_json(&meta, &analysis, Some(&sizes)).unwrap())
+            .unwrap();
+    let on = &sizes.kernels[1];
+    assert_eq!(doc["sizes"]["kernel"][1]["variant"], "tracing-active");
+    assert_eq!(
+        doc["sizes"]["kernel"][1]["vmlinux"]["text"],
+        on.vmlinux.unwrap().text
+    );
+    let bloat = sizes.comparisons[0].bloat.as_ref().unwrap();
+    assert_eq!(
+        doc["sizes"]["comparison"][0]["bloat"]["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        bloat.rows.len()
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&report::summary_json(&meta, &analysis, None).unwrap()).unwrap();
+    assert!(doc["sizes"].is_null());
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{images, machine, SUITE};
+use markbench::images::size::{SizeRecord, SIZES_FILE};
 use markbench::run::{execute, Images, RunLock};
 use markbench::samples::{read_samples, RunMeta, SampleWriter};
 use markbench::suite::{FragmentLookup, Suite};
@@ -59,6 +60,16 @@ fn a_run_writes_every_sample_in_abba_order_and_a_report() {
     );
     assert!(dir.join("summary.json").is_file());
     assert!(dir.join("plots/hackbench-time-2cpu-metric.png").is_file());
+    // The sizes measured with the images are the run directory's record,
+    // rendered after What was compared.
+    assert_eq!(
+        SizeRecord::read(&dir).unwrap().as_ref(),
+        Some(&images.sizes)
+    );
+    let compared = report.find("## What was compared").unwrap();
+    let size = report.find("## Size\n").unwrap();
+    assert!(compared < size && size < report.find("## Where and how").unwrap());
+    assert!(report.contains("### on against off"), "{report}");
     assert!(!dir.join(".lock").exists(), "the lock is released");
 }
 
@@ -137,11 +148,17 @@ fn resume_skips_finished_boots_and_drops_partial_samples() {
     stray.cpus = unfinished.cpus;
     stray.boot = unfinished.boot;
     SampleWriter::open(&dir).unwrap().append(&stray).unwrap();
+    // As a run begun before sizes were recorded: resuming it records them.
+    std::fs::remove_file(dir.join(SIZES_FILE)).unwrap();
 
     let mut runner = FakeRunner::default();
     let meta = RunMeta::read(&dir).unwrap();
     let resumed = execute(&suite, &images, &machine(), &mut runner, &dir, Some(meta)).unwrap();
     assert_eq!(runner.boots, 7, "only the unfinished boots run again");
+    assert_eq!(
+        SizeRecord::read(&dir).unwrap().as_ref(),
+        Some(&images.sizes)
+    );
     assert!(resumed.complete);
     assert_eq!(resumed.boots.len(), 12);
     assert!(resumed.boots.iter().all(|b| b.ok));
@@ -237,6 +254,18 @@ fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("baseline:on vs candidate:on"), "{report}");
     assert!(report.contains("**regression**"), "{report}");
+    // The variant's recorded sizes from each run: the same kernel.
+    let text = images.sizes.kernel("on").unwrap().vmlinux.unwrap().text;
+    assert!(
+        report.contains(&format!("| baseline:on | {text} |"))
+            && report.contains(&format!("| candidate:on | {text} |")),
+        "{report}"
+    );
+    assert!(
+        report.contains("| diff: candidate:on − baseline:on | +0 | +0 | +0 | +0 | +0 |"),
+        "{report}"
+    );
+    assert!(report.contains("bloat-o-meter was not run for this pair"));
 
     let out = tmp.path().join("diff-same");
     markbench::diff::diff(&baseline, &same, None, &out).unwrap();

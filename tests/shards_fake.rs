@@ -121,6 +121,10 @@ fn merged_shards_report_like_one_machine_and_find_the_same_regressions() {
         assert_eq!((key(x), x.value), (key(y), y.value));
     }
 
+    assert!(
+        out.join("sizes.toml").is_file(),
+        "the kernels' sizes came along"
+    );
     let single = std::fs::read_to_string(whole.join("report.md")).unwrap();
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert_eq!(skeleton(&single), skeleton(&report));

@@ -22,7 +22,7 @@
 //! the timed region (the workload's output check fails a run that does).
 
 use super::fragments::Fragment;
-use super::kernel::{logged, unpacked_tree, KernelSource};
+use super::kernel::{logged, KernelSource};
 use super::{cache_dir, key_of, tool_version};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -180,10 +180,7 @@ pub fn ensure_compile_tree(
             }
         }
     }
-    let src = match source {
-        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
-        KernelSource::Tree(t) => t.clone(),
-    };
+    let src = source.tree(identity)?;
     // Built in place, not renamed from a partial directory: the paths Kbuild
     // records are absolute and must stay valid. No record means incomplete.
     let _ = std::fs::remove_dir_all(&dir);

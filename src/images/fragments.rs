@@ -42,6 +42,10 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../vm-images/markers-off.config"),
     ),
     (
+        "markers-on-lean.config",
+        include_str!("../../vm-images/markers-on-lean.config"),
+    ),
+    (
         "markers-on.config",
         include_str!("../../vm-images/markers-on.config"),
     ),

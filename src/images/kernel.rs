@@ -92,6 +92,15 @@ impl KernelSource {
             }
         }
     }
+
+    /// The kernel tree itself: a tarball's unpacked copy in the cache
+    /// (unpacked first if needed), or the user's tree.
+    pub fn tree(&self, identity: &str) -> Result<PathBuf> {
+        match self {
+            KernelSource::Tarball(t) => unpacked_tree(t, identity),
+            KernelSource::Tree(t) => Ok(t.clone()),
+        }
+    }
 }
 
 /// What a kernel is built from.
@@ -118,6 +127,14 @@ pub struct KernelImage {
     pub fragment_sha256: BTreeMap<String, String>,
     pub config_sha256: String,
     pub build_seconds: f64,
+}
+
+impl KernelImage {
+    /// The kernel's `O=` build directory, kept in the cache beside it
+    /// (vmlinux and every object file): sizes are read from there.
+    pub fn build_dir(&self) -> PathBuf {
+        self.dir.join("build")
+    }
 }
 
 const RECORD: &str = "kernel.toml";
@@ -243,7 +260,7 @@ pub(crate) fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
 }
 
 /// Unpacks a tarball into the cache once; returns the source tree.
-pub(crate) fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
+fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
     let dir = cache_dir()
         .join("src")
         .join(&key_of(&[("source", identity.as_bytes())])[..16]);
@@ -352,10 +369,7 @@ pub fn ensure_kernel(
     for f in &spec.fragments {
         expectations.extend(parse_fragment(&f.label(), &f.text)?);
     }
-    let tree = match source {
-        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
-        KernelSource::Tree(t) => t.clone(),
-    };
+    let tree = source.tree(identity)?;
     let started = std::time::Instant::now();
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
@@ -461,10 +475,7 @@ pub fn diffconfig(
     a: &KernelImage,
     b: &KernelImage,
 ) -> Result<String> {
-    let tree = match source {
-        KernelSource::Tarball(t) => unpacked_tree(t, identity)?,
-        KernelSource::Tree(t) => t.clone(),
-    };
+    let tree = source.tree(identity)?;
     let out = Command::new("python3")
         .arg(tree.join("scripts/diffconfig"))
         .arg(&a.config)

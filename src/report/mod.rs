@@ -2,7 +2,9 @@
 //! `markbench report DIR` reproduces it without rerunning anything.
 
 pub mod format;
+pub mod sizes;
 
+use crate::images::size::SizeRecord;
 use crate::plots::{PlotInput, RelPoint, SidePoint};
 use crate::samples::{RunMeta, Sample};
 use crate::stats::{AnalysisConfig, Correction, PointAnalysis, PointInput};
@@ -402,9 +404,18 @@ pub fn plot_input(
     }
 }
 
+/// What a run directory holds beside its samples and metadata.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunFiles<'a> {
+    /// `scripts/diffconfig` baseline → candidate.
+    pub diffconfig: Option<&'a str>,
+    /// `sizes.toml`; `None` for a run made before sizes were recorded.
+    pub sizes: Option<&'a SizeRecord>,
+}
+
 /// The whole `report.md`.
-pub fn render(meta: &RunMeta, samples: &[Sample], diffconfig: Option<&str>) -> String {
-    render_analysis(meta, samples, diffconfig, &analyse(meta, samples), false)
+pub fn render(meta: &RunMeta, samples: &[Sample], files: RunFiles) -> String {
+    render_analysis(meta, samples, files, &analyse(meta, samples), false)
 }
 
 /// A point as the Significance section names it: "hackbench 2 CPUs, groups 4".
@@ -473,7 +484,7 @@ fn bootstrap_agreement(
 fn render_analysis(
     meta: &RunMeta,
     samples: &[Sample],
-    diffconfig: Option<&str>,
+    files: RunFiles,
     analysis: &Analysis,
     with_plots: bool,
 ) -> String {
@@ -559,7 +570,7 @@ fn render_analysis(
     ] {
         let _ = writeln!(r, "| {label} | {} | {} |", cells[0], cells[1]);
     }
-    match diffconfig {
+    match files.diffconfig {
         Some(text) if !text.trim().is_empty() => {
             let _ = writeln!(
                 r,
@@ -572,6 +583,7 @@ fn render_analysis(
         }
         None => {}
     }
+    r.push_str(&sizes::section(files.sizes));
 
     let _ = writeln!(r, "## Where and how\n");
     let h = &meta.host;
@@ -955,6 +967,11 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
         &meta.host.hostname,
     );
     let diffconfig = std::fs::read_to_string(dir.join(DIFFCONFIG_FILE)).ok();
+    let sizes = SizeRecord::read(dir)?;
+    let files = RunFiles {
+        diffconfig: diffconfig.as_deref(),
+        sizes: sizes.as_ref(),
+    };
     let analysis = analyse_with_hosts(&meta, &samples, &hosts);
     let names = side_names(&meta);
     let plots_dir = dir.join(PLOTS_DIR);
@@ -968,15 +985,23 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
         let input = plot_input(key, points, analyses, &names, analysis.config.margin);
         crate::plots::render(&input, &plots_dir, &plot_stem(key))?;
     }
-    let text = render_analysis(&meta, &samples, diffconfig.as_deref(), &analysis, true);
-    std::fs::write(dir.join(SUMMARY_FILE), summary_json(&meta, &analysis)?)?;
+    let text = render_analysis(&meta, &samples, files, &analysis, true);
+    std::fs::write(
+        dir.join(SUMMARY_FILE),
+        summary_json(&meta, &analysis, sizes.as_ref())?,
+    )?;
     let path = dir.join(REPORT_FILE);
     std::fs::write(&path, text)?;
     Ok(path)
 }
 
-/// `summary.json`: one object per point with every statistic, for dashboards.
-pub fn summary_json(meta: &RunMeta, analysis: &Analysis) -> Result<String> {
+/// `summary.json`: one object per point with every statistic, and the
+/// kernels' sizes (`null` when the run recorded none), for dashboards.
+pub fn summary_json(
+    meta: &RunMeta,
+    analysis: &Analysis,
+    sizes: Option<&SizeRecord>,
+) -> Result<String> {
     let names = side_names(meta);
     let mut points = Vec::new();
     for (key, list) in &analysis.tables {
@@ -1002,6 +1027,7 @@ pub fn summary_json(meta: &RunMeta, analysis: &Analysis) -> Result<String> {
         "config": analysis.config,
         "error": analysis.results.as_ref().err(),
         "points": points,
+        "sizes": sizes,
     });
     Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
@@ -1160,7 +1186,14 @@ mod tests {
             sample("off", 0, 0, false, 1.0),
             sample("on", 0, 0, false, 1.1),
         ];
-        let text = render(&meta, &samples, Some(" FTRACE n -> y\n"));
+        let text = render(
+            &meta,
+            &samples,
+            RunFiles {
+                diffconfig: Some(" FTRACE n -> y\n"),
+                sizes: None,
+            },
+        );
         assert!(text.contains("my\\|suite"));
         assert!(text.contains("**Partial run**"));
         assert!(text.contains("FTRACE n -> y"));

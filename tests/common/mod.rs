@@ -5,6 +5,7 @@
 
 use markbench::images::initramfs::BaseImage;
 use markbench::images::kernel::KernelImage;
+use markbench::images::size::{self, KernelSizes, ObjectSize, SizeComparison, SizeRecord};
 use markbench::run::Images;
 use markbench::vm::accel::{AccelDecision, TimingDecision};
 use markbench::vm::qemu::QemuBinary;
@@ -61,6 +62,7 @@ pub fn images(dir: &Path) -> Images {
             key: "k".into(),
         },
         diffconfig: " FTRACE n -> y\n".into(),
+        sizes: captured_sizes(["off", "on"]),
         extra_archives: Vec::new(),
     }
 }
@@ -81,5 +83,56 @@ pub fn machine() -> Machine {
             icount_shift: None,
             reason: "test".into(),
         },
+    }
+}
+
+/// A size record built from tool output captured from the real markers-off
+/// and markers-on kernels (`tests/fixtures/sizes/`), through markbench's own
+/// parsers, for the kernels named `variants` (baseline first).
+pub fn captured_sizes(variants: [&str; 2]) -> SizeRecord {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sizes");
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
+    };
+    let bzimage_bytes: Vec<u64> = read("bzImage.bytes.txt")
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    let object = "kernel/trace/ring_buffer.o".to_string();
+    let kernels = ["markers-off", "markers-on"]
+        .iter()
+        .enumerate()
+        .map(|(i, kernel)| {
+            let vmlinux = size::parse_berkeley(&read(&format!("{kernel}.size.txt"))).unwrap()[0].1;
+            let ring_buffer =
+                std::fs::read_to_string(dir.join(format!("{kernel}.ring_buffer.size.txt")))
+                    .ok()
+                    .map(|text| size::parse_berkeley(&text).unwrap()[0].1);
+            KernelSizes {
+                variant: variants[i].to_string(),
+                kernel: kernel.to_string(),
+                vmlinux: Some(vmlinux),
+                bzimage_bytes: Some(bzimage_bytes[i]),
+                sections: size::parse_sysv(&read(&format!("{kernel}.size-A.txt"))).unwrap(),
+                tables: size::parse_nm_tables(&read(&format!("{kernel}.nm-start-stop.txt")))
+                    .unwrap(),
+                objects: vec![ObjectSize {
+                    path: object.clone(),
+                    size: ring_buffer,
+                }],
+                errors: Vec::new(),
+            }
+        })
+        .collect();
+    SizeRecord {
+        objects: vec![object],
+        kernels,
+        comparisons: vec![SizeComparison {
+            baseline: variants[0].to_string(),
+            candidate: variants[1].to_string(),
+            bloat: Some(size::parse_bloat_o_meter(&read("bloat-o-meter.txt")).unwrap()),
+            bloat_error: None,
+        }],
     }
 }
