@@ -603,7 +603,12 @@ fn render_analysis(
         if h.qemu_path.is_empty() {
             escape_md(&h.qemu_version)
         } else {
-            format!("{} (`{}`)", escape_md(&h.qemu_version), escape_md(&h.qemu_path))
+            // A code span shows its text as it is: no escapes inside.
+            format!(
+                "{} (`{}`)",
+                escape_md(&h.qemu_version),
+                h.qemu_path.replace('`', "'")
+            )
         },
         meta.accel,
         escape_md(&meta.accel_reason),
