@@ -47,6 +47,9 @@ pub struct Suite {
     pub override_settings: Overrides,
     /// The part of the suite this run does (`run-shard`); `None` for all of it.
     pub shard: Option<crate::shard::ShardSel>,
+    /// Also boot each variant once per CPU count with the profile plugin,
+    /// apart from the timed boots, to count where the instructions go.
+    pub profile: bool,
 }
 
 /// Command-line changes to a suite: to run a seed-scale suite at a size this
@@ -403,6 +406,8 @@ struct SuiteFile {
     qemu: Option<String>,
     variant: Spanned<Vec<VariantFile>>,
     workload: Spanned<Vec<Spanned<WorkloadSpec>>>,
+    #[serde(default)]
+    profile: bool,
 }
 
 fn default_memory() -> Spanned<u32> {
@@ -820,6 +825,7 @@ impl Suite {
             overrides: Vec::new(),
             override_settings: Overrides::default(),
             shard: None,
+            profile: file.profile,
         })
     }
 }

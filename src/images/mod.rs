@@ -4,6 +4,7 @@
 pub mod compile_tree;
 pub mod initramfs;
 pub mod kernel;
+pub mod plugin;
 
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
