@@ -97,7 +97,11 @@ impl Profiler {
         manifest.icount_shift = self.icount_shift;
         let names: Vec<BTreeSet<String>> = maps
             .iter()
-            .map(|m| m.names().map(str::to_string).collect())
+            .map(|m| {
+                m.names()
+                    .map(|n| super::symbols::function_name(n).to_string())
+                    .collect()
+            })
             .collect();
         std::fs::create_dir_all(store::dir(dir))?;
         for side in 0..2 {

@@ -3,7 +3,7 @@
 //! one boot's instructions by function (tidy: workload, param, symbol,
 //! instructions, summed over the point's measured runs); and
 //! `profiles/only-in-<variant>.txt` the functions of that variant's kernel
-//! that the other kernel lacks. The report reads nothing else.
+//! that the other kernel lacks (by [`super::symbols::function_name`]). The report reads nothing else.
 
 use crate::error::InputError;
 use anyhow::{Context, Result};

@@ -105,6 +105,17 @@ impl SymbolMap {
     }
 }
 
+/// The function a symbol is a part or copy of: gcc names the pieces it
+/// splits off or specialises `name.isra.0`, `name.constprop.0`,
+/// `name.part.0`, `name.cold`, and which of them a build makes follows its
+/// configuration, so two kernels are compared by the function's own name.
+pub fn function_name(symbol: &str) -> &str {
+    if symbol.starts_with('[') {
+        return symbol;
+    }
+    symbol.split_once('.').map_or(symbol, |(base, _)| base)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +152,14 @@ ffffffff81001100 A _end
         assert_eq!(m.lookup(0xffffffff81001100), None);
         assert_eq!(m.lookup(0xffffffff80000000), None);
         assert_eq!(m.lookup(0x400000), None);
+    }
+
+    #[test]
+    fn compiler_made_pieces_fold_into_their_function() {
+        assert_eq!(function_name("slob_alloc_node.isra.0"), "slob_alloc_node");
+        assert_eq!(function_name("do_thing.cold"), "do_thing");
+        assert_eq!(function_name("schedule"), "schedule");
+        assert_eq!(function_name("[user space]"), "[user space]");
     }
 
     #[test]
