@@ -141,6 +141,12 @@ pub struct CompareArgs {
     /// qemu-system-x86_64 on PATH).
     #[arg(long, value_name = "PATH")]
     pub qemu: Option<PathBuf>,
+    /// Also boot each variant once per CPU count with markbench's TCG
+    /// plugin, counting the instructions of every kernel function in the
+    /// timed runs, for the report's "Where the difference goes" (as the
+    /// suite's `profile = true`).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 /// Changes to a suite's size and shape, shared by compare, plan and run-shard.
@@ -681,6 +687,7 @@ fn compare_run(
             TimingArg::Icount => crate::suite::TimingChoice::Icount,
         };
     }
+    suite.profile |= args.profile;
     if let Some(shift) = args.icount_shift {
         if !(1..=10).contains(&shift) {
             return Err(InputError::new("--icount-shift must be from 1 to 10").into());

@@ -13,6 +13,7 @@ pub mod noise;
 pub mod plan;
 pub mod plots;
 pub mod prereq;
+pub mod profile;
 pub mod progress;
 pub mod protocol;
 pub mod report;

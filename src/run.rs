@@ -348,6 +348,7 @@ pub fn run_unit(
         guest_seed: timing.map(|_| crate::vm::boot_seed(suite.seed, unit.index, attempt)),
         deadline: Duration::from_secs(suite.boot_timeout_s),
         console_log: dir.join(&log_name),
+        plugin: None,
     };
     let mut samples = 0usize;
     let mut guest = (String::new(), String::new());
@@ -546,6 +547,7 @@ pub fn execute(
     resume: Option<RunMeta>,
 ) -> Result<RunMeta> {
     let _lock = RunLock::acquire(dir)?;
+    let profiler = crate::profile::prepare(suite, machine)?;
     let started = Instant::now();
     let units = plan::expand(suite);
     let (mut meta, previous_wall) = match resume {
@@ -645,6 +647,10 @@ pub fn execute(
         }
     }
     progress.finish();
+    if let Some(profiler) = profiler.as_ref().filter(|_| !interrupted) {
+        profiler.run(suite, images, machine, runner, dir)?;
+        interrupted = crate::vm::interrupted();
+    }
     meta.complete = !interrupted;
     meta.finished_at = now();
     meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();

@@ -59,6 +59,9 @@ pub struct Suite {
     pub override_settings: Overrides,
     /// The part of the suite this run does (`run-shard`); `None` for all of it.
     pub shard: Option<crate::shard::ShardSel>,
+    /// Also boot each variant once per CPU count with the profile plugin,
+    /// apart from the timed boots, to count where the instructions go.
+    pub profile: bool,
 }
 
 /// Command-line changes to a suite: to run a seed-scale suite at a size this
@@ -495,6 +498,8 @@ struct SuiteFile {
     /// Objects to size in every kernel's build.
     #[serde(default)]
     objects: Vec<Spanned<String>>,
+    #[serde(default)]
+    profile: bool,
 }
 
 fn default_memory() -> Spanned<u32> {
@@ -1004,6 +1009,7 @@ impl Suite {
             overrides: Vec::new(),
             override_settings: Overrides::default(),
             shard: None,
+            profile: file.profile,
         })
     }
 }

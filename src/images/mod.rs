@@ -5,6 +5,7 @@ pub mod compile_tree;
 pub mod fragments;
 pub mod initramfs;
 pub mod kernel;
+pub mod plugin;
 pub mod size;
 
 use sha2::{Digest, Sha256};

@@ -15,7 +15,10 @@ mod diff;
 mod font;
 mod header;
 mod metric;
+mod profile;
 mod scale;
+
+pub use profile::ProfileBars;
 
 use std::path::{Path, PathBuf};
 
@@ -91,6 +94,14 @@ pub fn render(input: &PlotInput, dir: &Path, stem: &str) -> anyhow::Result<Vec<P
         "diff",
     )?);
     Ok(written)
+}
+
+/// Writes `<stem>-bars.svg` and `<stem>-bars.png` into `dir`: the functions
+/// whose instruction counts differ most between the kernels.
+pub fn render_profile(input: &ProfileBars, dir: &Path, stem: &str) -> anyhow::Result<Vec<PathBuf>> {
+    font::register_bundled_font()?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_svg_and_png(&profile::ProfileChart(input), dir, stem, "bars")
 }
 
 /// A chart that can draw itself on any plotters backend, so the SVG and the

@@ -2,6 +2,7 @@
 //! `markbench report DIR` reproduces it without rerunning anything.
 
 pub mod format;
+pub mod profile;
 pub mod sizes;
 
 use crate::images::size::SizeRecord;
@@ -991,13 +992,42 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
         crate::plots::render(&input, &plots_dir, &plot_stem(key))?;
     }
     let text = render_analysis(&meta, &samples, files, &analysis, true);
-    std::fs::write(
-        dir.join(SUMMARY_FILE),
-        summary_json(&meta, &analysis, sizes.as_ref())?,
-    )?;
+    let profiles = profile::load(dir, &meta)?;
+    let text = with_profile_section(text, profiles.as_ref(), &plots_dir)?;
+    let mut summary = summary_json(&meta, &analysis, sizes.as_ref())?;
+    if let Some(view) = &profiles {
+        let mut doc: serde_json::Value = serde_json::from_str(&summary)?;
+        doc["profile"] = profile::json(view);
+        summary = serde_json::to_string_pretty(&doc)? + "\n";
+    }
+    std::fs::write(dir.join(SUMMARY_FILE), summary)?;
     let path = dir.join(REPORT_FILE);
     std::fs::write(&path, text)?;
     Ok(path)
+}
+
+/// The report with "Where the difference goes" (and its plots) before the
+/// Boots section; unchanged for a run without profiles.
+fn with_profile_section(
+    text: String,
+    view: Option<&profile::ProfileView>,
+    plots_dir: &Path,
+) -> Result<String> {
+    let Some(view) = view else {
+        return Ok(text);
+    };
+    for p in &view.points {
+        crate::plots::render_profile(
+            &profile::plot_input(view, p),
+            plots_dir,
+            &profile::plot_stem(p),
+        )?;
+    }
+    let section = profile::section(Some(view), true);
+    Ok(match text.find("## Boots\n") {
+        Some(at) => format!("{}{section}{}", &text[..at], &text[at..]),
+        None => text + &section,
+    })
 }
 
 /// `summary.json`: one object per point with every statistic, and the

@@ -109,6 +109,7 @@ fn run_smp_icount_trial(
         guest_seed: Some(1),
         deadline: TRIAL_DEADLINE,
         console_log: trial_log.to_path_buf(),
+        plugin: None,
     };
     let mut online = None;
     let outcome = runner.boot(&request, &mut |m| {
@@ -310,6 +311,7 @@ pub fn decide(
         guest_seed: None,
         deadline: Duration::from_secs(30),
         console_log: trial_log.to_path_buf(),
+        plugin: None,
     };
     let mut hello = false;
     let outcome = runner.boot(&request, &mut |m| {

@@ -6,6 +6,10 @@ use super::{BootEnd, BootOutcome, BootRequest, Runner};
 use crate::protocol::{Directive, Message, RunRecord, JOB_HEADER};
 use std::time::Duration;
 
+/// Where the fake guest's kernel text starts: its profiles count
+/// instructions at this address and 0x40 past it.
+pub const FAKE_TEXT: u64 = 0xffff_ffff_8100_0000;
+
 /// What the fake guest does.
 #[derive(Debug, Clone, Default)]
 pub struct FakeRunner {
@@ -84,6 +88,13 @@ impl Runner for FakeRunner {
             cmdline: r.extra_cmdline.clone(),
         });
         let hangs = self.hanging_boots.contains(&self.boots);
+        // As the plugin would: one region per timed run, with as many
+        // instructions as icount's 16 ns each give the run's time, all but
+        // a fixed 1500 (user space and the second function) in the first
+        // function of the kernel text.
+        let mut regions =
+            String::from("# markbench-profile 1\nregion\tkind\taddress\tinstructions\n");
+        let mut region = 0usize;
         let factor = if r.extra_cmdline.contains("slow") {
             self.slow_factor.max(1.0)
         } else {
@@ -111,6 +122,13 @@ impl Runner for FakeRunner {
                                 "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
                             ),
                         }));
+                        regions.push_str(&format!(
+                            "{region}\tuser\t-\t1000\n{region}\tkernel\t{:016x}\t{}\n{region}\tkernel\t{:016x}\t500\n",
+                            FAKE_TEXT,
+                            ((seconds * 1e9 / 16.0) as u64).saturating_sub(1500),
+                            FAKE_TEXT + 0x40
+                        ));
+                        region += 1;
                         if hangs {
                             return BootOutcome {
                                 end: BootEnd::TimedOut {
@@ -129,6 +147,9 @@ impl Runner for FakeRunner {
             }
         }
         on_message(Message::Done);
+        if let Some(plugin) = &r.plugin {
+            let _ = std::fs::write(&plugin.output, regions);
+        }
         BootOutcome {
             end: BootEnd::Completed,
             wall: Duration::from_millis(10),

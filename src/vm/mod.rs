@@ -67,6 +67,15 @@ pub struct BootRequest {
     pub deadline: Duration,
     /// Where the guest's kernel console (ttyS0) is written.
     pub console_log: PathBuf,
+    /// A TCG plugin QEMU loads for this boot (profiled boots only).
+    pub plugin: Option<PluginLoad>,
+}
+
+/// A TCG plugin and the file it writes when QEMU exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginLoad {
+    pub library: PathBuf,
+    pub output: PathBuf,
 }
 
 /// How a boot ended.

@@ -143,6 +143,18 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
     if let Some(seed) = r.guest_seed {
         args.extend(["-seed".into(), seed.to_string()]);
     }
+    if let Some(plugin) = &r.plugin {
+        // QEMU's option syntax separates with commas; a doubled one is literal.
+        let escape = |p: &Path| p.display().to_string().replace(',', ",,");
+        args.extend([
+            "-plugin".into(),
+            format!(
+                "file={},out={}",
+                escape(&plugin.library),
+                escape(&plugin.output)
+            ),
+        ]);
+    }
     args
 }
 
@@ -317,6 +329,7 @@ mod tests {
             guest_seed: None,
             deadline: Duration::from_secs(10),
             console_log: "/run/logs/boot.log".into(),
+            plugin: None,
         }
     }
 
@@ -350,6 +363,22 @@ mod tests {
                 "-icount shift=4,sleep=off -rtc base=2020-01-01T00:00:00,clock=vm -seed 12345"
             ),
             "{joined}"
+        );
+    }
+
+    #[test]
+    fn a_plugin_is_loaded_only_when_asked_for_with_its_paths_escaped() {
+        let mut r = request();
+        assert!(!qemu_args(&r).iter().any(|a| a == "-plugin"));
+        r.plugin = Some(crate::vm::PluginLoad {
+            library: "/cache/lib,x.so".into(),
+            output: "/run/profiles/raw.tsv".into(),
+        });
+        let args = qemu_args(&r);
+        let at = args.iter().position(|a| a == "-plugin").unwrap();
+        assert_eq!(
+            args[at + 1],
+            "file=/cache/lib,,x.so,out=/run/profiles/raw.tsv"
         );
     }
 
