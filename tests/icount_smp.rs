@@ -4,41 +4,14 @@
 //! SMP icount trial (8.1 or later; `markbench setup` installs one on
 //! Debian 12); with one that fails it, the run is refused as input to fix.
 
-use assert_cmd::Command;
-use std::path::{Path, PathBuf};
-
-fn run_once(reports: &Path) -> PathBuf {
-    let out = Command::cargo_bin("markbench")
-        .unwrap()
-        .args([
-            "compare",
-            "--suite",
-            "tests/fixtures/smp-icount.toml",
-            "--aa",
-            "--reports",
-        ])
-        .arg(reports)
-        .timeout(std::time::Duration::from_secs(60 * 60))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "compare failed\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::read_dir(reports)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir() && !p.ends_with("latest"))
-        .expect("a run directory")
-}
+mod real;
 
 #[test]
 fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
-    let first = tempfile::tempdir().unwrap();
-    let second = tempfile::tempdir().unwrap();
-    let dirs = [run_once(first.path()), run_once(second.path())];
+    let args = ["--suite", "tests/fixtures/smp-icount.toml", "--aa"];
+    let (_first, a) = real::compare(&args);
+    let (_second, b) = real::compare(&args);
+    let dirs = [a, b];
     let mut values = Vec::new();
     for dir in &dirs {
         let meta = markbench::samples::RunMeta::read(dir).unwrap();

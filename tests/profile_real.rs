@@ -5,7 +5,8 @@
 //! boot and setup are not counted). Needs the markers-off kernel in the
 //! cache and a QEMU with plugin support (Debian's 10.0).
 
-use assert_cmd::Command;
+mod real;
+
 use markbench::profile::store::{read_counts, PointTotals};
 use markbench::profile::Manifest;
 
@@ -18,31 +19,7 @@ fn per_run(t: &PointTotals) -> (f64, f64) {
 
 #[test]
 fn an_aa_profile_counts_exactly_what_the_runs_time_and_differs_nowhere() {
-    let reports = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("markbench")
-        .unwrap()
-        .args([
-            "compare",
-            "--suite",
-            "tests/fixtures/profile.toml",
-            "--aa",
-            "--reports",
-        ])
-        .arg(reports.path())
-        .timeout(std::time::Duration::from_secs(30 * 60))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "compare failed\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dir = std::fs::read_dir(reports.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir() && !p.ends_with("latest"))
-        .expect("a run directory");
+    let (_reports, dir) = real::compare(&["--suite", "tests/fixtures/profile.toml", "--aa"]);
     let manifest = Manifest::read(&dir).unwrap().expect("profiles");
     assert_eq!(manifest.boots.len(), 2, "{manifest:?}");
     assert!(manifest.boots.iter().all(|b| b.ok), "{manifest:?}");
