@@ -309,6 +309,14 @@ fn ensure_smp_icount_qemu(check_only: bool, can_install: bool) -> Result<()> {
         return Ok(());
     }
     if check_only || !can_install {
+        if qemu_version().is_none() {
+            bail!(
+                "missing prerequisites: QEMU (qemu-system-x86_64)\nTo install QEMU 10 from Debian's \
+                 bookworm-backports (Debian 12's own 7.2 cannot run SMP guests under icount), \
+                 run:\n    {}",
+                backports_command()
+            );
+        }
         eprintln!(
             "markbench: note: Debian 12's QEMU 7.2 cannot run SMP guests under icount (suites with \
              more than 1 vCPU then fall back to noisy wall time); to install QEMU 10 from \
@@ -401,14 +409,16 @@ pub fn ensure(check_only: bool) -> Result<()> {
 pub fn ensure_with(check_only: bool, ci: bool) -> Result<()> {
     let can_install = is_debian_like() && (is_root() || has_passwordless_sudo());
     let mut missing = missing_of(ci);
-    if can_install && !check_only && codename().as_deref() == Some("bookworm") {
-        // Debian 12's own QEMU would only be replaced from backports next.
+    if codename().as_deref() == Some("bookworm") {
+        // On Debian 12 QEMU comes from backports (next): its own 7.2 would
+        // only be replaced.
         missing.retain(|r| r.package != "qemu-system-x86");
     }
+    let icount_qemu = ensure_smp_icount_qemu(check_only, can_install);
     if !missing.is_empty() {
         install_missing(&missing, check_only, can_install, ci)?;
     }
-    ensure_smp_icount_qemu(check_only, can_install)
+    icount_qemu
 }
 
 fn install_missing(
