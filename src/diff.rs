@@ -40,7 +40,11 @@ pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String
         &baseline.host.qemu_version,
         &candidate.host.qemu_version,
     );
-    check("accelerator", &baseline.accel, &candidate.accel);
+    check(
+        "accelerator",
+        baseline.accel.as_str(),
+        candidate.accel.as_str(),
+    );
     check(
         "timing mode",
         &baseline.timing_mode(),
@@ -218,13 +222,13 @@ mod tests {
     #[test]
     fn conditions_that_differ_are_named() {
         let a = RunMeta {
-            accel: "tcg".into(),
+            accel: crate::vm::Accel::Tcg,
             suite: "quick".into(),
             ..Default::default()
         };
         let mut b = a.clone();
         assert!(condition_warnings(&a, &b).is_empty());
-        b.accel = "kvm".into();
+        b.accel = crate::vm::Accel::Kvm;
         b.host.hostname = "other".into();
         let w = condition_warnings(&a, &b);
         assert_eq!(w.len(), 2, "{w:?}");
@@ -235,7 +239,7 @@ mod tests {
     #[test]
     fn under_icount_another_host_is_no_warning_but_another_qemu_is() {
         let a = RunMeta {
-            accel: "tcg".into(),
+            accel: crate::vm::Accel::Tcg,
             suite: "quick".into(),
             timing: "icount (shift=4, sleep=off): guest time counts executed instructions".into(),
             ..Default::default()

@@ -1,11 +1,15 @@
 //! markbench: what does this kernel change cost?
 //!
-//! Data flow, one module per stage (see DESIGN.md):
-//! suite → plan → images → vm → samples → stats → report.
+//! Data flow, one module per stage: suite (the file) → compare (the
+//! resolved run) → plan → images → vm → samples → analysis → report, with
+//! `stats` the statistics library underneath.
 
 pub mod cli;
+pub mod compare;
 pub mod diff;
 pub mod error;
+pub mod exit;
+pub mod host;
 pub mod images;
 pub mod merge;
 pub mod nightly;
@@ -18,6 +22,7 @@ pub mod progress;
 pub mod protocol;
 pub mod report;
 pub mod run;
+pub mod run_dir;
 pub mod samples;
 pub mod shard;
 pub mod stats;

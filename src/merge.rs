@@ -319,7 +319,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
             boots: run.meta.boots.len(),
             failed_boots: run.meta.boots.iter().filter(|b| !b.ok).count(),
             wall_s: run.meta.wall_s,
-            accel: run.meta.accel.clone(),
+            accel: run.meta.accel.as_str().into(),
             timing: run.meta.timing.clone(),
             complete: run.meta.complete,
         });

@@ -3,7 +3,8 @@
 //!
 //! Boots are interleaved in blocks: each block holds one boot of each variant
 //! at one CPU count, and the order inside a block alternates A,B / B,A
-//! (ABBA), starting from a side chosen by the suite's seed. Never all A then
+//! (ABBA; with more variants A,B,C / C,B,A), starting from a side chosen by
+//! the suite's seed, or is drawn from the seed. Never all A then
 //! all B: slow drifts of the host (thermal, other tenants) then hit both
 //! sides alike instead of masquerading as a difference.
 
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub struct Unit {
     /// Position in the run order, from 0.
     pub index: usize,
-    /// 0 = baseline ("without"), 1 = candidate ("with").
+    /// Index into the suite's variants: 0 the baseline, then each candidate.
     pub side: usize,
     pub variant: String,
     pub cpus: u32,
@@ -64,22 +65,55 @@ pub(crate) fn steps(suite: &Suite, cpus: u32) -> Vec<Step> {
     steps
 }
 
-/// The whole run, in order; for a shard of a suite (`run-shard`), the
-/// shard's part of that order (see `shard`).
-pub fn expand(suite: &Suite) -> Vec<Unit> {
-    if let Some(sel) = suite.shard {
-        return crate::shard::units(suite, sel);
+/// The order of the variants in block `block`: alternating (`abba`: the
+/// variants forward, then backward, starting from a side chosen by the
+/// seed) or a permutation drawn from the seed (`shuffled`).
+fn block_order(
+    order: RunOrder,
+    seed: u64,
+    block: usize,
+    n: usize,
+    rng: &mut impl Rng,
+) -> Vec<usize> {
+    let forward: Vec<usize> = (0..n).collect();
+    match order {
+        RunOrder::Abba => {
+            if (block + (seed as usize & 1)).is_multiple_of(2) {
+                forward
+            } else {
+                forward.into_iter().rev().collect()
+            }
+        }
+        // Two variants draw one side, as runs always have: the same seed
+        // gives the same order as before there could be more.
+        RunOrder::Shuffled if n == 2 => {
+            let first = rng.random_range(0..2);
+            vec![first, 1 - first]
+        }
+        RunOrder::Shuffled => {
+            let mut sides = forward;
+            rand::seq::SliceRandom::shuffle(sides.as_mut_slice(), rng);
+            sides
+        }
     }
+}
+
+/// The whole run, in order: blocks of one boot of every variant at one CPU
+/// count. A shard runs a selection of it (see `shard::select`).
+pub fn expand(suite: &Suite) -> Vec<Unit> {
     let mut units = Vec::new();
     let mut block = 0usize;
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(suite.seed);
     for boot in 0..suite.boots {
         for &cpus in &suite.cpus {
-            let first = match suite.order {
-                RunOrder::Abba => (block + (suite.seed as usize & 1)) % 2,
-                RunOrder::Shuffled => rng.random_range(0..2),
-            };
-            for side in [first, 1 - first] {
+            let order = block_order(
+                suite.order,
+                suite.seed,
+                block,
+                suite.variants.len(),
+                &mut rng,
+            );
+            for side in order {
                 units.push(Unit {
                     index: units.len(),
                     side,
@@ -164,5 +198,31 @@ mod tests {
             assert_eq!(block[0].cpus, block[1].cpus);
             assert_eq!(block[0].boot, block[1].boot);
         }
+    }
+
+    #[test]
+    fn three_variants_fill_every_block_forward_then_backward() {
+        let text = crate::suite::tests::GOOD.replace(
+            "[[variant]]\nname = \"on\"\n",
+            "[[variant]]\nname = \"generic\"\nkernel = \"markers-generic\"\n[[variant]]\nname = \"on\"\n",
+        );
+        let mut s =
+            Suite::parse(Path::new("t.toml"), &text, &crate::suite::tests::lookup()).unwrap();
+        let sides: Vec<usize> = expand(&s).iter().map(|u| u.side).collect();
+        assert_eq!(sides, vec![0, 1, 2, 2, 1, 0]);
+        s.order = RunOrder::Shuffled;
+        s.boots = 12;
+        let units = expand(&s);
+        for block in units.chunks(3) {
+            let mut sides: Vec<usize> = block.iter().map(|u| u.side).collect();
+            sides.sort();
+            assert_eq!(sides, vec![0, 1, 2], "{block:?}");
+        }
+        let firsts: std::collections::BTreeSet<usize> =
+            units.chunks(3).map(|b| b[0].side).collect();
+        assert!(
+            firsts.len() > 1,
+            "every shuffled block starts with the same variant"
+        );
     }
 }

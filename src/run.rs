@@ -2,12 +2,14 @@
 //! order, samples appended as they arrive, metadata rewritten after every
 //! boot so an interrupted run leaves a directory `markbench report` can read.
 
+use crate::compare::Resolved;
 use crate::images::fragments::Fragment;
 use crate::images::initramfs::{self, BaseImage};
 use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
 use crate::images::size::{self, SizeRecord};
-use crate::plan::{self, Unit};
+use crate::plan::Unit;
 use crate::protocol::{Directive, Message};
+use crate::run_dir::RunDir;
 use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
 use crate::suite::Suite;
 use crate::vm::Machine;
@@ -20,21 +22,22 @@ use std::time::{Duration, Instant};
 /// The built images a run boots.
 #[derive(Debug, Clone)]
 pub struct Images {
-    /// Baseline first, candidate second.
-    pub kernels: [KernelImage; 2],
+    /// One per variant: the baseline first, then each candidate.
+    pub kernels: Vec<KernelImage>,
     /// The fragments each kernel was built from, as found for this run.
-    pub fragments: [Vec<Fragment>; 2],
+    pub fragments: Vec<Vec<Fragment>>,
     pub base: BaseImage,
     /// Archives appended to every boot's initrd after the base (the
     /// kernel-compile tree and toolchain when the suite compiles).
     pub extra_archives: Vec<PathBuf>,
+    /// The configuration difference of each candidate against the baseline.
     pub diffconfig: String,
-    /// Both kernels' sizes and the candidate's against the baseline's, read
-    /// from their builds.
+    /// Every kernel's sizes and each candidate's against the baseline's,
+    /// read from their builds.
     pub sizes: SizeRecord,
 }
 
-/// Builds (or finds in the cache) both kernels and the base initramfs.
+/// Builds (or finds in the cache) every variant's kernel and the base initramfs.
 pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     let identity = source.identity()?;
     let mut built = Vec::new();
@@ -47,9 +50,8 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
         built.push(kernel::ensure_kernel(source, &identity, &spec)?);
         fragments.push(spec.fragments);
     }
-    let kernels: [KernelImage; 2] = [built[0].clone(), built[1].clone()];
-    let fragments: [Vec<Fragment>; 2] = [fragments[0].clone(), fragments[1].clone()];
-    let diffconfig = kernel::diffconfig(source, &identity, &kernels[0], &kernels[1])?;
+    let kernels = built;
+    let diffconfig = diffconfigs(source, &identity, &suite.variants, &kernels)?;
     let tree = source.tree(&identity).map_err(|e| format!("{e:#}"));
     let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
     let sizes = size::record(
@@ -96,6 +98,32 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     })
 }
 
+/// The configuration difference of each candidate against the baseline:
+/// for two variants the diffconfig alone, for more one headed section per
+/// candidate.
+fn diffconfigs(
+    source: &KernelSource,
+    identity: &str,
+    variants: &[crate::suite::Variant],
+    kernels: &[KernelImage],
+) -> Result<String> {
+    if kernels.len() == 2 {
+        return kernel::diffconfig(source, identity, &kernels[0], &kernels[1]);
+    }
+    let mut text = String::new();
+    for (v, k) in variants.iter().zip(kernels).skip(1) {
+        let diff = kernel::diffconfig(source, identity, &kernels[0], k)?;
+        text.push_str(&format!(
+            "# {} against {}\n{diff}",
+            v.name, variants[0].name
+        ));
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    Ok(text)
+}
+
 /// The directives one unit's guest runs.
 pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
     let mut directives: Vec<Directive> = Vec::new();
@@ -131,7 +159,8 @@ pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
         n += 1;
         dir = root.join(format!("{stamp}-{}-{n}", suite.name));
     }
-    std::fs::create_dir_all(dir.join("logs"))
+    crate::run_dir::RunDir::new(&dir)
+        .create()
         .with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
 }
@@ -207,11 +236,6 @@ pub fn recorded_machine(
     suite: &Suite,
     qemu: crate::vm::qemu::QemuBinary,
 ) -> Machine {
-    let accel = if meta.accel == "kvm" {
-        crate::vm::Accel::Kvm
-    } else {
-        crate::vm::Accel::Tcg
-    };
     let timing = meta
         .timing_decision
         .clone()
@@ -222,7 +246,7 @@ pub fn recorded_machine(
     Machine {
         qemu,
         accel: crate::vm::accel::AccelDecision {
-            accel,
+            accel: meta.accel,
             reason: meta.accel_reason.clone(),
         },
         timing,
@@ -230,14 +254,15 @@ pub fn recorded_machine(
 }
 
 /// The metadata of a run about to start.
-pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[Unit]) -> RunMeta {
-    let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
+pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMeta {
+    let suite = &run.suite;
+    let units = &run.units;
     RunMeta {
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
         suite_sha256: suite.sha256.clone(),
-        overrides: suite.overrides.clone(),
-        override_settings: suite.override_settings.clone(),
+        overrides: run.overrides_record(),
+        override_settings: run.overrides.clone(),
         description: suite.description.clone(),
         git_revision: git_revision(),
         markbench_version: env!("CARGO_PKG_VERSION").into(),
@@ -248,11 +273,11 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
         host: HostInfo {
             qemu_version: machine.qemu.version.clone(),
             qemu_path: machine.qemu.path.display().to_string(),
-            ..HostInfo::probe()
+            ..crate::host::probe()
         },
-        accel: machine.accel.accel.as_str().into(),
+        accel: machine.accel.accel,
         accel_reason: machine.accel.reason.clone(),
-        timing: crate::vm::accel::describe_timing(&machine.timing, max_cpus),
+        timing: crate::vm::accel::describe_timing(&machine.timing, run.max_cpus()),
         timing_decision: Some(machine.timing.clone()),
         seed: suite.seed,
         margin: suite.margin,
@@ -266,8 +291,9 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
             .variants
             .iter()
             .zip(&images.kernels)
-            .zip(&images.fragments)
-            .map(|((v, k), fragments)| KernelMeta {
+            .enumerate()
+            .map(|(i, (v, k))| (v, k, images.fragments.get(i).map_or(&[][..], Vec::as_slice)))
+            .map(|(v, k, fragments)| KernelMeta {
                 variant: v.name.clone(),
                 kernel: v.kernel.clone(),
                 cmdline: v.cmdline.clone(),
@@ -292,14 +318,7 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
             .collect(),
         boots: Vec::new(),
         warnings: Vec::new(),
-        shard: suite.shard.map(|sel| crate::samples::ShardMeta {
-            index: sel.index,
-            count: sel.count,
-            pieces: crate::shard::pieces(suite, sel)
-                .iter()
-                .map(crate::shard::Piece::describe)
-                .collect(),
-        }),
+        shard: run.shard_meta(),
         shards: Vec::new(),
         workloads: suite
             .workloads
@@ -453,7 +472,7 @@ pub struct RunLock {
 
 impl RunLock {
     pub fn acquire(dir: &Path) -> Result<RunLock> {
-        let path = dir.join(".lock");
+        let path = RunDir::new(dir).lock();
         loop {
             match std::fs::OpenOptions::new()
                 .write(true)
@@ -493,42 +512,6 @@ impl Drop for RunLock {
     }
 }
 
-/// (busy, total) jiffies of all CPUs from /proc/stat's `cpu` line.
-fn cpu_jiffies() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let fields: Vec<u64> = stat
-        .lines()
-        .next()?
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal …: idle and iowait are not busy.
-    let total: u64 = fields.iter().take(8).sum();
-    let idle = fields.get(3)? + fields.get(4).unwrap_or(&0);
-    Some((total - idle, total))
-}
-
-/// How many of the host's cores were busy over the last half second, while
-/// no guest of ours ran. Unlike the load average, this does not still carry
-/// the previous boot's own QEMU.
-pub fn host_load() -> f64 {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let Some((busy0, total0)) = cpu_jiffies() else {
-        return 0.0;
-    };
-    std::thread::sleep(Duration::from_millis(500));
-    let Some((busy1, total1)) = cpu_jiffies() else {
-        return 0.0;
-    };
-    let total = total1.saturating_sub(total0);
-    if total == 0 {
-        return 0.0;
-    }
-    let busy = busy1.saturating_sub(busy0) as f64 / total as f64 * cores;
-    (busy * 10.0).round() / 10.0
-}
-
 /// Identifies a unit's samples and boot record: (variant, CPUs, boot).
 fn unit_key(variant: &str, cpus: u32, boot: u32) -> (String, u32, u32) {
     (variant.to_string(), cpus, boot)
@@ -539,18 +522,19 @@ fn unit_key(variant: &str, cpus: u32, boot: u32) -> (String, u32, u32) {
 /// are kept and skipped, the partial samples of any other are dropped, and
 /// the rest run as planned.
 pub fn execute(
-    suite: &Suite,
+    run: &Resolved,
     images: &Images,
     machine: &Machine,
     runner: &mut dyn Runner,
     dir: &Path,
-    resume: Option<RunMeta>,
 ) -> Result<RunMeta> {
+    let suite = &run.suite;
+    let layout = RunDir::new(dir);
     let _lock = RunLock::acquire(dir)?;
     let profiler = crate::profile::prepare(suite, machine)?;
     let started = Instant::now();
-    let units = plan::expand(suite);
-    let (mut meta, previous_wall) = match resume {
+    let units = &run.units;
+    let (mut meta, previous_wall) = match run.resumed.as_ref().map(|(_, meta)| meta.clone()) {
         Some(mut meta) => {
             meta.boots.retain(|b| b.ok);
             let done: std::collections::BTreeSet<_> = meta
@@ -576,10 +560,10 @@ pub fn execute(
             (meta, wall)
         }
         None => {
-            let meta = initial_meta(suite, images, machine, &units);
-            std::fs::write(dir.join(crate::report::DIFFCONFIG_FILE), &images.diffconfig)?;
+            let meta = initial_meta(run, images, machine);
+            std::fs::write(layout.diffconfig(), &images.diffconfig)?;
             images.sizes.write(dir)?;
-            std::fs::write(dir.join(SUITE_COPY), &suite.text)
+            std::fs::write(layout.suite_copy(), &suite.text)
                 .with_context(|| format!("keeping a copy of the suite in {}", dir.display()))?;
             keep_fragments(images, dir)?;
             (meta, 0.0)
@@ -589,7 +573,7 @@ pub fn execute(
     let mut writer = SampleWriter::open(dir)?;
     let mut interrupted = false;
     let progress = crate::progress::Progress::new(units.len(), meta.boots.len());
-    for unit in &units {
+    for unit in units {
         if meta.boots.iter().any(|b| {
             b.ok && unit_key(&b.variant, b.cpus, b.boot)
                 == unit_key(&unit.variant, unit.cpus, unit.boot)
@@ -609,7 +593,7 @@ pub fn execute(
             if unit.cpus == 1 { "" } else { "s" },
             unit.boot
         ));
-        let load_before = host_load();
+        let load_before = crate::host::load();
         let mut record = run_unit(suite, unit, images, machine, runner, dir, &mut writer, 0)?;
         if record.retryable && !crate::vm::interrupted() {
             // A hang or a QEMU failure may be the host's doing: try once more,
@@ -624,7 +608,7 @@ pub fn execute(
             record.status = format!("{} (retried after: {first})", record.status);
         }
         record.host_load_before = load_before;
-        record.host_load_after = host_load();
+        record.host_load_after = crate::host::load();
         progress.finish_boot(&format!(
             "boot {}/{} ({} on {} CPUs, boot {}): {} in {:.1} s, {} samples, host load {:.1} → {:.1}",
             unit.index + 1,
@@ -659,16 +643,10 @@ pub fn execute(
     Ok(meta)
 }
 
-/// The copy of the suite file kept in a run directory, for `--resume`.
-pub const SUITE_COPY: &str = "suite.toml";
-
-/// The directory of a run that keeps a copy of every fragment its kernels
-/// were built from: `--resume` builds from these, wherever the originals
-/// were and whatever became of them.
-pub const FRAGMENTS_COPY: &str = "vm-images";
+pub use crate::run_dir::{FRAGMENTS_COPY, SUITE_COPY};
 
 fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
-    let copies = dir.join(FRAGMENTS_COPY);
+    let copies = RunDir::new(dir).fragments_copy();
     std::fs::create_dir_all(&copies).with_context(|| format!("creating {}", copies.display()))?;
     for f in images.fragments.iter().flatten() {
         let path = copies.join(&f.file_name);

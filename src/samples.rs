@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-pub const SAMPLES_FILE: &str = "samples.csv";
-pub const META_FILE: &str = "meta.toml";
+pub use crate::run_dir::META_FILE;
+pub use crate::run_dir::SAMPLES_FILE;
 
 /// Input error unless `dir` holds a run's meta.toml: commands that read a run
 /// say so plainly instead of failing on a missing file.
@@ -127,14 +127,6 @@ impl SampleRow {
     }
 }
 
-/// This machine's host name, as samples and `meta.toml` record it.
-pub fn this_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 /// Appends samples to `samples.csv`, flushing after each row.
 pub struct SampleWriter {
     writer: csv::Writer<File>,
@@ -144,7 +136,7 @@ pub struct SampleWriter {
 impl SampleWriter {
     /// A writer of samples measured on this machine.
     pub fn open(dir: &Path) -> Result<SampleWriter> {
-        SampleWriter::open_as(dir, &this_host())
+        SampleWriter::open_as(dir, &crate::host::name())
     }
 
     /// A writer of samples measured on `host` (merge and diff copy samples
@@ -263,44 +255,6 @@ pub struct HostInfo {
     pub qemu_path: String,
 }
 
-pub fn host_cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-impl HostInfo {
-    pub fn probe() -> HostInfo {
-        let read = |p: &str| {
-            std::fs::read_to_string(p)
-                .unwrap_or_default()
-                .trim()
-                .to_string()
-        };
-        let mem_kib: f64 = read("/proc/meminfo")
-            .lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        HostInfo {
-            hostname: this_host(),
-            cpu_model: host_cpu_model(),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            memory_gib: (mem_kib / 1024.0 / 1024.0 * 10.0).round() / 10.0,
-            kernel_release: read("/proc/sys/kernel/osrelease"),
-            qemu_version: crate::images::tool_version(crate::vm::qemu::QEMU),
-            qemu_path: String::new(),
-        }
-    }
-}
-
 /// A kernel as the metadata records it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelMeta {
@@ -361,8 +315,9 @@ fn default_margin() -> f64 {
     0.02
 }
 
-/// The timing mode and its setting in a timing description (`icount
-/// (shift=4, …): …` or `wall: …`), as [`RunMeta::timing_mode`] gives it.
+/// The timing mode and its setting from a timing description (`icount
+/// (shift=4, …): …` or `wall: …`): how runs recorded before the decision was
+/// kept as data (and shards' records) say it.
 pub fn timing_mode_of(timing: &str) -> String {
     if !timing.starts_with("icount") {
         return "wall".into();
@@ -385,7 +340,7 @@ pub struct RunMeta {
     pub overrides: Vec<String>,
     /// The same overrides as settings, so `--resume` rebuilds the same plan.
     #[serde(default)]
-    pub override_settings: crate::suite::Overrides,
+    pub override_settings: crate::compare::Overrides,
     pub description: String,
     pub git_revision: String,
     pub markbench_version: String,
@@ -394,9 +349,10 @@ pub struct RunMeta {
     pub wall_s: f64,
     pub complete: bool,
     pub host: HostInfo,
-    pub accel: String,
+    /// The accelerator every boot ran under (`kvm` or `tcg` in the file).
+    pub accel: crate::vm::Accel,
     pub accel_reason: String,
-    /// Timing mode and what it measures.
+    /// The timing mode and what it measures, as the report words it.
     #[serde(default)]
     pub timing: String,
     /// The timing decision as data (runs before it was recorded: only `timing`).
@@ -460,14 +416,20 @@ impl RunMeta {
     /// Guest time counted executed instructions (`-icount`), so host load
     /// did not reach the figures.
     pub fn counts_instructions(&self) -> bool {
-        self.timing.starts_with("icount")
+        match &self.timing_decision {
+            Some(d) => d.is_icount(),
+            None => self.timing.starts_with("icount"),
+        }
     }
 
     /// The timing mode and its setting alone (`icount shift=4`, `wall`),
     /// without the reason or the explanation: what two runs must share to be
     /// compared or merged.
     pub fn timing_mode(&self) -> String {
-        timing_mode_of(&self.timing)
+        match &self.timing_decision {
+            Some(d) => d.mode(),
+            None => timing_mode_of(&self.timing),
+        }
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Splitting a suite over several hosts (`plan --shards N`, `run-shard K`).
 //!
 //! The work of a suite is a set of *pieces*: one (CPU count, workload point)
-//! group and a range of boot numbers. Every piece holds both variants' boots
+//! group and a range of boot numbers. Every piece holds every variant's boots
 //! for its point, so each A/B comparison a shard makes is made on one host:
 //! never A from one host against B from another.
 //!
@@ -72,7 +72,7 @@ impl Piece {
     }
 }
 
-/// One shard: its pieces and how many boots (of both variants) it runs.
+/// One shard: its pieces and how many boots (of every variant) it runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Shard {
     pub index: u32,
@@ -149,6 +149,7 @@ pub fn split(suite: &Suite, count: u32) -> Result<Vec<Shard>, InputError> {
             }
         }
     }
+    let whole = plan::expand(suite);
     Ok(shards
         .into_iter()
         .enumerate()
@@ -158,36 +159,33 @@ pub fn split(suite: &Suite, count: u32) -> Result<Vec<Shard>, InputError> {
                 boots: 0,
                 pieces,
             };
-            shard.boots = units_of(suite, &shard).len();
+            shard.boots = select_units(&whole, &shard).len();
             shard
         })
         .collect())
 }
 
 /// The split as a document (for `plan --shards N`).
-pub fn plan(suite: &Suite, count: u32) -> Result<ShardPlan, InputError> {
+pub fn plan(suite: &Suite, overrides: &[String], count: u32) -> Result<ShardPlan, InputError> {
     let shards = split(suite, count)?;
-    let mut whole = suite.clone();
-    whole.shard = None;
     Ok(ShardPlan {
         suite: suite.name.clone(),
         suite_sha256: suite.sha256.clone(),
-        overrides: suite.overrides.clone(),
+        overrides: overrides.to_vec(),
         count,
-        single_machine_boots: plan::expand(&whole).len(),
+        single_machine_boots: plan::expand(suite).len(),
         shards,
     })
 }
 
-/// The units of the whole suite's run order that carry a piece of `shard`,
+/// The units of the whole run order `whole` that carry a piece of `shard`,
 /// each keeping only its steps in the shard, renumbered from 0. The
-/// blocks of the whole order stay intact: a shard boots both variants of a
+/// blocks of the whole order stay intact: a shard boots every variant of a
 /// (CPU count, boot number) in the order the whole run would.
-fn units_of(suite: &Suite, shard: &Shard) -> Vec<Unit> {
-    let mut whole = suite.clone();
-    whole.shard = None;
+fn select_units(whole: &[Unit], shard: &Shard) -> Vec<Unit> {
     let mut out = Vec::new();
-    for mut unit in plan::expand(&whole) {
+    for unit in whole {
+        let mut unit = unit.clone();
         unit.steps.retain(|s| {
             shard
                 .pieces
@@ -202,13 +200,14 @@ fn units_of(suite: &Suite, shard: &Shard) -> Vec<Unit> {
     out
 }
 
-/// The units shard `sel` runs; empty when the selection does not fit the
-/// suite (checked with [`check`] when the selection is made).
-pub fn units(suite: &Suite, sel: ShardSel) -> Vec<Unit> {
+/// The units shard `sel` runs, selected from the whole run order `whole`
+/// of `suite`; empty when the selection does not fit the suite (checked
+/// with [`check`] when the selection is made).
+pub fn select(whole: &[Unit], suite: &Suite, sel: ShardSel) -> Vec<Unit> {
     match split(suite, sel.count) {
         Ok(shards) => shards
             .get(sel.index as usize)
-            .map(|s| units_of(suite, s))
+            .map(|s| select_units(whole, s))
             .unwrap_or_default(),
         Err(_) => Vec::new(),
     }
@@ -244,7 +243,7 @@ pub fn describe(plan: &ShardPlan) -> String {
     let total: usize = plan.shards.iter().map(|s| s.boots).sum();
     let _ = writeln!(
         t,
-        "suite {} split into {} shard{} ({} boots in all; {} on one machine); each shard boots both variants of its points",
+        "suite {} split into {} shard{} ({} boots in all; {} on one machine); each shard boots every variant of its points",
         plan.suite,
         plan.count,
         if plan.count == 1 { "" } else { "s" },
@@ -280,6 +279,10 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use std::path::Path;
+
+    fn units(s: &Suite, sel: ShardSel) -> Vec<Unit> {
+        select(&plan::expand(s), s, sel)
+    }
 
     fn suite(boots: u32, cpus: &str, params: &str) -> Suite {
         let text = crate::suite::tests::GOOD

@@ -47,50 +47,15 @@ pub struct Suite {
     /// The QEMU binary to boot with (`qemu = "PATH"`, relative to the suite
     /// file); `None`: `qemu-system-x86_64` on PATH.
     pub qemu: Option<PathBuf>,
-    /// Exactly two: the baseline ("without") first, the candidate ("with") second.
+    /// Two or more: the baseline first, then each candidate compared with it.
     pub variants: Vec<Variant>,
     pub workloads: Vec<WorkloadSpec>,
     /// Object files whose sizes the report gives per kernel, relative to
     /// the kernel's build directory (e.g. `kernel/trace/ring_buffer.o`).
     pub objects: Vec<String>,
-    /// Command-line overrides applied after parsing, as `key=value`, for the record.
-    pub overrides: Vec<String>,
-    /// The overrides as given, kept so a resumed run applies the same ones.
-    pub override_settings: Overrides,
-    /// The part of the suite this run does (`run-shard`); `None` for all of it.
-    pub shard: Option<crate::shard::ShardSel>,
     /// Also boot each variant once per CPU count with the profile plugin,
     /// apart from the timed boots, to count where the instructions go.
     pub profile: bool,
-}
-
-/// Command-line changes to a suite: to run a seed-scale suite at a size this
-/// machine can take (`--scale 0.05 --cpus 2`), or a quick look with fewer boots.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Overrides {
-    /// Multiplies the work of every run: hackbench loops, ping packet counts.
-    pub scale: Option<f64>,
-    pub boots: Option<u32>,
-    pub iterations: Option<u32>,
-    pub cpus: Option<Vec<u32>>,
-    /// Replaces every workload's parameter list.
-    pub params: Option<Vec<u64>>,
-    /// Sets every kernel compile's scope: a seed-scale suite compiles the
-    /// whole kernel, which takes hours under TCG; `subset` makes it minutes.
-    #[serde(default)]
-    pub compile_scope: Option<CompileScope>,
-    /// The seed of the run order (and of the report's bootstrap).
-    #[serde(default)]
-    pub seed: Option<u64>,
-    /// A/A calibration: both sides boot the baseline variant, so every
-    /// difference found is noise (or a false positive).
-    #[serde(default)]
-    pub aa: bool,
-    /// Run only this shard of the suite (`run-shard K --shards N`). Not
-    /// listed with the overrides: every shard of one sweep has the same
-    /// overrides, and merge checks that they do.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardSel>,
 }
 
 /// How boots are ordered: always in blocks holding one boot of each variant
@@ -406,7 +371,7 @@ impl WorkloadSpec {
 
     /// The workload's own (iterations, warm-ups) per boot: `None` where it
     /// takes the suite's.
-    fn own_counts_mut(&mut self) -> (&mut Option<u32>, &mut Option<u32>) {
+    pub(crate) fn own_counts_mut(&mut self) -> (&mut Option<u32>, &mut Option<u32>) {
         match self {
             WorkloadSpec::Hackbench(h) => (&mut h.iterations, &mut h.warmup),
             WorkloadSpec::PingFlood(p) => (&mut p.iterations, &mut p.warmup),
@@ -415,7 +380,7 @@ impl WorkloadSpec {
         }
     }
 
-    fn own_cpus_mut(&mut self) -> &mut Option<Vec<u32>> {
+    pub(crate) fn own_cpus_mut(&mut self) -> &mut Option<Vec<u32>> {
         match self {
             WorkloadSpec::Hackbench(h) => &mut h.cpus,
             WorkloadSpec::PingFlood(p) => &mut p.cpus,
@@ -555,115 +520,35 @@ pub enum FragmentLookup {
     Fixed(FragmentSearch),
 }
 
-fn scaled(value: u64, scale: f64) -> u64 {
-    ((value as f64 * scale).round() as u64).max(1)
+/// A count of boots or iterations: at least one.
+pub fn check_count(value: u32, what: &str) -> Result<(), String> {
+    if value == 0 {
+        return Err(format!("{what} must be at least 1"));
+    }
+    Ok(())
+}
+
+/// The CPU counts of a suite or of `--cpus`.
+pub fn check_cpus(cpus: &[u32]) -> Result<(), String> {
+    if cpus.is_empty() || cpus.contains(&0) {
+        return Err("must list at least one CPU count, each at least 1".into());
+    }
+    if cpus.iter().any(|&c| c > 8) {
+        return Err("CPU counts above 8: the guest kernels are built with NR_CPUS=8".into());
+    }
+    Ok(())
+}
+
+/// `-icount shift=N` as a suite or `--icount-shift` gives it.
+pub fn check_icount_shift(shift: u32) -> Result<(), String> {
+    // shift=0 hung in our trials; above 10 a guest second is too few instructions.
+    if !(1..=10).contains(&shift) {
+        return Err("must be from 1 to 10".into());
+    }
+    Ok(())
 }
 
 impl Suite {
-    /// Applies command-line overrides, checking them like the file's values.
-    pub fn apply(&mut self, o: &Overrides) -> Result<(), InputError> {
-        self.override_settings = o.clone();
-        let bad = |m: String| Err(InputError::new(m));
-        if let Some(scale) = o.scale {
-            if !(scale > 0.0 && scale.is_finite()) {
-                return bad(format!("--scale must be a positive number, got {scale}"));
-            }
-            for w in &mut self.workloads {
-                match w {
-                    WorkloadSpec::Hackbench(h) => h.loops = scaled(h.loops, scale),
-                    // A compile's work is the tree; its parameter is the job count.
-                    WorkloadSpec::Command(_) | WorkloadSpec::KernelCompile(_) => {}
-                    WorkloadSpec::PingFlood(p) => {
-                        for c in &mut p.params {
-                            *c = scaled(*c, scale);
-                        }
-                        p.params.dedup();
-                    }
-                }
-            }
-            self.overrides.push(format!("scale={scale}"));
-        }
-        if let Some(boots) = o.boots {
-            if boots == 0 {
-                return bad("--boots must be at least 1".into());
-            }
-            self.boots = boots;
-            self.overrides.push(format!("boots={boots}"));
-        }
-        if let Some(iterations) = o.iterations {
-            if iterations == 0 {
-                return bad("--iterations must be at least 1".into());
-            }
-            self.iterations = iterations;
-            for w in &mut self.workloads {
-                *w.own_counts_mut().0 = None;
-            }
-            self.overrides.push(format!("iterations={iterations}"));
-        }
-        if let Some(cpus) = &o.cpus {
-            if cpus.is_empty() || cpus.iter().any(|&c| c == 0 || c > 8) {
-                return bad(format!("--cpus takes CPU counts from 1 to 8, got {cpus:?}"));
-            }
-            self.cpus = cpus.clone();
-            for w in &mut self.workloads {
-                *w.own_cpus_mut() = None;
-            }
-            self.overrides.push(format!("cpus={cpus:?}"));
-        }
-        if let Some(scope) = o.compile_scope {
-            for w in &mut self.workloads {
-                if let WorkloadSpec::KernelCompile(k) = w {
-                    k.scope = scope;
-                    // The suite's targets and driver were chosen for its own
-                    // scope; the new one takes its defaults.
-                    k.targets = None;
-                    k.driver = None;
-                }
-            }
-            let name = clap::ValueEnum::to_possible_value(&scope)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default();
-            self.overrides.push(format!("compile-scope={name}"));
-        }
-        if let Some(seed) = o.seed {
-            self.seed = seed;
-            self.overrides.push(format!("seed={seed}"));
-        }
-        if o.aa {
-            let mut again = self.variants[0].clone();
-            again.name = format!("{}-again", again.name);
-            self.variants[1] = again;
-            self.overrides.push("aa=true".into());
-        }
-        if let Some(params) = &o.params {
-            if params.is_empty() || params.contains(&0) {
-                return bad(format!(
-                    "--params takes values of at least 1, got {params:?}"
-                ));
-            }
-            for w in &mut self.workloads {
-                match w {
-                    WorkloadSpec::Hackbench(h) => h.params = params.clone(),
-                    WorkloadSpec::PingFlood(p) => p.params = params.clone(),
-                    WorkloadSpec::Command(c) => c.params = params.clone(),
-                    WorkloadSpec::KernelCompile(k) => k.params = params.clone(),
-                }
-            }
-            for w in &self.workloads {
-                if let WorkloadSpec::Hackbench(h) = w {
-                    crate::workloads::hackbench::check(h).map_err(InputError::new)?;
-                }
-            }
-            self.overrides.push(format!("params={params:?}"));
-        }
-        // Last: the split depends on the boots, CPU counts and params above.
-        if let Some(sel) = o.shard {
-            crate::shard::check(self, sel)?;
-            self.shard = Some(sel);
-        }
-        Ok(())
-    }
-
     /// Reads and checks a suite file.
     pub fn load(path: &Path, lookup: &FragmentLookup) -> Result<Suite, InputError> {
         let text = std::fs::read_to_string(path)
@@ -707,11 +592,8 @@ impl Suite {
             |span: std::ops::Range<usize>, msg: String| InputError::at(path, text, span.start, msg);
 
         let positive = |v: &Spanned<u32>, what: &str| -> Result<u32, InputError> {
-            if *v.get_ref() == 0 {
-                Err(err(v.span(), format!("{what} must be at least 1")))
-            } else {
-                Ok(*v.get_ref())
-            }
+            check_count(*v.get_ref(), what).map_err(|m| err(v.span(), m))?;
+            Ok(*v.get_ref())
         };
         let boots = positive(&file.boots, "boots")?;
         let iterations = positive(&file.iterations, "iterations")?;
@@ -736,18 +618,7 @@ impl Suite {
             ));
         }
         let cpus = file.cpus.get_ref().clone();
-        if cpus.is_empty() || cpus.contains(&0) {
-            return Err(err(
-                file.cpus.span(),
-                "cpus must list at least one CPU count, each at least 1".into(),
-            ));
-        }
-        if cpus.iter().any(|&c| c > 8) {
-            return Err(err(
-                file.cpus.span(),
-                "cpus above 8: the guest kernels are built with NR_CPUS=8".into(),
-            ));
-        }
+        check_cpus(&cpus).map_err(|m| err(file.cpus.span(), format!("cpus {m}")))?;
 
         let fragments = match lookup {
             FragmentLookup::Fixed(search) => search.clone(),
@@ -778,11 +649,12 @@ impl Suite {
             }
         };
         let kernels = fragments.kernel_names();
-        if file.variant.get_ref().len() != 2 {
+        if file.variant.get_ref().len() < 2 {
             return Err(err(
                 file.variant.span(),
                 format!(
-                    "a suite compares exactly two [[variant]]s (baseline first), found {}",
+                    "a suite compares two or more [[variant]]s (the baseline first, then each \
+                     candidate), found {}",
                     file.variant.get_ref().len()
                 ),
             ));
@@ -809,17 +681,20 @@ impl Suite {
                     "variant name must be non-empty and free of / \\ , tab and newline".into(),
                 ));
             }
+            if variants
+                .iter()
+                .any(|seen: &Variant| &seen.name == v.name.get_ref())
+            {
+                return Err(err(
+                    v.name.span(),
+                    format!("two variants are named {:?}", v.name.get_ref()),
+                ));
+            }
             variants.push(Variant {
                 name: v.name.into_inner(),
                 kernel: v.kernel.into_inner(),
                 cmdline: v.cmdline,
             });
-        }
-        if variants[0].name == variants[1].name {
-            return Err(err(
-                0..0,
-                format!("both variants are named {:?}", variants[0].name),
-            ));
         }
 
         if file.workload.get_ref().is_empty() {
@@ -982,13 +857,8 @@ impl Suite {
             timing: file.timing,
             icount_shift: {
                 let shift = *file.icount_shift.get_ref();
-                // shift=0 hung in our trials; above 10 a guest second is too few instructions.
-                if !(1..=10).contains(&shift) {
-                    return Err(err(
-                        file.icount_shift.span(),
-                        "icount_shift must be from 1 to 10".into(),
-                    ));
-                }
+                check_icount_shift(shift)
+                    .map_err(|m| err(file.icount_shift.span(), format!("icount_shift {m}")))?;
                 shift
             },
             seed: file.seed,
@@ -1006,9 +876,6 @@ impl Suite {
             variants,
             workloads,
             objects,
-            overrides: Vec::new(),
-            override_settings: Overrides::default(),
-            shard: None,
             profile: file.profile,
         })
     }
@@ -1017,6 +884,7 @@ impl Suite {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::compare::Overrides;
 
     /// The lookup of a suite in this repository, run from its root.
     pub(crate) fn lookup() -> FragmentLookup {
@@ -1141,10 +1009,21 @@ loops = 10
     }
 
     #[test]
-    fn a_suite_needs_exactly_two_variants() {
+    fn a_suite_needs_two_or_more_variants_with_their_own_names() {
         let text = GOOD.replace("[[variant]]\nname = \"on\"\nkernel = \"markers-on\"\n", "");
         let e = parse(&text).unwrap_err().to_string();
-        assert!(e.contains("exactly two"), "{e}");
+        assert!(e.contains("two or more"), "{e}");
+        let three = GOOD.replace(
+            "[[variant]]\nname = \"on\"\n",
+            "[[variant]]\nname = \"generic\"\nkernel = \"markers-generic\"\n\n[[variant]]\nname = \"on\"\n",
+        );
+        let s = parse(&three).unwrap();
+        let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["off", "generic", "on"]);
+        let e = parse(&three.replace("name = \"generic\"", "name = \"on\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two variants are named \"on\""), "{e}");
     }
 
     const COMPILE: &str = r#"
@@ -1213,10 +1092,11 @@ params = [2]
             WorkloadSpec::KernelCompile(k) => assert_eq!(k.driver(), CompileDriver::Objects),
             other => panic!("parsed as {other:?}"),
         }
-        s.apply(&Overrides {
+        s = Overrides {
             iterations: Some(4),
             ..Overrides::default()
-        })
+        }
+        .apply(&s)
         .unwrap();
         assert_eq!(s.workloads[1].iterations_in(&s), (4, 0));
     }
@@ -1270,10 +1150,11 @@ params = [2]
             .to_string();
         assert!(e.contains("no workload runs at 4 CPUs"), "{e}");
         // --cpus runs every workload at every count it names.
-        s.apply(&Overrides {
+        s = Overrides {
             cpus: Some(vec![4]),
             ..Overrides::default()
-        })
+        }
+        .apply(&s)
         .unwrap();
         assert!(crate::plan::expand(&s).iter().all(|u| u.steps.len() == 3));
     }
@@ -1285,11 +1166,11 @@ params = [2]
             GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048")
         );
         let mut s = parse(&text).unwrap();
-        s.apply(&Overrides {
+        let o = Overrides {
             compile_scope: Some(CompileScope::Subset),
             ..Overrides::default()
-        })
-        .unwrap();
+        };
+        s = o.apply(&s).unwrap();
         match &s.workloads[1] {
             WorkloadSpec::KernelCompile(k) => {
                 assert_eq!(k.make_targets(), DEFAULT_COMPILE_TARGETS);
@@ -1297,13 +1178,13 @@ params = [2]
             }
             other => panic!("parsed as {other:?}"),
         }
-        assert_eq!(s.overrides, ["compile-scope=subset"]);
+        assert_eq!(o.describe(), ["compile-scope=subset"]);
     }
 
     #[test]
     fn hackbench_group_counts_beyond_the_guests_task_limit_are_refused() {
         // The seed's largest point, 800 groups of 40 tasks, fits.
-        let mut s = parse(&GOOD.replace("params = [2, 4]", "params = [50, 800]")).unwrap();
+        let s = parse(&GOOD.replace("params = [2, 4]", "params = [50, 800]")).unwrap();
         let e = parse(&GOOD.replace("params = [2, 4]", "params = [2, 900]"))
             .unwrap_err()
             .to_string();
@@ -1311,27 +1192,27 @@ params = [2]
             e.contains("s.toml:") && e.contains("-g 900 -f 20 starts 36000 tasks"),
             "{e}"
         );
-        let e = s
-            .apply(&Overrides {
-                params: Some(vec![1000]),
-                ..Overrides::default()
-            })
-            .unwrap_err()
-            .to_string();
+        let e = Overrides {
+            params: Some(vec![1000]),
+            ..Overrides::default()
+        }
+        .apply(&s)
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("-g 1000"), "{e}");
     }
 
     #[test]
     fn overrides_shrink_a_suite_and_are_recorded() {
         let mut s = parse(GOOD).unwrap();
-        s.apply(&Overrides {
+        let o = Overrides {
             scale: Some(0.05),
             boots: Some(1),
             cpus: Some(vec![1, 2]),
             params: Some(vec![3]),
             ..Default::default()
-        })
-        .unwrap();
+        };
+        s = o.apply(&s).unwrap();
         assert_eq!(s.boots, 1);
         assert_eq!(s.cpus, vec![1, 2]);
         match &s.workloads[0] {
@@ -1342,15 +1223,15 @@ params = [2]
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            s.overrides,
+            o.describe(),
             ["scale=0.05", "boots=1", "cpus=[1, 2]", "params=[3]"]
         );
-        let e = s
-            .apply(&Overrides {
-                cpus: Some(vec![16]),
-                ..Default::default()
-            })
-            .unwrap_err();
+        let e = Overrides {
+            cpus: Some(vec![16]),
+            ..Default::default()
+        }
+        .apply(&s)
+        .unwrap_err();
         assert!(e.to_string().contains("--cpus"), "{e}");
     }
 

@@ -4,9 +4,10 @@
 
 mod common;
 
+use common::execute;
 use common::{images, machine, SUITE};
 use markbench::profile::Manifest;
-use markbench::run::{execute, Images};
+use markbench::run::Images;
 use markbench::samples::read_samples;
 use markbench::suite::{FragmentLookup, Suite};
 use markbench::vm::fake::{FakeRunner, FAKE_TEXT};
@@ -140,13 +141,14 @@ fn profiled_boots_are_kept_apart_and_explain_the_difference() {
 #[test]
 fn an_aa_profile_differs_in_no_function() {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut suite, images, dir) = setup(tmp.path(), true);
-    suite
-        .apply(&markbench::suite::Overrides {
+    let (suite, images, dir) = setup(tmp.path(), true);
+    let suite = common::resolved_with(
+        &suite,
+        markbench::compare::Overrides {
             aa: true,
             ..Default::default()
-        })
-        .unwrap();
+        },
+    );
     let mut runner = FakeRunner::default();
     execute(&suite, &images, &icount(), &mut runner, &dir, None).unwrap();
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();

@@ -68,7 +68,7 @@ fn meta() -> RunMeta {
             qemu_version: "QEMU emulator version 7.2.22".into(),
             qemu_path: String::new(),
         },
-        accel: "tcg".into(),
+        accel: markbench::vm::Accel::Tcg,
         accel_reason: "asked for".into(),
         timing: "wall".into(),
         seed: 3,

@@ -3,9 +3,10 @@
 
 mod common;
 
+use common::execute;
 use common::{images, machine, SUITE};
 use markbench::images::size::{SizeRecord, SIZES_FILE};
-use markbench::run::{execute, Images, RunLock};
+use markbench::run::{Images, RunLock};
 use markbench::samples::{read_samples, RunMeta, SampleWriter};
 use markbench::suite::{FragmentLookup, Suite};
 use markbench::vm::fake::FakeRunner;
@@ -274,7 +275,7 @@ fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
 
     // A candidate run under another accelerator is compared, but loudly.
     let mut meta = RunMeta::read(&candidate).unwrap();
-    meta.accel = "kvm".into();
+    meta.accel = markbench::vm::Accel::Kvm;
     meta.write(&candidate).unwrap();
     let warnings =
         markbench::diff::diff(&baseline, &candidate, None, &tmp.path().join("d2")).unwrap();
@@ -337,4 +338,59 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
 
     let within = markbench::nightly::gate(&baseline, &run("within", 1.01), None, header()).unwrap();
     assert_eq!(within.code, 0, "{}", within.summary);
+}
+
+#[test]
+fn a_baseline_and_two_candidates_boot_in_balanced_blocks_of_three() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = SUITE.replace(
+        "[[variant]]\nname = \"on\"\n",
+        "[[variant]]\nname = \"generic\"\nkernel = \"markers-generic\"\ncmdline = \"slow\"\n\n[[variant]]\nname = \"on\"\n",
+    );
+    let suite_path = tmp.path().join("three.toml");
+    std::fs::write(&suite_path, text).unwrap();
+    let suite = Suite::load(
+        &suite_path,
+        &FragmentLookup::BesideSuite {
+            cwd: env!("CARGO_MANIFEST_DIR").into(),
+        },
+    )
+    .unwrap();
+    let mut images = images(tmp.path());
+    let mut generic = images.kernels[1].clone();
+    generic.name = "markers-generic".into();
+    generic.key = "markers-generic-key-0123456789abcdef".into();
+    images.kernels.insert(1, generic);
+    images.fragments.push(Vec::new());
+    let dir = run_dir(tmp.path());
+    let mut runner = FakeRunner {
+        slow_factor: 1.2,
+        ..Default::default()
+    };
+    let meta = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap();
+    assert!(meta.complete);
+    assert_eq!(runner.boots, 3 * 2 * 3); // 3 variants × 2 CPU counts × 3 boots
+    let kernels: Vec<&str> = meta.kernels.iter().map(|k| k.variant.as_str()).collect();
+    assert_eq!(kernels, ["off", "generic", "on"]);
+    // Every block of the order holds one boot of each variant.
+    let order: Vec<&str> = meta
+        .order
+        .iter()
+        .map(|o| o.split_whitespace().nth(1).unwrap())
+        .collect();
+    for block in order.chunks(3) {
+        let mut names = block.to_vec();
+        names.sort();
+        assert_eq!(names, ["generic", "off", "on"], "{order:?}");
+    }
+    let samples = read_samples(&dir).unwrap();
+    for variant in ["off", "generic", "on"] {
+        let measured = samples
+            .iter()
+            .filter(|s| s.variant == variant && !s.warmup)
+            .count();
+        // 2 CPU counts × 3 boots × 3 points × 2 iterations.
+        assert_eq!(measured, 2 * 3 * 3 * 2, "{variant}");
+    }
+    assert!(dir.join("report.md").is_file());
 }

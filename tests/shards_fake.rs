@@ -4,31 +4,32 @@
 
 mod common;
 
+use common::execute;
 use common::{images, machine, SUITE};
-use markbench::run::execute;
+use markbench::compare::{Overrides, Resolved};
 use markbench::samples::{read_samples_with_hosts, RunMeta, SampleWriter, SAMPLES_FILE};
 use markbench::shard::ShardSel;
-use markbench::suite::{FragmentLookup, Overrides, Suite};
+use markbench::suite::{FragmentLookup, Suite};
 use markbench::vm::fake::FakeRunner;
 use std::path::{Path, PathBuf};
 
-fn suite(dir: &Path, text: &str, shard: Option<ShardSel>) -> Suite {
+fn suite(dir: &Path, text: &str, shard: Option<ShardSel>) -> Resolved {
     let path = dir.join("fake.toml");
     std::fs::write(&path, text).unwrap();
-    let mut suite = Suite::load(
+    let suite = Suite::load(
         &path,
         &FragmentLookup::BesideSuite {
             cwd: env!("CARGO_MANIFEST_DIR").into(),
         },
     )
     .unwrap();
-    suite
-        .apply(&Overrides {
+    common::resolved_with(
+        &suite,
+        Overrides {
             shard,
             ..Default::default()
-        })
-        .unwrap();
-    suite
+        },
+    )
 }
 
 /// Runs the whole suite (`shard` None) or one shard into `root/name`.
@@ -269,7 +270,7 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let e = err(&shards, "m5");
     assert!(e.contains("timing mode"), "{e}");
     meta = original;
-    meta.accel = "kvm".into();
+    meta.accel = markbench::vm::Accel::Kvm;
     meta.write(&shards[2]).unwrap();
     let merged = markbench::merge::merge(&shards, &tmp.path().join("m6")).unwrap();
     assert!(
@@ -311,13 +312,15 @@ fn a_shard_resumes_as_a_shard() {
         None,
     )
     .unwrap();
-    let planned = markbench::plan::expand(&s).len();
+    let planned = s.units.len();
     assert_eq!(first.boots.len(), planned);
     // The resumed run rebuilds the shard from the recorded overrides.
     let meta = RunMeta::read(&dir).unwrap();
     assert_eq!(meta.override_settings.shard, Some(sel));
-    let mut again = suite(tmp.path(), SUITE, None);
-    again.apply(&meta.override_settings).unwrap();
+    let again = common::resolved_with(
+        &suite(tmp.path(), SUITE, None).suite,
+        meta.override_settings.clone(),
+    );
     let mut runner = FakeRunner::default();
     let resumed = execute(
         &again,

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The run directory's record of sizes.
-pub const SIZES_FILE: &str = "sizes.toml";
+pub use crate::run_dir::SIZES_FILE;
 
 /// `size`'s (Berkeley format) figures of one file, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

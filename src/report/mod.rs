@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub const REPORT_FILE: &str = "report.md";
-pub const DIFFCONFIG_FILE: &str = "diffconfig.txt";
-pub const SUMMARY_FILE: &str = "summary.json";
-pub const PLOTS_DIR: &str = "plots";
+pub use crate::run_dir::DIFFCONFIG_FILE;
+pub use crate::run_dir::PLOTS_DIR;
+pub use crate::run_dir::REPORT_FILE;
+pub use crate::run_dir::SUMMARY_FILE;
 
 /// What identifies one table: a workload's metric at one CPU count.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -528,7 +528,7 @@ fn render_analysis(
          {} boots ran ({} failed); {} measured samples over {} points in {} tables.\n",
         escape_md(&names[1]),
         escape_md(&names[0]),
-        meta.accel.to_uppercase(),
+        meta.accel.as_str().to_uppercase(),
         verdict,
         meta.boots.len(),
         failed,

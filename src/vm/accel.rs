@@ -33,6 +33,15 @@ impl TimingDecision {
     pub fn is_icount(&self) -> bool {
         self.icount_shift.is_some()
     }
+
+    /// The mode and its setting alone (`icount shift=4`, `wall`): what two
+    /// runs must share to be compared or merged.
+    pub fn mode(&self) -> String {
+        match self.icount_shift {
+            Some(shift) => format!("icount shift={shift}"),
+            None => "wall".into(),
+        }
+    }
 }
 
 /// Whether a QEMU binary runs an SMP guest under icount, found by a trial
@@ -243,7 +252,7 @@ pub fn describe_timing(timing: &TimingDecision, max_cpus: u32) -> String {
 /// Identifies the host for the remembered verdict: kernel, CPU and QEMU.
 fn host_key(qemu: &QemuBinary) -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cpu = crate::samples::host_cpu_model();
+    let cpu = crate::host::cpu_model();
     let qemu = &qemu.sha256;
     key_of(&[
         ("release", release.trim().as_bytes()),

@@ -3,14 +3,19 @@
 
 #![allow(dead_code)]
 
+use markbench::compare::{Overrides, Resolved};
 use markbench::images::initramfs::BaseImage;
 use markbench::images::kernel::KernelImage;
+use markbench::images::kernel::KernelSource;
 use markbench::images::size::{self, KernelSizes, ObjectSize, SizeComparison, SizeRecord};
 use markbench::run::Images;
+use markbench::samples::RunMeta;
+use markbench::suite::Suite;
 use markbench::vm::accel::{AccelDecision, TimingDecision};
 use markbench::vm::qemu::QemuBinary;
 use markbench::vm::Accel;
 use markbench::vm::Machine;
+use markbench::vm::Runner;
 use std::path::Path;
 
 /// Two CPU counts, two workloads; the "on" variant boots with `slow` in its
@@ -55,8 +60,8 @@ pub fn images(dir: &Path) -> Images {
         build_seconds: 0.0,
     };
     Images {
-        kernels: [kernel("markers-off"), kernel("markers-on")],
-        fragments: Default::default(),
+        kernels: vec![kernel("markers-off"), kernel("markers-on")],
+        fragments: vec![Vec::new(), Vec::new()],
         base: BaseImage {
             path: base,
             key: "k".into(),
@@ -65,6 +70,51 @@ pub fn images(dir: &Path) -> Images {
         sizes: captured_sizes(["off", "on"]),
         extra_archives: Vec::new(),
     }
+}
+
+/// A run of `suite` as it is, or already resolved with overrides: what the
+/// run loop takes.
+pub trait AsRun {
+    fn as_run(&self) -> Resolved;
+}
+
+impl AsRun for Suite {
+    fn as_run(&self) -> Resolved {
+        resolved_with(self, Overrides::default())
+    }
+}
+
+impl AsRun for Resolved {
+    fn as_run(&self) -> Resolved {
+        self.clone()
+    }
+}
+
+/// `suite` with `overrides`, planned (no kernel source is read).
+pub fn resolved_with(suite: &Suite, overrides: Overrides) -> Resolved {
+    Resolved::planned(
+        suite,
+        overrides,
+        KernelSource::Tarball("/nonexistent".into()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `run` into `dir` with the fake guest (or another runner), resuming
+/// the interrupted run `resume` describes when given.
+pub fn execute(
+    run: &impl AsRun,
+    images: &Images,
+    machine: &Machine,
+    runner: &mut dyn Runner,
+    dir: &Path,
+    resume: Option<RunMeta>,
+) -> anyhow::Result<RunMeta> {
+    let mut run = run.as_run();
+    if let Some(meta) = resume {
+        run = run.resuming(dir, meta);
+    }
+    markbench::run::execute(&run, images, machine, runner, dir)
 }
 
 /// What the fake guests boot with: TCG and wall time, as decided for a test.

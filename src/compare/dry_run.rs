@@ -1,0 +1,166 @@
+//! What a run will do, printed before it starts (and alone with `--dry-run`).
+
+use super::Resolved;
+use crate::images::kernel;
+use crate::samples::RunMeta;
+use crate::suite::{AccelChoice, Suite};
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// Seconds per boot of the newest complete earlier run of this suite with
+/// the same overrides, if any.
+fn earlier_seconds_per_boot(
+    reports: &Path,
+    suite: &Suite,
+    overrides: &[String],
+) -> Option<(f64, String)> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(reports)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest"))
+        .collect();
+    runs.sort();
+    runs.iter().rev().find_map(|dir| {
+        let meta = RunMeta::read(dir).ok()?;
+        (meta.complete
+            && meta.suite == suite.name
+            && meta.suite_sha256 == suite.sha256
+            && meta.overrides == overrides
+            && !meta.boots.is_empty())
+        .then(|| {
+            let per_boot =
+                meta.boots.iter().map(|b| b.wall_s).sum::<f64>() / meta.boots.len() as f64;
+            (per_boot, dir.display().to_string())
+        })
+    })
+}
+
+/// How the plan names a variant's role.
+fn role(index: usize, variants: usize) -> String {
+    match (index, variants) {
+        (0, 2) => "without (baseline):".into(),
+        (_, 2) => "with (candidate):  ".into(),
+        (0, _) => "baseline:   ".into(),
+        (i, _) => format!("candidate {i}:"),
+    }
+}
+
+pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
+    let suite = &run.suite;
+    let units = &run.units;
+    let host_cores = crate::host::cores() as u32;
+    println!("suite {} ({})", suite.name, suite.describe_path());
+    if !suite.description.is_empty() {
+        println!("  {}", suite.description);
+    }
+    println!("kernel source: {:?}", run.source);
+    println!("kernel fragments from: {}", suite.fragments.describe());
+    for (i, v) in suite.variants.iter().enumerate() {
+        println!(
+            "  {} {}: kernel {}{}",
+            role(i, suite.variants.len()),
+            v.name,
+            v.kernel,
+            if v.cmdline.is_empty() {
+                String::new()
+            } else {
+                format!(", cmdline {:?}", v.cmdline)
+            }
+        );
+        for f in suite.fragments.kernel(&v.kernel)? {
+            kernel::parse_fragment(&f.label(), &f.text)?;
+            println!(
+                "      {:<24} {} (sha256 {})",
+                f.file_name,
+                f.source(),
+                &f.sha256()[..16]
+            );
+        }
+    }
+    for w in &suite.workloads {
+        println!(
+            "  workload {}",
+            serde_json::to_string(w).unwrap_or_default()
+        );
+    }
+    if !suite.objects.is_empty() {
+        println!(
+            "  objects sized in each build: {}",
+            suite.objects.join(", ")
+        );
+    }
+    let runs: u32 = units
+        .iter()
+        .flat_map(|u| &u.steps)
+        .map(|s| s.iterations)
+        .sum();
+    println!(
+        "{} boots ({} per variant × {} CPU count{}), {} timed runs in all ({} measured + {} warm-up per point per boot)",
+        units.len(),
+        suite.boots,
+        suite.cpus.len(),
+        if suite.cpus.len() == 1 { "" } else { "s" },
+        runs,
+        suite.iterations,
+        suite.warmup
+    );
+    for w in &suite.workloads {
+        let (iterations, warmup) = w.iterations_in(suite);
+        if (iterations, warmup) != (suite.iterations, suite.warmup) {
+            println!(
+                "  {}: {iterations} measured + {warmup} warm-up per point per boot",
+                w.kind()
+            );
+        }
+    }
+    let overrides = run.overrides_record();
+    if !overrides.is_empty() {
+        println!("overrides: {}", overrides.join(", "));
+    }
+    if let Some(shard) = run.shard_meta() {
+        println!(
+            "shard {} of {}: every variant of {}",
+            shard.index,
+            shard.count,
+            shard.pieces.join("; ")
+        );
+    }
+    match earlier_seconds_per_boot(reports, suite, &overrides) {
+        Some((per_boot, from)) => println!(
+            "estimated time: {:.0} min of booting ({per_boot:.0} s per boot in {from}), plus kernel builds on a cold cache",
+            per_boot * units.len() as f64 / 60.0
+        ),
+        None => println!(
+            "estimated time: unknown (no earlier complete run of this suite here); a minimal \
+             kernel build takes about 6 minutes on 2 cores"
+        ),
+    }
+    println!("order ({:?} blocks, seed {}):", suite.order, suite.seed);
+    for u in units {
+        println!(
+            "  {:>3}  {:<20} {} CPUs  boot {}",
+            u.index, u.variant, u.cpus, u.boot
+        );
+    }
+    let max = run.max_cpus();
+    if max > host_cores {
+        println!(
+            "note: {max} vCPUs on a host with {host_cores} cores: fine under icount (the vCPUs \
+             take turns on one host thread and guest time counts instructions); under wall \
+             time oversubscribed vCPUs make timings meaningless, and the run is refused \
+             without --allow-oversubscribe"
+        );
+    }
+    println!(
+        "timing: {:?} (icount shift {} when icount is used)",
+        suite.timing, suite.icount_shift
+    );
+    if suite.accel != AccelChoice::Kvm {
+        println!(
+            "note: without working KVM the guests run under TCG (software emulation): timings are \
+             several times slower and noisier than on hardware"
+        );
+    }
+    Ok(())
+}

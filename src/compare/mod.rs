@@ -1,0 +1,182 @@
+//! `compare`: resolve what the user asked for into one run, build its
+//! images, decide the machine once, boot every unit and write the report.
+//!
+//! The stages, in order: [`Options`] (typed, from the command line) →
+//! [`Resolved`] (suite + overrides + shard + plan) → `images` → a
+//! `vm::Machine` (QEMU, accelerator, timing) → `run::execute` (boots,
+//! samples, metadata) → `report`. `nightly` and `run-shard` are compares
+//! too.
+
+mod dry_run;
+pub mod nightly;
+mod options;
+mod overrides;
+mod resolved;
+
+pub use options::Options;
+pub use overrides::Overrides;
+pub use resolved::{kernel_source, read_suite, Resolved};
+
+use crate::error::InputError;
+use crate::images::kernel::KernelSource;
+use crate::run_dir::RunDir;
+use crate::samples::RunMeta;
+use crate::suite::{AccelChoice, TimingChoice};
+use crate::{exit, prereq, run, vm};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// How a compare ended: its exit status and, unless it was a dry run, the run.
+pub struct Outcome {
+    pub code: i32,
+    pub run: Option<(PathBuf, RunMeta)>,
+}
+
+/// The refusal of a wall-time run whose guests have more vCPUs than the
+/// host has cores.
+fn oversubscribed(run: &Resolved, why: &str) -> anyhow::Error {
+    InputError::new(format!(
+        "{}: asks for {} vCPUs but this host has {} cores, and {why}: \
+         oversubscribed vCPUs make wall-clock timings meaningless. Use --cpus to run fewer, \
+         a QEMU that counts instructions for SMP guests (icount), or --allow-oversubscribe \
+         to run anyway",
+        run.suite.path.display(),
+        run.max_cpus(),
+        crate::host::cores()
+    ))
+    .into()
+}
+
+/// Runs what `options` ask for (one shard of a suite when they name one).
+pub fn compare(options: &Options) -> Result<Outcome> {
+    let run = Resolved::new(options)?;
+    dry_run::print_plan(&run, &options.reports)?;
+    if options.dry_run {
+        return Ok(Outcome {
+            code: exit::SUCCESS,
+            run: None,
+        });
+    }
+    if let Some(out) = options.out.as_ref().filter(|_| run.resumed.is_none()) {
+        if RunDir::new(out).meta().exists() {
+            return Err(InputError::new(format!(
+                "{}: already holds a run; continue it with --resume {0}, or give another --out",
+                out.display()
+            ))
+            .into());
+        }
+    }
+    let host_cores = crate::host::cores() as u32;
+    let oversubscribed_here = run.max_cpus() > host_cores && !run.allow_oversubscribe;
+    let cannot_count =
+        run.suite.timing == TimingChoice::Wall || run.suite.accel == AccelChoice::Kvm;
+    if oversubscribed_here && cannot_count {
+        return Err(oversubscribed(&run, "the run times on the wall clock"));
+    }
+    let started = std::time::Instant::now();
+    prereq::ensure(false)?;
+    let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
+    let mut run = run;
+    if let KernelSource::Tarball(p) = &run.source {
+        // The default tarball may have been installed just now.
+        run.source = KernelSource::from_path(p)?;
+    }
+    let images = run::prepare_images(&run.suite, &run.source)?;
+    let mut runner = vm::qemu::QemuRunner::new(&qemu);
+    let (dir, machine) = match &run.resumed {
+        Some((dir, meta)) => {
+            for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
+                if k.key != recorded.build_key {
+                    return Err(InputError::new(format!(
+                        "{}: kernel {} is not the one this run started with (build key {} now, {} then); \
+                         start a new run instead",
+                        dir.display(),
+                        recorded.variant,
+                        &k.key[..16],
+                        recorded.build_key.chars().take(16).collect::<String>()
+                    ))
+                    .into());
+                }
+            }
+            if !meta.host.qemu_path.is_empty() && meta.host.qemu_version != qemu.version {
+                eprintln!(
+                    "markbench: WARNING: the run started with {} ({}); it continues with {} ({})",
+                    meta.host.qemu_version,
+                    meta.host.qemu_path,
+                    qemu.version,
+                    qemu.path.display()
+                );
+            }
+            (dir.clone(), run::recorded_machine(meta, &run.suite, qemu))
+        }
+        None => {
+            let machine = run::decide_machine(&run.suite, &images, qemu, &mut runner)?;
+            if oversubscribed_here && !machine.timing.is_icount() {
+                return Err(oversubscribed(
+                    &run,
+                    &format!("timing is wall time ({})", machine.timing.reason),
+                ));
+            }
+            let dir = match &options.out {
+                Some(out) => {
+                    RunDir::new(out)
+                        .create()
+                        .with_context(|| format!("creating {}", out.display()))?;
+                    out.clone()
+                }
+                None => run::new_run_dir(&options.reports, &run.suite)?,
+            };
+            (dir, machine)
+        }
+    };
+    println!("run directory: {}", dir.display());
+    println!(
+        "QEMU: {} ({})",
+        machine.qemu.version,
+        machine.qemu.path.display()
+    );
+    println!(
+        "accelerator: {} ({})",
+        machine.accel.accel.as_str(),
+        machine.accel.reason
+    );
+    println!(
+        "timing: {}",
+        vm::accel::describe_timing(&machine.timing, run.max_cpus())
+    );
+    let _ = ctrlc::set_handler(|| {
+        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!("\nmarkbench: interrupted: stopping the guest, keeping every sample, writing a partial report");
+    });
+    let meta = run::execute(&run, &images, &machine, &mut runner, &dir)
+        .with_context(|| format!("run in {}", dir.display()))?;
+    if options.out.is_none() {
+        let latest = options.reports.join("latest");
+        let _ = std::fs::remove_file(&latest);
+        let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
+    }
+    let failed = meta.boots.iter().filter(|b| !b.ok).count();
+    println!(
+        "report: {}\n{} boots, {} failed, {:.0} s in all",
+        RunDir::new(&dir).report().display(),
+        meta.boots.len(),
+        failed,
+        started.elapsed().as_secs_f64()
+    );
+    let code = if !meta.complete {
+        eprintln!(
+            "markbench: the run is partial; continue it with: markbench compare --resume {}",
+            dir.display()
+        );
+        exit::INTERRUPTED
+    } else if failed > 0 {
+        eprintln!("markbench: {failed} boot(s) failed; see the Boots table in the report");
+        exit::INFRASTRUCTURE
+    } else {
+        exit::SUCCESS
+    };
+    Ok(Outcome {
+        code,
+        run: Some((dir, meta)),
+    })
+}

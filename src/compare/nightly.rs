@@ -1,0 +1,76 @@
+//! `nightly`: run the suite, compare it with a baseline run, leave a short
+//! summary for a CI job page, and end with 0 (no regression), 1 (a
+//! significant regression beyond the suite's margin), 2 (input error) or 3
+//! (infrastructure failure: a boot that failed, a kernel that would not
+//! build).
+
+use super::Options;
+use crate::exit;
+use crate::run_dir::RunDir;
+use crate::samples::RunMeta;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// The newest complete run of `suite` in `reports`, other than `except`.
+fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(reports)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest") && p.file_name() != except.file_name())
+        .collect();
+    runs.sort();
+    runs.into_iter().rev().find(|dir| {
+        // A single shard ran part of the suite: never a baseline for all of it.
+        RunMeta::read(dir).is_ok_and(|m| m.complete && m.suite == suite && m.shard.is_none())
+    })
+}
+
+fn leave_summary(dir: &Path, summary: &str) -> Result<()> {
+    std::fs::write(RunDir::new(dir).nightly_summary(), summary)?;
+    println!("{summary}");
+    Ok(())
+}
+
+/// Runs `options` and gates the run against `baseline` (default: the newest
+/// earlier complete run of the suite) on `variant`.
+pub fn nightly(options: &Options, baseline: Option<PathBuf>, variant: Option<&str>) -> Result<i32> {
+    let outcome = match super::compare(options) {
+        Ok(o) => o,
+        Err(e) if exit::is_input(&e) => return Err(e),
+        Err(e) => {
+            eprintln!("markbench: error: {e:#}");
+            return Ok(exit::INFRASTRUCTURE);
+        }
+    };
+    let Some((dir, meta)) = outcome.run else {
+        return Ok(outcome.code);
+    };
+    let mut summary = format!("## markbench nightly: {}\n\n", meta.suite);
+    if outcome.code != exit::SUCCESS {
+        summary.push_str(&format!(
+            "**Infrastructure failure**: {} of {} boots failed or the run is partial; see {}.\n",
+            meta.boots.iter().filter(|b| !b.ok).count(),
+            meta.boots.len(),
+            RunDir::new(&dir).report().display()
+        ));
+        leave_summary(&dir, &summary)?;
+        return Ok(exit::INFRASTRUCTURE);
+    }
+    let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite, &dir));
+    let Some(baseline) = baseline else {
+        summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
+        leave_summary(&dir, &summary)?;
+        return Ok(exit::SUCCESS);
+    };
+    let gate = crate::nightly::gate(&baseline, &dir, variant, summary)?;
+    leave_summary(&dir, &gate.summary)?;
+    if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, gate.summary.as_bytes()));
+    }
+    Ok(gate.code)
+}

@@ -1,0 +1,34 @@
+//! What the user asked `compare` (and `nightly`, `run-shard`) for, typed and
+//! free of the command-line parser: the suite, the changes to it and how to
+//! run it.
+
+use super::Overrides;
+use crate::suite::{AccelChoice, TimingChoice};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The suite file; `None`: suites/quick.toml here, else the built-in copy.
+    pub suite: Option<PathBuf>,
+    /// The kernel source; `None`: the suite's, else Debian's linux-source.
+    pub kernel_source: Option<PathBuf>,
+    /// Changes to the suite's size and shape, and the shard to run.
+    pub overrides: Overrides,
+    pub accel: Option<AccelChoice>,
+    pub timing: Option<TimingChoice>,
+    pub icount_shift: Option<u32>,
+    /// Profiled boots too (also when the suite says `profile = true`).
+    pub profile: bool,
+    /// The QEMU binary; `None`: the suite's, else qemu-system-x86_64 on PATH.
+    pub qemu: Option<PathBuf>,
+    /// An interrupted run to continue.
+    pub resume: Option<PathBuf>,
+    /// Print the plan only.
+    pub dry_run: bool,
+    /// Run wall-time guests with more vCPUs than the host has cores.
+    pub allow_oversubscribe: bool,
+    /// Where new run directories go.
+    pub reports: PathBuf,
+    /// The run directory itself, instead of a new one under `reports`.
+    pub out: Option<PathBuf>,
+}

@@ -1,0 +1,94 @@
+//! The layout of a run directory, spelled once. Every stage that writes or
+//! reads a run's files asks a [`RunDir`] for their paths.
+
+use std::path::{Path, PathBuf};
+
+/// One row per measured iteration (see `samples`).
+pub const SAMPLES_FILE: &str = "samples.csv";
+/// Everything about a run except its samples.
+pub const META_FILE: &str = "meta.toml";
+/// The copy of the suite file a run keeps, for `--resume`.
+pub const SUITE_COPY: &str = "suite.toml";
+/// The copies of every fragment the run's kernels were built from:
+/// `--resume` builds from these, wherever the originals were.
+pub const FRAGMENTS_COPY: &str = "vm-images";
+pub const REPORT_FILE: &str = "report.md";
+pub const DIFFCONFIG_FILE: &str = "diffconfig.txt";
+pub const SUMMARY_FILE: &str = "summary.json";
+pub const PLOTS_DIR: &str = "plots";
+pub const SIZES_FILE: &str = "sizes.toml";
+/// The console log of every boot.
+pub const LOGS_DIR: &str = "logs";
+/// The short markdown a nightly run leaves for a CI job page.
+pub const NIGHTLY_SUMMARY: &str = "nightly-summary.md";
+/// Held while a markbench writes into the directory.
+pub const LOCK_FILE: &str = ".lock";
+
+/// A run directory and the paths of its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    root: PathBuf,
+}
+
+impl RunDir {
+    pub fn new(root: impl Into<PathBuf>) -> RunDir {
+        RunDir { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn samples(&self) -> PathBuf {
+        self.root.join(SAMPLES_FILE)
+    }
+
+    pub fn meta(&self) -> PathBuf {
+        self.root.join(META_FILE)
+    }
+
+    pub fn suite_copy(&self) -> PathBuf {
+        self.root.join(SUITE_COPY)
+    }
+
+    pub fn fragments_copy(&self) -> PathBuf {
+        self.root.join(FRAGMENTS_COPY)
+    }
+
+    pub fn report(&self) -> PathBuf {
+        self.root.join(REPORT_FILE)
+    }
+
+    pub fn diffconfig(&self) -> PathBuf {
+        self.root.join(DIFFCONFIG_FILE)
+    }
+
+    pub fn summary(&self) -> PathBuf {
+        self.root.join(SUMMARY_FILE)
+    }
+
+    pub fn plots(&self) -> PathBuf {
+        self.root.join(PLOTS_DIR)
+    }
+
+    pub fn sizes(&self) -> PathBuf {
+        self.root.join(SIZES_FILE)
+    }
+
+    pub fn logs(&self) -> PathBuf {
+        self.root.join(LOGS_DIR)
+    }
+
+    pub fn nightly_summary(&self) -> PathBuf {
+        self.root.join(NIGHTLY_SUMMARY)
+    }
+
+    pub fn lock(&self) -> PathBuf {
+        self.root.join(LOCK_FILE)
+    }
+
+    /// Creates the directory with its `logs/`.
+    pub fn create(&self) -> std::io::Result<()> {
+        std::fs::create_dir_all(self.logs())
+    }
+}
