@@ -63,6 +63,21 @@ fn dry_run_prints_the_plan_of_the_default_suite() {
 }
 
 #[test]
+fn a_dry_run_of_three_variants_names_the_baseline_and_each_candidate() {
+    markbench()
+        .args(["compare", "--dry-run", "--suite", "suites/markers-three.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("baseline:    markers-off: kernel markers-off"))
+        .stdout(predicate::str::contains("candidate 1: markers-on-lean"))
+        .stdout(predicate::str::contains("candidate 2: markers-on: kernel markers-on"))
+        .stdout(predicate::str::contains("9 boots (3 per variant × 1 CPU count)"))
+        .stdout(predicate::str::contains(
+            "    0  markers-off          1 CPUs  boot 0\n    1  markers-on-lean      1 CPUs  boot 0\n    2  markers-on           1 CPUs  boot 0\n    3  markers-on           1 CPUs  boot 1",
+        ));
+}
+
+#[test]
 fn malformed_suite_exits_2_with_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("bad.toml");
