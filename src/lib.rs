@@ -1,8 +1,9 @@
 //! markbench: what does this kernel change cost?
 //!
 //! Data flow, one module per stage (see DESIGN.md):
-//! suite → plan → images → vm → samples → stats → report.
+//! suite → plan → images → vm → samples → analysis (on `stats`) → report.
 
+pub mod analysis;
 pub mod cli;
 pub mod diff;
 pub mod error;
