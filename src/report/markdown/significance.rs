@@ -32,11 +32,12 @@ pub(super) fn section(run: &RunReport) -> String {
 fn method(analysis: &Analysis) -> String {
     let cfg = &analysis.config;
     let family = analysis.all_points().len();
+    let correction = cfg.correction.as_str();
     let family = if analysis.is_pair() {
-        format!("all {family} points of this report")
+        format!("all {family} points of this report ({correction})")
     } else {
         format!(
-            "all {family} comparisons of this report ({} candidates × {} points)",
+            "all {family} comparisons of this report ({} candidates × {} points, {correction})",
             analysis.comparisons.len(),
             analysis.tables.values().map(Vec::len).sum::<usize>()
         )
@@ -46,15 +47,13 @@ fn method(analysis: &Analysis) -> String {
          (Kalibera & Jones, ISMM 2013). Per point: the difference of means with a 95% interval \
          of the relative difference (B/A − 1), the t interval of the log ratio of boot means \
          (Welch's standard error and degrees of freedom: the interval TOST uses at 90%); a \
-         Welch t-test on boot means, its p-value adjusted over {family} \
-         ({}); equivalence by TOST (90% interval of the ratio inside ±{}%). Second opinions, \
+         Welch t-test on boot means, its p-value adjusted over {family}; equivalence by TOST (90% interval of the ratio inside ±{}%). Second opinions, \
          in summary.json: Mann-Whitney U on boot means, and a hierarchical bootstrap interval \
          (boots resampled, each with all of its iterations; expanded percentile; {} \
          resamples, seed {}). Verdicts: \
          *regression* / *improvement* (adjusted p < {}, direction from the metric), \
          *equivalent* (TOST passes), *no significant difference* (neither), \
          *insufficient data* (fewer than 2 boots on a side: no p-value is invented).\n\n",
-        cfg.correction.as_str(),
         cfg.margin * 100.0,
         cfg.resamples,
         cfg.seed,
@@ -129,15 +128,20 @@ fn bootstrap_agreement(
     } else {
         ""
     };
+    let what = if analysis.is_pair() {
+        "points"
+    } else {
+        "comparisons"
+    };
     if disagreements.is_empty() {
         format!(
             "The bootstrap interval agrees with the t interval about zero on all {compared} \
-             points.{caveat}\n"
+             {what}.{caveat}\n"
         )
     } else {
         format!(
             "The bootstrap interval disagrees with the t interval about zero on {} of \
-             {compared} points: {}.{caveat}\n",
+             {compared} {what}: {}.{caveat}\n",
             disagreements.len(),
             disagreements.join("; ")
         )
