@@ -245,9 +245,9 @@ pub fn render(rows: &[Row], targets: &Targets) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| workload | CPUs | point | A/A CoV between boots (A / A′) | A/A CoV within a boot (A / A′) | ≤ {:.2}% | A/B difference [95% CI] | CI half-width | boots | ≤ {:.2}% |",
-        targets.max_between_boot_cov * 100.0,
-        targets.max_ci_half_width * 100.0
+        "| workload | CPUs | point | A/A CoV between boots (A / A′) | A/A CoV within a boot (A / A′) | ≤ {} | A/B difference [95% CI] | CI half-width | boots | ≤ {} |",
+        percent_2dp(Some(targets.max_between_boot_cov)),
+        percent_2dp(Some(targets.max_ci_half_width))
     );
     let _ = writeln!(out, "|---|---:|---|---:|---:|---|---:|---:|---:|---|");
     // With several candidates, each difference says whose it is.
@@ -326,12 +326,12 @@ pub fn render(rows: &[Row], targets: &Targets) -> String {
     let met = checks.iter().filter(|&&ok| ok).count();
     let _ = writeln!(
         out,
-        "\n{}: {met} of {} targets met (A/A: between-boot CoV ≤ {:.2}% on every point; A/B: 95% CI \
-         half-width of the relative difference ≤ {:.2}% on {} with at most {} boots per variant)",
+        "\n{}: {met} of {} targets met (A/A: between-boot CoV ≤ {} on every point; A/B: 95% CI \
+         half-width of the relative difference ≤ {} on {} with at most {} boots per variant)",
         if all_met(rows) { "PASS" } else { "FAIL" },
         checks.len(),
-        targets.max_between_boot_cov * 100.0,
-        targets.max_ci_half_width * 100.0,
+        percent_2dp(Some(targets.max_between_boot_cov)),
+        percent_2dp(Some(targets.max_ci_half_width)),
         targets.ci_workloads.join(", "),
         targets.max_boots
     );

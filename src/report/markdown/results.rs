@@ -1,6 +1,6 @@
 //! The Results section: one table per workload, metric and CPU count.
 
-use super::super::format::{decimals, escape_md, percent, relative, signed, value};
+use super::super::format::{decimals, escape_md, relative, signed, value};
 use super::RunReport;
 use crate::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use crate::stats::{Correction, PointAnalysis};
@@ -125,7 +125,7 @@ fn pair_table(
             value(ma, d),
             value(mb, d),
             signed(diff, d),
-            percent(diff / ma * 100.0),
+            relative(diff / ma),
             p.n(base),
             p.n(cand),
             value(p.sd(base), d),
@@ -175,7 +175,7 @@ fn comparison_table(
                 t,
                 " {} | {} | {} | {} |",
                 value(mb, d),
-                percent((mb - ma) / ma * 100.0),
+                relative((mb - ma) / ma),
                 a.map_or("–".into(), interval_cell),
                 a.map_or("–".into(), verdict_cell)
             );
