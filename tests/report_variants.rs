@@ -357,6 +357,12 @@ fn noise_floor_reads_ab_runs_with_several_candidates() {
     let text = markbench::noise::render(&rows, &Default::default());
     assert!(text.contains("| markers-on: +10.00% ["), "{text}");
     assert!(text.contains("| markers-generic: -1.00% ["), "{text}");
+    // The report calibrates each copy against the baseline.
+    let report = markbench::report::render(&aa, &aa_samples, Default::default());
+    for copy in &aa_names[1..] {
+        let line = format!("**A/A calibration** ({copy} against markers-off: the same kernel");
+        assert!(report.contains(&line), "{report}");
+    }
     // The command takes the pair of runs as they are.
     markbench::noise::command(&aa_dir, Some(&ab_dir), &Default::default()).unwrap();
 }
