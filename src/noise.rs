@@ -123,6 +123,7 @@ fn point_key(key: &TableKey, param: u64) -> PointKey {
 
 /// The noise figures of every point of an A/A run.
 pub fn aa_points(analysis: &Analysis) -> Result<Vec<AaPoint>, String> {
+    // Without the statistics there is no figure: say why rather than list none.
     analysis.results.as_ref().map_err(Clone::clone)?;
     let mut out = Vec::new();
     for (key, points) in &analysis.tables {
