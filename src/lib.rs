@@ -4,6 +4,7 @@
 //! resolved run) → plan → images → vm → samples → analysis → report, with
 //! `stats` the statistics library underneath.
 
+pub mod analysis;
 pub mod cli;
 pub mod compare;
 pub mod diff;

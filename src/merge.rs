@@ -93,6 +93,14 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             &first.meta.timing_mode(),
             &r.meta.timing_mode(),
         )?;
+        let variants = |m: &RunMeta| -> String {
+            m.kernels
+                .iter()
+                .map(|k| k.variant.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        differs("variants", &variants(&first.meta), &variants(&r.meta))?;
         for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
             if a.fragments != b.fragments {
                 return Err(InputError::new(format!(

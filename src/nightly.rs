@@ -2,9 +2,16 @@
 //! suite. Exit code 1 only for a significant regression beyond the suite's
 //! margin; a point that is significantly slower but within the margin, or
 //! not significant, does not fail the night.
+//!
+//! Each candidate variant of the run is gated on its own: its samples
+//! tonight against its samples in the baseline run ([`crate::diff`]).
 
+use crate::analysis::param_label;
+use crate::report::format::relative;
+use crate::samples::RunMeta;
+use crate::stats::Verdict;
 use anyhow::Result;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What the gate decided, and the markdown summary for a CI job page.
 #[derive(Debug, Clone)]
@@ -15,69 +22,118 @@ pub struct Gate {
     pub regressions: usize,
 }
 
-/// Compares `candidate` with `baseline` (`markbench diff`, written to
-/// `candidate/diff-baseline`) and appends the verdict to `summary`.
+/// The variants to gate and where each one's diff is written: the one
+/// asked for, or the run's only candidate, in `candidate/diff-baseline`;
+/// with several candidates, each in `candidate/diff-baseline-<variant>`.
+fn gated_variants(
+    candidate: &Path,
+    variant: Option<&str>,
+) -> Result<Vec<(Option<String>, PathBuf)>> {
+    let single = |v: Option<String>| vec![(v, candidate.join("diff-baseline"))];
+    if variant.is_some() {
+        return Ok(single(variant.map(String::from)));
+    }
+    crate::samples::require_run_dir(candidate)?;
+    let meta = RunMeta::read(candidate)?;
+    if meta.kernels.len() <= 2 {
+        return Ok(single(None));
+    }
+    Ok(meta.kernels[1..]
+        .iter()
+        .map(|k| {
+            let dir = candidate.join(format!("diff-baseline-{}", k.variant));
+            (Some(k.variant.clone()), dir)
+        })
+        .collect())
+}
+
+/// Compares `candidate` with `baseline` (`markbench diff`, written into
+/// `candidate`) and appends the verdict to `summary`.
 pub fn gate(
     baseline: &Path,
     candidate: &Path,
     variant: Option<&str>,
     mut summary: String,
 ) -> Result<Gate> {
-    let out = candidate.join("diff-baseline");
-    let warnings = crate::diff::diff(baseline, candidate, variant, &out)?;
-    let diff_meta = crate::samples::RunMeta::read(&out)?;
-    let samples = crate::samples::read_samples(&out)?;
-    let analysis = crate::report::analyse(&diff_meta, &samples);
-    let margin = analysis.config.margin;
+    let gated = gated_variants(candidate, variant)?;
+    let several = gated.len() > 1;
     let mut regressions = Vec::new();
-    let results = analysis
-        .results
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    for (key, list) in results {
-        for (a, p) in list.iter().zip(&analysis.tables[key]) {
-            let beyond = a.relative_difference.is_some_and(|r| {
-                let worse = if p.higher_is_better { -r } else { r };
-                worse > margin
-            });
-            if a.verdict == crate::stats::Verdict::Regression && beyond {
-                regressions.push(format!(
-                    "| {} | {} | {} {} | {} |",
-                    key.workload,
-                    key.cpus,
-                    crate::report::param_label(&key.workload),
-                    p.param,
-                    crate::report::format::percent(
-                        a.relative_difference.unwrap_or(f64::NAN) * 100.0
-                    )
-                ));
+    let mut verdicts = String::new();
+    let mut reports = Vec::new();
+    let mut margin = 0.0;
+    for (variant, out) in &gated {
+        let warnings = crate::diff::diff(baseline, candidate, variant.as_deref(), out)?;
+        let diff_meta = RunMeta::read(out)?;
+        let samples = crate::samples::read_samples(out)?;
+        let analysis = crate::analysis::analyse(&diff_meta, &samples);
+        margin = analysis.config.margin;
+        let results = analysis
+            .results
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        // A diff compares one variant across the two runs: one comparison.
+        for (key, list) in results.iter().flatten() {
+            for (a, p) in list.iter().zip(&analysis.tables[key]) {
+                let beyond = a.relative_difference.is_some_and(|r| {
+                    let worse = if p.higher_is_better { -r } else { r };
+                    worse > margin
+                });
+                if a.verdict == Verdict::Regression && beyond {
+                    let which = match (several, variant) {
+                        (true, Some(v)) => format!("| {v} "),
+                        _ => String::new(),
+                    };
+                    regressions.push(format!(
+                        "{which}| {} | {} | {} {} | {} |",
+                        key.workload,
+                        key.cpus,
+                        param_label(&key.workload),
+                        p.param,
+                        relative(a.relative_difference.unwrap_or(f64::NAN))
+                    ));
+                }
             }
         }
+        for w in &warnings {
+            summary.push_str(&format!("> **Warning**: {w}\n\n"));
+        }
+        verdicts.push_str(&format!(
+            "Baseline `{}`, candidate `{}`{}: {}.\n\n",
+            baseline.display(),
+            candidate.display(),
+            match (several, variant) {
+                (true, Some(v)) => format!(", variant {v}"),
+                _ => String::new(),
+            },
+            crate::stats::summary_line(&analysis.all_points(), &analysis.config)
+        ));
+        reports.push(out.join(crate::report::REPORT_FILE));
     }
-    for w in &warnings {
-        summary.push_str(&format!("> **Warning**: {w}\n\n"));
-    }
-    let flat: Vec<_> = results.values().flatten().cloned().collect();
-    summary.push_str(&format!(
-        "Baseline `{}`, candidate `{}`: {}.\n\n",
-        baseline.display(),
-        candidate.display(),
-        crate::stats::summary_line(&flat, &analysis.config)
-    ));
+    summary.push_str(&verdicts);
     if regressions.is_empty() {
         summary.push_str(&format!("**No regression beyond {}%.**\n", margin * 100.0));
     } else {
+        let (head, rule) = if several {
+            (
+                "| variant | workload | CPUs | point | change [%] |",
+                "|---|---|---:|---|---:|",
+            )
+        } else {
+            (
+                "| workload | CPUs | point | change [%] |",
+                "|---|---:|---|---:|",
+            )
+        };
         summary.push_str(&format!(
-            "**{} significant regression(s) beyond {}%:**\n\n| workload | CPUs | point | change [%] |\n|---|---:|---|---:|\n{}\n",
+            "**{} significant regression(s) beyond {}%:**\n\n{head}\n{rule}\n{}\n",
             regressions.len(),
             margin * 100.0,
             regressions.join("\n")
         ));
     }
-    summary.push_str(&format!(
-        "\nFull comparison: {}\n",
-        out.join(crate::report::REPORT_FILE).display()
-    ));
+    for report in reports {
+        summary.push_str(&format!("\nFull comparison: {}\n", report.display()));
+    }
     Ok(Gate {
         code: if regressions.is_empty() { 0 } else { 1 },
         summary,

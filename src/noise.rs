@@ -7,12 +7,13 @@
 //! noise floor. An A/B run (the real comparison) gives the 95% interval of
 //! the relative difference and its half-width: the resolution actually
 //! reached with the boots it took. Every figure comes from the same analysis
-//! the run's report uses ([`crate::report::analyse`]), so the two always agree.
+//! the run's report uses ([`crate::analysis::analyse`]), so the two always agree.
+//! An A/B run of several candidates gives one interval per candidate and point.
 
+use crate::analysis::{param_label, Analysis, TableKey};
 use crate::error::InputError;
-use crate::report::{param_label, Analysis, TableKey};
+use crate::report::format::{percent_2dp, signed_percent_2dp};
 use crate::samples::{read_samples, RunMeta};
-use crate::stats::PointAnalysis;
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -68,21 +69,24 @@ pub struct PointKey {
     pub param: u64,
 }
 
-/// The noise of one A/A point, per side.
+/// The noise of one A/A point, per variant (each a copy of the same kernel).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AaPoint {
     pub key: PointKey,
-    pub boots: [usize; 2],
+    pub boots: Vec<usize>,
     /// Standard deviation of the boot means over the mean.
-    pub between_boot_cov: [Option<f64>; 2],
+    pub between_boot_cov: Vec<Option<f64>>,
     /// Pooled within-boot standard deviation over the mean.
-    pub within_boot_cov: [Option<f64>; 2],
+    pub within_boot_cov: Vec<Option<f64>>,
 }
 
-/// The resolution of one A/B point.
+/// The resolution of one candidate against the baseline at one A/B point.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AbPoint {
     pub key: PointKey,
+    /// The candidate variant.
+    pub candidate: String,
+    /// Boots of the baseline and of the candidate.
     pub boots: [usize; 2],
     /// B/A − 1.
     pub relative_difference: Option<f64>,
@@ -108,18 +112,6 @@ pub struct Row {
     pub ci_ok: Option<bool>,
 }
 
-fn points(analysis: &Analysis) -> Result<Vec<(PointKey, &PointAnalysis)>, String> {
-    let results = analysis.results.as_ref().map_err(Clone::clone)?;
-    let mut out = Vec::new();
-    for (key, list) in results {
-        let table = &analysis.tables[key];
-        for (point, a) in table.iter().zip(list) {
-            out.push((point_key(key, point.param), a));
-        }
-    }
-    Ok(out)
-}
-
 fn point_key(key: &TableKey, param: u64) -> PointKey {
     PointKey {
         workload: key.workload.clone(),
@@ -131,39 +123,58 @@ fn point_key(key: &TableKey, param: u64) -> PointKey {
 
 /// The noise figures of every point of an A/A run.
 pub fn aa_points(analysis: &Analysis) -> Result<Vec<AaPoint>, String> {
-    Ok(points(analysis)?
-        .into_iter()
-        .map(|(key, a)| AaPoint {
-            key,
-            boots: [a.a.n_boots, a.b.n_boots],
-            between_boot_cov: [
-                a.a.cov_of(a.a.boot_means_variance),
-                a.b.cov_of(a.b.boot_means_variance),
-            ],
-            within_boot_cov: [
-                a.a.cov_of(a.a.within_boot_variance),
-                a.b.cov_of(a.b.within_boot_variance),
-            ],
-        })
-        .collect())
+    // Without the statistics there is no figure: say why rather than list none.
+    analysis.results.as_ref().map_err(Clone::clone)?;
+    let mut out = Vec::new();
+    for (key, points) in &analysis.tables {
+        for (j, point) in points.iter().enumerate() {
+            let summaries: Vec<_> = (0..analysis.variants.len())
+                .filter_map(|v| analysis.variant_summary(key, j, v).map(|(s, _)| s))
+                .collect();
+            out.push(AaPoint {
+                key: point_key(key, point.param),
+                boots: summaries.iter().map(|s| s.n_boots).collect(),
+                between_boot_cov: summaries
+                    .iter()
+                    .map(|s| s.cov_of(s.boot_means_variance))
+                    .collect(),
+                within_boot_cov: summaries
+                    .iter()
+                    .map(|s| s.cov_of(s.within_boot_variance))
+                    .collect(),
+            });
+        }
+    }
+    Ok(out)
 }
 
-/// The resolution figures of every point of an A/B run.
+/// The resolution figures of every comparison at every point of an A/B run.
 pub fn ab_points(analysis: &Analysis) -> Result<Vec<AbPoint>, String> {
-    Ok(points(analysis)?
-        .into_iter()
-        .map(|(key, a)| AbPoint {
-            key,
-            boots: [a.a.n_boots, a.b.n_boots],
-            relative_difference: a.relative_difference,
-            interval: a
-                .relative_difference_ci
-                .map(|i| (i.lower, i.upper, i.level)),
-        })
-        .collect())
+    let results = analysis.results.as_ref().map_err(Clone::clone)?;
+    let mut out = Vec::new();
+    for (c, per_table) in analysis.comparisons.iter().zip(results) {
+        let [_, candidate] = analysis.names(c);
+        for (key, list) in per_table {
+            for (point, a) in analysis.tables[key].iter().zip(list) {
+                out.push(AbPoint {
+                    key: point_key(key, point.param),
+                    candidate: candidate.to_string(),
+                    boots: [a.a.n_boots, a.b.n_boots],
+                    relative_difference: a.relative_difference,
+                    interval: a
+                        .relative_difference_ci
+                        .map(|i| (i.lower, i.upper, i.level)),
+                });
+            }
+        }
+    }
+    out.sort_by(|x, y| x.key.cmp(&y.key));
+    Ok(out)
 }
 
-/// Joins the two runs point by point and checks each figure against the targets.
+/// Joins the two runs point by point and checks each figure against the
+/// targets: one row per candidate of the A/B run at a point, or one for a
+/// point only the A/A run has.
 pub fn evaluate(aa: &[AaPoint], ab: &[AbPoint], targets: &Targets) -> Vec<Row> {
     let mut keys: Vec<PointKey> = aa
         .iter()
@@ -173,9 +184,20 @@ pub fn evaluate(aa: &[AaPoint], ab: &[AbPoint], targets: &Targets) -> Vec<Row> {
     keys.sort();
     keys.dedup();
     keys.into_iter()
-        .map(|key| {
+        .flat_map(|key| {
             let aa = aa.iter().find(|p| p.key == key).cloned();
-            let ab = ab.iter().find(|p| p.key == key).cloned();
+            let mut abs: Vec<Option<AbPoint>> = ab
+                .iter()
+                .filter(|p| p.key == key)
+                .cloned()
+                .map(Some)
+                .collect();
+            if abs.is_empty() {
+                abs.push(None);
+            }
+            abs.into_iter().map(move |ab| (key.clone(), aa.clone(), ab))
+        })
+        .map(|(key, aa, ab)| {
             // A side without a figure (one boot) cannot show it meets the target.
             let between_ok = aa.as_ref().map(|p| {
                 p.between_boot_cov
@@ -211,14 +233,6 @@ pub fn all_met(rows: &[Row]) -> bool {
     !checks.is_empty() && checks.iter().all(|&ok| ok)
 }
 
-fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.2}%", v * 100.0))
-}
-
-fn signed_pct(v: f64) -> String {
-    format!("{:+.2}%", v * 100.0)
-}
-
 fn mark(ok: Option<bool>) -> &'static str {
     match ok {
         Some(true) => "PASS",
@@ -232,37 +246,54 @@ pub fn render(rows: &[Row], targets: &Targets) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "| workload | CPUs | point | A/A CoV between boots (A / A′) | A/A CoV within a boot (A / A′) | ≤ {:.2}% | A/B difference [95% CI] | CI half-width | boots | ≤ {:.2}% |",
-        targets.max_between_boot_cov * 100.0,
-        targets.max_ci_half_width * 100.0
+        "| workload | CPUs | point | A/A CoV between boots (A / A′) | A/A CoV within a boot (A / A′) | ≤ {} | A/B difference [95% CI] | CI half-width | boots | ≤ {} |",
+        percent_2dp(Some(targets.max_between_boot_cov)),
+        percent_2dp(Some(targets.max_ci_half_width))
     );
     let _ = writeln!(out, "|---|---:|---|---:|---:|---|---:|---:|---:|---|");
+    // With several candidates, each difference says whose it is.
+    let mut candidates: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.ab.as_ref().map(|p| p.candidate.as_str()))
+        .collect();
+    candidates.sort();
+    candidates.dedup();
     for r in rows {
-        let pair = |v: [Option<f64>; 2]| format!("{} / {}", pct(v[0]), pct(v[1]));
+        let each = |v: &[Option<f64>]| {
+            v.iter()
+                .map(|c| percent_2dp(*c))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        };
         let (between, within) = r.aa.as_ref().map_or(("–".into(), "–".into()), |p| {
-            (pair(p.between_boot_cov), pair(p.within_boot_cov))
+            (each(&p.between_boot_cov), each(&p.within_boot_cov))
         });
         let (difference, half, boots) = r.ab.as_ref().map_or(
             ("–".to_string(), "–".to_string(), "–".to_string()),
             |p| {
+                let whose = if candidates.len() > 1 {
+                    format!("{}: ", p.candidate)
+                } else {
+                    String::new()
+                };
                 let difference = match (p.relative_difference, p.interval) {
                     (Some(d), Some((lo, hi, level))) => format!(
-                        "{} [{}, {}]{}",
-                        signed_pct(d),
-                        signed_pct(lo),
-                        signed_pct(hi),
+                        "{whose}{} [{}, {}]{}",
+                        signed_percent_2dp(d),
+                        signed_percent_2dp(lo),
+                        signed_percent_2dp(hi),
                         if (level - 0.95).abs() > 1e-9 {
                             format!(" ({:.0}%)", level * 100.0)
                         } else {
                             String::new()
                         }
                     ),
-                    (Some(d), None) => signed_pct(d),
+                    (Some(d), None) => format!("{whose}{}", signed_percent_2dp(d)),
                     _ => "–".into(),
                 };
                 (
                     difference,
-                    pct(p.half_width()),
+                    percent_2dp(p.half_width()),
                     format!("{} / {}", p.boots[0], p.boots[1]),
                 )
             },
@@ -296,30 +327,31 @@ pub fn render(rows: &[Row], targets: &Targets) -> String {
     let met = checks.iter().filter(|&&ok| ok).count();
     let _ = writeln!(
         out,
-        "\n{}: {met} of {} targets met (A/A: between-boot CoV ≤ {:.2}% on every point; A/B: 95% CI \
-         half-width of the relative difference ≤ {:.2}% on {} with at most {} boots per variant)",
+        "\n{}: {met} of {} targets met (A/A: between-boot CoV ≤ {} on every point; A/B: 95% CI \
+         half-width of the relative difference ≤ {} on {} with at most {} boots per variant)",
         if all_met(rows) { "PASS" } else { "FAIL" },
         checks.len(),
-        targets.max_between_boot_cov * 100.0,
-        targets.max_ci_half_width * 100.0,
+        percent_2dp(Some(targets.max_between_boot_cov)),
+        percent_2dp(Some(targets.max_ci_half_width)),
         targets.ci_workloads.join(", "),
         targets.max_boots
     );
     out
 }
 
-/// The same kernel and command line on both sides?
+/// The same kernel and command line for every variant?
 fn is_aa(meta: &RunMeta) -> bool {
-    meta.kernels.len() == 2
-        && meta.kernels[0].build_key == meta.kernels[1].build_key
-        && meta.kernels[0].cmdline == meta.kernels[1].cmdline
+    meta.kernels.len() >= 2
+        && meta.kernels.iter().all(|k| {
+            k.build_key == meta.kernels[0].build_key && k.cmdline == meta.kernels[0].cmdline
+        })
 }
 
 fn load(dir: &Path) -> Result<(RunMeta, Analysis)> {
     crate::samples::require_run_dir(dir)?;
     let meta = RunMeta::read(dir)?;
     let samples = read_samples(dir)?;
-    let analysis = crate::report::analyse(&meta, &samples);
+    let analysis = crate::analysis::analyse(&meta, &samples);
     Ok((meta, analysis))
 }
 
@@ -329,7 +361,15 @@ fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
         dir.display(),
         meta.suite,
         meta.kernels.first().map_or("?", |k| k.variant.as_str()),
-        meta.kernels.get(1).map_or("?", |k| k.variant.as_str()),
+        if meta.kernels.len() < 2 {
+            "?".to_string()
+        } else {
+            meta.kernels[1..]
+                .iter()
+                .map(|k| k.variant.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
         meta.boots_per_variant,
         meta.iterations,
         if meta.overrides.is_empty() {
@@ -348,7 +388,7 @@ pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Resul
     let (aa_meta, aa_analysis) = load(aa_dir)?;
     if !is_aa(&aa_meta) {
         return Err(InputError::new(format!(
-            "{}: not an A/A run (its two sides are different kernels or command lines); \
+            "{}: not an A/A run (its variants are different kernels or command lines); \
              make one with `markbench compare --aa`",
             aa_dir.display()
         ))
@@ -445,7 +485,7 @@ mod tests {
     const QUIET: &[&[f64]] = &[&[0.999, 1.001], &[1.001, 1.003], &[0.997, 0.999]];
 
     fn analysis(meta: &RunMeta, samples: &[Sample]) -> Analysis {
-        crate::report::analyse(meta, samples)
+        crate::analysis::analyse(meta, samples)
     }
 
     #[test]

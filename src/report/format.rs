@@ -1,6 +1,11 @@
 //! Number and text formatting for reports, in the seeds' style: seconds with
 //! three decimals, signed differences, percentages with at most two decimals
 //! and no trailing zeros ("+4.61", "-3.6").
+//!
+//! Every percentage markbench prints is formatted here: [`percent`] and
+//! [`relative`] for differences in the seeds' style, [`percent_2dp`],
+//! [`signed_percent_2dp`] and [`percent_cell`] for noise figures, which are
+//! compared against targets given to two decimals.
 
 /// Decimals for a value of this unit and magnitude.
 pub fn decimals(unit: &str, magnitude: f64) -> usize {
@@ -53,6 +58,28 @@ pub fn percent(p: f64) -> String {
     }
 }
 
+/// A relative difference given as a fraction, in the style of [`percent`]:
+/// 0.04607 is "+4.61".
+pub fn relative(fraction: f64) -> String {
+    percent(fraction * 100.0)
+}
+
+/// A fraction as a percentage with two decimals and its sign: 0.0052 is
+/// "0.52%"; "–" where there is no figure.
+pub fn percent_2dp(fraction: Option<f64>) -> String {
+    fraction.map_or("–".into(), |f| format!("{:.2}%", f * 100.0))
+}
+
+/// A fraction as a signed percentage with two decimals: "+0.52%".
+pub fn signed_percent_2dp(fraction: f64) -> String {
+    format!("{:+.2}%", fraction * 100.0)
+}
+
+/// [`percent_2dp`] without the % sign, for a table whose header says "[%]".
+pub fn percent_cell(fraction: Option<f64>) -> String {
+    fraction.map_or("–".into(), |f| format!("{:.2}", f * 100.0))
+}
+
 /// Escapes text from suites or kernel names for GitHub-flavoured markdown
 /// (inline text and table cells).
 pub fn escape_md(text: &str) -> String {
@@ -81,6 +108,16 @@ mod tests {
         assert_eq!(percent(-0.1), "-0.1");
         assert_eq!(percent(0.0), "+0");
         assert_eq!(percent(f64::NAN), "–");
+        assert_eq!(relative(0.04607), "+4.61");
+    }
+
+    #[test]
+    fn noise_figures_keep_two_decimals() {
+        assert_eq!(percent_2dp(Some(0.0052)), "0.52%");
+        assert_eq!(percent_2dp(None), "–");
+        assert_eq!(signed_percent_2dp(-0.0005), "-0.05%");
+        assert_eq!(signed_percent_2dp(0.05), "+5.00%");
+        assert_eq!(percent_cell(Some(0.01)), "1.00");
     }
 
     #[test]

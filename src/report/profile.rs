@@ -84,7 +84,9 @@ pub fn load(dir: &Path, meta: &RunMeta) -> Result<Option<ProfileView>> {
     let Some(manifest) = Manifest::read(dir)? else {
         return Ok(None);
     };
-    let variants = super::side_names(meta);
+    // Profiles are taken of the baseline and the first candidate.
+    let names = crate::analysis::variant_names(meta);
+    let variants = [names[0].clone(), names[1].clone()];
     let pdir = store::dir(dir);
     let only_in = [0, 1].map(|s| store::read_names(&pdir.join(store::only_in_file(&variants[s]))));
     let [a, b] = only_in;
@@ -200,7 +202,7 @@ fn point_title(p: &ProfilePoint) -> String {
     format!(
         "{}, {} {}, {} CPU{}",
         escape_md(&p.workload),
-        super::param_label(&p.workload),
+        crate::analysis::param_label(&p.workload),
         p.param,
         p.cpus,
         if p.cpus == 1 { "" } else { "s" }
