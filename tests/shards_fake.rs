@@ -266,6 +266,10 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let mut meta = RunMeta::read(&shards[2]).unwrap();
     let original = meta.clone();
     meta.timing = "icount".into();
+    meta.timing_decision = Some(markbench::vm::accel::TimingDecision {
+        icount_shift: Some(4),
+        reason: "asked for".into(),
+    });
     meta.write(&shards[2]).unwrap();
     let e = err(&shards, "m5");
     assert!(e.contains("timing mode"), "{e}");

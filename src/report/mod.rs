@@ -26,10 +26,10 @@ use crate::samples::{RunMeta, Sample};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub use crate::run_dir::REPORT_FILE;
 pub use crate::run_dir::DIFFCONFIG_FILE;
-pub use crate::run_dir::SUMMARY_FILE;
 pub use crate::run_dir::PLOTS_DIR;
+pub use crate::run_dir::REPORT_FILE;
+pub use crate::run_dir::SUMMARY_FILE;
 
 /// What a run directory holds beside its samples and metadata.
 #[derive(Debug, Clone, Copy, Default)]
