@@ -507,7 +507,7 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) -> Result<()
         suite.warmup
     );
     for w in &suite.workloads {
-        let (iterations, warmup) = w.iterations_in(suite);
+        let (iterations, warmup) = w.iterations_in(suite.iterations, suite.warmup);
         if (iterations, warmup) != (suite.iterations, suite.warmup) {
             println!(
                 "  {}: {iterations} measured + {warmup} warm-up per point per boot",
@@ -689,9 +689,8 @@ fn compare_run(
     }
     suite.profile |= args.profile;
     if let Some(shift) = args.icount_shift {
-        if !(1..=10).contains(&shift) {
-            return Err(InputError::new("--icount-shift must be from 1 to 10").into());
-        }
+        crate::suite::check_icount_shift(shift)
+            .map_err(|why| InputError::new(format!("--icount-shift {why}")))?;
         suite.icount_shift = shift;
     }
     let reports = args.reports.clone();

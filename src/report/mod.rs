@@ -108,12 +108,7 @@ pub fn tables(samples: &[Sample], variants: &[String; 2]) -> BTreeMap<TableKey, 
 
 /// What the sweep parameter of a workload is called in table headers.
 pub fn param_label(workload: &str) -> &'static str {
-    match workload {
-        "hackbench" => "groups",
-        "ping-flood" => "packets",
-        "kernel-compile" => "jobs",
-        _ => "param",
-    }
+    crate::workloads::param_label(workload)
 }
 
 /// One seed-layout table: param | without | with | diff | diff %, then, when
