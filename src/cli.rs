@@ -134,7 +134,8 @@ pub struct CompareArgs {
     /// Run even when a guest gets more vCPUs than the host has cores under
     /// wall-clock timing (the timings then measure the host's scheduler as
     /// much as the kernel). Under icount the vCPUs take turns on one host
-    /// thread, so their number is not limited by the host's cores.
+    /// thread, so their number is not limited by the host's cores. Also
+    /// runs a guest given more memory (`memory_mib`) than the host has.
     #[arg(long)]
     pub allow_oversubscribe: bool,
     /// The QEMU binary to boot with (default: the suite's `qemu`, else
@@ -723,6 +724,21 @@ fn compare_run(
         suite.timing == crate::suite::TimingChoice::Wall || suite.accel == AccelChoice::Kvm;
     if max_cpus > host_cores() && !args.allow_oversubscribe && cannot_count {
         return Err(oversubscribed("the run times on the wall clock"));
+    }
+    // Unlike vCPUs, guest memory is not made up for by icount: a guest
+    // larger than the host swaps or is killed.
+    let host_mib = crate::samples::host_memory_kib().map_or(u64::MAX, |kib| kib / 1024);
+    if u64::from(suite.memory_mib) > host_mib && !args.allow_oversubscribe {
+        return Err(suite
+            .error_at_key(
+                "memory_mib",
+                format!(
+                    "memory_mib = {} is more than this host's {host_mib} MiB; give a smaller \
+                     memory_mib, or --allow-oversubscribe to run anyway",
+                    suite.memory_mib
+                ),
+            )
+            .into());
     }
     let qemu_path = args.qemu.clone().or_else(|| suite.qemu.clone());
     let started = std::time::Instant::now();

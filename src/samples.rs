@@ -275,6 +275,18 @@ pub fn host_cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The host's memory (MemTotal of /proc/meminfo), in KiB.
+pub fn host_memory_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()?
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
 impl HostInfo {
     pub fn probe() -> HostInfo {
         let read = |p: &str| {
@@ -283,12 +295,7 @@ impl HostInfo {
                 .trim()
                 .to_string()
         };
-        let mem_kib: f64 = read("/proc/meminfo")
-            .lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
+        let mem_kib = host_memory_kib().unwrap_or(0) as f64;
         HostInfo {
             hostname: this_host(),
             cpu_model: host_cpu_model(),

@@ -240,7 +240,7 @@ struct VariantFile {
     name: Spanned<String>,
     kernel: Spanned<String>,
     #[serde(default)]
-    cmdline: String,
+    cmdline: Option<Spanned<String>>,
 }
 
 /// The suite `compare`, `plan` and `images` run without `--suite`.
@@ -261,6 +261,36 @@ pub enum FragmentLookup {
     FromCwd { cwd: PathBuf },
     /// Exactly these places (a resumed run's copies of its fragments).
     Fixed(FragmentSearch),
+}
+
+/// The largest suite file read.
+pub const MAX_SUITE_BYTES: u64 = 1024 * 1024;
+
+/// Why a variant's `cmdline` cannot be added to markbench's own kernel
+/// arguments, if it cannot: it may not hold a newline (QEMU's `-append` and
+/// the run's records are one line) nor set one of markbench's own
+/// arguments, which the run depends on (the agent as init, the console log,
+/// a panic ending the boot).
+pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
+    if cmdline.contains(|c: char| c.is_control()) {
+        return Err(
+            "cmdline must be one line, without newlines, tabs or other control characters".into(),
+        );
+    }
+    let own: Vec<&str> = crate::vm::qemu::BASE_CMDLINE
+        .split_whitespace()
+        .filter_map(|arg| arg.split_once('=').map(|(key, _)| key))
+        .collect();
+    for arg in cmdline.split_whitespace() {
+        let key = arg.split_once('=').map_or(arg, |(key, _)| key);
+        if own.contains(&key) {
+            return Err(format!(
+                "cmdline sets {key}=, which markbench sets itself ({}); leave it out",
+                crate::vm::qemu::BASE_CMDLINE
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The most vCPUs a guest can have: the guest kernels' NR_CPUS.
@@ -387,9 +417,45 @@ impl Suite {
 
     /// Reads and checks a suite file.
     pub fn load(path: &Path, lookup: &FragmentLookup) -> Result<Suite, InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("{}: cannot read suite: {e}", path.display())))?;
+        use std::io::Read;
+        let cannot = |e: std::io::Error| {
+            InputError::new(format!("{}: cannot read suite: {e}", path.display()))
+        };
+        // Read at most one byte past the limit: `--suite /dev/zero` (or a
+        // log given by mistake) must not fill the memory.
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(cannot)?;
+        if bytes.len() as u64 > MAX_SUITE_BYTES {
+            return Err(InputError::new(format!(
+                "{}: not a suite: larger than {} KiB (suite files are a few KiB of TOML)",
+                path.display(),
+                MAX_SUITE_BYTES / 1024
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let (line, col) = crate::error::line_col(
+                &String::from_utf8_lossy(&e.as_bytes()[..e.utf8_error().valid_up_to()]),
+                usize::MAX,
+            );
+            InputError::new(format!(
+                "{}:{line}:{col}: not a suite: the file is not UTF-8 text",
+                path.display()
+            ))
+        })?;
         Suite::parse(path, &text, lookup)
+    }
+
+    /// `message` as an error at the suite file's top-level `key`: at its
+    /// `file:line:col` when the file sets it, else at the file.
+    pub fn error_at_key(&self, key: &str, message: impl std::fmt::Display) -> InputError {
+        let keys: Option<std::collections::BTreeMap<String, Spanned<toml::Value>>> =
+            toml::from_str(&self.text).ok();
+        match keys.as_ref().and_then(|k| k.get(key)) {
+            Some(value) => InputError::at(&self.path, &self.text, value.span().start, message),
+            None => InputError::new(format!("{}: {message}", self.path.display())),
+        }
     }
 
     /// The built-in copy of the shipped suite at `path` (as in the
@@ -519,10 +585,13 @@ impl Suite {
                     "variant name must be non-empty and free of / \\ , tab and newline".into(),
                 ));
             }
+            if let Some(cmdline) = &v.cmdline {
+                check_cmdline(cmdline.get_ref()).map_err(|m| err(cmdline.span(), m))?;
+            }
             variants.push(Variant {
                 name: v.name.into_inner(),
                 kernel: v.kernel.into_inner(),
-                cmdline: v.cmdline,
+                cmdline: v.cmdline.map(Spanned::into_inner).unwrap_or_default(),
             });
         }
         if variants[0].name == variants[1].name {
