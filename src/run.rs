@@ -303,7 +303,7 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
         workloads: suite
             .workloads
             .iter()
-            .map(|w| serde_json::to_string(w).unwrap_or_default())
+            .map(|w| w.describe(suite.iterations, suite.warmup))
             .collect(),
     }
 }

@@ -68,8 +68,8 @@ mod tests {
         };
         assert_eq!(spec.command(3), ["/bin/busybox", "sleep", "3"]);
         assert_eq!(
-            spec.describe("1, 3"),
-            "/bin/busybox sleep {param} with {param} = 1, 3"
+            spec.describe("{1, 3}"),
+            "/bin/busybox sleep {param} with {param} = {1, 3}"
         );
     }
 }

@@ -92,7 +92,7 @@ pub trait Workload {
     fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String>;
 
     /// The command line as a person reads it, the parameter shown as
-    /// `params` (e.g. `hackbench -g 2, 4 -l 20 (process, socket)`).
+    /// `params`: one value, or a list in braces (`hackbench -g {2, 4} -l 20 …`).
     fn describe(&self, params: &str) -> String;
 }
 
@@ -320,7 +320,11 @@ impl WorkloadSpec {
         if let Some(name) = &self.name {
             text.push_str(&format!("{name}: "));
         }
-        text.push_str(&self.kind.describe(&params.join(", ")));
+        let params = match params.as_slice() {
+            [one] => one.clone(),
+            many => format!("{{{}}}", many.join(", ")),
+        };
+        text.push_str(&self.kind.describe(&params));
         let (iterations, warmup) = self.iterations_in(suite_iterations, suite_warmup);
         text.push_str(&format!(
             " × {iterations} run{}",
@@ -505,7 +509,7 @@ mod tests {
         let s = spec("kind = \"ping-flood\"\nparams = [2000, 4000]\niterations = 9\nwarmup = 0\n");
         assert_eq!(
             s.describe(18, 1),
-            "ping -f -q -n -c 2000, 4000 -s 56 127.0.0.1 × 9 runs"
+            "ping -f -q -n -c {2000, 4000} -s 56 127.0.0.1 × 9 runs"
         );
     }
 
