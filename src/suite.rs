@@ -981,6 +981,38 @@ params = [2]
     }
 
     #[test]
+    fn overrides_that_would_pool_unlike_workloads_or_repeat_a_param_are_refused() {
+        // Apart at their own CPU counts in the file, together under --cpus.
+        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
+            "loops = 10\n",
+            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 50\ncpus = [2]\n",
+        );
+        let mut s = parse(&text).unwrap();
+        let e = s
+            .apply(&Overrides {
+                cpus: Some(vec![2]),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("workloads 1 and 2 both measure groups 4 at 2 vCPU(s)")
+                && e.contains("would pool")
+                && e.contains("cpus=[2]"),
+            "{e}"
+        );
+        let e = parse(GOOD)
+            .unwrap()
+            .apply(&Overrides {
+                params: Some(vec![2, 2]),
+                ..Overrides::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("params lists 2 twice"), "{e}");
+    }
+
+    #[test]
     fn a_full_kernel_compile_shrinks_to_the_subset_on_the_command_line() {
         let text = format!(
             "{}{COMPILE}scope = \"full\"\n",
