@@ -313,7 +313,7 @@ fn kernel_source(args: &SuiteArgs, suite: &Suite) -> Result<KernelSource> {
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Setup { check, ci } => {
-            prereq::ensure_with(check, ci)?;
+            prereq::setup(check, ci)?;
             println!("markbench: all prerequisites are installed");
             Ok(0)
         }

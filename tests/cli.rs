@@ -335,3 +335,33 @@ fn a_cmdline_setting_markbenchs_own_arguments_or_holding_a_newline_exits_2() {
         assert!(stderr.contains(needle), "{cmdline}: {stderr}");
     }
 }
+
+/// `setup --check` names `cargo install just` when just is missing and
+/// cargo is there, and installs nothing.
+#[test]
+fn setup_check_names_the_command_that_installs_just() {
+    let bin = tempfile::tempdir().unwrap();
+    let cargo = bin.path().join("cargo");
+    // A cargo that would leave a mark if anything ran it.
+    let mark = bin.path().join("cargo-ran");
+    std::fs::write(&cargo, format!("#!/bin/sh\ntouch {}\n", mark.display())).unwrap();
+    let mut perms = std::fs::metadata(&cargo).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&cargo, perms).unwrap();
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.path().display());
+    if std::env::split_paths(&path).any(|d| d.join("just").is_file()) {
+        return; // just is installed system-wide here: nothing to name.
+    }
+    let out = markbench()
+        .args(["setup", "--check"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("missing: just") && stderr.contains("    cargo install just"),
+        "{stderr}"
+    );
+    assert!(!mark.exists(), "setup --check ran cargo");
+}
