@@ -133,7 +133,8 @@ pub struct CompareArgs {
     /// Run even when a guest gets more vCPUs than the host has cores under
     /// wall-clock timing (the timings then measure the host's scheduler as
     /// much as the kernel). Under icount the vCPUs take turns on one host
-    /// thread, so their number is not limited by the host's cores.
+    /// thread, so their number is not limited by the host's cores. Also
+    /// runs a guest given more memory (`memory_mib`) than the host has.
     #[arg(long)]
     pub allow_oversubscribe: bool,
     /// The QEMU binary to boot with (default: the suite's `qemu`, else
@@ -311,7 +312,7 @@ fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Setup { check, ci } => {
-            prereq::ensure_with(check, ci)?;
+            prereq::setup(check, ci)?;
             println!("markbench: all prerequisites are installed");
             Ok(exit::SUCCESS)
         }

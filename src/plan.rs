@@ -38,9 +38,52 @@ pub struct Step {
 }
 
 impl Step {
-    /// The id the guest reports back for this step's runs.
-    pub fn id(&self, suite: &Suite) -> String {
-        format!("{}/{}", suite.workloads[self.workload].kind(), self.param)
+    pub fn id(&self) -> StepId {
+        StepId {
+            workload: self.workload,
+            param: self.param,
+        }
+    }
+}
+
+/// Which step of a boot a run belongs to: a workload of the suite (by its
+/// index, so two workloads of one kind stay apart) at one parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct StepId {
+    /// Index into the suite's workloads.
+    pub workload: usize,
+    pub param: u64,
+}
+
+impl StepId {
+    /// The id as the guest's job file and results lines carry it,
+    /// `INDEX:LABEL/PARAM` (e.g. `0:hackbench/2`): the label is for people
+    /// reading a console log; [`StepId::parse`] reads the index and param.
+    pub fn to_wire(self, suite: &Suite) -> String {
+        format!(
+            "{}:{}/{}",
+            self.workload,
+            suite.workloads[self.workload].label(),
+            self.param
+        )
+    }
+
+    /// The step id of a results line's id, if it is one.
+    pub fn parse(wire: &str) -> Option<StepId> {
+        let (index, rest) = wire.split_once(':')?;
+        let (_, param) = rest.rsplit_once('/')?;
+        Some(StepId {
+            workload: index.parse().ok()?,
+            param: param.parse().ok()?,
+        })
+    }
+}
+
+impl Unit {
+    /// The step of this boot a results line's id names, if any.
+    pub fn step(&self, wire_id: &str) -> Option<&Step> {
+        let id = StepId::parse(wire_id)?;
+        self.steps.iter().find(|s| s.id() == id)
     }
 }
 
@@ -52,8 +95,8 @@ pub(crate) fn steps(suite: &Suite, cpus: u32) -> Vec<Step> {
         if !spec.runs_at(cpus) {
             continue;
         }
-        let (iterations, warmup) = spec.iterations_in(suite);
-        for &param in spec.params() {
+        let (iterations, warmup) = spec.iterations_in(suite.iterations, suite.warmup);
+        for &param in &spec.params {
             steps.push(Step {
                 workload: w,
                 param,
@@ -188,6 +231,27 @@ mod tests {
             .chunks(2)
             .zip(a.chunks(2).skip(1))
             .any(|(x, y)| x[0] == y[0]));
+    }
+
+    #[test]
+    fn step_ids_read_back_from_the_wire_and_keep_workloads_of_one_kind_apart() {
+        let text = crate::suite::tests::GOOD.replace(
+            "loops = 10\n",
+            "loops = 10\n[[workload]]\nkind = \"hackbench\"\nname = \"threads\"\nparams = [2]\nmode = \"thread\"\n",
+        );
+        let s = Suite::parse(Path::new("t.toml"), &text, &crate::suite::tests::lookup()).unwrap();
+        let unit = &expand(&s)[0];
+        let wires: Vec<String> = unit.steps.iter().map(|st| st.id().to_wire(&s)).collect();
+        assert_eq!(
+            wires,
+            ["0:hackbench/2", "0:hackbench/4", "1:hackbench:threads/2"]
+        );
+        for (step, wire) in unit.steps.iter().zip(&wires) {
+            assert_eq!(StepId::parse(wire), Some(step.id()));
+            assert_eq!(unit.step(wire), Some(step));
+        }
+        assert_eq!(StepId::parse("hackbench/2"), None);
+        assert_eq!(unit.step("7:hackbench/2"), None);
     }
 
     #[test]

@@ -399,6 +399,79 @@ fn apt(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// What `markbench setup` does: the requirements of a run (with `ci`, of
+/// CI too), then `just`, which runs the README's `just compare`. A run
+/// itself needs no `just`, so only setup installs it (cargo compiles it for
+/// a minute or two: not something a `compare` should do on its way).
+pub fn setup(check_only: bool, ci: bool) -> Result<()> {
+    let system = ensure_with(check_only, ci);
+    let just = ensure_just(check_only);
+    match (system, just) {
+        (Ok(()), just) => just,
+        (Err(e), Ok(())) => Err(e),
+        (Err(system), Err(just)) => Err(anyhow::anyhow!("{system:#}\n{just:#}")),
+    }
+}
+
+/// How `just` is installed: Debian 12 has no package of it, cargo builds
+/// it from the crate registry.
+pub const JUST_INSTALL: &str = "cargo install just";
+
+/// What setup does about `just`, given where programs are found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum JustStep {
+    Present,
+    /// Missing, and cargo is there to install it.
+    Install,
+    /// Missing, and no cargo to install it with.
+    NoCargo,
+}
+
+fn just_step(find: impl Fn(&str) -> Option<PathBuf>) -> JustStep {
+    match (find("just"), find("cargo")) {
+        (Some(_), _) => JustStep::Present,
+        (None, Some(_)) => JustStep::Install,
+        (None, None) => JustStep::NoCargo,
+    }
+}
+
+fn ensure_just(check_only: bool) -> Result<()> {
+    match just_step(on_path) {
+        JustStep::Present => Ok(()),
+        JustStep::Install if check_only => bail!(
+            "missing: just (for the README's `just compare`; `cargo run --release -- compare` \
+             does the same)\nTo install it, run:\n    {JUST_INSTALL}"
+        ),
+        JustStep::NoCargo => {
+            // Optional for a run; said, not failed, where it cannot be installed.
+            eprintln!(
+                "markbench: note: just (for the README's `just compare`) is missing and there is \
+                 no cargo to install it with; install Rust (https://rustup.rs), then run:\n    \
+                 {JUST_INSTALL}"
+            );
+            Ok(())
+        }
+        JustStep::Install => {
+            eprintln!("markbench: installing just: {JUST_INSTALL}");
+            let status = Command::new("cargo")
+                .args(["install", "just"])
+                .status()
+                .context("starting cargo install just")?;
+            if !status.success() {
+                bail!("`{JUST_INSTALL}` failed ({status})");
+            }
+            if on_path("just").is_none() {
+                bail!(
+                    "`{JUST_INSTALL}` installed just into cargo's bin directory (~/.cargo/bin \
+                     unless CARGO_HOME says otherwise), which is not on PATH; add it to PATH"
+                );
+            }
+            eprintln!("markbench: installed just");
+            Ok(())
+        }
+    }
+}
+
 /// Makes sure every requirement is met, installing what is missing where that
 /// is possible, and fails with the exact install command where it is not.
 pub fn ensure(check_only: bool) -> Result<()> {
@@ -483,6 +556,21 @@ mod tests {
             Some((7, 2))
         );
         assert_eq!(parse_qemu_version("no version here"), None);
+    }
+
+    #[test]
+    fn just_is_installed_with_cargo_only_where_it_is_missing_and_cargo_is_there() {
+        let found = |names: &'static [&'static str]| {
+            move |p: &str| {
+                names
+                    .contains(&p)
+                    .then(|| PathBuf::from("/usr/bin").join(p))
+            }
+        };
+        assert_eq!(just_step(found(&["just", "cargo"])), JustStep::Present);
+        assert_eq!(just_step(found(&["just"])), JustStep::Present);
+        assert_eq!(just_step(found(&["cargo"])), JustStep::Install);
+        assert_eq!(just_step(found(&[])), JustStep::NoCargo);
     }
 
     #[test]

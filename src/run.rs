@@ -14,7 +14,6 @@ use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWr
 use crate::suite::Suite;
 use crate::vm::Machine;
 use crate::vm::{BootEnd, BootRequest, Runner};
-use crate::workloads;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -76,7 +75,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     let base = initramfs::ensure_base()?;
     let mut extra_archives = Vec::new();
     for spec in &suite.workloads {
-        if let crate::suite::WorkloadSpec::KernelCompile(k) = spec {
+        if let crate::workloads::WorkloadKind::KernelCompile(k) = &spec.kind {
             let tree = crate::images::compile_tree::ensure_compile_tree(
                 source,
                 &identity,
@@ -128,23 +127,23 @@ fn diffconfigs(
 pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
     let mut directives: Vec<Directive> = Vec::new();
     for spec in &suite.workloads {
-        for d in workloads::setup(spec) {
+        for d in spec.setup() {
             if !directives.contains(&d) {
                 directives.push(d);
             }
         }
     }
     for step in &unit.steps {
-        if let Some(argv) = workloads::before(&suite.workloads[step.workload]) {
+        if let Some(argv) = suite.workloads[step.workload].before() {
             directives.push(Directive::Before {
-                id: step.id(suite),
+                id: step.id().to_wire(suite),
                 argv,
             });
         }
         directives.push(Directive::Run {
-            id: step.id(suite),
+            id: step.id().to_wire(suite),
             iterations: step.iterations,
-            argv: workloads::command(&suite.workloads[step.workload], step.param),
+            argv: suite.workloads[step.workload].command(step.param),
         });
     }
     directives
@@ -323,7 +322,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         workloads: suite
             .workloads
             .iter()
-            .map(|w| serde_json::to_string(w).unwrap_or_default())
+            .map(|w| w.describe(suite.iterations, suite.warmup))
             .collect(),
     }
 }
@@ -380,7 +379,7 @@ pub fn run_unit(
             ..
         } => guest = (kernel_release, online_cpus),
         Message::Run(record) => {
-            let Some(step) = unit.steps.iter().find(|s| s.id(suite) == record.id) else {
+            let Some(step) = unit.step(&record.id) else {
                 sample_error.get_or_insert(format!(
                     "the guest reported an unknown step {:?}",
                     record.id
@@ -388,12 +387,12 @@ pub fn run_unit(
                 return;
             };
             let spec = &suite.workloads[step.workload];
-            match workloads::measure(spec, &record) {
+            match spec.measure(&record) {
                 Ok(measurements) => {
                     for m in measurements {
                         let sample = Sample {
                             suite: suite.name.clone(),
-                            workload: spec.kind().into(),
+                            workload: spec.label(),
                             metric: m.metric,
                             unit: m.unit,
                             higher_is_better: m.higher_is_better,

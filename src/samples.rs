@@ -374,7 +374,9 @@ pub struct RunMeta {
     /// Run order: one entry per unit, "index variant cpus boot".
     pub order: Vec<String>,
     pub boots: Vec<BootRecord>,
-    /// Workload settings as the suite gave them, one line per workload.
+    /// Each workload as a person reads it (its command line, runs a boot,
+    /// CPU counts), one line per workload; runs before wrote JSON lines,
+    /// which [`RunMeta::read`] turns into the same text.
     pub workloads: Vec<String>,
     /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
     #[serde(default)]
@@ -444,7 +446,11 @@ impl RunMeta {
         let path = dir.join(META_FILE);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("{}: malformed run metadata", path.display()))
+        let mut meta: RunMeta = toml::from_str(&text)
+            .with_context(|| format!("{}: malformed run metadata", path.display()))?;
+        meta.workloads =
+            crate::workloads::readable_lines(&meta.workloads, meta.iterations, meta.warmup);
+        Ok(meta)
     }
 }
 

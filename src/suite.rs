@@ -8,6 +8,8 @@
 
 use crate::error::InputError;
 use crate::images::fragments::FragmentSearch;
+pub use crate::workloads::kernel_compile::CompileScope;
+use crate::workloads::{Guest, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -101,141 +103,6 @@ pub struct Variant {
     pub cmdline: String,
 }
 
-/// A workload with the parameter values it sweeps.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum WorkloadSpec {
-    Hackbench(HackbenchSpec),
-    PingFlood(PingFloodSpec),
-    Command(CommandSpec),
-    KernelCompile(KernelCompileSpec),
-}
-
-/// A command of the suite's own, timed in the guest; `{param}` in an
-/// argument is replaced by the parameter.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommandSpec {
-    pub params: Vec<u64>,
-    /// Absolute path of a program in the guest image, then its arguments.
-    pub argv: Vec<String>,
-    /// Measured iterations and warm-ups per boot of this workload (default:
-    /// the suite's). `--iterations` on the command line sets every
-    /// workload's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup: Option<u32>,
-    /// The CPU counts this workload runs at, a subset of the suite's
-    /// (default: all of them): a suite can measure a precise point on one
-    /// vCPU and an SMP point beside it without running everything twice.
-    /// `--cpus` on the command line runs every workload at every count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<Vec<u32>>,
-}
-
-/// `make -jN` of a prepared kernel tree inside the guest, with the host's
-/// gcc, binutils and make. The sweep parameter is the job count N.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct KernelCompileSpec {
-    /// make job counts (`-jN`) to sweep.
-    pub params: Vec<u64>,
-    /// How much is compiled: `subset` (the `targets`) or `full` (vmlinux).
-    #[serde(default)]
-    pub scope: CompileScope,
-    /// With `scope = "subset"`: Kbuild targets relative to the tree root;
-    /// directories end in `/` (e.g. `kernel/locking/`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub targets: Option<Vec<String>>,
-    /// What make runs; default `objects` for a subset, `kbuild` for the whole
-    /// kernel (see [`CompileDriver`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver: Option<CompileDriver>,
-    /// A compile is long beside the other workloads, so it usually runs
-    /// fewer: see [`HackbenchSpec::iterations`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup: Option<u32>,
-    /// The CPU counts this workload runs at, a subset of the suite's
-    /// (default: all of them): a suite can measure a precise point on one
-    /// vCPU and an SMP point beside it without running everything twice.
-    /// `--cpus` on the command line runs every workload at every count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<Vec<u32>>,
-}
-
-/// How the guest's make is driven.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CompileDriver {
-    /// `make <targets>` through the kernel's top-level Makefile: Kbuild
-    /// re-reads the configuration, re-checks `prepare` and walks the tree
-    /// before compiling (about 70 s of a 2-vCPU TCG guest's time even when
-    /// nothing needs doing), then compiles.
-    Kbuild,
-    /// `make -f` a makefile of the compile commands Kbuild recorded (`.cmd`
-    /// files) for the targets' objects on the host: the same gcc and objtool
-    /// invocations with the same flags, without Kbuild's walk. For subsets,
-    /// where that walk would outweigh the compile.
-    Objects,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum CompileScope {
-    /// A few directories: well under a minute per iteration under TCG.
-    #[default]
-    Subset,
-    /// The whole vmlinux: for a KVM host (hours under TCG).
-    Full,
-}
-
-/// What `scope = "subset"` compiles when the suite names no targets.
-pub const DEFAULT_COMPILE_TARGETS: &[&str] = &["kernel/locking/"];
-
-impl KernelCompileSpec {
-    /// The driver in effect: the suite's, else by scope.
-    pub fn driver(&self) -> CompileDriver {
-        self.driver.unwrap_or(match self.scope {
-            CompileScope::Subset => CompileDriver::Objects,
-            CompileScope::Full => CompileDriver::Kbuild,
-        })
-    }
-
-    /// The make targets one iteration builds.
-    pub fn make_targets(&self) -> Vec<String> {
-        match (self.scope, &self.targets) {
-            (CompileScope::Full, _) => vec!["vmlinux".to_string()],
-            (CompileScope::Subset, Some(targets)) => targets.clone(),
-            (CompileScope::Subset, None) => DEFAULT_COMPILE_TARGETS
-                .iter()
-                .map(|t| t.to_string())
-                .collect(),
-        }
-    }
-}
-
-/// Why a subset target cannot be used, if it cannot: it must be a relative
-/// path inside the tree, made of characters safe in a job file and a
-/// command line.
-fn check_compile_target(target: &str) -> Result<(), String> {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./".contains(c);
-    if target.is_empty() || target.starts_with('/') || !target.chars().all(safe) {
-        return Err(format!(
-            "kernel-compile: target {target:?} must be a relative path in the kernel tree \
-             (letters, digits, _ - . /), e.g. \"kernel/locking/\""
-        ));
-    }
-    if target.split('/').any(|part| part == "..") {
-        return Err(format!(
-            "kernel-compile: target {target:?} leaves the kernel tree"
-        ));
-    }
-    Ok(())
-}
-
 /// Why an `objects` entry cannot be used, if it cannot: it is a path
 /// relative to a kernel's build directory, inside it, naming an object file.
 fn check_object(object: &str) -> Result<(), String> {
@@ -262,165 +129,6 @@ fn check_object(object: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// `ping -f` on loopback (iputils). The sweep parameter is the packet count.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PingFloodSpec {
-    /// Packet counts to sweep.
-    pub params: Vec<u64>,
-    /// ICMP payload bytes (`-s`); 56 is ping's default.
-    #[serde(default = "default_ping_size")]
-    pub size: u64,
-    /// A run is short and its run-to-run noise large beside hackbench's, so
-    /// it can take more runs a boot: see [`HackbenchSpec::iterations`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup: Option<u32>,
-    /// The CPU counts this workload runs at, a subset of the suite's
-    /// (default: all of them): a suite can measure a precise point on one
-    /// vCPU and an SMP point beside it without running everything twice.
-    /// `--cpus` on the command line runs every workload at every count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<Vec<u32>>,
-}
-
-fn default_ping_size() -> u64 {
-    56
-}
-
-/// hackbench (rt-tests): `-g groups` groups of `fds` senders and `fds`
-/// receivers passing `loops` messages each. The sweep parameter is the group
-/// count, which is what the 2008 ia64 mail calls "number of processes" (each
-/// group is 40 tasks with the default 20 fds).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HackbenchSpec {
-    /// Group counts to sweep.
-    pub params: Vec<u64>,
-    #[serde(default = "default_loops")]
-    pub loops: u64,
-    #[serde(default = "default_fds")]
-    pub fds: u64,
-    #[serde(default)]
-    pub mode: HackbenchMode,
-    #[serde(default)]
-    pub transport: HackbenchTransport,
-    #[serde(default = "default_datasize")]
-    pub datasize: u64,
-    /// Measured iterations and warm-ups per boot of this workload (default:
-    /// the suite's). `--iterations` on the command line sets every
-    /// workload's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iterations: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup: Option<u32>,
-    /// The CPU counts this workload runs at, a subset of the suite's
-    /// (default: all of them): a suite can measure a precise point on one
-    /// vCPU and an SMP point beside it without running everything twice.
-    /// `--cpus` on the command line runs every workload at every count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<Vec<u32>>,
-}
-
-fn default_loops() -> u64 {
-    100
-}
-fn default_fds() -> u64 {
-    20
-}
-fn default_datasize() -> u64 {
-    100
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HackbenchMode {
-    #[default]
-    Process,
-    Thread,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HackbenchTransport {
-    #[default]
-    Socket,
-    Pipe,
-}
-
-impl WorkloadSpec {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            WorkloadSpec::Hackbench(_) => "hackbench",
-            WorkloadSpec::PingFlood(_) => "ping-flood",
-            WorkloadSpec::Command(_) => "command",
-            WorkloadSpec::KernelCompile(_) => "kernel-compile",
-        }
-    }
-    pub fn params(&self) -> &[u64] {
-        match self {
-            WorkloadSpec::Hackbench(h) => &h.params,
-            WorkloadSpec::PingFlood(p) => &p.params,
-            WorkloadSpec::Command(c) => &c.params,
-            WorkloadSpec::KernelCompile(k) => &k.params,
-        }
-    }
-
-    /// The workload's own (iterations, warm-ups) per boot: `None` where it
-    /// takes the suite's.
-    pub(crate) fn own_counts_mut(&mut self) -> (&mut Option<u32>, &mut Option<u32>) {
-        match self {
-            WorkloadSpec::Hackbench(h) => (&mut h.iterations, &mut h.warmup),
-            WorkloadSpec::PingFlood(p) => (&mut p.iterations, &mut p.warmup),
-            WorkloadSpec::Command(c) => (&mut c.iterations, &mut c.warmup),
-            WorkloadSpec::KernelCompile(k) => (&mut k.iterations, &mut k.warmup),
-        }
-    }
-
-    pub(crate) fn own_cpus_mut(&mut self) -> &mut Option<Vec<u32>> {
-        match self {
-            WorkloadSpec::Hackbench(h) => &mut h.cpus,
-            WorkloadSpec::PingFlood(p) => &mut p.cpus,
-            WorkloadSpec::Command(c) => &mut c.cpus,
-            WorkloadSpec::KernelCompile(k) => &mut k.cpus,
-        }
-    }
-
-    /// The workload's own CPU counts, if it names them.
-    pub fn own_cpus(&self) -> Option<&[u32]> {
-        match self {
-            WorkloadSpec::Hackbench(h) => h.cpus.as_deref(),
-            WorkloadSpec::PingFlood(p) => p.cpus.as_deref(),
-            WorkloadSpec::Command(c) => c.cpus.as_deref(),
-            WorkloadSpec::KernelCompile(k) => k.cpus.as_deref(),
-        }
-    }
-
-    /// Whether this workload runs in a boot with `cpus` vCPUs.
-    pub fn runs_at(&self, cpus: u32) -> bool {
-        self.own_cpus().is_none_or(|list| list.contains(&cpus))
-    }
-
-    fn own_counts(&self) -> (Option<u32>, Option<u32>) {
-        match self {
-            WorkloadSpec::Hackbench(h) => (h.iterations, h.warmup),
-            WorkloadSpec::PingFlood(p) => (p.iterations, p.warmup),
-            WorkloadSpec::Command(c) => (c.iterations, c.warmup),
-            WorkloadSpec::KernelCompile(k) => (k.iterations, k.warmup),
-        }
-    }
-
-    /// (measured iterations, warm-ups) per boot for this workload.
-    pub fn iterations_in(&self, suite: &Suite) -> (u32, u32) {
-        let (iterations, warmup) = self.own_counts();
-        (
-            iterations.unwrap_or(suite.iterations),
-            warmup.unwrap_or(suite.warmup),
-        )
-    }
 }
 
 /// The file as written, with spans kept for the checks that come after serde.
@@ -497,7 +205,7 @@ struct VariantFile {
     name: Spanned<String>,
     kernel: Spanned<String>,
     #[serde(default)]
-    cmdline: String,
+    cmdline: Option<Spanned<String>>,
 }
 
 /// The suite `compare`, `plan` and `images` run without `--suite`.
@@ -520,40 +228,105 @@ pub enum FragmentLookup {
     Fixed(FragmentSearch),
 }
 
-/// A count of boots or iterations: at least one.
-pub fn check_count(value: u32, what: &str) -> Result<(), String> {
-    if value == 0 {
-        return Err(format!("{what} must be at least 1"));
+/// The largest suite file read.
+pub const MAX_SUITE_BYTES: u64 = 1024 * 1024;
+
+/// Why a variant's `cmdline` cannot be added to markbench's own kernel
+/// arguments, if it cannot: it may not hold a newline (QEMU's `-append` and
+/// the run's records are one line) nor set one of markbench's own
+/// arguments, which the run depends on (the agent as init, the console log,
+/// a panic ending the boot).
+pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
+    if cmdline.contains(|c: char| c.is_control()) {
+        return Err(
+            "cmdline must be one line, without newlines, tabs or other control characters".into(),
+        );
+    }
+    let own: Vec<&str> = crate::vm::qemu::BASE_CMDLINE
+        .split_whitespace()
+        .filter_map(|arg| arg.split_once('=').map(|(key, _)| key))
+        .collect();
+    for arg in cmdline.split_whitespace() {
+        let key = arg.split_once('=').map_or(arg, |(key, _)| key);
+        if own.contains(&key) {
+            return Err(format!(
+                "cmdline sets {key}=, which markbench sets itself ({}); leave it out",
+                crate::vm::qemu::BASE_CMDLINE
+            ));
+        }
     }
     Ok(())
 }
 
-/// The CPU counts of a suite or of `--cpus`.
-pub fn check_cpus(cpus: &[u32]) -> Result<(), String> {
+/// The most vCPUs a guest can have: the guest kernels' NR_CPUS.
+pub const MAX_CPUS: u32 = 8;
+
+/// Why a list of CPU counts (the file's `cpus` or `--cpus`) cannot run, if it cannot.
+pub fn check_cpu_counts(cpus: &[u32]) -> Result<(), String> {
     if cpus.is_empty() || cpus.contains(&0) {
-        return Err("must list at least one CPU count, each at least 1".into());
+        return Err("cpus must list at least one CPU count, each at least 1".into());
     }
-    if cpus.iter().any(|&c| c > 8) {
-        return Err("CPU counts above 8: the guest kernels are built with NR_CPUS=8".into());
+    if cpus.iter().any(|&c| c > MAX_CPUS) {
+        return Err(format!(
+            "cpus above {MAX_CPUS}: the guest kernels are built with NR_CPUS={MAX_CPUS}"
+        ));
     }
     Ok(())
 }
 
-/// `-icount shift=N` as a suite or `--icount-shift` gives it.
+/// Why `-icount shift=N` cannot be used, if it cannot (the file's
+/// `icount_shift` or `--icount-shift`).
 pub fn check_icount_shift(shift: u32) -> Result<(), String> {
     // shift=0 hung in our trials; above 10 a guest second is too few instructions.
-    if !(1..=10).contains(&shift) {
-        return Err("must be from 1 to 10".into());
+    if (1..=10).contains(&shift) {
+        Ok(())
+    } else {
+        Err(format!("must be from 1 to 10, got {shift}"))
     }
-    Ok(())
 }
 
 impl Suite {
     /// Reads and checks a suite file.
     pub fn load(path: &Path, lookup: &FragmentLookup) -> Result<Suite, InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("{}: cannot read suite: {e}", path.display())))?;
+        use std::io::Read;
+        let cannot = |e: std::io::Error| {
+            InputError::new(format!("{}: cannot read suite: {e}", path.display()))
+        };
+        // Read at most one byte past the limit: `--suite /dev/zero` (or a
+        // log given by mistake) must not fill the memory.
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(cannot)?;
+        if bytes.len() as u64 > MAX_SUITE_BYTES {
+            return Err(InputError::new(format!(
+                "{}: not a suite: larger than {} KiB (suite files are a few KiB of TOML)",
+                path.display(),
+                MAX_SUITE_BYTES / 1024
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let (line, col) = crate::error::line_col(
+                &String::from_utf8_lossy(&e.as_bytes()[..e.utf8_error().valid_up_to()]),
+                usize::MAX,
+            );
+            InputError::new(format!(
+                "{}:{line}:{col}: not a suite: the file is not UTF-8 text",
+                path.display()
+            ))
+        })?;
         Suite::parse(path, &text, lookup)
+    }
+
+    /// `message` as an error at the suite file's top-level `key`: at its
+    /// `file:line:col` when the file sets it, else at the file.
+    pub fn error_at_key(&self, key: &str, message: impl std::fmt::Display) -> InputError {
+        let keys: Option<std::collections::BTreeMap<String, Spanned<toml::Value>>> =
+            toml::from_str(&self.text).ok();
+        match keys.as_ref().and_then(|k| k.get(key)) {
+            Some(value) => InputError::at(&self.path, &self.text, value.span().start, message),
+            None => InputError::new(format!("{}: {message}", self.path.display())),
+        }
     }
 
     /// The built-in copy of the shipped suite at `path` (as in the
@@ -592,8 +365,11 @@ impl Suite {
             |span: std::ops::Range<usize>, msg: String| InputError::at(path, text, span.start, msg);
 
         let positive = |v: &Spanned<u32>, what: &str| -> Result<u32, InputError> {
-            check_count(*v.get_ref(), what).map_err(|m| err(v.span(), m))?;
-            Ok(*v.get_ref())
+            if *v.get_ref() == 0 {
+                Err(err(v.span(), format!("{what} must be at least 1")))
+            } else {
+                Ok(*v.get_ref())
+            }
         };
         let boots = positive(&file.boots, "boots")?;
         let iterations = positive(&file.iterations, "iterations")?;
@@ -618,7 +394,7 @@ impl Suite {
             ));
         }
         let cpus = file.cpus.get_ref().clone();
-        check_cpus(&cpus).map_err(|m| err(file.cpus.span(), format!("cpus {m}")))?;
+        check_cpu_counts(&cpus).map_err(|why| err(file.cpus.span(), why))?;
 
         let fragments = match lookup {
             FragmentLookup::Fixed(search) => search.clone(),
@@ -681,6 +457,9 @@ impl Suite {
                     "variant name must be non-empty and free of / \\ , tab and newline".into(),
                 ));
             }
+            if let Some(cmdline) = &v.cmdline {
+                check_cmdline(cmdline.get_ref()).map_err(|m| err(cmdline.span(), m))?;
+            }
             if variants
                 .iter()
                 .any(|seen: &Variant| &seen.name == v.name.get_ref())
@@ -693,7 +472,7 @@ impl Suite {
             variants.push(Variant {
                 name: v.name.into_inner(),
                 kernel: v.kernel.into_inner(),
-                cmdline: v.cmdline,
+                cmdline: v.cmdline.map(Spanned::into_inner).unwrap_or_default(),
             });
         }
 
@@ -703,111 +482,31 @@ impl Suite {
                 "a suite needs at least one [[workload]]".into(),
             ));
         }
+        let guest = Guest {
+            cpus: &cpus,
+            memory_mib,
+        };
         let mut workloads = Vec::new();
+        let mut spans = Vec::new();
         for w in file.workload.into_inner() {
             let span = w.span();
             let spec = w.into_inner();
-            if spec.params().is_empty() || spec.params().contains(&0) {
-                return Err(err(
-                    span,
-                    format!(
-                        "{}: params must list at least one value, each at least 1",
-                        spec.kind()
-                    ),
-                ));
-            }
-            if let Some(own) = spec.own_cpus() {
-                if own.is_empty() || own.iter().any(|c| !cpus.contains(c)) {
-                    return Err(err(
-                        span,
-                        format!(
-                            "{}: cpus = {own:?} must be one or more of the suite's CPU counts {cpus:?}",
-                            spec.kind()
-                        ),
-                    ));
-                }
-            }
-            if spec.own_counts().0 == Some(0) {
-                return Err(err(
-                    span,
-                    format!("{}: iterations must be at least 1", spec.kind()),
-                ));
-            }
-            match &spec {
-                WorkloadSpec::Hackbench(h) => {
-                    if h.loops == 0 || h.fds == 0 || h.datasize == 0 {
-                        return Err(err(
-                            span,
-                            "hackbench: loops, fds and datasize must be at least 1".into(),
-                        ));
-                    }
-                    crate::workloads::hackbench::check(h).map_err(|m| err(span.clone(), m))?;
-                }
-                WorkloadSpec::Command(c) => {
-                    if c.argv.first().is_none_or(|a| !a.starts_with('/'))
-                        || c.argv.iter().any(|a| a.contains(['\t', '\n', '\r']))
-                    {
-                        return Err(err(
-                            span,
-                            "command: argv must start with an absolute path and hold no tabs or newlines"
-                                .into(),
-                        ));
-                    }
-                }
-                WorkloadSpec::PingFlood(p) => {
-                    if p.size > 65_507 {
-                        return Err(err(
-                            span,
-                            "ping-flood: size must be at most 65507 bytes".into(),
-                        ));
-                    }
-                }
-                WorkloadSpec::KernelCompile(k) => {
-                    if k.scope == CompileScope::Full && k.targets.is_some() {
-                        return Err(err(
-                            span,
-                            "kernel-compile: `targets` apply to scope = \"subset\" only \
-                             (scope = \"full\" builds vmlinux)"
-                                .into(),
-                        ));
-                    }
-                    if k.scope == CompileScope::Full && k.driver() == CompileDriver::Objects {
-                        return Err(err(
-                            span,
-                            "kernel-compile: driver = \"objects\" compiles a subset's objects; \
-                             the whole kernel (scope = \"full\") is built through Kbuild \
-                             (driver = \"kbuild\"), which also links vmlinux"
-                                .into(),
-                        ));
-                    }
-                    if k.targets.as_ref().is_some_and(|t| t.is_empty()) {
-                        return Err(err(
-                            span,
-                            "kernel-compile: targets must name at least one target".into(),
-                        ));
-                    }
-                    for target in k.make_targets() {
-                        check_compile_target(&target).map_err(|m| err(span.clone(), m))?;
-                    }
-                    if k.params.iter().any(|&jobs| jobs > 64) {
-                        return Err(err(
-                            span,
-                            "kernel-compile: params are make job counts (-jN), at most 64".into(),
-                        ));
-                    }
-                    // The tree and toolchain (a few hundred MB) are unpacked
-                    // into guest RAM next to the compilers' working memory.
-                    if memory_mib < 2048 {
-                        return Err(err(
-                            file.memory_mib.span(),
-                            "kernel-compile needs memory_mib of at least 2048: the kernel tree \
-                             and toolchain live in guest RAM"
-                                .into(),
-                        ));
-                    }
-                }
-            }
+            spec.check(guest).map_err(|refusal| {
+                let at = match refusal.suite_key {
+                    Some("memory_mib") => file.memory_mib.span(),
+                    _ => span.clone(),
+                };
+                err(at, refusal.message)
+            })?;
             workloads.push(spec);
+            spans.push(span);
+        }
+        if let Some(c) = crate::workloads::collision(&workloads, &cpus) {
+            let (line, _) = crate::error::line_col(text, spans[c.first].start);
+            return Err(err(
+                spans[c.second].clone(),
+                format!("{} (the first is at line {line})", c.describe(&workloads)),
+            ));
         }
 
         if let Some(idle) = cpus
@@ -858,7 +557,7 @@ impl Suite {
             icount_shift: {
                 let shift = *file.icount_shift.get_ref();
                 check_icount_shift(shift)
-                    .map_err(|m| err(file.icount_shift.span(), format!("icount_shift {m}")))?;
+                    .map_err(|why| err(file.icount_shift.span(), format!("icount_shift {why}")))?;
                 shift
             },
             seed: file.seed,
@@ -885,6 +584,9 @@ impl Suite {
 pub(crate) mod tests {
     use super::*;
     use crate::compare::Overrides;
+    use crate::workloads::hackbench::HackbenchMode;
+    use crate::workloads::kernel_compile::{CompileDriver, DEFAULT_COMPILE_TARGETS};
+    use crate::workloads::WorkloadKind;
 
     /// The lookup of a suite in this repository, run from its root.
     pub(crate) fn lookup() -> FragmentLookup {
@@ -922,9 +624,9 @@ loops = 10
         assert_eq!(s.boots, 2);
         assert_eq!(s.variants[0].kernel, "markers-off");
         assert_eq!(s.accel, AccelChoice::Auto);
-        match &s.workloads[0] {
-            WorkloadSpec::Hackbench(h) => {
-                assert_eq!(h.params, vec![2, 4]);
+        match &s.workloads[0].kind {
+            WorkloadKind::Hackbench(h) => {
+                assert_eq!(s.workloads[0].params, vec![2, 4]);
                 assert_eq!(h.fds, 20);
                 assert_eq!(h.mode, HackbenchMode::Process);
             }
@@ -1036,8 +738,8 @@ params = [2]
     fn kernel_compile_defaults_to_a_subset() {
         let text = GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048") + COMPILE;
         let s = parse(&text).unwrap();
-        match &s.workloads[1] {
-            WorkloadSpec::KernelCompile(k) => {
+        match &s.workloads[1].kind {
+            WorkloadKind::KernelCompile(k) => {
                 assert_eq!(k.scope, CompileScope::Subset);
                 assert_eq!(k.make_targets(), vec!["kernel/locking/".to_string()]);
             }
@@ -1069,8 +771,8 @@ params = [2]
         let e = parse(&format!("{GOOD}{COMPILE}")).unwrap_err().to_string();
         assert!(e.contains("memory_mib of at least 2048"), "{e}");
         let full = parse(&format!("{with_memory}{COMPILE}scope = \"full\"\n")).unwrap();
-        match &full.workloads[1] {
-            WorkloadSpec::KernelCompile(k) => {
+        match &full.workloads[1].kind {
+            WorkloadKind::KernelCompile(k) => {
                 assert_eq!(k.make_targets(), vec!["vmlinux"]);
                 assert_eq!(k.driver(), CompileDriver::Kbuild);
             }
@@ -1086,10 +788,13 @@ params = [2]
         );
         let mut s = parse(&text).unwrap();
         let (hackbench, compile) = (&s.workloads[0], &s.workloads[1]);
-        assert_eq!(hackbench.iterations_in(&s), (s.iterations, s.warmup));
-        assert_eq!(compile.iterations_in(&s), (1, 0));
-        match compile {
-            WorkloadSpec::KernelCompile(k) => assert_eq!(k.driver(), CompileDriver::Objects),
+        assert_eq!(
+            hackbench.iterations_in(s.iterations, s.warmup),
+            (s.iterations, s.warmup)
+        );
+        assert_eq!(compile.iterations_in(s.iterations, s.warmup), (1, 0));
+        match &compile.kind {
+            WorkloadKind::KernelCompile(k) => assert_eq!(k.driver(), CompileDriver::Objects),
             other => panic!("parsed as {other:?}"),
         }
         s = Overrides {
@@ -1098,7 +803,7 @@ params = [2]
         }
         .apply(&s)
         .unwrap();
-        assert_eq!(s.workloads[1].iterations_in(&s), (4, 0));
+        assert_eq!(s.workloads[1].iterations_in(s.iterations, s.warmup), (4, 0));
     }
 
     #[test]
@@ -1108,8 +813,11 @@ params = [2]
              iterations = 36\nwarmup = 2\n"
         );
         let s = parse(&text).unwrap();
-        assert_eq!(s.workloads[0].iterations_in(&s), (2, 1));
-        assert_eq!(s.workloads[1].iterations_in(&s), (36, 2));
+        assert_eq!(s.workloads[0].iterations_in(s.iterations, s.warmup), (2, 1));
+        assert_eq!(
+            s.workloads[1].iterations_in(s.iterations, s.warmup),
+            (36, 2)
+        );
         let e = parse(&GOOD.replace("loops = 10", "loops = 10\niterations = 0"))
             .unwrap_err()
             .to_string();
@@ -1123,16 +831,16 @@ params = [2]
     fn a_workload_can_run_at_some_of_the_suites_cpu_counts() {
         let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
             "loops = 10\n",
-            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\ncpus = [2]\n",
+            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 10\ncpus = [2]\n",
         );
         let mut s = parse(&text).unwrap();
         let units = crate::plan::expand(&s);
         for u in &units {
-            let ids: Vec<String> = u.steps.iter().map(|st| st.id(&s)).collect();
+            let ids: Vec<String> = u.steps.iter().map(|st| st.id().to_wire(&s)).collect();
             let want: &[&str] = if u.cpus == 1 {
-                &["hackbench/2", "hackbench/4"]
+                &["0:hackbench/2", "0:hackbench/4"]
             } else {
-                &["hackbench/4"]
+                &["1:hackbench/4"]
             };
             assert_eq!(ids, want, "{u:?}");
             assert_eq!(u.steps[0].workload, usize::from(u.cpus == 2));
@@ -1160,6 +868,37 @@ params = [2]
     }
 
     #[test]
+    fn overrides_that_would_pool_unlike_workloads_or_repeat_a_param_are_refused() {
+        // Apart at their own CPU counts in the file, together under --cpus.
+        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
+            "loops = 10\n",
+            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 50\ncpus = [2]\n",
+        );
+        let s = parse(&text).unwrap();
+        let e = Overrides {
+            cpus: Some(vec![2]),
+            ..Overrides::default()
+        }
+        .apply(&s)
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workloads 1 and 2 both measure groups 4 at 2 vCPU(s)")
+                && e.contains("would pool")
+                && e.contains("cpus=[2]"),
+            "{e}"
+        );
+        let e = Overrides {
+            params: Some(vec![2, 2]),
+            ..Overrides::default()
+        }
+        .apply(&parse(GOOD).unwrap())
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("params lists 2 twice"), "{e}");
+    }
+
+    #[test]
     fn a_full_kernel_compile_shrinks_to_the_subset_on_the_command_line() {
         let text = format!(
             "{}{COMPILE}scope = \"full\"\n",
@@ -1171,8 +910,8 @@ params = [2]
             ..Overrides::default()
         };
         s = o.apply(&s).unwrap();
-        match &s.workloads[1] {
-            WorkloadSpec::KernelCompile(k) => {
+        match &s.workloads[1].kind {
+            WorkloadKind::KernelCompile(k) => {
                 assert_eq!(k.make_targets(), DEFAULT_COMPILE_TARGETS);
                 assert_eq!(k.driver(), CompileDriver::Objects);
             }
@@ -1215,10 +954,10 @@ params = [2]
         s = o.apply(&s).unwrap();
         assert_eq!(s.boots, 1);
         assert_eq!(s.cpus, vec![1, 2]);
-        match &s.workloads[0] {
-            WorkloadSpec::Hackbench(h) => {
+        match &s.workloads[0].kind {
+            WorkloadKind::Hackbench(h) => {
                 assert_eq!(h.loops, 1); // 10 × 0.05 rounds to 0: at least one loop
-                assert_eq!(h.params, vec![3]);
+                assert_eq!(s.workloads[0].params, vec![3]);
             }
             other => panic!("{other:?}"),
         }

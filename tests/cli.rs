@@ -268,3 +268,115 @@ fn an_object_that_is_not_a_relative_object_path_exits_2_naming_it() {
         "{stderr}"
     );
 }
+
+/// The shipped quick suite with `from` replaced by `to` (once), written to
+/// a fresh directory; returns the directory, the file and its text.
+fn quick_with(from: &str, to: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("q.toml");
+    let text = std::fs::read_to_string("suites/quick.toml").unwrap();
+    assert!(text.contains(from), "{from:?} is not in suites/quick.toml");
+    let text = text.replacen(from, to, 1);
+    std::fs::write(&suite, &text).unwrap();
+    (dir, suite, text)
+}
+
+/// 1-based line and column of the first `needle` in `text`.
+fn position(text: &str, needle: &str) -> (usize, usize) {
+    let at = text.find(needle).unwrap();
+    let line = text[..at].lines().count() + usize::from(text[..at].ends_with('\n'));
+    let col = at - text[..at].rfind('\n').map_or(0, |n| n + 1) + 1;
+    (line.max(1), col)
+}
+
+#[test]
+fn an_endless_suite_file_is_refused_without_reading_it_all() {
+    let stderr = refused_compare(["--suite", "/dev/zero"]);
+    assert!(
+        stderr.contains("/dev/zero: not a suite: larger than 1024 KiB"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_workload_listing_a_param_twice_exits_2_at_the_workload() {
+    let (_dir, suite, text) = quick_with("params = [2]\nloops = 20", "params = [2, 2]\nloops = 20");
+    let stderr = refused_compare(["--suite".as_ref(), suite.as_os_str()]);
+    let (line, col) = position(&text, "[[workload]]");
+    assert!(
+        stderr.contains(&format!("q.toml:{line}:{col}:")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hackbench: params lists 2 twice"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn more_guest_memory_than_the_host_has_exits_2_even_under_icount() {
+    let (_dir, suite, text) = quick_with("memory_mib = 512", "memory_mib = 4000000000");
+    let stderr = refused_compare([
+        "--suite".as_ref(),
+        suite.as_os_str(),
+        "--timing".as_ref(),
+        "icount".as_ref(),
+    ]);
+    let (line, _) = position(&text, "memory_mib");
+    assert!(stderr.contains(&format!("q.toml:{line}:14:")), "{stderr}");
+    assert!(
+        stderr.contains("memory_mib = 4000000000 is more than this host's")
+            && stderr.contains("--allow-oversubscribe"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_cmdline_setting_markbenchs_own_arguments_or_holding_a_newline_exits_2() {
+    let kernel = "kernel = \"markers-on\"\n";
+    for (cmdline, needle) in [
+        ("\"quiet console=ttyS1\"", "cmdline sets console="),
+        ("\"rdinit=/bin/sh\"", "cmdline sets rdinit="),
+        ("\"panic=10\"", "cmdline sets panic="),
+        ("\"quiet\\nloglevel=8\"", "cmdline must be one line"),
+    ] {
+        let (_dir, suite, text) = quick_with(kernel, &format!("{kernel}cmdline = {cmdline}\n"));
+        let stderr = refused_compare(["--suite".as_ref(), suite.as_os_str()]);
+        let (line, _) = position(&text, "cmdline = ");
+        assert!(
+            stderr.contains(&format!("q.toml:{line}:11:")),
+            "{cmdline}: {stderr}"
+        );
+        assert!(stderr.contains(needle), "{cmdline}: {stderr}");
+    }
+}
+
+/// `setup --check` names `cargo install just` when just is missing and
+/// cargo is there, and installs nothing.
+#[test]
+fn setup_check_names_the_command_that_installs_just() {
+    let bin = tempfile::tempdir().unwrap();
+    let cargo = bin.path().join("cargo");
+    // A cargo that would leave a mark if anything ran it.
+    let mark = bin.path().join("cargo-ran");
+    std::fs::write(&cargo, format!("#!/bin/sh\ntouch {}\n", mark.display())).unwrap();
+    let mut perms = std::fs::metadata(&cargo).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&cargo, perms).unwrap();
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.path().display());
+    if std::env::split_paths(&path).any(|d| d.join("just").is_file()) {
+        return; // just is installed system-wide here: nothing to name.
+    }
+    let out = markbench()
+        .args(["setup", "--check"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("missing: just") && stderr.contains("    cargo install just"),
+        "{stderr}"
+    );
+    assert!(!mark.exists(), "setup --check ran cargo");
+}

@@ -6,6 +6,7 @@ mod common;
 
 use markbench::report;
 use markbench::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample};
+use markbench::workloads::WorkloadSpec;
 
 fn meta() -> RunMeta {
     let kernel = |variant: &str, cmdline: &str| KernelMeta {
@@ -95,8 +96,14 @@ fn meta() -> RunMeta {
                 )
             })
             .collect(),
+        workloads: vec![snapshot_workload().describe(3, 1)],
         ..Default::default()
     }
+}
+
+/// The workload the samples below come from.
+fn snapshot_workload() -> WorkloadSpec {
+    toml::from_str("kind = \"hackbench\"\nparams = [2, 4]\nloops = 20\n").unwrap()
 }
 
 /// Deterministic samples: the candidate is 10% slower at 2 groups, equal at 4.
@@ -143,6 +150,21 @@ fn report_of_fixed_samples() {
         },
     );
     insta::assert_snapshot!(text);
+}
+
+/// A run directory written before workloads were recorded as text holds
+/// each as JSON: it reads, and so renders, as a new one does.
+#[test]
+fn a_run_that_recorded_its_workloads_as_json_renders_them_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = meta();
+    old.workloads = vec![serde_json::to_string(&snapshot_workload()).unwrap()];
+    assert!(old.workloads[0].starts_with('{'), "{:?}", old.workloads);
+    old.write(dir.path()).unwrap();
+    let read = RunMeta::read(dir.path()).unwrap();
+    assert_eq!(read.workloads, meta().workloads);
+    let render = |m: &RunMeta| report::render(m, &samples(), Default::default());
+    assert_eq!(render(&read), render(&meta()));
 }
 
 #[test]

@@ -394,3 +394,64 @@ fn a_baseline_and_two_candidates_boot_in_balanced_blocks_of_three() {
     }
     assert!(dir.join("report.md").is_file());
 }
+
+/// Two workloads of one kind at the same parameter: each run is counted
+/// under its own workload, with its own runs a boot and warm-ups, instead of
+/// both pooling into one point.
+#[test]
+fn two_commands_at_one_param_keep_their_samples_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite_path = tmp.path().join("two.toml");
+    let text = SUITE
+        .replace("boots = 3", "boots = 1")
+        .replace("cpus = [1, 2]", "cpus = [1]")
+        .split("[[workload]]")
+        .next()
+        .unwrap()
+        .to_string()
+        + "[[workload]]\nkind = \"command\"\nname = \"short\"\nparams = [1]\nargv = [\"/bin/true\"]\n\
+           [[workload]]\nkind = \"command\"\nname = \"long\"\nparams = [1]\niterations = 4\nwarmup = 0\n\
+           argv = [\"/bin/sleep\", \"1\"]\n";
+    std::fs::write(&suite_path, text).unwrap();
+    let lookup = FragmentLookup::BesideSuite {
+        cwd: env!("CARGO_MANIFEST_DIR").into(),
+    };
+    let suite = Suite::load(&suite_path, &lookup).unwrap();
+    let dir = run_dir(tmp.path());
+    let meta = execute(
+        &suite,
+        &images(tmp.path()),
+        &machine(),
+        &mut FakeRunner::default(),
+        &dir,
+        None,
+    )
+    .unwrap();
+    assert!(meta.complete);
+    let samples = read_samples(&dir).unwrap();
+    for (workload, runs, warmups) in [("command:short", 3, 1), ("command:long", 4, 0)] {
+        let mine: Vec<_> = samples.iter().filter(|s| s.workload == workload).collect();
+        // Two boots (one a side), each with this workload's own runs.
+        assert_eq!(mine.len(), 2 * runs, "{workload}");
+        assert_eq!(
+            mine.iter().filter(|s| s.warmup).count(),
+            2 * warmups,
+            "{workload}"
+        );
+    }
+    assert_eq!(samples.len(), 2 * (3 + 4));
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("### command:long: time"), "{report}");
+
+    // Without names the two would pool: the suite is refused, at the second.
+    let unnamed = std::fs::read_to_string(&suite_path)
+        .unwrap()
+        .replace("name = \"short\"\n", "")
+        .replace("name = \"long\"\n", "");
+    std::fs::write(&suite_path, &unnamed).unwrap();
+    let e = Suite::load(&suite_path, &lookup).unwrap_err().to_string();
+    let second = unnamed.rfind("[[workload]]").unwrap();
+    let line = unnamed[..second].lines().count() + 1;
+    assert!(e.contains(&format!("two.toml:{line}:")), "{e}");
+    assert!(e.contains("would pool") && e.contains("`name`"), "{e}");
+}

@@ -25,12 +25,7 @@ impl TableKey {
 
 /// What the sweep parameter of a workload is called in table headers.
 pub fn param_label(workload: &str) -> &'static str {
-    match workload {
-        "hackbench" => "groups",
-        "ping-flood" => "packets",
-        "kernel-compile" => "jobs",
-        _ => "param",
-    }
+    crate::workloads::param_label(workload)
 }
 
 /// Unit, direction, and per variant the values of each boot, while grouping.

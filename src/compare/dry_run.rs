@@ -106,7 +106,7 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
         suite.warmup
     );
     for w in &suite.workloads {
-        let (iterations, warmup) = w.iterations_in(suite);
+        let (iterations, warmup) = w.iterations_in(suite.iterations, suite.warmup);
         if (iterations, warmup) != (suite.iterations, suite.warmup) {
             println!(
                 "  {}: {iterations} measured + {warmup} warm-up per point per boot",

@@ -73,6 +73,22 @@ pub fn compare(options: &Options) -> Result<Outcome> {
     if oversubscribed_here && cannot_count {
         return Err(oversubscribed(&run, "the run times on the wall clock"));
     }
+    // Unlike vCPUs, guest memory is not made up for by icount: a guest
+    // larger than the host swaps or is killed.
+    let host_mib = crate::host::memory_mib();
+    if host_mib > 0 && u64::from(run.suite.memory_mib) > host_mib && !run.allow_oversubscribe {
+        return Err(run
+            .suite
+            .error_at_key(
+                "memory_mib",
+                format!(
+                    "memory_mib = {} is more than this host's {host_mib} MiB; give a smaller \
+                     memory_mib, or --allow-oversubscribe to run anyway",
+                    run.suite.memory_mib
+                ),
+            )
+            .into());
+    }
     let started = std::time::Instant::now();
     prereq::ensure(false)?;
     let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;

@@ -4,7 +4,8 @@
 //! those were; the suite itself stays what its file says.
 
 use crate::error::InputError;
-use crate::suite::{self, CompileScope, Suite, WorkloadSpec};
+use crate::suite::{self, CompileScope, Suite};
+use crate::workloads::{Guest, WorkloadKind};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -33,10 +34,6 @@ pub struct Overrides {
     /// shard's run selects the same part again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardSel>,
-}
-
-fn scaled(value: u64, scale: f64) -> u64 {
-    ((value as f64 * scale).round() as u64).max(1)
 }
 
 impl Overrides {
@@ -74,58 +71,46 @@ impl Overrides {
     }
 
     /// The suite with these overrides applied, each value checked as the
-    /// file's own would be (the same check, naming the option instead of a
+    /// file's own would be (the same checks, naming the option instead of a
     /// line).
     pub fn apply(&self, file: &Suite) -> Result<Suite, InputError> {
         let mut suite = file.clone();
-        let bad = |option: &str, m: String| InputError::new(format!("--{option}: {m}"));
+        let bad = |m: String| Err(InputError::new(m));
         if let Some(scale) = self.scale {
             if !(scale > 0.0 && scale.is_finite()) {
-                return Err(bad(
-                    "scale",
-                    format!("must be a positive number, got {scale}"),
-                ));
+                return bad(format!("--scale must be a positive number, got {scale}"));
             }
             for w in &mut suite.workloads {
-                match w {
-                    WorkloadSpec::Hackbench(h) => h.loops = scaled(h.loops, scale),
-                    // A compile's work is the tree; its parameter is the job count.
-                    WorkloadSpec::Command(_) | WorkloadSpec::KernelCompile(_) => {}
-                    WorkloadSpec::PingFlood(p) => {
-                        for c in &mut p.params {
-                            *c = scaled(*c, scale);
-                        }
-                        p.params.dedup();
-                    }
-                }
+                w.scale(scale);
             }
         }
         if let Some(boots) = self.boots {
-            suite::check_count(boots, "boots").map_err(|m| bad("boots", m))?;
+            if boots == 0 {
+                return bad("--boots must be at least 1".into());
+            }
             suite.boots = boots;
         }
         if let Some(iterations) = self.iterations {
-            suite::check_count(iterations, "iterations").map_err(|m| bad("iterations", m))?;
+            if iterations == 0 {
+                return bad("--iterations must be at least 1".into());
+            }
             suite.iterations = iterations;
             for w in &mut suite.workloads {
-                *w.own_counts_mut().0 = None;
+                w.iterations = None;
             }
         }
         if let Some(cpus) = &self.cpus {
-            suite::check_cpus(cpus).map_err(|m| bad("cpus", format!("{m}, got {cpus:?}")))?;
+            suite::check_cpu_counts(cpus)
+                .map_err(|why| InputError::new(format!("--cpus {cpus:?}: {why}")))?;
             suite.cpus = cpus.clone();
             for w in &mut suite.workloads {
-                *w.own_cpus_mut() = None;
+                w.cpus = None;
             }
         }
         if let Some(scope) = self.compile_scope {
             for w in &mut suite.workloads {
-                if let WorkloadSpec::KernelCompile(k) = w {
-                    k.scope = scope;
-                    // The suite's targets and driver were chosen for its own
-                    // scope; the new one takes its defaults.
-                    k.targets = None;
-                    k.driver = None;
+                if let WorkloadKind::KernelCompile(k) = &mut w.kind {
+                    k.set_scope(scope);
                 }
             }
         }
@@ -140,24 +125,28 @@ impl Overrides {
         }
         if let Some(params) = &self.params {
             if params.is_empty() || params.contains(&0) {
-                return Err(bad(
-                    "params",
-                    format!("takes values of at least 1, got {params:?}"),
+                return bad(format!(
+                    "--params takes values of at least 1, got {params:?}"
                 ));
             }
             for w in &mut suite.workloads {
-                match w {
-                    WorkloadSpec::Hackbench(h) => h.params = params.clone(),
-                    WorkloadSpec::PingFlood(p) => p.params = params.clone(),
-                    WorkloadSpec::Command(c) => c.params = params.clone(),
-                    WorkloadSpec::KernelCompile(k) => k.params = params.clone(),
-                }
+                w.params = params.clone();
             }
-            for w in &suite.workloads {
-                if let WorkloadSpec::Hackbench(h) = w {
-                    crate::workloads::hackbench::check(h).map_err(|m| bad("params", m))?;
-                }
-            }
+        }
+        // The workloads as the overrides left them pass the file's checks.
+        let guest = Guest {
+            cpus: &suite.cpus,
+            memory_mib: suite.memory_mib,
+        };
+        for w in &suite.workloads {
+            w.check(guest).map_err(|r| InputError::new(r.message))?;
+        }
+        if let Some(c) = crate::workloads::collision(&suite.workloads, &suite.cpus) {
+            return bad(format!(
+                "{} (after the command line's {})",
+                c.describe(&suite.workloads),
+                self.describe().join(", ")
+            ));
         }
         // Last: the split depends on the boots, CPU counts and params above.
         if let Some(sel) = self.shard {

@@ -260,17 +260,12 @@ pub fn attribute_runs(
     let mut totals: BTreeMap<(String, u64), PointTotals> = BTreeMap::new();
     for (record, region) in runs.iter().zip(regions) {
         let step = unit
-            .steps
-            .iter()
-            .find(|s| s.id(suite) == record.id)
+            .step(&record.id)
             .ok_or_else(|| format!("the guest reported an unknown step {:?}", record.id))?;
         if record.iteration < step.warmup {
             continue;
         }
-        let key = (
-            suite.workloads[step.workload].kind().to_string(),
-            step.param,
-        );
+        let key = (suite.workloads[step.workload].label(), step.param);
         raw::attribute(region, map, counts.entry(key.clone()).or_default());
         let t = totals.entry(key.clone()).or_insert_with(|| PointTotals {
             workload: key.0.clone(),
@@ -333,7 +328,7 @@ mod tests {
         let mut regions = Vec::new();
         for param in [2u64, 4] {
             for iteration in 0..4u32 {
-                runs.push(run(&format!("hackbench/{param}"), iteration, 1000));
+                runs.push(run(&format!("0:hackbench/{param}"), iteration, 1000));
                 regions.push(Region {
                     // The warm-up counts far more, so leaving it in would show.
                     user: if iteration == 0 { 1_000_000 } else { 10 },

@@ -12,9 +12,54 @@
 //! figure hackbench prints itself (`Time: 1.234`, what the seeds tabulated)
 //! must be present, or the run is not counted: it proves hackbench finished.
 
-use super::Measurement;
-use crate::protocol::RunRecord;
-use crate::suite::{HackbenchMode, HackbenchSpec, HackbenchTransport};
+use super::{Guest, Measurement, Refusal, Workload};
+use crate::protocol::{Directive, RunRecord};
+use serde::{Deserialize, Serialize};
+
+/// hackbench's settings: `-g groups` groups of `fds` senders and `fds`
+/// receivers passing `loops` messages each. The sweep parameter is the group
+/// count, which is what the 2008 ia64 mail calls "number of processes" (each
+/// group is 40 tasks with the default 20 fds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HackbenchSpec {
+    #[serde(default = "default_loops")]
+    pub loops: u64,
+    #[serde(default = "default_fds")]
+    pub fds: u64,
+    #[serde(default)]
+    pub mode: HackbenchMode,
+    #[serde(default)]
+    pub transport: HackbenchTransport,
+    #[serde(default = "default_datasize")]
+    pub datasize: u64,
+}
+
+fn default_loops() -> u64 {
+    100
+}
+fn default_fds() -> u64 {
+    20
+}
+fn default_datasize() -> u64 {
+    100
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HackbenchMode {
+    #[default]
+    Process,
+    Thread,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HackbenchTransport {
+    #[default]
+    Socket,
+    Pipe,
+}
 
 pub const PROGRAM: &str = "/usr/bin/hackbench";
 
@@ -29,38 +74,17 @@ pub fn tasks(spec: &HackbenchSpec, groups: u64) -> u64 {
     groups * 2 * spec.fds
 }
 
-/// Why a sweep cannot run in the guest, if it cannot.
-pub fn check(spec: &HackbenchSpec) -> Result<(), String> {
-    match spec.params.iter().find(|&&g| tasks(spec, g) > MAX_TASKS) {
-        Some(&groups) => Err(format!(
-            "hackbench: -g {groups} -f {} starts {} tasks; the guest kernels allow at most {MAX_TASKS}",
-            spec.fds,
-            tasks(spec, groups)
-        )),
-        None => Ok(()),
-    }
+/// The `Time: …` hackbench prints, in seconds.
+pub fn reported_time(output: &str) -> Option<f64> {
+    output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Time:"))
+        .and_then(|t| t.trim().parse::<f64>().ok())
 }
 
-/// Untimed, once per boot: raise pid_max to the kernel's limit (32768 in
-/// these kernels, whose default is 4096), so large group counts can fork.
-pub fn setup() -> Vec<crate::protocol::Directive> {
-    vec![crate::protocol::Directive::Setup {
-        argv: [
-            "/bin/busybox",
-            "sh",
-            "-c",
-            "echo 32768 > /proc/sys/kernel/pid_max",
-        ]
-        .map(String::from)
-        .to_vec(),
-    }]
-}
-
-pub fn command(spec: &HackbenchSpec, groups: u64) -> Vec<String> {
+/// hackbench's flags besides `-g`.
+fn flags(spec: &HackbenchSpec) -> Vec<String> {
     let mut argv = vec![
-        PROGRAM.to_string(),
-        "-g".into(),
-        groups.to_string(),
         "-l".into(),
         spec.loops.to_string(),
         "-f".into(),
@@ -77,22 +101,75 @@ pub fn command(spec: &HackbenchSpec, groups: u64) -> Vec<String> {
     argv
 }
 
-/// The `Time: …` hackbench prints, in seconds.
-pub fn reported_time(output: &str) -> Option<f64> {
-    output
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Time:"))
-        .and_then(|t| t.trim().parse::<f64>().ok())
-}
+impl Workload for HackbenchSpec {
+    const PARAM_LABEL: &'static str = "groups";
 
-pub fn measure(record: &RunRecord) -> Result<Vec<Measurement>, String> {
-    reported_time(&record.output).ok_or_else(|| {
+    fn check(&self, params: &[u64], _guest: Guest<'_>) -> Result<(), Refusal> {
+        if self.loops == 0 || self.fds == 0 || self.datasize == 0 {
+            return Err("hackbench: loops, fds and datasize must be at least 1"
+                .to_string()
+                .into());
+        }
+        match params.iter().find(|&&g| tasks(self, g) > MAX_TASKS) {
+            Some(&groups) => Err(format!(
+                "hackbench: -g {groups} -f {} starts {} tasks; the guest kernels allow at most {MAX_TASKS}",
+                self.fds,
+                tasks(self, groups)
+            )
+            .into()),
+            None => Ok(()),
+        }
+    }
+
+    fn scale(&mut self, _params: &mut Vec<u64>, factor: f64) {
+        self.loops = super::scaled(self.loops, factor);
+    }
+
+    /// Untimed, once per boot: raise pid_max to the kernel's limit (32768 in
+    /// these kernels, whose default is 4096), so large group counts can fork.
+    fn setup(&self) -> Vec<Directive> {
+        vec![Directive::Setup {
+            argv: [
+                "/bin/busybox",
+                "sh",
+                "-c",
+                "echo 32768 > /proc/sys/kernel/pid_max",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }]
+    }
+
+    fn command(&self, groups: u64) -> Vec<String> {
+        let mut argv = vec![PROGRAM.to_string(), "-g".into(), groups.to_string()];
+        argv.extend(flags(self));
+        argv
+    }
+
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+        reported_time(&record.output).ok_or_else(|| {
+            format!(
+                "hackbench printed no `Time:` line; output: {}",
+                record.output.trim()
+            )
+        })?;
+        Ok(vec![Measurement::elapsed_time(record)])
+    }
+
+    fn describe(&self, params: &str) -> String {
+        let mode = match self.mode {
+            HackbenchMode::Process => "process",
+            HackbenchMode::Thread => "thread",
+        };
+        let transport = match self.transport {
+            HackbenchTransport::Socket => "socket",
+            HackbenchTransport::Pipe => "pipe",
+        };
         format!(
-            "hackbench printed no `Time:` line; output: {}",
-            record.output.trim()
+            "hackbench -g {params} {} ({mode}, {transport})",
+            flags(self).join(" ")
         )
-    })?;
-    Ok(vec![Measurement::elapsed_time(record)])
+    }
 }
 
 #[cfg(test)]
@@ -104,6 +181,10 @@ mod tests {
         "Running in process mode with 4 groups using 40 file descriptors each (== 160 tasks)\n\
 Each sender will pass 50 messages of 100 bytes\n\
 Time: 0.412\n";
+
+    fn spec() -> HackbenchSpec {
+        toml::from_str("").unwrap()
+    }
 
     fn record(output: &str, elapsed_ns: u64) -> RunRecord {
         RunRecord {
@@ -120,18 +201,14 @@ Time: 0.412\n";
     #[test]
     fn command_follows_the_spec() {
         let spec = HackbenchSpec {
-            params: vec![4],
             loops: 50,
             fds: 20,
             mode: HackbenchMode::Thread,
             transport: HackbenchTransport::Pipe,
             datasize: 100,
-            iterations: None,
-            warmup: None,
-            cpus: None,
         };
         assert_eq!(
-            command(&spec, 4).join(" "),
+            spec.command(4).join(" "),
             "/usr/bin/hackbench -g 4 -l 50 -f 20 -s 100 -T -p"
         );
     }
@@ -139,7 +216,7 @@ Time: 0.412\n";
     #[test]
     fn captured_output_gives_the_agent_time() {
         assert_eq!(reported_time(CAPTURED), Some(0.412));
-        let m = measure(&record(CAPTURED, 431_000_000)).unwrap();
+        let m = spec().measure(&record(CAPTURED, 431_000_000)).unwrap();
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].metric, "time");
         assert_eq!(m[0].unit, "s");
@@ -149,7 +226,9 @@ Time: 0.412\n";
 
     #[test]
     fn output_without_time_is_an_error() {
-        let e = measure(&record("hackbench: fork failed\n", 1)).unwrap_err();
+        let e = spec()
+            .measure(&record("hackbench: fork failed\n", 1))
+            .unwrap_err();
         assert!(e.contains("no `Time:` line"), "{e}");
     }
 }
