@@ -104,6 +104,16 @@ pub struct SuiteArgs {
     /// Default: the suite's [kernel] source, else Debian's linux-source-6.1.
     #[arg(long)]
     pub kernel_source: Option<PathBuf>,
+    /// Compare the kernel source as it is (baseline) with the source plus
+    /// these patches applied in order (candidate), both with the suite's
+    /// baseline kernel fragment.
+    #[arg(long = "patch", value_name = "FILE", num_args = 1..)]
+    pub patches: Vec<PathBuf>,
+    /// Compare two git revisions of the kernel source, `A,B` (A the
+    /// baseline), both with the suite's baseline kernel fragment. A series
+    /// `BASE..TIP` is resolved, but more than two kernels are refused for now.
+    #[arg(long, value_name = "A,B")]
+    pub revs: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -287,9 +297,86 @@ fn read_suite(path: Option<&Path>) -> Result<Suite> {
 }
 
 fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
-    let suite = read_suite(args.suite.as_deref())?;
+    let mut suite = read_suite(args.suite.as_deref())?;
     let source = kernel_source(args, &suite)?;
+    kernels_from_source(args, &mut suite, &source)?;
     Ok((suite, source))
+}
+
+/// `--patch` and `--revs`: the suite's two variants become the source
+/// without and with the patches, or the two revisions, both built with the
+/// baseline's fragment and command line.
+fn kernels_from_source(args: &SuiteArgs, suite: &mut Suite, source: &KernelSource) -> Result<()> {
+    use crate::images::source;
+    if args.patches.is_empty() && args.revs.is_none() {
+        return Ok(());
+    }
+    if !args.patches.is_empty() && args.revs.is_some() {
+        return Err(InputError::new(
+            "give --patch (the tree against the tree with patches) or --revs (two revisions), \
+             not both",
+        )
+        .into());
+    }
+    let mut baseline = suite.variants[0].clone();
+    baseline.source = None;
+    baseline.rev = None;
+    baseline.patches = Vec::new();
+    let mut candidate = baseline.clone();
+    if !args.patches.is_empty() {
+        for p in &args.patches {
+            if !p.is_file() {
+                return Err(
+                    InputError::new(format!("--patch {}: no such file", p.display())).into(),
+                );
+            }
+        }
+        baseline.name = "unpatched".into();
+        candidate.name = "patched".into();
+        candidate.patches = args.patches.clone();
+        suite.overrides.push(format!(
+            "patches={}",
+            args.patches
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+    } else if let Some(revs) = &args.revs {
+        let selection = source::parse_revs(revs)?;
+        let KernelSource::Tree(repo) = source else {
+            return Err(InputError::new(format!(
+                "--revs {revs}: the kernel source {} is a tarball; give a git tree with \
+                 --kernel-source",
+                source.path().display()
+            ))
+            .into());
+        };
+        let commits = source::commits(repo, &selection)?;
+        if commits.len() > 2 {
+            return Err(InputError::new(format!(
+                "--revs {revs}: {} kernels (the base and {} commits), but a run compares two \
+                 kernels for now; give two revisions as --revs A,B",
+                commits.len(),
+                commits.len() - 1
+            ))
+            .into());
+        }
+        if commits[0].id == commits[1].id {
+            return Err(InputError::new(format!(
+                "--revs {revs}: both name commit {}",
+                commits[0].short_id()
+            ))
+            .into());
+        }
+        baseline.name = commits[0].short_id().to_string();
+        baseline.rev = Some(commits[0].id.clone());
+        candidate.name = commits[1].short_id().to_string();
+        candidate.rev = Some(commits[1].id.clone());
+        suite.overrides.push(format!("revs={revs}"));
+    }
+    suite.variants = vec![baseline, candidate];
+    Ok(())
 }
 
 /// The kernel source of `--kernel-source`, else the suite's, else Debian's.
@@ -452,6 +539,18 @@ fn print_plan(suite: &Suite, source: &KernelSource, reports: &Path) -> Result<()
         println!("  {}", suite.description);
     }
     println!("kernel source: {source:?}");
+    let own_origins = suite
+        .variants
+        .iter()
+        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
+    if own_origins {
+        // Resolving checks every patch on a scratch copy: one that does not
+        // apply fails the dry run as it would fail the run, before a build.
+        let origins = run::resolve_origins(suite, source)?;
+        for (v, origin) in suite.variants.iter().zip(&origins) {
+            println!("  kernel of {}: {}", v.name, origin.describe());
+        }
+    }
     println!("kernel fragments from: {}", suite.fragments.describe());
     for (i, v) in suite.variants.iter().enumerate() {
         println!(

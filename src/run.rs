@@ -6,6 +6,7 @@ use crate::images::fragments::Fragment;
 use crate::images::initramfs::{self, BaseImage};
 use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
 use crate::images::size::{self, SizeRecord};
+use crate::images::source::{KernelOrigin, ResolvedOrigin};
 use crate::plan::{self, Unit};
 use crate::protocol::{Directive, Message};
 use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
@@ -34,23 +35,52 @@ pub struct Images {
     pub sizes: SizeRecord,
 }
 
+/// Each variant's kernel origin, its revision resolved and its patches
+/// checked on a scratch copy: a patch that does not apply stops the run
+/// here, before any kernel is built. `source` is the run's, for variants
+/// that name none of their own.
+pub fn resolve_origins(suite: &Suite, source: &KernelSource) -> Result<Vec<ResolvedOrigin>> {
+    let mut origins = Vec::new();
+    for v in &suite.variants {
+        let origin = KernelOrigin {
+            source: match &v.source {
+                Some(path) => KernelSource::from_path(path)?,
+                None => source.clone(),
+            },
+            rev: v.rev.clone(),
+            patches: v.patches.clone(),
+        };
+        let resolved =
+            ResolvedOrigin::resolve(&origin).with_context(|| format!("variant {}", v.name))?;
+        resolved
+            .check_patches()
+            .with_context(|| format!("variant {}", v.name))?;
+        origins.push(resolved);
+    }
+    Ok(origins)
+}
+
 /// Builds (or finds in the cache) both kernels and the base initramfs.
 pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
-    let identity = source.identity()?;
+    let origins = resolve_origins(suite, source)?;
     let mut built = Vec::new();
     let mut fragments = Vec::new();
-    for v in &suite.variants {
+    for (v, origin) in suite.variants.iter().zip(&origins) {
         let spec = KernelSpec {
             name: v.kernel.clone(),
             fragments: suite.fragments.kernel(&v.kernel)?,
         };
-        built.push(kernel::ensure_kernel(source, &identity, &spec)?);
+        built.push(kernel::ensure_kernel(origin, &spec)?);
         fragments.push(spec.fragments);
     }
     let kernels: [KernelImage; 2] = [built[0].clone(), built[1].clone()];
     let fragments: [Vec<Fragment>; 2] = [fragments[0].clone(), fragments[1].clone()];
-    let diffconfig = kernel::diffconfig(source, &identity, &kernels[0], &kernels[1])?;
-    let tree = source.tree(&identity).map_err(|e| format!("{e:#}"));
+    // What all kernels share (scripts, the compile workload's tree) comes
+    // from the baseline's tree.
+    let baseline = &origins[0];
+    let baseline_tree = baseline.tree()?.path;
+    let diffconfig = kernel::diffconfig(&baseline_tree, &kernels[0], &kernels[1])?;
+    let tree: Result<PathBuf, String> = Ok(baseline_tree.clone());
     let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
     let sizes = size::record(
         &variants,
@@ -76,8 +106,8 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     for spec in &suite.workloads {
         if let crate::suite::WorkloadSpec::KernelCompile(k) = spec {
             let tree = crate::images::compile_tree::ensure_compile_tree(
-                source,
-                &identity,
+                &baseline.source,
+                &baseline.source_identity,
                 &fragments[0][0],
                 &k.make_targets(),
             )?;
@@ -272,6 +302,7 @@ pub fn initial_meta(suite: &Suite, images: &Images, machine: &Machine, units: &[
                 kernel: v.kernel.clone(),
                 cmdline: v.cmdline.clone(),
                 source: k.source_identity.clone(),
+                origin: (!k.origin.source.is_empty()).then(|| k.origin.clone()),
                 build_key: k.key.clone(),
                 config_sha256: k.config_sha256.clone(),
                 compiler: k.compiler.clone(),
