@@ -103,6 +103,16 @@ pub struct SuiteArgs {
     /// Default: the suite's [kernel] source, else Debian's linux-source-6.1.
     #[arg(long)]
     pub kernel_source: Option<PathBuf>,
+    /// Compare the kernel source as it is (baseline) with the source plus
+    /// these patches applied in order (candidate), both with the suite's
+    /// baseline kernel fragment.
+    #[arg(long = "patch", value_name = "FILE", num_args = 1..)]
+    pub patches: Vec<PathBuf>,
+    /// Compare two git revisions of the kernel source, `A,B` (A the
+    /// baseline), both with the suite's baseline kernel fragment. A series
+    /// `BASE..TIP` is resolved, but more than two kernels are refused for now.
+    #[arg(long, value_name = "A,B")]
+    pub revs: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +204,7 @@ impl OverrideArgs {
             aa: self.aa,
             seed: self.seed,
             shard,
+            ..Overrides::default()
         }
     }
 }
@@ -278,7 +289,11 @@ impl CompareArgs {
         Options {
             suite: self.suite.suite.clone(),
             kernel_source: self.suite.kernel_source.clone(),
-            overrides: self.overrides.settings(shard),
+            overrides: Overrides {
+                patches: self.suite.patches.clone(),
+                revs: self.suite.revs.clone(),
+                ..self.overrides.settings(shard)
+            },
             accel: self.accel.map(Into::into),
             timing: self.timing.map(Into::into),
             icount_shift: self.icount_shift,
@@ -302,10 +317,17 @@ pub struct ImagesArgs {
     pub list: bool,
 }
 
-/// The suite and kernel source `args` name (see `compare::read_suite`).
+/// The suite and kernel source `args` name (see `compare::read_suite`),
+/// its kernels made from the source when `--patch` or `--revs` ask.
 fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
-    let suite = compare::read_suite(args.suite.as_deref())?;
-    let source = compare::kernel_source(args.kernel_source.as_deref(), &suite)?;
+    let file = compare::read_suite(args.suite.as_deref())?;
+    let source = compare::kernel_source(args.kernel_source.as_deref(), &file)?;
+    let from_source = Overrides {
+        patches: args.patches.clone(),
+        revs: args.revs.clone(),
+        ..Overrides::default()
+    };
+    let suite = compare::source_variants::apply(&file, &from_source, &source)?;
     Ok((suite, source))
 }
 

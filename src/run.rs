@@ -7,6 +7,7 @@ use crate::images::fragments::Fragment;
 use crate::images::initramfs::{self, BaseImage};
 use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
 use crate::images::size::{self, SizeRecord};
+use crate::images::source::{KernelOrigin, ResolvedOrigin};
 use crate::plan::Unit;
 use crate::protocol::{Directive, Message};
 use crate::run_dir::RunDir;
@@ -36,22 +37,51 @@ pub struct Images {
     pub sizes: SizeRecord,
 }
 
+/// Each variant's kernel origin, its revision resolved and its patches
+/// checked on a scratch copy: a patch that does not apply stops the run
+/// here, before any kernel is built. `source` is the run's, for variants
+/// that name none of their own.
+pub fn resolve_origins(suite: &Suite, source: &KernelSource) -> Result<Vec<ResolvedOrigin>> {
+    let mut origins = Vec::new();
+    for v in &suite.variants {
+        let origin = KernelOrigin {
+            source: match &v.source {
+                Some(path) => KernelSource::from_path(path)?,
+                None => source.clone(),
+            },
+            rev: v.rev.clone(),
+            patches: v.patches.clone(),
+        };
+        let resolved =
+            ResolvedOrigin::resolve(&origin).with_context(|| format!("variant {}", v.name))?;
+        resolved
+            .check_patches()
+            .with_context(|| format!("variant {}", v.name))?;
+        origins.push(resolved);
+    }
+    Ok(origins)
+}
+
 /// Builds (or finds in the cache) every variant's kernel and the base initramfs.
 pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
-    let identity = source.identity()?;
+    let origins = resolve_origins(suite, source)?;
     let mut built = Vec::new();
     let mut fragments = Vec::new();
-    for v in &suite.variants {
+    for (v, origin) in suite.variants.iter().zip(&origins) {
         let spec = KernelSpec {
             name: v.kernel.clone(),
             fragments: suite.fragments.kernel(&v.kernel)?,
         };
-        built.push(kernel::ensure_kernel(source, &identity, &spec)?);
+        built.push(kernel::ensure_kernel(origin, &spec)?);
         fragments.push(spec.fragments);
     }
     let kernels = built;
-    let diffconfig = diffconfigs(source, &identity, &suite.variants, &kernels)?;
-    let tree = source.tree(&identity).map_err(|e| format!("{e:#}"));
+    // What all kernels share (scripts, the compile workload's tree) comes
+    // from the baseline's tree.
+    let baseline = &origins[0];
+    let baseline_tree = baseline.tree()?.path;
+    let diffconfig = diffconfigs(&baseline_tree, &suite.variants, &kernels)?;
+    let tree: Result<PathBuf, String> = Ok(baseline_tree.clone());
     let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
     let sizes = size::record(
         &variants,
@@ -77,8 +107,8 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     for spec in &suite.workloads {
         if let crate::workloads::WorkloadKind::KernelCompile(k) = &spec.kind {
             let tree = crate::images::compile_tree::ensure_compile_tree(
-                source,
-                &identity,
+                &baseline.source,
+                &baseline.source_identity,
                 &fragments[0][0],
                 &k.make_targets(),
             )?;
@@ -101,17 +131,16 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
 /// for two variants the diffconfig alone, for more one headed section per
 /// candidate.
 fn diffconfigs(
-    source: &KernelSource,
-    identity: &str,
+    tree: &Path,
     variants: &[crate::suite::Variant],
     kernels: &[KernelImage],
 ) -> Result<String> {
     if kernels.len() == 2 {
-        return kernel::diffconfig(source, identity, &kernels[0], &kernels[1]);
+        return kernel::diffconfig(tree, &kernels[0], &kernels[1]);
     }
     let mut text = String::new();
     for (v, k) in variants.iter().zip(kernels).skip(1) {
-        let diff = kernel::diffconfig(source, identity, &kernels[0], k)?;
+        let diff = kernel::diffconfig(tree, &kernels[0], k)?;
         text.push_str(&format!(
             "# {} against {}\n{diff}",
             v.name, variants[0].name
@@ -297,6 +326,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                 kernel: v.kernel.clone(),
                 cmdline: v.cmdline.clone(),
                 source: k.source_identity.clone(),
+                origin: (!k.origin.source.is_empty()).then(|| k.origin.clone()),
                 build_key: k.key.clone(),
                 config_sha256: k.config_sha256.clone(),
                 compiler: k.compiler.clone(),

@@ -262,6 +262,10 @@ pub struct KernelMeta {
     pub kernel: String,
     pub cmdline: String,
     pub source: String,
+    /// The source path, revision, resolved commit and subject, and patch
+    /// names and hashes (absent in runs made before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::images::source::OriginRecord>,
     pub build_key: String,
     pub config_sha256: String,
     pub compiler: String,

@@ -101,6 +101,17 @@ pub struct Variant {
     pub name: String,
     pub kernel: String,
     pub cmdline: String,
+    /// The variant's own kernel source (relative paths taken from the suite
+    /// file's directory); `None`: the run's (`--kernel-source`, `[kernel]
+    /// source`, Debian's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<PathBuf>,
+    /// A git revision of the source to build instead of the tree as it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rev: Option<String>,
+    /// Patches applied in order on top (relative to the suite file).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<PathBuf>,
 }
 
 /// Why an `objects` entry cannot be used, if it cannot: it is a path
@@ -206,6 +217,10 @@ struct VariantFile {
     kernel: Spanned<String>,
     #[serde(default)]
     cmdline: Option<Spanned<String>>,
+    source: Option<Spanned<String>>,
+    rev: Option<Spanned<String>>,
+    #[serde(default)]
+    patches: Vec<Spanned<String>>,
 }
 
 /// The suite `compare`, `plan` and `images` run without `--suite`.
@@ -469,10 +484,59 @@ impl Suite {
                     format!("two variants are named {:?}", v.name.get_ref()),
                 ));
             }
+            let beside_suite = |p: &str| match path.parent() {
+                Some(dir) if Path::new(p).is_relative() => dir.join(p),
+                _ => PathBuf::from(p),
+            };
+            let source = match &v.source {
+                Some(s) => {
+                    let resolved = beside_suite(s.get_ref());
+                    crate::images::source::KernelSource::from_path(&resolved)
+                        .map_err(|e| err(s.span(), format!("source: {e}")))?;
+                    Some(resolved)
+                }
+                None => None,
+            };
+            if let Some(rev) = &v.rev {
+                if rev.get_ref().trim().is_empty() || rev.get_ref().starts_with('-') {
+                    return Err(err(
+                        rev.span(),
+                        format!("rev {:?} is not a git revision", rev.get_ref()),
+                    ));
+                }
+                // Checked here when the tree is known, so a typo names its line.
+                let tree = source.clone().or_else(|| {
+                    file.kernel
+                        .source
+                        .as_ref()
+                        .map(|s| PathBuf::from(s.get_ref()))
+                });
+                if let Some(tree) = tree.filter(|t| t.is_dir()) {
+                    crate::images::source::resolve_rev(&tree, rev.get_ref())
+                        .map_err(|e| err(rev.span(), format!("{e}")))?;
+                }
+            }
+            let mut patches = Vec::new();
+            for p in &v.patches {
+                let resolved = beside_suite(p.get_ref());
+                if !resolved.is_file() {
+                    return Err(err(
+                        p.span(),
+                        format!(
+                            "patch {} does not exist (paths are relative to the suite file)",
+                            resolved.display()
+                        ),
+                    ));
+                }
+                patches.push(resolved);
+            }
             variants.push(Variant {
                 name: v.name.into_inner(),
                 kernel: v.kernel.into_inner(),
                 cmdline: v.cmdline.map(Spanned::into_inner).unwrap_or_default(),
+                source,
+                rev: v.rev.map(Spanned::into_inner),
+                patches,
             });
         }
 

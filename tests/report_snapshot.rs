@@ -14,6 +14,7 @@ fn meta() -> RunMeta {
         kernel: "markers-on".into(),
         cmdline: cmdline.into(),
         source: "tarball linux-source-6.1.tar.xz sha256 cacdc383".into(),
+        origin: None,
         build_key: "c5b47038b67c0890aaaa".into(),
         config_sha256: "66feb4fb1449ead4bbbb".into(),
         compiler: "gcc 12.2.0".into(),

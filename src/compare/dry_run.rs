@@ -56,6 +56,18 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     }
     println!("kernel source: {:?}", run.source);
     println!("kernel fragments from: {}", suite.fragments.describe());
+    let own_origins = suite
+        .variants
+        .iter()
+        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
+    if own_origins {
+        // Resolving checks every patch on a scratch copy: one that does not
+        // apply fails the dry run as it would fail the run, before a build.
+        let origins = crate::run::resolve_origins(suite, &run.source)?;
+        for (v, origin) in suite.variants.iter().zip(&origins) {
+            println!("  kernel of {}: {}", v.name, origin.describe());
+        }
+    }
     for (i, v) in suite.variants.iter().enumerate() {
         println!(
             "  {} {}: kernel {}{}",

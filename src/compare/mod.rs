@@ -12,6 +12,7 @@ pub mod nightly;
 mod options;
 mod overrides;
 mod resolved;
+pub mod source_variants;
 
 pub use options::Options;
 pub use overrides::Overrides;

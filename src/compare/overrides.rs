@@ -34,6 +34,13 @@ pub struct Overrides {
     /// shard's run selects the same part again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardSel>,
+    /// `--patch`: the kernel source against the source with these patches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<std::path::PathBuf>,
+    /// `--revs`: two revisions (`A,B`) or a series (`BASE..TIP`) of the
+    /// kernel source, one kernel each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revs: Option<String>,
 }
 
 impl Overrides {
@@ -66,6 +73,17 @@ impl Overrides {
         }
         if let Some(params) = &self.params {
             out.push(format!("params={params:?}"));
+        }
+        if !self.patches.is_empty() {
+            let names: Vec<String> = self
+                .patches
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            out.push(format!("patches={}", names.join(",")));
+        }
+        if let Some(revs) = &self.revs {
+            out.push(format!("revs={revs}"));
         }
         out
     }

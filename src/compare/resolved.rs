@@ -163,12 +163,9 @@ impl Resolved {
 
     /// `file` with `overrides` applied and planned (the whole run order, or
     /// the shard's selection of it): a new run, no options beyond the suite's.
-    pub fn planned(
-        file: &Suite,
-        overrides: Overrides,
-        source: KernelSource,
-    ) -> Result<Resolved, InputError> {
-        let suite = overrides.apply(file)?;
+    pub fn planned(file: &Suite, overrides: Overrides, source: KernelSource) -> Result<Resolved> {
+        let file = super::source_variants::apply(file, &overrides, &source)?;
+        let suite = overrides.apply(&file)?;
         let whole = plan::expand(&suite);
         let units = match overrides.shard {
             Some(sel) => crate::shard::select(&whole, &suite, sel),

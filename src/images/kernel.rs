@@ -1,6 +1,8 @@
 //! Guest kernels: `tinyconfig` + `base.config` + one variant fragment (found
-//! as `images::fragments` says), built out of tree (`O=`) from an unpacked source, cached under a
-//! key made of the source identity, the fragments and the compiler version.
+//! as `images::fragments` says), built out of tree (`O=`) from the tree a
+//! variant's origin names (`images::source`), cached under a key made of
+//! the origin's identity (source or commit, and patches), the fragments and
+//! the compiler version.
 //!
 //! After `olddefconfig` every symbol the fragments set is checked against the
 //! final `.config`: Kconfig silently drops options whose dependencies are
@@ -8,6 +10,8 @@
 //! whole comparison a lie.
 
 use super::fragments::Fragment;
+pub use super::source::KernelSource;
+use super::source::{OriginRecord, ResolvedOrigin};
 use super::{cache_dir, key_of, tool_version};
 use crate::error::InputError;
 use anyhow::{bail, Context, Result};
@@ -16,92 +20,6 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-/// Where the kernel source comes from.
-#[derive(Debug, Clone)]
-pub enum KernelSource {
-    /// A release tarball such as Debian's `/usr/src/linux-source-6.1.tar.xz`,
-    /// unpacked once into the cache.
-    Tarball(PathBuf),
-    /// A kernel tree of the user's (a git checkout); built with `O=`, never
-    /// written into.
-    Tree(PathBuf),
-}
-
-impl KernelSource {
-    pub fn from_path(path: &Path) -> Result<KernelSource, InputError> {
-        if path.is_dir() {
-            if !path.join("Makefile").is_file() || !path.join("Kconfig").is_file() {
-                return Err(InputError::new(format!(
-                    "{}: not a kernel source tree (no Makefile and Kconfig)",
-                    path.display()
-                )));
-            }
-            Ok(KernelSource::Tree(path.to_path_buf()))
-        } else if path.is_file() {
-            Ok(KernelSource::Tarball(path.to_path_buf()))
-        } else {
-            Err(InputError::new(format!(
-                "kernel source {} does not exist (give a kernel tree or a tarball such as {})",
-                path.display(),
-                crate::prereq::DEFAULT_KERNEL_SOURCE
-            )))
-        }
-    }
-
-    /// A string that changes whenever the source does: the tarball's SHA-256,
-    /// or a tree's git HEAD plus a hash of its uncommitted changes.
-    pub fn identity(&self) -> Result<String> {
-        match self {
-            KernelSource::Tarball(path) => {
-                let mut file = std::fs::File::open(path)
-                    .with_context(|| format!("opening {}", path.display()))?;
-                let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
-                std::io::copy(&mut file, &mut hasher)?;
-                Ok(format!(
-                    "tarball {} sha256 {}",
-                    path.file_name().unwrap_or_default().to_string_lossy(),
-                    hex::encode(sha2::Digest::finalize(hasher))
-                ))
-            }
-            KernelSource::Tree(path) => {
-                let git = |args: &[&str]| -> Result<String> {
-                    let out = Command::new("git")
-                        .arg("-C")
-                        .arg(path)
-                        .args(args)
-                        .output()?;
-                    if !out.status.success() {
-                        bail!(
-                            "{}: cannot identify the tree (`git {}` failed); markbench caches builds \
-                             by git revision, so give it a git checkout or a tarball",
-                            path.display(),
-                            args.join(" ")
-                        );
-                    }
-                    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-                };
-                let head = git(&["rev-parse", "HEAD"])?;
-                let diff = git(&["diff", "HEAD"])?;
-                Ok(format!(
-                    "tree {} HEAD {} changes {}",
-                    path.display(),
-                    head.trim(),
-                    &key_of(&[("diff", diff.as_bytes())])[..16]
-                ))
-            }
-        }
-    }
-
-    /// The kernel tree itself: a tarball's unpacked copy in the cache
-    /// (unpacked first if needed), or the user's tree.
-    pub fn tree(&self, identity: &str) -> Result<PathBuf> {
-        match self {
-            KernelSource::Tarball(t) => unpacked_tree(t, identity),
-            KernelSource::Tree(t) => Ok(t.clone()),
-        }
-    }
-}
 
 /// What a kernel is built from.
 #[derive(Debug, Clone)]
@@ -127,6 +45,10 @@ pub struct KernelImage {
     pub fragment_sha256: BTreeMap<String, String>,
     pub config_sha256: String,
     pub build_seconds: f64,
+    /// Source, revision, commit and patches (default for kernels cached
+    /// before they were recorded).
+    #[serde(default)]
+    pub origin: OriginRecord,
 }
 
 impl KernelImage {
@@ -259,52 +181,17 @@ pub(crate) fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-/// Unpacks a tarball into the cache once; returns the source tree.
-fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
-    let dir = cache_dir()
-        .join("src")
-        .join(&key_of(&[("source", identity.as_bytes())])[..16]);
-    let done = dir.join(".markbench-unpacked");
-    if !done.exists() {
-        let partial = dir.with_extension(format!("partial-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&partial);
-        std::fs::create_dir_all(&partial)?;
-        eprintln!("markbench: unpacking {} …", tarball.display());
-        let status = Command::new("tar")
-            .arg("-xf")
-            .arg(tarball)
-            .arg("-C")
-            .arg(&partial)
-            .status()
-            .context("starting tar")?;
-        if !status.success() {
-            bail!("unpacking {} failed ({status})", tarball.display());
-        }
-        std::fs::write(partial.join(".markbench-unpacked"), identity)?;
-        if std::fs::rename(&partial, &dir).is_err() {
-            // Another process unpacked it first; use theirs.
-            let _ = std::fs::remove_dir_all(&partial);
-        }
-    }
-    // The tarball holds one top directory (e.g. linux-source-6.1).
-    for entry in std::fs::read_dir(&dir)? {
-        let path = entry?.path();
-        if path.join("Makefile").is_file() && path.join("Kconfig").is_file() {
-            return Ok(path);
-        }
-    }
-    bail!(
-        "{}: no kernel tree inside the unpacked tarball",
-        dir.display()
-    )
-}
-
 /// Makes a kernel build depend on its inputs alone (the kernel's
 /// Documentation/kbuild/reproducible-builds.rst): the build's time, user,
 /// host and number are fixed, and `LOCALVERSION` is set (empty), so
-/// `setlocalversion` never appends `+` for a git tree with changes. The
-/// guest kernels carry no debug info, so the `O=` directory reaches no
-/// object file; a `-fdebug-prefix-map` naming it would only enter ccache's
+/// `setlocalversion` never appends `+` for a git tree with changes.
+///
+/// No prefix map is added: the guest kernels carry no debug info, and the
+/// kernel's Makefile already maps the source tree out of `__FILE__`
+/// (`-fmacro-prefix-map=$(srctree)/=`), so neither the source's nor the
+/// `O=` directory's path reaches an object file (tests/kernel_source_reproducible.rs
+/// builds one kernel under two caches and compares the bytes). A
+/// `-fdebug-prefix-map` naming the directories would only enter ccache's
 /// hash and make every build directory miss.
 pub(crate) fn reproducible(make: &mut Command) {
     make.env("KBUILD_BUILD_TIMESTAMP", "2020-01-01 00:00:00 UTC")
@@ -314,11 +201,20 @@ pub(crate) fn reproducible(make: &mut Command) {
         .arg("LOCALVERSION=");
 }
 
-/// ccache's directory in markbench's cache when ccache is installed: a
-/// kernel that shares most of its preprocessed sources with one built before
-/// (the same configuration at another commit) then recompiles only what
-/// changed. Without debug info ccache does not hash the working directory,
-/// so builds in different `O=` directories share it.
+/// Environment variable naming ccache's directory instead of the cache's
+/// `ccache/`: two caches can then share compiled objects (the
+/// reproducibility test builds in a fresh cache at the cost of a rebuild
+/// from ccache, not a full build).
+pub const CCACHE_ENV: &str = "MARKBENCH_CCACHE_DIR";
+
+/// ccache's directory when ccache is installed: a kernel that shares most
+/// of its preprocessed sources with one built before (the same
+/// configuration at another commit) then recompiles only what changed.
+/// Without debug info ccache does not hash the working directory, so builds
+/// in different `O=` directories share it, and with the build directory
+/// inside a tree of the cache every path on the compiler's command line is
+/// relative, so trees at different paths (two commits' snapshots) share it
+/// too.
 fn ccache() -> Option<PathBuf> {
     let installed = Command::new("ccache")
         .arg("--version")
@@ -326,7 +222,11 @@ fn ccache() -> Option<PathBuf> {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    installed.then(|| cache_dir().join("ccache"))
+    installed.then(|| {
+        std::env::var_os(CCACHE_ENV)
+            .filter(|d| !d.is_empty())
+            .map_or_else(|| cache_dir().join("ccache"), PathBuf::from)
+    })
 }
 
 /// The build key of a kernel, without building it: the fragments count by
@@ -347,12 +247,10 @@ pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> String {
     key_of(&parts)
 }
 
-/// Returns the cached kernel for `spec`, building it first if needed.
-pub fn ensure_kernel(
-    source: &KernelSource,
-    identity: &str,
-    spec: &KernelSpec,
-) -> Result<KernelImage> {
+/// Returns the cached kernel for `spec` built from `origin`, building it
+/// first if needed.
+pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<KernelImage> {
+    let identity = origin.identity.as_str();
     let compiler = tool_version("gcc");
     let key = kernel_key(spec, identity, &compiler);
     let dir = cache_dir()
@@ -369,56 +267,44 @@ pub fn ensure_kernel(
     for f in &spec.fragments {
         expectations.extend(parse_fragment(&f.label(), &f.text)?);
     }
-    let tree = source.tree(identity)?;
     let started = std::time::Instant::now();
+    let tree = origin.tree()?;
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
-    let build = partial.join("build");
-    std::fs::create_dir_all(&build)?;
-    let log = partial.join("build.log");
-    eprintln!(
-        "markbench: building kernel {} ({}); log: {} (moved beside the kernel when done)",
-        spec.name,
-        &key[..16],
-        log.display()
-    );
-    let compiler_launcher = ccache();
-    let make = |target: &str| {
-        let mut c = Command::new("make");
-        c.arg("-C").arg(&tree).arg(format!("O={}", build.display()));
-        reproducible(&mut c);
-        if let Some(ccache_dir) = &compiler_launcher {
-            c.arg("CC=ccache gcc").env("CCACHE_DIR", ccache_dir);
-        }
-        c.arg(target);
-        c
+    std::fs::create_dir_all(&partial)?;
+    // A direct subdirectory of a tree of ours makes Kbuild name the source
+    // `..` (see `BuildTree::ours`); it moves beside the kernel when done.
+    let build = if tree.ours {
+        tree.path.join(format!(
+            ".markbench-build-{}-{}",
+            &key[..16],
+            std::process::id()
+        ))
+    } else {
+        partial.join("build")
     };
-    logged(&log, &mut make("tinyconfig"))?;
-    let config_path = build.join(".config");
-    {
-        let mut config = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&config_path)?;
-        for f in &spec.fragments {
-            writeln!(config, "\n# ---- {} (markbench)", f.label())?;
-            config.write_all(f.text.as_bytes())?;
+    let _ = std::fs::remove_dir_all(&build);
+    std::fs::create_dir_all(&build)?;
+    let tree = tree.path;
+    let result = build_in(&tree, &build, &partial, spec, &expectations);
+    if build != partial.join("build") {
+        match &result {
+            Ok(()) => {
+                std::fs::rename(&build, partial.join("build"))
+                    .with_context(|| format!("moving {} beside the kernel", build.display()))?;
+                // Kbuild's `source` link said `..`; moved, it names the tree.
+                let link = partial.join("build").join("source");
+                let _ = std::fs::remove_file(&link);
+                std::os::unix::fs::symlink(&tree, &link)?;
+            }
+            Err(_) => {
+                let _ = std::fs::remove_dir_all(&build);
+            }
         }
     }
-    logged(&log, &mut make("olddefconfig"))?;
-    let final_config = parse_config(&std::fs::read_to_string(&config_path)?);
-    let problems = verify(&expectations, &final_config);
-    if !problems.is_empty() {
-        bail!(
-            "kernel {}: the final .config ({}) does not match its fragments:\n  {}",
-            spec.name,
-            config_path.display(),
-            problems.join("\n  ")
-        );
-    }
-    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut bz = make("bzImage");
-    bz.arg(format!("-j{jobs}"));
-    logged(&log, &mut bz)?;
+    result?;
+    let build = partial.join("build");
+    let config_path = build.join(".config");
     let built = build.join("arch/x86/boot/bzImage");
     std::fs::copy(&built, partial.join("bzImage"))?;
     std::fs::copy(&config_path, partial.join("config"))?;
@@ -439,6 +325,7 @@ pub fn ensure_kernel(
         fragment_sha256,
         config_sha256: sha256_file(&partial.join("config"))?,
         build_seconds: started.elapsed().as_secs_f64(),
+        origin: origin.record(),
     };
     std::fs::write(partial.join(RECORD), toml::to_string(&image)?)?;
     let _ = std::fs::remove_dir_all(&dir);
@@ -449,6 +336,62 @@ pub fn ensure_kernel(
         spec.name, image.build_seconds
     );
     Ok(image)
+}
+
+/// Configures and builds one kernel from `tree` into `build`, the log in
+/// `partial/build.log`; the final `.config` is checked against the
+/// fragments before the long part of the build.
+fn build_in(
+    tree: &Path,
+    build: &Path,
+    partial: &Path,
+    spec: &KernelSpec,
+    expectations: &[Expectation],
+) -> Result<()> {
+    let log = partial.join("build.log");
+    eprintln!(
+        "markbench: building kernel {} from {}; log: {} (moved beside the kernel when done)",
+        spec.name,
+        tree.display(),
+        log.display()
+    );
+    let compiler_launcher = ccache();
+    let make = |target: &str| {
+        let mut c = Command::new("make");
+        c.arg("-C").arg(tree).arg(format!("O={}", build.display()));
+        reproducible(&mut c);
+        if let Some(ccache_dir) = &compiler_launcher {
+            c.arg("CC=ccache gcc").env("CCACHE_DIR", ccache_dir);
+        }
+        c.arg(target);
+        c
+    };
+    logged(&log, &mut make("tinyconfig"))?;
+    let config_path = build.join(".config");
+    {
+        let mut config = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&config_path)?;
+        for f in &spec.fragments {
+            writeln!(config, "\n# ---- {} (markbench)", f.label())?;
+            config.write_all(f.text.as_bytes())?;
+        }
+    }
+    logged(&log, &mut make("olddefconfig"))?;
+    let final_config = parse_config(&std::fs::read_to_string(&config_path)?);
+    let problems = verify(expectations, &final_config);
+    if !problems.is_empty() {
+        bail!(
+            "kernel {}: the final .config ({}) does not match its fragments:\n  {}",
+            spec.name,
+            config_path.display(),
+            problems.join("\n  ")
+        );
+    }
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut bz = make("bzImage");
+    bz.arg(format!("-j{jobs}"));
+    logged(&log, &mut bz)
 }
 
 /// Every kernel in the cache.
@@ -467,15 +410,9 @@ pub fn cached_kernels() -> Vec<KernelImage> {
     out
 }
 
-/// `scripts/diffconfig` between two kernels' final configs, run from the
+/// `scripts/diffconfig` between two kernels' final configs, run from a
 /// source tree they were built from.
-pub fn diffconfig(
-    source: &KernelSource,
-    identity: &str,
-    a: &KernelImage,
-    b: &KernelImage,
-) -> Result<String> {
-    let tree = source.tree(identity)?;
+pub fn diffconfig(tree: &Path, a: &KernelImage, b: &KernelImage) -> Result<String> {
     let out = Command::new("python3")
         .arg(tree.join("scripts/diffconfig"))
         .arg(&a.config)

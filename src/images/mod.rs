@@ -7,6 +7,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod plugin;
 pub mod size;
+pub mod source;
 
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;

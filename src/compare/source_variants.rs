@@ -1,0 +1,85 @@
+//! `--patch FILE…` and `--revs A,B | BASE..TIP`: the kernels of a run made
+//! from the kernel source instead of the suite's variants. The tree against
+//! the tree with the patches; two revisions; or a series, its base then one
+//! kernel per commit. Every kernel is built with the suite's baseline
+//! fragment and command line, so the source is the only difference.
+
+use super::Overrides;
+use crate::error::InputError;
+use crate::images::source::{self, KernelSource, RevSelection};
+use crate::suite::Suite;
+use anyhow::Result;
+
+/// Whether `overrides` make a patch series of the run: its kernels are then
+/// also compared each with the one before.
+pub fn is_series(overrides: &Overrides) -> bool {
+    overrides
+        .revs
+        .as_deref()
+        .is_some_and(|r| matches!(source::parse_revs(r), Ok(RevSelection::Range { .. })))
+}
+
+/// `file` with its variants replaced as `overrides.patches` / `.revs` ask;
+/// `file` itself when they ask for neither.
+pub fn apply(file: &Suite, overrides: &Overrides, source: &KernelSource) -> Result<Suite> {
+    if overrides.patches.is_empty() && overrides.revs.is_none() {
+        return Ok(file.clone());
+    }
+    if !overrides.patches.is_empty() && overrides.revs.is_some() {
+        return Err(InputError::new(
+            "give --patch (the tree against the tree with patches) or --revs (two revisions or \
+             a series), not both",
+        )
+        .into());
+    }
+    let mut suite = file.clone();
+    let mut baseline = suite.variants[0].clone();
+    baseline.source = None;
+    baseline.rev = None;
+    baseline.patches = Vec::new();
+    if !overrides.patches.is_empty() {
+        for p in &overrides.patches {
+            if !p.is_file() {
+                return Err(
+                    InputError::new(format!("--patch {}: no such file", p.display())).into(),
+                );
+            }
+        }
+        let mut candidate = baseline.clone();
+        baseline.name = "unpatched".into();
+        candidate.name = "patched".into();
+        candidate.patches = overrides.patches.clone();
+        suite.variants = vec![baseline, candidate];
+        return Ok(suite);
+    }
+    let revs = overrides.revs.as_deref().unwrap_or_default();
+    let selection = source::parse_revs(revs)?;
+    let KernelSource::Tree(repo) = source else {
+        return Err(InputError::new(format!(
+            "--revs {revs}: the kernel source {} is a tarball; give a git tree with \
+             --kernel-source",
+            source.path().display()
+        ))
+        .into());
+    };
+    let commits = source::commits(repo, &selection)?;
+    if let [a, b] = &commits[..] {
+        if a.id == b.id {
+            return Err(InputError::new(format!(
+                "--revs {revs}: both name commit {}",
+                a.short_id()
+            ))
+            .into());
+        }
+    }
+    suite.variants = commits
+        .iter()
+        .map(|c| {
+            let mut v = baseline.clone();
+            v.name = c.short_id().to_string();
+            v.rev = Some(c.id.clone());
+            v
+        })
+        .collect();
+    Ok(suite)
+}
