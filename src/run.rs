@@ -346,6 +346,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
             .map(|u| format!("{} {} {}cpu boot{}", u.index, u.variant, u.cpus, u.boot))
             .collect(),
         boots: Vec::new(),
+        series: crate::compare::source_variants::is_series(&run.overrides),
         warnings: Vec::new(),
         shard: run.shard_meta(),
         shards: Vec::new(),

@@ -382,6 +382,10 @@ pub struct RunMeta {
     /// CPU counts), one line per workload; runs before wrote JSON lines,
     /// which [`RunMeta::read`] turns into the same text.
     pub workloads: Vec<String>,
+    /// The kernels are a patch series (`--revs BASE..TIP`): besides each
+    /// against the baseline, each is compared with the one before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub series: bool,
     /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
     #[serde(default)]
     pub warnings: Vec<String>,

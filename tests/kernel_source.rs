@@ -187,7 +187,7 @@ fn a_suite_variant_names_its_patches_and_a_missing_one_is_located() {
 }
 
 #[test]
-fn revs_name_the_kernels_by_commit_and_a_series_beyond_two_is_refused() {
+fn revs_name_the_kernels_by_commit_and_a_series_makes_one_kernel_per_commit() {
     let dir = tempfile::tempdir().unwrap();
     let repo = tiny_tree(dir.path());
     let out = markbench(&dir.path().join("cache"))
@@ -221,15 +221,40 @@ fn revs_name_the_kernels_by_commit_and_a_series_beyond_two_is_refused() {
     )
     .unwrap();
     git(&repo, &["commit", "-q", "-am", "use long for c"]);
-    let stderr = refused(&[
-        "--revs".as_ref(),
-        "main~2..main".as_ref(),
-        "--kernel-source".as_ref(),
-        repo.as_os_str(),
-    ]);
+    // A series: its base, then one kernel per commit, in order.
+    let out = markbench(&dir.path().join("cache"))
+        .args([
+            "compare",
+            "--dry-run",
+            "--revs",
+            "main~2..main",
+            "--kernel-source",
+        ])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let ids: Vec<String> = ["main~2", "main~1", "main"]
+        .iter()
+        .map(|r| git(&repo, &["rev-parse", r])[..12].to_string())
+        .collect();
+    let at = |id: &str| {
+        stdout
+            .find(&format!("kernel of {id}: "))
+            .unwrap_or(usize::MAX)
+    };
     assert!(
-        stderr.contains("3 kernels (the base and 2 commits)"),
-        "{stderr}"
+        at(&ids[0]) < at(&ids[1]) && at(&ids[1]) < at(&ids[2]) && at(&ids[2]) < usize::MAX,
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\"use long for c\"") && stdout.contains("candidate 2:"),
+        "{stdout}"
+    );
+    assert!(
+        !dir.path().join("cache/kernels").exists(),
+        "a dry run built a kernel"
     );
 }
 

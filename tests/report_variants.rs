@@ -366,3 +366,50 @@ fn noise_floor_reads_ab_runs_with_several_candidates() {
     // The command takes the pair of runs as they are.
     markbench::noise::command(&aa_dir, Some(&ab_dir), &Default::default()).unwrap();
 }
+
+#[test]
+fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
+    let mut m = meta(&VARIANTS);
+    m.series = true;
+    for (k, subject) in m.kernels.iter_mut().zip(["base", "slow path", "fast path"]) {
+        k.origin = Some(markbench::images::source::OriginRecord {
+            source: "git tree".into(),
+            subject: Some(subject.into()),
+            ..Default::default()
+        });
+    }
+    let text = markbench::report::render(&m, &samples(&VARIANTS, 1.1), Default::default());
+    let series = &text[text.find("## Series").expect("no Series section")..];
+    let first = &series[series.find("\n### ").unwrap() + 1..];
+    let table = &first[..first.find("\n### ").unwrap_or(first.len())];
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("| markers-"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(rows[0].starts_with("| markers-off | base |") && rows[0].contains("baseline"));
+    // markers-on: 10% slower than the baseline, and so than the kernel before it.
+    assert!(
+        rows[1].contains("| slow path |") && rows[1].matches("**regression**").count() == 2,
+        "{}",
+        rows[1]
+    );
+    // markers-generic: 1% faster than the baseline, 10% faster than markers-on.
+    assert!(
+        rows[2].contains("| fast path |") && rows[2].ends_with("**improvement** |"),
+        "{}",
+        rows[2]
+    );
+    assert!(
+        text.contains("2 kernels against the baseline and 1 against the kernel before them"),
+        "{text}"
+    );
+    // Two kernels of a series are a pair: no step beyond the comparison.
+    let mut pair = meta(&VARIANTS[..2]);
+    pair.series = true;
+    let text = markbench::report::render(&pair, &samples(&VARIANTS[..2], 1.1), Default::default());
+    assert!(
+        text.contains("## Series") && !text.contains("kernel before them"),
+        "{text}"
+    );
+}

@@ -20,9 +20,13 @@ pub struct Analysis {
     /// What the candidates are compared against.
     pub against: Against,
     pub comparisons: Vec<Comparison>,
+    /// For a patch series, each kernel after the first candidate against the
+    /// one before it (the first candidate's step is its comparison with the
+    /// baseline); empty otherwise.
+    pub steps: Vec<Comparison>,
     pub tables: BTreeMap<TableKey, Vec<Point>>,
-    /// One entry per comparison, in the order of `comparisons`; `Err` holds
-    /// why the sweep could not be analysed.
+    /// One entry per comparison, in the order of `comparisons`, then one per
+    /// step; `Err` holds why the sweep could not be analysed.
     pub results: Result<Vec<ComparisonResults>, String>,
 }
 
@@ -45,6 +49,11 @@ impl Analysis {
             .and_then(|r| r.get(comparison))
             .map(|r| r.values().flatten().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The analyses of a step of a series (`steps[step]`) in a table.
+    pub fn step_results_of(&self, step: usize, key: &TableKey) -> Option<&[PointAnalysis]> {
+        self.results_of(self.comparisons.len() + step, key)
     }
 
     /// Every analysis of the run: the correction's family.
@@ -123,6 +132,14 @@ pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) 
     let config = config(meta);
     let against = Against::Baseline;
     let comparisons = Comparison::all(variants.len(), against);
+    let steps: Vec<Comparison> = if meta.series {
+        Comparison::all(variants.len(), Against::Previous)
+            .into_iter()
+            .filter(|c| c.baseline != 0)
+            .collect()
+    } else {
+        Vec::new()
+    };
     // The host of each boot of each point and variant, in the boot order
     // `tables` uses (ascending boot number), so it lines up with `sides`.
     let mut boot_hosts: BTreeMap<(TableKey, u64, usize), BTreeMap<u32, String>> = BTreeMap::new();
@@ -146,7 +163,7 @@ pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) 
     // they have in a run of two variants.
     let mut inputs = Vec::new();
     let mut point_hosts = Vec::new();
-    for c in &comparisons {
+    for c in comparisons.iter().chain(&steps) {
         for (key, points) in &tables {
             for p in points {
                 inputs.push(PointInput {
@@ -166,6 +183,7 @@ pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) 
             let mut flat = flat.into_iter();
             comparisons
                 .iter()
+                .chain(&steps)
                 .map(|_| {
                     tables
                         .iter()
@@ -180,6 +198,7 @@ pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) 
         variants,
         against,
         comparisons,
+        steps,
         tables,
         results,
     }

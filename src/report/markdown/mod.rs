@@ -5,6 +5,7 @@
 //! one column group per candidate.
 
 mod results;
+mod series;
 mod significance;
 
 use super::format::escape_md;
@@ -31,6 +32,7 @@ pub(super) fn render(run: &RunReport) -> String {
     r.push_str(&sizes::section(run.files.sizes));
     r.push_str(&where_and_how(run));
     r.push_str(&results::section(run));
+    r.push_str(&series::section(run));
     r.push_str(&significance::section(run));
     if let Some(view) = run.profiles {
         r.push_str(&profile::section(Some(view), run.with_plots));

@@ -6,7 +6,7 @@ use crate::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use crate::stats::{Correction, PointAnalysis};
 use std::fmt::Write as _;
 
-fn direction(higher_is_better: bool) -> &'static str {
+pub(super) fn direction(higher_is_better: bool) -> &'static str {
     if higher_is_better {
         "higher is better"
     } else {
@@ -23,7 +23,7 @@ fn p_value(p: f64) -> String {
     }
 }
 
-fn interval_cell(a: &PointAnalysis) -> String {
+pub(super) fn interval_cell(a: &PointAnalysis) -> String {
     a.relative_difference_ci
         .as_ref()
         .map_or("–".to_string(), |ci| {
@@ -31,7 +31,7 @@ fn interval_cell(a: &PointAnalysis) -> String {
         })
 }
 
-fn verdict_cell(a: &PointAnalysis) -> String {
+pub(super) fn verdict_cell(a: &PointAnalysis) -> String {
     if a.verdict.is_significant() {
         format!("**{}**", a.verdict.as_str())
     } else {

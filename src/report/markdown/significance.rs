@@ -33,7 +33,15 @@ fn method(analysis: &Analysis) -> String {
     let cfg = &analysis.config;
     let family = analysis.all_points().len();
     let correction = cfg.correction.as_str();
-    let family = if analysis.is_pair() {
+    let points = analysis.tables.values().map(Vec::len).sum::<usize>();
+    let family = if !analysis.steps.is_empty() {
+        format!(
+            "all {family} comparisons of this report ({} kernels against the baseline and {} \
+             against the kernel before them, × {points} points, {correction})",
+            analysis.comparisons.len(),
+            analysis.steps.len()
+        )
+    } else if analysis.is_pair() {
         format!("all {family} points of this report ({correction})")
     } else {
         format!(
