@@ -404,6 +404,22 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
         text.contains("2 kernels against the baseline and 1 against the kernel before them"),
         "{text}"
     );
+    let summary: serde_json::Value = serde_json::from_str(
+        &markbench::report::summary_json(
+            &m,
+            &markbench::report::analyse(&m, &samples(&VARIANTS, 1.1)),
+            None,
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let against: Vec<&str> = summary["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["against"].as_str().unwrap())
+        .collect();
+    assert_eq!(against, ["baseline", "baseline", "previous"]);
     // Two kernels of a series are a pair: no step beyond the comparison.
     let mut pair = meta(&VARIANTS[..2]);
     pair.series = true;

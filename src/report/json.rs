@@ -85,7 +85,14 @@ impl<'a> Summary<'a> {
     ) -> Summary<'a> {
         let mut points = Vec::new();
         let mut comparisons = Vec::new();
-        for (i, c) in analysis.comparisons.iter().enumerate() {
+        // A series' steps follow the comparisons with the baseline, as in
+        // the analysis' results.
+        for (i, c) in analysis
+            .comparisons
+            .iter()
+            .chain(&analysis.steps)
+            .enumerate()
+        {
             let [without, with] = analysis.names(c);
             for (key, list) in &analysis.tables {
                 let analyses = analysis.results_of(i, key);
@@ -115,7 +122,11 @@ impl<'a> Summary<'a> {
                 } += 1;
             }
             comparisons.push(ComparisonSummary {
-                against: analysis.against,
+                against: if i < analysis.comparisons.len() {
+                    analysis.against
+                } else {
+                    Against::Previous
+                },
                 baseline: without,
                 candidate: with,
                 summary: super::markdown::verdict_text(analysis, i),
