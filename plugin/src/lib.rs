@@ -61,7 +61,7 @@ const CHUNK: usize = 4096;
 /// becomes the element size: the block's `can_do_io = 1` stores the low
 /// byte (0 for sizes that are multiples of 256, and QEMU exits with "Bad
 /// icount read" once vCPU 1 runs), and guest arithmetic with 1 goes wrong
-/// (other sizes boot into a kernel oops). vCPU 0's constant 0 times the
+/// (32776-byte elements boot into a kernel oops). vCPU 0's constant 0 times the
 /// size stays 0, so one vCPU is safe. A regular callback receives the index
 /// as an argument without modifying it, so it is what several vCPUs use.
 #[derive(Clone, Copy, PartialEq, Eq)]
