@@ -6,10 +6,10 @@ use super::store::Manifest;
 use crate::suite::Suite;
 use std::path::Path;
 
-/// Wall time of a profiled boot over a timed boot of the same job, as
-/// measured here (README, "What it costs": ×1.08 to ×1.22 on 1 vCPU with
-/// inline counters, ×1.14 and ×1.15 on 2 vCPUs with callbacks). Used when
-/// no earlier run of the suite has profiled boots of its own to go by.
+/// A profiled boot's time over a timed boot of the same job, as measured
+/// here (README, "What it costs": QEMU's CPU time ×1.08 on 1 vCPU with
+/// inline counters, ×1.18 on 2 vCPUs with callbacks). Used when no earlier
+/// run of the suite has profiled boots of its own to go by.
 pub const SLOWDOWN: f64 = 1.2;
 
 /// A timed boot of the suite measured before: its mean wall time and the
