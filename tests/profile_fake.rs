@@ -179,3 +179,36 @@ fn a_run_without_profiles_has_no_such_section_and_wall_time_cannot_profile() {
     );
     assert!(format!("{e:#}").contains("profiles need instruction-count timing"));
 }
+
+#[test]
+fn the_dry_run_lists_the_profiled_boots_and_builds_and_boots_nothing() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = assert_cmd::Command::cargo_bin("markbench")
+        .unwrap()
+        .args([
+            "compare",
+            "--dry-run",
+            "--profile",
+            "--suite",
+            "suites/quick.toml",
+        ])
+        .arg("--reports")
+        .arg(reports.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("4 profiled boots after the timed ones"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  markers-on on 2 CPUs: hackbench 2 (6 measured + 1 warm-up)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("estimated time of the profiled boots: about ×1.2 a timed boot each"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_dir(reports.path()).unwrap().count(), 0);
+}

@@ -2,10 +2,12 @@
 //! each kernel address, and in user space as one sum, inside regions the
 //! guest marks.
 //!
-//! Counting is inline: when a translated block starts executing it adds to
-//! a 64-bit slot of a scoreboard (a kernel block one to a slot of its own,
-//! a user block its instruction count to the one slot all of them share), so the guest runs without a
-//! callback per block. A region starts and ends at a marker instruction, a
+//! Counting is inline on a guest of one vCPU: when a translated block
+//! starts executing it adds to a 64-bit slot of a scoreboard (a kernel
+//! block one to a slot of its own, a user block its instruction count to
+//! the one slot all of them share), so the guest runs without a callback
+//! per block. On a guest of several vCPUs every block calls back instead
+//! (see [`Counting`]). A region starts and ends at a marker instruction, a
 //! seven-byte NOP with a magic displacement (`nopl 0x4d425301(%rax)` starts,
 //! `…02` ends; architecturally a NOP, so the guest agent runs it under any
 //! accelerator). Only the marker instructions get a callback: the start
@@ -28,6 +30,7 @@ use qemu_plugin_sys as sys;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The plugin API version this plugin is written against. QEMU refuses a
@@ -46,10 +49,37 @@ const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 /// of one scoreboard per block.
 const CHUNK: usize = 4096;
 
+/// How executed blocks are counted.
+///
+/// QEMU 10.0's inline operations are unusable with more than one vCPU
+/// under round-robin TCG (which `-icount` implies): `gen_cpu_index` in
+/// `accel/tcg/plugin-gen.c` returns the translating vCPU's index as a TCG
+/// constant whenever translations are not `CF_PARALLEL`, and
+/// `gen_plugin_u64_ptr` then multiplies that value by the scoreboard's
+/// element size in place, overwriting the interned constant. In a block
+/// translated by vCPU 1 every later use of the constant 1 of that block
+/// becomes the element size: the block's `can_do_io = 1` stores the low
+/// byte (0 for sizes that are multiples of 256, and QEMU exits with "Bad
+/// icount read" once vCPU 1 runs), and guest arithmetic with 1 goes wrong
+/// (32776-byte elements boot into a kernel oops). vCPU 0's constant 0 times the
+/// size stays 0, so one vCPU is safe. A regular callback receives the index
+/// as an argument without modifying it, so it is what several vCPUs use.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Counting {
+    Inline,
+    Callback,
+}
+
 struct Block {
     /// Address of each instruction of the block.
     insns: Vec<u64>,
+    /// Times the block started, when blocks call back. Boxed so the
+    /// callback's pointer to it stays valid as blocks are added.
+    hits: Box<AtomicU64>,
 }
+
+/// Instructions executed in user space, when blocks call back.
+static USER_INSNS: AtomicU64 = AtomicU64::new(0);
 
 #[derive(Default)]
 struct Region {
@@ -60,6 +90,7 @@ struct Region {
 
 struct State {
     out: String,
+    counting: Counting,
     chunks: Vec<*mut sys::qemu_plugin_scoreboard>,
     blocks: Vec<Block>,
     user: sys::qemu_plugin_u64,
@@ -98,6 +129,14 @@ impl State {
     }
 
     fn start_region(&mut self) {
+        self.open = true;
+        if self.counting == Counting::Callback {
+            for block in &self.blocks {
+                block.hits.store(0, Ordering::Relaxed);
+            }
+            USER_INSNS.store(0, Ordering::Relaxed);
+            return;
+        }
         let vcpus = Self::vcpus();
         for index in 0..self.blocks.len() {
             let slot = self.slot(index);
@@ -110,7 +149,6 @@ impl State {
             // SAFETY: as above.
             unsafe { sys::qemu_plugin_u64_set(self.user, vcpu, 0) };
         }
-        self.open = true;
     }
 
     fn end_region(&mut self) {
@@ -118,8 +156,19 @@ impl State {
             return;
         }
         self.open = false;
-        let vcpus = Self::vcpus();
         let mut region = Region::default();
+        if self.counting == Counting::Callback {
+            for (index, block) in self.blocks.iter().enumerate() {
+                let n = block.hits.load(Ordering::Relaxed);
+                if n > 0 {
+                    region.blocks.push((index as u32, n));
+                }
+            }
+            region.user = USER_INSNS.load(Ordering::Relaxed);
+            self.regions.push(region);
+            return;
+        }
+        let vcpus = Self::vcpus();
         for index in 0..self.blocks.len() {
             let slot = self.slot(index);
             // SAFETY: the slot lies inside a live scoreboard.
@@ -171,6 +220,16 @@ unsafe extern "C" fn on_mark(_vcpu: c_uint, userdata: *mut c_void) {
     }
 }
 
+unsafe extern "C" fn on_kernel_block(_vcpu: c_uint, hits: *mut c_void) {
+    // SAFETY: `hits` is a block's counter, which lives as long as the plugin.
+    unsafe { &*(hits as *const AtomicU64) }.fetch_add(1, Ordering::Relaxed);
+}
+
+unsafe extern "C" fn on_user_block(_vcpu: c_uint, insns: *mut c_void) {
+    // The pointer-sized user datum is the block's instruction count.
+    USER_INSNS.fetch_add(insns as u64, Ordering::Relaxed);
+}
+
 unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu_plugin_tb) {
     let n = sys::qemu_plugin_tb_n_insns(tb);
     let mut insns = Vec::with_capacity(n);
@@ -202,9 +261,26 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
     let Some(state) = guard.as_mut() else { return };
     // A kernel block's slot counts its starts, each of which executes every
     // one of its instructions once; the user slot sums instructions.
-    let (entry, add) = if sys::qemu_plugin_tb_vaddr(tb) >= KERNEL_HALF {
+    let kernel = sys::qemu_plugin_tb_vaddr(tb) >= KERNEL_HALF;
+    if state.counting == Counting::Callback {
+        const FLAGS: sys::qemu_plugin_cb_flags = sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS;
+        if kernel {
+            let hits = Box::new(AtomicU64::new(0));
+            let pointer = (&*hits as *const AtomicU64).cast_mut().cast();
+            state.blocks.push(Block { insns, hits });
+            sys::qemu_plugin_register_vcpu_tb_exec_cb(tb, Some(on_kernel_block), FLAGS, pointer);
+        } else {
+            let count = n as *mut c_void;
+            sys::qemu_plugin_register_vcpu_tb_exec_cb(tb, Some(on_user_block), FLAGS, count);
+        }
+        return;
+    }
+    let (entry, add) = if kernel {
         let index = state.new_slot();
-        state.blocks.push(Block { insns });
+        state.blocks.push(Block {
+            insns,
+            hits: Box::default(),
+        });
         (state.slot(index), 1)
     } else {
         (state.user, n as u64)
@@ -234,7 +310,7 @@ unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void)
 #[no_mangle]
 pub unsafe extern "C" fn qemu_plugin_install(
     id: sys::qemu_plugin_id_t,
-    _info: *const sys::qemu_info_t,
+    info: *const sys::qemu_info_t,
     argc: c_int,
     argv: *mut *mut c_char,
 ) -> c_int {
@@ -254,9 +330,22 @@ pub unsafe extern "C" fn qemu_plugin_install(
         sys::qemu_plugin_outs(c"markbench profile plugin: needs out=FILE\n".as_ptr());
         return -1;
     };
+    // SAFETY: QEMU passes its info; `system` is the variant of a system
+    // emulator, the only kind that loads this plugin with a kernel.
+    let vcpus = if info.is_null() || !(*info).system_emulation {
+        1
+    } else {
+        (*info).__bindgen_anon_1.system.smp_vcpus
+    };
+    let counting = if vcpus > 1 {
+        Counting::Callback
+    } else {
+        Counting::Inline
+    };
     let user_board = sys::qemu_plugin_scoreboard_new(8);
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State {
         out,
+        counting,
         chunks: Vec::new(),
         blocks: Vec::new(),
         user: sys::qemu_plugin_u64 {

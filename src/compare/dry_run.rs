@@ -138,7 +138,8 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
             shard.pieces.join("; ")
         );
     }
-    match earlier_seconds_per_boot(reports, suite, &overrides) {
+    let earlier = earlier_seconds_per_boot(reports, suite, &overrides);
+    match &earlier {
         Some((per_boot, from)) => println!(
             "estimated time: {:.0} min of booting ({per_boot:.0} s per boot in {from}), plus kernel builds on a cold cache",
             per_boot * units.len() as f64 / 60.0
@@ -147,6 +148,15 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
             "estimated time: unknown (no earlier complete run of this suite here); a minimal \
              kernel build takes about 6 minutes on 2 cores"
         ),
+    }
+    let earlier_run = earlier
+        .as_ref()
+        .map(|(per_boot, from)| crate::profile::plan::EarlierRun {
+            seconds_per_boot: *per_boot,
+            dir: Path::new(from),
+        });
+    for line in crate::profile::plan::describe(suite, earlier_run) {
+        println!("{line}");
     }
     println!("order ({:?} blocks, seed {}):", suite.order, suite.seed);
     for u in units {

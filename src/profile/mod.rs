@@ -10,10 +10,12 @@
 //! in user space, one region per timed run. [`boot`] turns each region into
 //! counts per function with the kernel's System.map and keeps them in the
 //! run directory ([`store`]); the report compares the two sides point by
-//! point ([`breakdown`]).
+//! point ([`breakdown`]). The dry run lists the profiled boots and what
+//! they cost ([`plan`]).
 
 pub mod boot;
 pub mod breakdown;
+pub mod plan;
 pub mod raw;
 pub mod store;
 pub mod symbols;
