@@ -93,7 +93,7 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     for w in &suite.workloads {
         println!(
             "  workload {}",
-            serde_json::to_string(w).unwrap_or_default()
+            w.describe(suite.iterations, suite.warmup)
         );
     }
     if !suite.objects.is_empty() {
