@@ -91,10 +91,7 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
         }
     }
     for w in &suite.workloads {
-        println!(
-            "  workload {}",
-            w.describe(suite.iterations, suite.warmup)
-        );
+        println!("  workload {}", w.describe(suite.iterations, suite.warmup));
     }
     if !suite.objects.is_empty() {
         println!(
