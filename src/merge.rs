@@ -17,9 +17,6 @@ use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// (variant, CPUs, boot, workload, param, metric, iteration).
-type MeasurementKey = (String, u32, u32, String, u64, String, u32);
-
 /// What a merge produced.
 #[derive(Debug)]
 pub struct Merged {
@@ -269,7 +266,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     let mut writer = SampleWriter::open(out)?;
     // A measurement is (variant, CPUs, boot, workload, param, metric,
     // iteration); two shards holding the same one would be a split gone wrong.
-    let mut measured: BTreeMap<MeasurementKey, u32> = BTreeMap::new();
+    let mut measured: BTreeMap<crate::samples::SampleKey, u32> = BTreeMap::new();
     let mut meta = first.meta.clone();
     meta.shard = None;
     // The merged run is the whole suite: nothing to resume as a shard.
@@ -281,7 +278,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
         let (samples, sample_hosts) =
             hosts_or(read_samples_with_hosts(&run.dir)?, &run.meta.host.hostname);
         for (s, host) in samples.iter().zip(&sample_hosts) {
-            let key = s.identity();
+            let key = s.key();
             if let Some(other) = measured.insert(key, run.index) {
                 return Err(InputError::new(format!(
                     "{}: {} {} {} on {} CPUs, {} boot {} iteration {} is also in shard {other}",

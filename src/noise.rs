@@ -60,14 +60,7 @@ impl Targets {
     }
 }
 
-/// One point of a sweep: a workload's metric at a CPU count and parameter.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct PointKey {
-    pub workload: String,
-    pub metric: String,
-    pub cpus: u32,
-    pub param: u64,
-}
+pub use crate::samples::PointKey;
 
 /// The noise of one A/A point, per variant (each a copy of the same kernel).
 #[derive(Debug, Clone, PartialEq)]

@@ -11,7 +11,7 @@ use crate::images::source::{KernelOrigin, ResolvedOrigin};
 use crate::plan::Unit;
 use crate::protocol::{Directive, Message};
 use crate::run_dir::RunDir;
-use crate::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
+use crate::samples::{BootKey, BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
 use crate::suite::Suite;
 use crate::vm::Machine;
 use crate::vm::{BootEnd, BootRequest, Runner};
@@ -542,9 +542,13 @@ impl Drop for RunLock {
     }
 }
 
-/// Identifies a unit's samples and boot record: (variant, CPUs, boot).
-fn unit_key(variant: &str, cpus: u32, boot: u32) -> (String, u32, u32) {
-    (variant.to_string(), cpus, boot)
+/// The boot a unit makes, as its samples and boot record name it.
+fn unit_key(unit: &Unit) -> BootKey {
+    BootKey {
+        variant: unit.variant.clone(),
+        cpus: unit.cpus,
+        boot: unit.boot,
+    }
 }
 
 /// Runs every unit in order into `dir`, then renders the report. With
@@ -567,14 +571,9 @@ pub fn execute(
     let (mut meta, previous_wall) = match run.resumed.as_ref().map(|(_, meta)| meta.clone()) {
         Some(mut meta) => {
             meta.boots.retain(|b| b.ok);
-            let done: std::collections::BTreeSet<_> = meta
-                .boots
-                .iter()
-                .map(|b| unit_key(&b.variant, b.cpus, b.boot))
-                .collect();
-            let dropped = crate::samples::retain_samples(dir, |s| {
-                done.contains(&unit_key(&s.variant, s.cpus, s.boot))
-            })?;
+            let done: std::collections::BTreeSet<_> =
+                meta.boots.iter().map(BootRecord::key).collect();
+            let dropped = crate::samples::retain_samples(dir, |s| done.contains(&s.boot_key()))?;
             eprintln!(
                 "markbench: resuming: {} of {} boots already done; dropped {dropped} samples of unfinished boots",
                 meta.boots.len(),
@@ -604,10 +603,7 @@ pub fn execute(
     let mut interrupted = false;
     let progress = crate::progress::Progress::new(units.len(), meta.boots.len());
     for unit in units {
-        if meta.boots.iter().any(|b| {
-            b.ok && unit_key(&b.variant, b.cpus, b.boot)
-                == unit_key(&unit.variant, unit.cpus, unit.boot)
-        }) {
+        if meta.boots.iter().any(|b| b.ok && b.key() == unit_key(unit)) {
             continue;
         }
         if crate::vm::interrupted() {
@@ -629,9 +625,9 @@ pub fn execute(
             // A hang or a QEMU failure may be the host's doing: try once more,
             // after dropping whatever the failed attempt measured.
             progress.note(&format!("  {}; retrying once", record.status));
-            let key = unit_key(&unit.variant, unit.cpus, unit.boot);
+            let key = unit_key(unit);
             drop(writer);
-            crate::samples::retain_samples(dir, |s| unit_key(&s.variant, s.cpus, s.boot) != key)?;
+            crate::samples::retain_samples(dir, |s| s.boot_key() != key)?;
             writer = SampleWriter::open(dir)?;
             let first = record.status.clone();
             record = run_unit(suite, unit, images, machine, runner, dir, &mut writer, 1)?;

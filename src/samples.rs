@@ -42,21 +42,58 @@ pub struct Sample {
     pub started_at: String,
 }
 
-/// What names one sample within a run: two samples with the same identity
-/// are the same measurement (recorded twice if both are present).
-pub type SampleIdentity = (String, u32, u32, String, u64, String, u32);
+/// One boot of a run: a variant at a CPU count, by its boot number. A unit
+/// of the plan, its boot record and its samples share it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BootKey {
+    pub variant: String,
+    pub cpus: u32,
+    pub boot: u32,
+}
+
+/// One point of a sweep: a workload's metric at a CPU count and parameter.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PointKey {
+    pub workload: String,
+    pub metric: String,
+    pub cpus: u32,
+    pub param: u64,
+}
+
+/// What names one sample within a run: its boot, its point and its
+/// iteration. Two samples with the same key are the same measurement
+/// (recorded twice if both are present).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SampleKey {
+    pub boot: BootKey,
+    pub point: PointKey,
+    pub iteration: u32,
+}
 
 impl Sample {
-    pub fn identity(&self) -> SampleIdentity {
-        (
-            self.variant.clone(),
-            self.cpus,
-            self.boot,
-            self.workload.clone(),
-            self.param,
-            self.metric.clone(),
-            self.iteration,
-        )
+    pub fn key(&self) -> SampleKey {
+        SampleKey {
+            boot: self.boot_key(),
+            point: self.point_key(),
+            iteration: self.iteration,
+        }
+    }
+
+    pub fn boot_key(&self) -> BootKey {
+        BootKey {
+            variant: self.variant.clone(),
+            cpus: self.cpus,
+            boot: self.boot,
+        }
+    }
+
+    pub fn point_key(&self) -> PointKey {
+        PointKey {
+            workload: self.workload.clone(),
+            metric: self.metric.clone(),
+            cpus: self.cpus,
+            param: self.param,
+        }
     }
 }
 
@@ -308,6 +345,14 @@ pub struct BootRecord {
 }
 
 impl BootRecord {
+    pub fn key(&self) -> BootKey {
+        BootKey {
+            variant: self.variant.clone(),
+            cpus: self.cpus,
+            boot: self.boot,
+        }
+    }
+
     /// A boot taken while the host was busy with something else: before it
     /// started (no guest of ours running), half the cores or more were busy.
     pub fn under_load(&self, host_cores: usize) -> bool {

@@ -114,7 +114,7 @@ fn merged_shards_report_like_one_machine_and_find_the_same_regressions() {
 
     let mut a = markbench::samples::read_samples(&whole).unwrap();
     let mut b = markbench::samples::read_samples(&out).unwrap();
-    let key = markbench::samples::Sample::identity;
+    let key = markbench::samples::Sample::key;
     a.sort_by_key(key);
     b.sort_by_key(key);
     assert_eq!(a.len(), b.len());
