@@ -32,6 +32,9 @@ pub struct Images {
     pub extra_archives: Vec<PathBuf>,
     /// The configuration difference of each candidate against the baseline.
     pub diffconfig: String,
+    /// The source difference of each candidate against the baseline, where
+    /// their kernels come from other revisions or patches; empty otherwise.
+    pub source_diff: String,
     /// Every kernel's sizes and each candidate's against the baseline's,
     /// read from their builds.
     pub sizes: SizeRecord,
@@ -81,6 +84,18 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     let baseline = &origins[0];
     let baseline_tree = baseline.tree()?.path;
     let diffconfig = diffconfigs(&baseline_tree, &suite.variants, &kernels)?;
+    let mut source_diff = String::new();
+    for (v, origin) in suite.variants.iter().zip(&origins).skip(1) {
+        if let Some(diff) = crate::images::source::source_difference(baseline, origin)? {
+            source_diff.push_str(&format!(
+                "# {} against {}\n{diff}",
+                v.name, suite.variants[0].name
+            ));
+            if !source_diff.ends_with('\n') {
+                source_diff.push('\n');
+            }
+        }
+    }
     let tree: Result<PathBuf, String> = Ok(baseline_tree.clone());
     let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
     let sizes = size::record(
@@ -123,6 +138,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
         base,
         extra_archives,
         diffconfig,
+        source_diff,
         sizes,
     })
 }
@@ -591,6 +607,9 @@ pub fn execute(
         None => {
             let meta = initial_meta(run, images, machine);
             std::fs::write(layout.diffconfig(), &images.diffconfig)?;
+            if !images.source_diff.is_empty() {
+                std::fs::write(layout.source_diff(), &images.source_diff)?;
+            }
             images.sizes.write(dir)?;
             std::fs::write(layout.suite_copy(), &suite.text)
                 .with_context(|| format!("keeping a copy of the suite in {}", dir.display()))?;

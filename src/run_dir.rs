@@ -14,6 +14,9 @@ pub const SUITE_COPY: &str = "suite.toml";
 pub const FRAGMENTS_COPY: &str = "vm-images";
 pub const REPORT_FILE: &str = "report.md";
 pub const DIFFCONFIG_FILE: &str = "diffconfig.txt";
+/// The source difference of each candidate against the baseline (commits,
+/// `git diff --stat`, patches), for kernels from revisions or patches.
+pub const SOURCE_DIFF_FILE: &str = "source-diff.txt";
 pub const SUMMARY_FILE: &str = "summary.json";
 pub const PLOTS_DIR: &str = "plots";
 pub const SIZES_FILE: &str = "sizes.toml";
@@ -61,6 +64,10 @@ impl RunDir {
 
     pub fn diffconfig(&self) -> PathBuf {
         self.root.join(DIFFCONFIG_FILE)
+    }
+
+    pub fn source_diff(&self) -> PathBuf {
+        self.root.join(SOURCE_DIFF_FILE)
     }
 
     pub fn summary(&self) -> PathBuf {

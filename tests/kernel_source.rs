@@ -321,3 +321,38 @@ fn a_revision_is_built_from_a_snapshot_and_the_working_tree_is_untouched() {
         ResolvedOrigin::resolve(&KernelOrigin::of(KernelSource::Tree(repo.clone()))).unwrap();
     assert_ne!(as_is.identity, changed.identity);
 }
+
+#[test]
+fn the_source_difference_lists_commits_the_diffstat_and_patches() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = tiny_tree(dir.path());
+    let at = |rev: &str, patches: Vec<PathBuf>| {
+        ResolvedOrigin::resolve(&KernelOrigin {
+            source: KernelSource::Tree(repo.clone()),
+            rev: Some(rev.into()),
+            patches,
+        })
+        .unwrap()
+    };
+    let (base, tip) = (at("main~1", vec![]), at("main", vec![]));
+    let text = markbench::images::source::source_difference(&base, &tip)
+        .unwrap()
+        .expect("two commits differ");
+    assert!(text.contains("use long for b"), "{text}");
+    assert!(text.contains("kernel/fork.c | 2 +-"), "{text}");
+    assert!(text.contains("1 file changed"), "{text}");
+    let good = patch(dir.path(), "good.patch", "int k;");
+    let patched = at("main~1", vec![good]);
+    let text = markbench::images::source::source_difference(&base, &patched)
+        .unwrap()
+        .expect("a patch differs");
+    assert!(
+        text.contains("patches applied on top:\n  good.patch (sha256 "),
+        "{text}"
+    );
+    assert!(!text.contains("commits"), "{text}");
+    assert_eq!(
+        markbench::images::source::source_difference(&base, &at("main~1", vec![])).unwrap(),
+        None
+    );
+}

@@ -148,6 +148,7 @@ fn report_of_fixed_samples() {
         report::RunFiles {
             diffconfig: Some(" FTRACE n -> y\n+TRACEPOINTS y\n"),
             sizes: Some(&sizes),
+            ..Default::default()
         },
     );
     insta::assert_snapshot!(text);

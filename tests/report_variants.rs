@@ -420,6 +420,20 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
         .map(|c| c["against"].as_str().unwrap())
         .collect();
     assert_eq!(against, ["baseline", "baseline", "previous"]);
+    let with_diff = markbench::report::render(
+        &m,
+        &samples(&VARIANTS, 1.1),
+        markbench::report::RunFiles {
+            source_diff: Some("# markers-on against markers-off\ncommits a..b:\nb slow path\n"),
+            ..Default::default()
+        },
+    );
+    let compared = &with_diff[with_diff.find("## What was compared").unwrap()..];
+    let compared = &compared[..compared.find("\n## Size").unwrap_or(compared.len())];
+    assert!(
+        compared.contains("Source difference") && compared.contains("b slow path"),
+        "{compared}"
+    );
     // Two kernels of a series are a pair: no step beyond the comparison.
     let mut pair = meta(&VARIANTS[..2]);
     pair.series = true;

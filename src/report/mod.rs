@@ -36,6 +36,9 @@ pub use crate::run_dir::SUMMARY_FILE;
 pub struct RunFiles<'a> {
     /// `scripts/diffconfig` baseline → candidate.
     pub diffconfig: Option<&'a str>,
+    /// Commits, `git diff --stat` and patches of each candidate against the
+    /// baseline, for kernels from revisions or patches.
+    pub source_diff: Option<&'a str>,
     /// `sizes.toml`; `None` for a run made before sizes were recorded.
     pub sizes: Option<&'a SizeRecord>,
 }
@@ -78,6 +81,7 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
         &meta.host.hostname,
     );
     let diffconfig = std::fs::read_to_string(dir.join(DIFFCONFIG_FILE)).ok();
+    let source_diff = std::fs::read_to_string(crate::run_dir::RunDir::new(dir).source_diff()).ok();
     let sizes = SizeRecord::read(dir)?;
     let analysis = crate::analysis::analyse_with_hosts(&meta, &samples, &hosts);
     let profiles = profile::load(dir, &meta)?;
@@ -86,6 +90,7 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
         samples: &samples,
         files: RunFiles {
             diffconfig: diffconfig.as_deref(),
+            source_diff: source_diff.as_deref(),
             sizes: sizes.as_ref(),
         },
         analysis: &analysis,

@@ -68,6 +68,7 @@ pub fn images(dir: &Path) -> Images {
             key: "k".into(),
         },
         diffconfig: " FTRACE n -> y\n".into(),
+        source_diff: String::new(),
         sizes: captured_sizes(["off", "on"]),
         extra_archives: Vec::new(),
     }

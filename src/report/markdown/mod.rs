@@ -259,6 +259,13 @@ fn what_was_compared(run: &RunReport) -> String {
         }
         None => {}
     }
+    if let Some(text) = run.files.source_diff.filter(|t| !t.trim().is_empty()) {
+        let _ = writeln!(
+            r,
+            "Source difference (commits and `git diff --stat` baseline → candidate, patches on top):\n\n```\n{}\n```\n",
+            text.trim_end().replace("```", "\'\'\'")
+        );
+    }
     r
 }
 
@@ -489,7 +496,7 @@ mod tests {
             &samples,
             RunFiles {
                 diffconfig: Some(" FTRACE n -> y\n"),
-                sizes: None,
+                ..Default::default()
             },
         );
         assert!(text.contains("my\\|suite"));
