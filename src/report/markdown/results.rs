@@ -6,7 +6,32 @@ use crate::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use crate::stats::{Correction, PointAnalysis};
 use std::fmt::Write as _;
 
-pub(super) fn direction(higher_is_better: bool) -> &'static str {
+/// The decimals every value of `points` is shown with: enough for the
+/// largest mean of any variant.
+pub(super) fn decimals_of(points: &[Point]) -> usize {
+    let unit = points.first().map_or("", |p| p.unit.as_str());
+    let magnitude = points
+        .iter()
+        .flat_map(|p| (0..p.sides.len()).map(|i| p.mean(i).abs()))
+        .filter(|m| m.is_finite())
+        .fold(0.0, f64::max);
+    decimals(unit, magnitude)
+}
+
+/// A table's heading: `workload: metric [unit], direction, N CPU(s)`.
+pub(super) fn heading(key: &TableKey, point: &Point) -> String {
+    format!(
+        "{}: {} [{}], {}, {} CPU{}",
+        escape_md(&key.workload),
+        escape_md(&key.metric),
+        escape_md(&point.unit),
+        direction(point.higher_is_better),
+        key.cpus,
+        if key.cpus == 1 { "" } else { "s" }
+    )
+}
+
+fn direction(higher_is_better: bool) -> &'static str {
     if higher_is_better {
         "higher is better"
     } else {
@@ -57,13 +82,7 @@ pub fn render_table(
     analyses: Option<&[&[PointAnalysis]]>,
     correction: Correction,
 ) -> String {
-    let unit = points.first().map_or("", |p| p.unit.as_str());
-    let magnitude = points
-        .iter()
-        .flat_map(|p| (0..p.sides.len()).map(|i| p.mean(i).abs()))
-        .filter(|m| m.is_finite())
-        .fold(0.0, f64::max);
-    let d = decimals(unit, magnitude);
+    let d = decimals_of(points);
     match comparisons {
         [c] => pair_table(key, points, names, c, analyses.map(|a| a[0]), correction, d),
         _ => comparison_table(key, points, names, comparisons, analyses, d),
@@ -204,17 +223,7 @@ pub(super) fn section(run: &RunReport) -> String {
         let _ = writeln!(r, "No samples were measured.\n");
     }
     for (key, points) in &analysis.tables {
-        let first = &points[0];
-        let _ = writeln!(
-            r,
-            "### {}: {} [{}], {}, {} CPU{}\n",
-            escape_md(&key.workload),
-            escape_md(&key.metric),
-            escape_md(&first.unit),
-            direction(first.higher_is_better),
-            key.cpus,
-            if key.cpus == 1 { "" } else { "s" }
-        );
+        let _ = writeln!(r, "### {}\n", heading(key, &points[0]));
         let analyses = table_analyses(analysis, key);
         let _ = writeln!(
             r,

@@ -3,8 +3,8 @@
 //! its value, and its change against the baseline and against the kernel
 //! before it, each with its interval and verdict.
 
-use super::super::format::{decimals, escape_md, relative, value};
-use super::results::{direction, interval_cell, verdict_cell};
+use super::super::format::{escape_md, relative, value};
+use super::results::{decimals_of, heading, interval_cell, verdict_cell};
 use super::RunReport;
 use crate::analysis::param_label;
 use std::fmt::Write as _;
@@ -34,20 +34,11 @@ pub(super) fn section(run: &RunReport) -> String {
     );
     for (key, points) in &analysis.tables {
         for (i, p) in points.iter().enumerate() {
-            let magnitude = (0..p.sides.len())
-                .map(|s| p.mean(s).abs())
-                .filter(|m| m.is_finite())
-                .fold(0.0, f64::max);
-            let d = decimals(&p.unit, magnitude);
+            let d = decimals_of(std::slice::from_ref(p));
             let _ = writeln!(
                 r,
-                "### {}: {} [{}], {}, {} CPU{}, {} {}\n",
-                escape_md(&key.workload),
-                escape_md(&key.metric),
-                escape_md(&p.unit),
-                direction(p.higher_is_better),
-                key.cpus,
-                if key.cpus == 1 { "" } else { "s" },
+                "### {}, {} {}\n",
+                heading(key, p),
                 param_label(&key.workload),
                 p.param
             );
