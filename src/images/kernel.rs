@@ -1,8 +1,9 @@
 //! Guest kernels: `tinyconfig` + `base.config` + one variant fragment (found
-//! as `images::fragments` says), built out of tree (`O=`) from the tree a
-//! variant's origin names (`images::source`), cached under a key made of
-//! the origin's identity (source or commit, and patches), the fragments and
-//! the compiler version.
+//! as `images::fragments` says), built from the tree a variant's origin
+//! names (`images::source`) in the configuration's workspace
+//! (`images::workspace`: the next commit of a series rebuilds only what it
+//! changed), cached under a key made of the origin's identity (source or
+//! commit, and patches), the fragments and the compiler version.
 //!
 //! After `olddefconfig` every symbol the fragments set is checked against the
 //! final `.config`: Kconfig silently drops options whose dependencies are
@@ -12,6 +13,7 @@
 use super::fragments::Fragment;
 pub use super::source::KernelSource;
 use super::source::{OriginRecord, ResolvedOrigin};
+use super::workspace::Workspace;
 use super::{cache_dir, key_of, tool_version};
 use crate::error::InputError;
 use anyhow::{bail, Context, Result};
@@ -45,6 +47,11 @@ pub struct KernelImage {
     pub fragment_sha256: BTreeMap<String, String>,
     pub config_sha256: String,
     pub build_seconds: f64,
+    /// How many source files differed from the last build in the
+    /// configuration's workspace (none for kernels cached before
+    /// workspaces): what this build had to recompile.
+    #[serde(default)]
+    pub source_files_rebuilt: Option<usize>,
     /// Source, revision, commit and patches (default for kernels cached
     /// before they were recorded).
     #[serde(default)]
@@ -207,14 +214,12 @@ pub(crate) fn reproducible(make: &mut Command) {
 /// from ccache, not a full build).
 pub const CCACHE_ENV: &str = "MARKBENCH_CCACHE_DIR";
 
-/// ccache's directory when ccache is installed: a kernel that shares most
-/// of its preprocessed sources with one built before (the same
-/// configuration at another commit) then recompiles only what changed.
-/// Without debug info ccache does not hash the working directory, so builds
-/// in different `O=` directories share it, and with the build directory
-/// inside a tree of the cache every path on the compiler's command line is
-/// relative, so trees at different paths (two commits' snapshots) share it
-/// too.
+/// ccache's directory when ccache is installed: a fresh workspace (another
+/// cache, or a configuration whose preprocessed sources mostly match one
+/// built before) then compiles only what ccache has not seen. Without debug
+/// info ccache does not hash the working directory, and with the build
+/// directory inside the workspace's tree every path on the compiler's
+/// command line is relative, so workspaces at different paths share it.
 fn ccache() -> Option<PathBuf> {
     let installed = Command::new("ccache")
         .arg("--version")
@@ -247,6 +252,12 @@ pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> String {
     key_of(&parts)
 }
 
+/// The key of a configuration's workspace: the kernel's key without its
+/// source, so every tree built with these fragments shares one.
+fn workspace_key(spec: &KernelSpec, compiler: &str) -> String {
+    kernel_key(spec, "any source", compiler)
+}
+
 /// Returns the cached kernel for `spec` built from `origin`, building it
 /// first if needed.
 pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<KernelImage> {
@@ -256,12 +267,8 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let dir = cache_dir()
         .join("kernels")
         .join(format!("{}-{}", spec.name, &key[..16]));
-    if let Ok(text) = std::fs::read_to_string(dir.join(RECORD)) {
-        if let Ok(image) = toml::from_str::<KernelImage>(&text) {
-            if image.bzimage.is_file() {
-                return Ok(image);
-            }
-        }
+    if let Some(image) = cached(&dir) {
+        return Ok(image);
     }
     let mut expectations = Vec::new();
     for f in &spec.fragments {
@@ -269,40 +276,44 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     }
     let started = std::time::Instant::now();
     let tree = origin.tree()?;
+    let workspace = Workspace::lock(cache_dir().join("workspaces").join(format!(
+        "{}-{}",
+        spec.name,
+        &workspace_key(spec, &compiler)[..16]
+    )))?;
+    // Another process may have built it while this one waited.
+    if let Some(image) = cached(&dir) {
+        return Ok(image);
+    }
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(&partial)?;
-    // A direct subdirectory of a tree of ours makes Kbuild name the source
-    // `..` (see `BuildTree::ours`); it moves beside the kernel when done.
-    let build = if tree.ours {
-        tree.path.join(format!(
-            ".markbench-build-{}-{}",
-            &key[..16],
-            std::process::id()
-        ))
-    } else {
-        partial.join("build")
-    };
-    let _ = std::fs::remove_dir_all(&build);
-    std::fs::create_dir_all(&build)?;
-    let tree = tree.path;
-    let result = build_in(&tree, &build, &partial, spec, &expectations);
-    if build != partial.join("build") {
-        match &result {
-            Ok(()) => {
-                std::fs::rename(&build, partial.join("build"))
-                    .with_context(|| format!("moving {} beside the kernel", build.display()))?;
-                // Kbuild's `source` link said `..`; moved, it names the tree.
-                let link = partial.join("build").join("source");
-                let _ = std::fs::remove_file(&link);
-                std::os::unix::fs::symlink(&tree, &link)?;
-            }
-            Err(_) => {
-                let _ = std::fs::remove_dir_all(&build);
-            }
-        }
+    workspace.begin()?;
+    let mirrored = workspace.mirror(&tree.path)?;
+    eprintln!(
+        "markbench: {} of {} source files differ from the last build in {}",
+        mirrored.written,
+        mirrored.written + mirrored.unchanged,
+        workspace.tree().display()
+    );
+    build_in(&workspace, &tree.path, &partial, spec, &expectations)?;
+    workspace.finish(identity)?;
+    let copy = Command::new("cp")
+        .arg("-a")
+        .arg(workspace.build_dir())
+        .arg(partial.join("build"))
+        .status()
+        .context("starting cp")?;
+    if !copy.success() {
+        bail!(
+            "copying {} beside the kernel failed ({copy})",
+            workspace.build_dir().display()
+        );
     }
-    result?;
+    // Kbuild's `source` link says `..`; beside the kernel it names the tree.
+    let link = partial.join("build").join("source");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&tree.path, &link)?;
     let build = partial.join("build");
     let config_path = build.join(".config");
     let built = build.join("arch/x86/boot/bzImage");
@@ -325,6 +336,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         fragment_sha256,
         config_sha256: sha256_file(&partial.join("config"))?,
         build_seconds: started.elapsed().as_secs_f64(),
+        source_files_rebuilt: Some(mirrored.written),
         origin: origin.record(),
     };
     std::fs::write(partial.join(RECORD), toml::to_string(&image)?)?;
@@ -338,12 +350,15 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     Ok(image)
 }
 
-/// Configures and builds one kernel from `tree` into `build`, the log in
-/// `partial/build.log`; the final `.config` is checked against the
-/// fragments before the long part of the build.
+/// Configures and builds one kernel in `workspace` (its tree mirrors
+/// `source`), the log in `partial/build.log`. The configuration is made in a
+/// directory of its own and copied to the build's only when it differs, so
+/// an unchanged `.config` keeps its time stamp and Kbuild reconfigures
+/// nothing; it is checked against the fragments before the long part of the
+/// build.
 fn build_in(
-    tree: &Path,
-    build: &Path,
+    workspace: &Workspace,
+    source: &Path,
     partial: &Path,
     spec: &KernelSpec,
     expectations: &[Expectation],
@@ -352,13 +367,14 @@ fn build_in(
     eprintln!(
         "markbench: building kernel {} from {}; log: {} (moved beside the kernel when done)",
         spec.name,
-        tree.display(),
+        source.display(),
         log.display()
     );
     let compiler_launcher = ccache();
-    let make = |target: &str| {
+    let tree = workspace.tree();
+    let make = |out: &Path, target: &str| {
         let mut c = Command::new("make");
-        c.arg("-C").arg(tree).arg(format!("O={}", build.display()));
+        c.arg("-C").arg(&tree).arg(format!("O={}", out.display()));
         reproducible(&mut c);
         if let Some(ccache_dir) = &compiler_launcher {
             c.arg("CC=ccache gcc").env("CCACHE_DIR", ccache_dir);
@@ -366,8 +382,10 @@ fn build_in(
         c.arg(target);
         c
     };
-    logged(&log, &mut make("tinyconfig"))?;
-    let config_path = build.join(".config");
+    let config_dir = workspace.config_dir();
+    std::fs::create_dir_all(&config_dir)?;
+    logged(&log, &mut make(&config_dir, "tinyconfig"))?;
+    let config_path = config_dir.join(".config");
     {
         let mut config = std::fs::OpenOptions::new()
             .append(true)
@@ -377,9 +395,12 @@ fn build_in(
             config.write_all(f.text.as_bytes())?;
         }
     }
-    logged(&log, &mut make("olddefconfig"))?;
-    let final_config = parse_config(&std::fs::read_to_string(&config_path)?);
-    let problems = verify(expectations, &final_config);
+    logged(&log, &mut make(&config_dir, "olddefconfig"))?;
+    let config = std::fs::read(&config_path)?;
+    let problems = verify(
+        expectations,
+        &parse_config(&String::from_utf8_lossy(&config)),
+    );
     if !problems.is_empty() {
         bail!(
             "kernel {}: the final .config ({}) does not match its fragments:\n  {}",
@@ -388,10 +409,22 @@ fn build_in(
             problems.join("\n  ")
         );
     }
+    let build = workspace.build_dir();
+    std::fs::create_dir_all(&build)?;
+    if std::fs::read(build.join(".config")).ok().as_ref() != Some(&config) {
+        std::fs::write(build.join(".config"), &config)?;
+    }
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut bz = make("bzImage");
+    let mut bz = make(&build, "bzImage");
     bz.arg(format!("-j{jobs}"));
     logged(&log, &mut bz)
+}
+
+/// The kernel cached in `dir`, if it is complete.
+fn cached(dir: &Path) -> Option<KernelImage> {
+    let text = std::fs::read_to_string(dir.join(RECORD)).ok()?;
+    let image = toml::from_str::<KernelImage>(&text).ok()?;
+    image.bzimage.is_file().then_some(image)
 }
 
 /// Every kernel in the cache.

@@ -8,6 +8,7 @@ pub mod kernel;
 pub mod plugin;
 pub mod size;
 pub mod source;
+pub mod workspace;
 
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;

@@ -835,6 +835,7 @@ mod tests {
             fragment_sha256: Default::default(),
             config_sha256: "0".into(),
             build_seconds: 0.0,
+            source_files_rebuilt: None,
             origin: Default::default(),
         }
     }

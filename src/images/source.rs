@@ -184,13 +184,9 @@ pub struct ResolvedOrigin {
 /// The directory a kernel is built from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuildTree {
+    /// Read only: kernels are built in a workspace that mirrors it
+    /// (`images::workspace`), so the user's own tree is never written into.
     pub path: PathBuf,
-    /// A tree in markbench's cache (an unpacked tarball, a snapshot, a
-    /// patched copy): the build directory may go inside it, which makes
-    /// every path Kbuild passes to the compiler relative (`srctree := ..`)
-    /// and so lets ccache share objects between trees at different paths
-    /// (two commits' snapshots). The user's own tree is never written into.
-    pub ours: bool,
 }
 
 impl ResolvedOrigin {
@@ -278,16 +274,11 @@ impl ResolvedOrigin {
         match (&self.commit, &self.source) {
             (Some(commit), KernelSource::Tree(repo)) => Ok(BuildTree {
                 path: snapshot(repo, &commit.id)?,
-                ours: true,
             }),
             (_, KernelSource::Tarball(_)) => Ok(BuildTree {
                 path: self.source.tree(&self.source_identity)?,
-                ours: true,
             }),
-            (None, KernelSource::Tree(tree)) => Ok(BuildTree {
-                path: tree.clone(),
-                ours: false,
-            }),
+            (None, KernelSource::Tree(tree)) => Ok(BuildTree { path: tree.clone() }),
         }
     }
 
@@ -307,10 +298,7 @@ impl ResolvedOrigin {
             ))
             .join("linux");
         if dir.join(DONE).is_file() {
-            return Ok(BuildTree {
-                path: dir,
-                ours: true,
-            });
+            return Ok(BuildTree { path: dir });
         }
         let partial = dir.with_extension(format!("partial-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&partial);
@@ -329,10 +317,7 @@ impl ResolvedOrigin {
             // Another process made it first; use theirs.
             let _ = std::fs::remove_dir_all(&partial);
         }
-        Ok(BuildTree {
-            path: dir,
-            ours: true,
-        })
+        Ok(BuildTree { path: dir })
     }
 
     /// Applies the patches in order to a scratch copy of the files they

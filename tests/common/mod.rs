@@ -58,6 +58,7 @@ pub fn images(dir: &Path) -> Images {
         fragment_sha256: Default::default(),
         config_sha256: "0".into(),
         build_seconds: 0.0,
+        source_files_rebuilt: None,
         origin: Default::default(),
     };
     Images {

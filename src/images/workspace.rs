@@ -1,0 +1,346 @@
+//! Build workspaces: one per kernel configuration (the fragments, the
+//! compiler and the recipe, not the source), kept in the cache. A workspace
+//! holds a mirror of the last source tree built in it and that build's `O=`
+//! directory, objects included. Building another tree with the same
+//! configuration (the next commit of a series, the tree with a patch on top)
+//! mirrors it in: only the files whose content differs are rewritten, so
+//! Kbuild's own dependency tracking recompiles what the change touches and
+//! nothing else, minutes become seconds, and the result is the bytes a clean
+//! build gives (Kbuild rebuilds everything whose inputs are newer, and a
+//! rewritten file is always newer than the objects built before it).
+//!
+//! A build that did not finish (killed, failed) leaves objects nobody can
+//! vouch for: the workspace records a finished build, and one without that
+//! record starts from an empty build directory.
+
+use anyhow::{Context, Result};
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use walkdir::WalkDir;
+
+/// A workspace, locked for one build (other processes wait).
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    _lock: File,
+}
+
+/// What mirroring a tree into a workspace did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MirrorStats {
+    /// Files and links written: new, or changed since the last build.
+    pub written: usize,
+    /// Files, links and directories the new tree no longer has.
+    pub removed: usize,
+    /// Files and links left as they were (their objects stay valid).
+    pub unchanged: usize,
+}
+
+const FINISHED: &str = "finished";
+
+impl Workspace {
+    /// Locks `root`, made if missing; waits while another build holds it.
+    pub fn lock(root: PathBuf) -> Result<Workspace> {
+        std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
+        let lock_path = root.join("lock");
+        let lock = File::create(&lock_path)
+            .with_context(|| format!("creating {}", lock_path.display()))?;
+        if lock.try_lock().is_err() {
+            eprintln!(
+                "markbench: waiting for another build in {} …",
+                root.display()
+            );
+            lock.lock()
+                .with_context(|| format!("locking {}", lock_path.display()))?;
+        }
+        Ok(Workspace { root, _lock: lock })
+    }
+
+    /// The mirrored source tree.
+    pub fn tree(&self) -> PathBuf {
+        self.root.join("linux")
+    }
+
+    /// The `O=` directory, inside the tree: Kbuild then names the source
+    /// `..` and every path on the compiler's command line is relative, so
+    /// ccache shares objects between workspaces at different paths.
+    pub fn build_dir(&self) -> PathBuf {
+        self.tree().join(".markbench-build")
+    }
+
+    /// The `O=` directory the configuration is made in, apart from the
+    /// build's so that an unchanged `.config` keeps its time stamp.
+    pub fn config_dir(&self) -> PathBuf {
+        self.tree().join(".markbench-config")
+    }
+
+    /// Starts a build: forgets the last finished one, and empties the build
+    /// directory when the last build did not finish.
+    pub fn begin(&self) -> Result<()> {
+        let finished = self.root.join(FINISHED);
+        if !finished.is_file() && self.build_dir().exists() {
+            eprintln!(
+                "markbench: the last build in {} did not finish; starting from an empty build \
+                 directory",
+                self.root.display()
+            );
+            std::fs::remove_dir_all(self.build_dir())
+                .with_context(|| format!("removing {}", self.build_dir().display()))?;
+        }
+        match std::fs::remove_file(&finished) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing {}", finished.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Records that the build finished, naming what was built.
+    pub fn finish(&self, identity: &str) -> Result<()> {
+        std::fs::write(self.root.join(FINISHED), identity)
+            .with_context(|| format!("writing {}", self.root.join(FINISHED).display()))
+    }
+
+    /// Mirrors `from` into the workspace's tree.
+    pub fn mirror(&self, from: &Path) -> Result<MirrorStats> {
+        mirror(from, &self.tree())
+    }
+}
+
+/// Entries at a tree's top that are not the kernel's: markbench's own
+/// (build directories, markers) and git's. Never copied, never removed.
+fn not_the_kernels(name: &OsStr) -> bool {
+    let name = name.to_string_lossy();
+    name.starts_with(".markbench") || name == ".git"
+}
+
+/// Makes `to` hold exactly the files, links and directories of `from` (but
+/// the entries [`not_the_kernels`]), writing only what differs: a file whose
+/// bytes and mode are already there keeps its time stamp.
+pub fn mirror(from: &Path, to: &Path) -> Result<MirrorStats> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    let mut stats = MirrorStats::default();
+    let mut seen = HashSet::new();
+    let entries = WalkDir::new(from)
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(|e| e.depth() != 1 || !not_the_kernels(e.file_name()));
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", from.display()))?;
+        let rel = entry.path().strip_prefix(from)?.to_path_buf();
+        let dest = to.join(&rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            if !std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+                remove_any(&dest)?;
+                std::fs::create_dir(&dest)
+                    .with_context(|| format!("creating {}", dest.display()))?;
+            }
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path())?;
+            if std::fs::read_link(&dest).is_ok_and(|t| t == target) {
+                stats.unchanged += 1;
+            } else {
+                remove_any(&dest)?;
+                std::os::unix::fs::symlink(&target, &dest)
+                    .with_context(|| format!("linking {}", dest.display()))?;
+                stats.written += 1;
+            }
+        } else if same_file(entry.path(), &dest)? {
+            stats.unchanged += 1;
+        } else {
+            remove_any(&dest)?;
+            std::fs::copy(entry.path(), &dest).with_context(|| {
+                format!("copying {} to {}", entry.path().display(), dest.display())
+            })?;
+            stats.written += 1;
+        }
+        seen.insert(rel);
+    }
+    let mut walk = WalkDir::new(to).min_depth(1).into_iter();
+    while let Some(entry) = walk.next() {
+        let entry = entry.with_context(|| format!("reading {}", to.display()))?;
+        if entry.depth() == 1 && not_the_kernels(entry.file_name()) {
+            if entry.file_type().is_dir() {
+                walk.skip_current_dir();
+            }
+            continue;
+        }
+        let rel = entry.path().strip_prefix(to)?;
+        if !seen.contains(rel) {
+            if entry.file_type().is_dir() {
+                walk.skip_current_dir();
+            }
+            remove_any(entry.path())?;
+            stats.removed += 1;
+        }
+    }
+    Ok(stats)
+}
+
+/// Whether `dest` is a regular file with `src`'s bytes and mode.
+fn same_file(src: &Path, dest: &Path) -> Result<bool> {
+    let Ok(have) = std::fs::symlink_metadata(dest) else {
+        return Ok(false);
+    };
+    let want = std::fs::metadata(src).with_context(|| format!("reading {}", src.display()))?;
+    if !have.is_file() || have.len() != want.len() || have.permissions() != want.permissions() {
+        return Ok(false);
+    }
+    let a = std::fs::read(src).with_context(|| format!("reading {}", src.display()))?;
+    let b = std::fs::read(dest).with_context(|| format!("reading {}", dest.display()))?;
+    Ok(a == b)
+}
+
+/// Removes a file, link or directory tree if there is one.
+fn remove_any(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    }
+    .with_context(|| format!("removing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, SystemTime};
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn mtime(path: &Path) -> SystemTime {
+        std::fs::symlink_metadata(path).unwrap().modified().unwrap()
+    }
+
+    /// Sets a file's time stamp into the past, as an object built long ago.
+    fn age(path: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    #[test]
+    fn mirroring_rewrites_only_what_differs_and_removes_what_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, ws) = (dir.path().join("a"), dir.path().join("ws"));
+        write(&a.join("kernel/sched/core.c"), "schedule\n");
+        write(&a.join("net/unix/af_unix.c"), "send\n");
+        write(&a.join("drivers/old/gone.c"), "gone\n");
+        std::os::unix::fs::symlink("core.c", a.join("kernel/sched/link.c")).unwrap();
+        let first = mirror(&a, &ws).unwrap();
+        assert_eq!(
+            first,
+            MirrorStats {
+                written: 4,
+                removed: 0,
+                unchanged: 0
+            }
+        );
+        for f in ["kernel/sched/core.c", "net/unix/af_unix.c"] {
+            age(&ws.join(f));
+        }
+        let before = mtime(&ws.join("kernel/sched/core.c"));
+
+        // The next commit: one file changed, one directory removed, one
+        // file new, a link retargeted, a mode changed.
+        let b = dir.path().join("b");
+        write(&b.join("kernel/sched/core.c"), "schedule\n");
+        write(&b.join("net/unix/af_unix.c"), "send and spin\n");
+        write(&b.join("kernel/new.c"), "new\n");
+        std::os::unix::fs::symlink("../new.c", b.join("kernel/sched/link.c")).unwrap();
+        let second = mirror(&b, &ws).unwrap();
+        assert_eq!(
+            second,
+            MirrorStats {
+                written: 3,
+                removed: 1,
+                unchanged: 1
+            }
+        );
+        assert_eq!(mtime(&ws.join("kernel/sched/core.c")), before);
+        assert!(mtime(&ws.join("net/unix/af_unix.c")) > before);
+        assert_eq!(
+            std::fs::read_to_string(ws.join("net/unix/af_unix.c")).unwrap(),
+            "send and spin\n"
+        );
+        assert!(
+            !ws.join("drivers").exists(),
+            "the directory is gone with its file"
+        );
+        assert_eq!(
+            std::fs::read_link(ws.join("kernel/sched/link.c")).unwrap(),
+            Path::new("../new.c")
+        );
+
+        std::fs::set_permissions(
+            b.join("kernel/new.c"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let third = mirror(&b, &ws).unwrap();
+        assert_eq!(third.written, 1, "{third:?}");
+        assert_eq!(
+            std::fs::metadata(ws.join("kernel/new.c"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o755
+        );
+        assert_eq!(
+            mirror(&b, &ws).unwrap(),
+            MirrorStats {
+                written: 0,
+                removed: 0,
+                unchanged: 4
+            }
+        );
+    }
+
+    #[test]
+    fn mirroring_leaves_build_directories_and_git_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, ws) = (dir.path().join("src"), dir.path().join("ws"));
+        write(&src.join("Makefile"), "all:\n");
+        write(&src.join(".git/HEAD"), "ref\n");
+        write(&src.join(".markbench-tree"), "marker\n");
+        write(&ws.join(".markbench-build/vmlinux.o"), "object\n");
+        let stats = mirror(&src, &ws).unwrap();
+        assert_eq!(stats.written, 1, "{stats:?}");
+        assert_eq!(stats.removed, 0, "{stats:?}");
+        assert!(ws.join(".markbench-build/vmlinux.o").is_file());
+        assert!(!ws.join(".git").exists());
+        assert!(!ws.join(".markbench-tree").exists());
+    }
+
+    #[test]
+    fn an_unfinished_build_empties_the_build_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::lock(dir.path().join("ws")).unwrap();
+        write(&ws.build_dir().join("kernel/fork.o"), "half-written\n");
+        ws.begin().unwrap();
+        assert!(!ws.build_dir().exists(), "no record of a finished build");
+
+        write(&ws.build_dir().join("kernel/fork.o"), "whole\n");
+        ws.finish("commit 1").unwrap();
+        ws.begin().unwrap();
+        assert!(ws.build_dir().join("kernel/fork.o").is_file());
+        // Begun and not finished: the next build cannot trust it.
+        ws.begin().unwrap();
+        assert!(!ws.build_dir().exists());
+    }
+}
