@@ -58,6 +58,9 @@ pub enum Directive {
 pub enum Message {
     Hello {
         kernel_release: String,
+        /// `uname -v`: the build's number, flags and time stamp (empty from
+        /// agents that did not report it).
+        kernel_version: String,
         online_cpus: String,
         cmdline: String,
     },
@@ -209,15 +212,17 @@ impl Message {
         match self {
             Message::Hello {
                 kernel_release,
+                kernel_version,
                 online_cpus,
                 cmdline,
             } => {
                 let _ = write!(
                     line,
-                    "\thello\t{}\t{}\t{}",
+                    "\thello\t{}\t{}\t{}\t{}",
                     escape(kernel_release),
                     escape(online_cpus),
-                    escape(cmdline)
+                    escape(cmdline),
+                    escape(kernel_version)
                 );
             }
             Message::Setup { status, output } => {
@@ -267,6 +272,13 @@ impl Message {
         let msg = match fields.as_slice() {
             ["hello", release, cpus, cmdline] => Message::Hello {
                 kernel_release: unescape(release),
+                kernel_version: String::new(),
+                online_cpus: unescape(cpus),
+                cmdline: unescape(cmdline),
+            },
+            ["hello", release, cpus, cmdline, version] => Message::Hello {
+                kernel_release: unescape(release),
+                kernel_version: unescape(version),
                 online_cpus: unescape(cpus),
                 cmdline: unescape(cmdline),
             },
@@ -327,10 +339,25 @@ mod tests {
     }
 
     #[test]
+    fn a_hello_without_the_version_is_read_as_an_older_agent_sent_it() {
+        let line = format!("{LINE_TAG}\thello\t6.1.0\t0-1\tconsole=ttyS0");
+        assert_eq!(
+            Message::parse_line(&line).unwrap(),
+            Some(Message::Hello {
+                kernel_release: "6.1.0".into(),
+                kernel_version: String::new(),
+                online_cpus: "0-1".into(),
+                cmdline: "console=ttyS0".into(),
+            })
+        );
+    }
+
+    #[test]
     fn messages_round_trip_with_awkward_output() {
         let all = [
             Message::Hello {
                 kernel_release: "6.1.192".into(),
+                kernel_version: "#1 SMP PREEMPT_DYNAMIC Wed Jan  1 00:00:00 UTC 2020".into(),
                 online_cpus: "0-1".into(),
                 cmdline: "a b".into(),
             },

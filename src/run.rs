@@ -416,15 +416,16 @@ pub fn run_unit(
         plugin: None,
     };
     let mut samples = 0usize;
-    let mut guest = (String::new(), String::new());
+    let mut guest = (String::new(), String::new(), String::new());
     let mut sample_error: Option<String> = None;
     let mut write_error: Option<anyhow::Error> = None;
     let outcome = runner.boot(&request, &mut |message| match message {
         Message::Hello {
             kernel_release,
+            kernel_version,
             online_cpus,
             ..
-        } => guest = (kernel_release, online_cpus),
+        } => guest = (kernel_release, online_cpus, kernel_version),
         Message::Run(record) => {
             let Some(step) = unit.step(&record.id) else {
                 sample_error.get_or_insert(format!(
@@ -507,6 +508,7 @@ pub fn run_unit(
         console_log: log_name,
         guest_kernel: guest.0,
         guest_cpus: guest.1,
+        guest_version: guest.2,
     })
 }
 

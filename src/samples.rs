@@ -316,7 +316,7 @@ pub struct KernelMeta {
 }
 
 /// One boot as it went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BootRecord {
     pub unit: usize,
     pub variant: String,
@@ -330,6 +330,10 @@ pub struct BootRecord {
     /// Kernel release and online CPUs the guest reported.
     pub guest_kernel: String,
     pub guest_cpus: String,
+    /// `uname -v` as the guest reported it (empty in runs from before it
+    /// was reported).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub guest_version: String,
     /// Whether the failure may be the host's (hang, QEMU failure) and worth a retry.
     #[serde(default)]
     pub retryable: bool,
@@ -615,6 +619,7 @@ bzimage = "/cache/bzImage"
             console_log: "logs/unit-000.log".into(),
             guest_kernel: "6.1".into(),
             guest_cpus: "0".into(),
+            guest_version: String::new(),
             retryable: false,
             host_load_before: 0.0,
             host_load_after: 0.0,

@@ -96,6 +96,7 @@ fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
         results,
         &Message::Hello {
             kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
+            kernel_version: read_trimmed("/proc/sys/kernel/version"),
             online_cpus: read_trimmed("/sys/devices/system/cpu/online"),
             cmdline: read_trimmed("/proc/cmdline"),
         },

@@ -78,6 +78,7 @@ impl Runner for FakeRunner {
             .unwrap_or_default();
         on_message(Message::Hello {
             kernel_release: "6.1.0-fake".into(),
+            kernel_version: "#1 fake".into(),
             online_cpus: if let Some(cpus) = &self.online_cpus {
                 cpus.clone()
             } else if r.cpus == 1 {

@@ -242,6 +242,19 @@ fn what_was_compared(run: &RunReport) -> String {
         k.config_sha256.chars().take(16).collect()
     }));
     r.push_str(&row("compiler", &|k| k.compiler.clone()));
+    // What the booted kernel said it is: the release and build line `uname
+    // -r`/`-v` print (runs from before the agent reported it have none).
+    let reported = |k: &KernelMeta| {
+        meta.boots
+            .iter()
+            .find(|b| b.variant == k.variant && !b.guest_version.is_empty())
+            .map(|b| format!("{} {}", b.guest_kernel, b.guest_version))
+    };
+    if meta.kernels.iter().any(|k| reported(k).is_some()) {
+        r.push_str(&row("guest `uname -rv`", &|k| {
+            reported(k).unwrap_or_else(|| "–".into())
+        }));
+    }
     match run.files.diffconfig {
         Some(text) if !text.trim().is_empty() => {
             let _ = writeln!(
@@ -535,6 +548,32 @@ mod tests {
         let text = render(&meta(&["off", "on"]), &hackbench, RunFiles::default());
         assert!(
             text.contains("| hackbench | 2 | groups 4 | off | 1 |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn what_was_compared_shows_what_each_guest_reported_as_its_kernel() {
+        let samples = vec![sample("off", "real", 1.0), sample("on", "real", 1.1)];
+        let mut run = meta(&["off", "on"]);
+        let text = render(&run, &samples, RunFiles::default());
+        assert!(
+            !text.contains("uname"),
+            "no boot reported a version: {text}"
+        );
+        for (variant, version) in [("off", ""), ("on", "#1 SMP Wed Jan  1 00:00:00 UTC 2020")] {
+            run.boots.push(crate::samples::BootRecord {
+                variant: variant.into(),
+                guest_kernel: "6.1.0".into(),
+                guest_version: version.into(),
+                ..Default::default()
+            });
+        }
+        let text = render(&run, &samples, RunFiles::default());
+        assert!(
+            text.contains(
+                "| guest `uname -rv` | – | 6.1.0 \\#1 SMP Wed Jan  1 00:00:00 UTC 2020 |"
+            ),
             "{text}"
         );
     }
