@@ -196,7 +196,7 @@ pub(crate) fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
 /// No prefix map is added: the guest kernels carry no debug info, and the
 /// kernel's Makefile already maps the source tree out of `__FILE__`
 /// (`-fmacro-prefix-map=$(srctree)/=`), so neither the source's nor the
-/// `O=` directory's path reaches an object file (tests/kernel_source_reproducible.rs
+/// `O=` directory's path reaches an object file (tests/kernel_series.rs
 /// builds one kernel under two caches and compares the bytes). A
 /// `-fdebug-prefix-map` naming the directories would only enter ccache's
 /// hash and make every build directory miss.

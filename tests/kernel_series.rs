@@ -1,0 +1,226 @@
+//! A real series, for real: scripts/series-repo.sh's repository (the kernel
+//! source committed once and cached, then a comment in kernel/sched/core.c
+//! and a busy loop in unix_stream_sendmsg) compared commit by commit with
+//! `compare --revs BASE..TIP`, in a fresh cache that shares ccache's
+//! objects (`MARKBENCH_CCACHE_DIR`).
+//!
+//! It shows three things at once:
+//! - builds are reproducible: the base commit holds the same files as the
+//!   source tarball, and its kernel, built from a git snapshot into another
+//!   cache's workspace, is byte-identical (bzImage and vmlinux) to the
+//!   markers-off kernel of the usual cache, built from the unpacked tarball;
+//! - a commit costs what it changes: each further kernel rebuilds the one
+//!   source file its commit touches in the configuration's workspace;
+//! - the measurement sees a change and no more: the comment's kernel comes
+//!   out equivalent, the busy loop's a regression against the baseline and
+//!   against the kernel before it.
+//!
+//! ccache only returns what the compiler would have produced, so sharing it
+//! hides no difference in the compiler's output.
+
+use assert_cmd::Command;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+fn sha256(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn markbench() -> Command {
+    let mut c = Command::cargo_bin("markbench").unwrap();
+    c.timeout(std::time::Duration::from_secs(2 * 60 * 60));
+    c
+}
+
+fn succeeded(what: &str, out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Every kernel record in `cache`, by commit id (kernels built from a
+/// revision) or by directory name.
+fn kernels(cache: &Path) -> Vec<(PathBuf, toml::Value)> {
+    std::fs::read_dir(cache.join("kernels"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let text = std::fs::read_to_string(e.path().join("kernel.toml")).ok()?;
+                    Some((e.path(), toml::from_str(&text).ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The usual cache's markers-off kernel of the default source (no commit),
+/// built first when missing.
+fn reference_markers_off(normal: &Path) -> PathBuf {
+    let find = || {
+        kernels(normal).into_iter().find(|(dir, record)| {
+            record["name"].as_str() == Some("markers-off")
+                && record.get("origin").and_then(|o| o.get("commit")).is_none()
+                && record["source_identity"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("linux-source"))
+                && dir.join("build/vmlinux").is_file()
+        })
+    };
+    if find().is_none() {
+        let out = markbench()
+            .args(["images", "--suite", "suites/quick.toml"])
+            .output()
+            .unwrap();
+        succeeded("images", &out);
+    }
+    find().expect("a markers-off kernel in the usual cache").0
+}
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?} failed");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_series_is_built_commit_by_commit_and_its_costs_found() {
+    let normal = markbench::images::cache_dir();
+    let reference = reference_markers_off(&normal);
+    let made = std::process::Command::new("sh")
+        .arg("scripts/series-repo.sh")
+        .env("MARKBENCH_CACHE", &normal)
+        .output()
+        .unwrap();
+    let repo = PathBuf::from(succeeded("scripts/series-repo.sh", &made).trim());
+    let commits: Vec<String> = ["HEAD~2", "HEAD~1", "HEAD"]
+        .iter()
+        .map(|r| git(&repo, &["rev-parse", r]))
+        .collect();
+
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let reports = dir.path().join("reports");
+    let out = markbench()
+        .args(["compare", "--suite", "tests/fixtures/series.toml"])
+        .arg("--kernel-source")
+        .arg(&repo)
+        .args(["--revs", "HEAD~2..HEAD", "--reports"])
+        .arg(&reports)
+        .env("MARKBENCH_CACHE", &cache)
+        .env("MARKBENCH_CCACHE_DIR", normal.join("ccache"))
+        .output()
+        .unwrap();
+    succeeded("compare --revs", &out);
+
+    // Reproducible: the base commit's kernel is the tarball's, to the byte.
+    let built = kernels(&cache);
+    let of = |commit: &str| {
+        built
+            .iter()
+            .find(|(_, r)| r["origin"]["commit"].as_str() == Some(commit))
+            .unwrap_or_else(|| panic!("no kernel of {commit} in {built:?}"))
+    };
+    let (base, _) = of(&commits[0]);
+    for file in ["bzImage", "build/vmlinux"] {
+        let (a, b) = (sha256(&base.join(file)), sha256(&reference.join(file)));
+        eprintln!("{file}: sha256 {a} (base commit), {b} (tarball)");
+        assert_eq!(
+            a, b,
+            "{file} differs between the base commit and the tarball"
+        );
+    }
+    // Each further commit recompiled the one file it changed.
+    for commit in &commits[1..] {
+        let (_, record) = of(commit);
+        eprintln!(
+            "{}: {:.0} s, {} source file(s) rebuilt",
+            &commit[..12],
+            record["build_seconds"].as_float().unwrap(),
+            record["source_files_rebuilt"]
+        );
+        assert_eq!(record["source_files_rebuilt"].as_integer(), Some(1));
+    }
+    // Rebuilt in place, they are what a clean build gives: checked against
+    // the usual cache when it holds the same kernels (same key: commit and
+    // configuration), built there from an empty build directory.
+    for commit in &commits[1..] {
+        let (dir, record) = of(commit);
+        let elsewhere = normal.join("kernels").join(dir.file_name().unwrap());
+        if !elsewhere.join("bzImage").is_file() || elsewhere == *dir {
+            eprintln!("{}: no other build of it to compare with", &commit[..12]);
+            continue;
+        }
+        let clean: toml::Value =
+            toml::from_str(&std::fs::read_to_string(elsewhere.join("kernel.toml")).unwrap())
+                .unwrap();
+        if clean
+            .get("source_files_rebuilt")
+            .and_then(|n| n.as_integer())
+            == Some(1)
+        {
+            eprintln!(
+                "{}: the usual cache's build was incremental too",
+                &commit[..12]
+            );
+            continue;
+        }
+        assert_eq!(record["key"], clean["key"]);
+        for file in ["bzImage", "build/vmlinux"] {
+            assert_eq!(
+                sha256(&dir.join(file)),
+                sha256(&elsewhere.join(file)),
+                "{file} of {} rebuilt in place differs from a clean build",
+                &commit[..12]
+            );
+        }
+    }
+
+    let run = std::fs::read_dir(&reports)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir() && !p.ends_with("latest"))
+        .expect("a run directory");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let verdicts = |against: &str, candidate: &str| {
+        summary["comparisons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["against"] == against && c["candidate"] == candidate)
+            .unwrap_or_else(|| panic!("no comparison of {candidate} against {against}"))["verdicts"]
+            .clone()
+    };
+    let short = |c: &String| c[..12].to_string();
+    let comment = verdicts("baseline", &short(&commits[1]));
+    assert_eq!(comment["equivalent"], 1, "the comment's kernel: {comment}");
+    for against in ["baseline", "previous"] {
+        let spin = verdicts(against, &short(&commits[2]));
+        assert_eq!(
+            spin["regression"], 1,
+            "the busy loop against {against}: {spin}"
+        );
+    }
+
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    for wanted in [
+        "## Series",
+        "sched: comment schedule()",
+        "af_unix: spin in unix_stream_sendmsg",
+        "guest `uname -rv`",
+    ] {
+        assert!(report.contains(wanted), "{wanted:?} missing from\n{report}");
+    }
+}
