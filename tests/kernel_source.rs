@@ -302,6 +302,15 @@ fn a_revision_is_built_from_a_snapshot_and_the_working_tree_is_untouched() {
         "",
         "the staged change reached the snapshot"
     );
+    // What a build writes into its workspace is the same tree.
+    assert_eq!(resolved.existing_tree().unwrap(), None);
+    let written = dir.path().join("incoming");
+    std::fs::create_dir(&written).unwrap();
+    resolved.write_tree(&written).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(written.join("kernel/fork.c")).unwrap(),
+        built_from
+    );
     assert_eq!(state(&repo), before, "the user's tree changed");
     assert_eq!(
         std::fs::read_to_string(repo.join("kernel/fork.c")).unwrap(),
@@ -314,6 +323,7 @@ fn a_revision_is_built_from_a_snapshot_and_the_working_tree_is_untouched() {
         ResolvedOrigin::resolve(&KernelOrigin::of(KernelSource::Tree(repo.clone()))).unwrap();
     let tree = as_is.tree().unwrap();
     assert_eq!(tree.path, repo);
+    assert_eq!(as_is.existing_tree().unwrap(), Some(repo.clone()));
 
     std::fs::write(repo.join("kernel/fork.c"), "int other;\n").unwrap();
     let changed =

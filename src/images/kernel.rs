@@ -275,7 +275,6 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         expectations.extend(parse_fragment(&f.label(), &f.text)?);
     }
     let started = std::time::Instant::now();
-    let tree = origin.tree()?;
     let workspace = Workspace::lock(cache_dir().join("workspaces").join(format!(
         "{}-{}",
         spec.name,
@@ -289,14 +288,33 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(&partial)?;
     workspace.begin()?;
-    let mirrored = workspace.mirror(&tree.path)?;
+    let mirroring = std::time::Instant::now();
+    let mirrored = match origin.existing_tree()? {
+        Some(tree) => workspace.mirror(&tree)?,
+        None => {
+            let incoming = workspace.incoming()?;
+            origin.write_tree(&incoming)?;
+            let mirrored = workspace.mirror(&incoming)?;
+            std::fs::remove_dir_all(&incoming)
+                .with_context(|| format!("removing {}", incoming.display()))?;
+            mirrored
+        }
+    };
     eprintln!(
-        "markbench: {} of {} source files differ from the last build in {}",
+        "markbench: {} of {} source files differ from the last build in {} (mirrored in {:.0} s)",
         mirrored.written,
         mirrored.written + mirrored.unchanged,
-        workspace.tree().display()
+        workspace.tree().display(),
+        mirroring.elapsed().as_secs_f64()
     );
-    build_in(&workspace, &tree.path, &partial, spec, &expectations)?;
+    let source = origin.source.path().to_path_buf();
+    build_in(
+        &workspace,
+        &origin.describe(),
+        &partial,
+        spec,
+        &expectations,
+    )?;
     workspace.finish(identity)?;
     let copy = Command::new("cp")
         .arg("-a")
@@ -310,10 +328,11 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
             workspace.build_dir().display()
         );
     }
-    // Kbuild's `source` link says `..`; beside the kernel it names the tree.
+    // Kbuild's `source` link says `..`; beside the kernel it names the
+    // source the tree came from.
     let link = partial.join("build").join("source");
     let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&tree.path, &link)?;
+    std::os::unix::fs::symlink(&source, &link)?;
     let build = partial.join("build");
     let config_path = build.join(".config");
     let built = build.join("arch/x86/boot/bzImage");
@@ -351,14 +370,14 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
 }
 
 /// Configures and builds one kernel in `workspace` (its tree mirrors
-/// `source`), the log in `partial/build.log`. The configuration is made in a
+/// what `source` describes), the log in `partial/build.log`. The configuration is made in a
 /// directory of its own and copied to the build's only when it differs, so
 /// an unchanged `.config` keeps its time stamp and Kbuild reconfigures
 /// nothing; it is checked against the fragments before the long part of the
 /// build.
 fn build_in(
     workspace: &Workspace,
-    source: &Path,
+    source: &str,
     partial: &Path,
     spec: &KernelSpec,
     expectations: &[Expectation],
@@ -367,7 +386,7 @@ fn build_in(
     eprintln!(
         "markbench: building kernel {} from {}; log: {} (moved beside the kernel when done)",
         spec.name,
-        source.display(),
+        source,
         log.display()
     );
     let compiler_launcher = ccache();

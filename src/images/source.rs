@@ -320,6 +320,42 @@ impl ResolvedOrigin {
         Ok(BuildTree { path: dir })
     }
 
+    /// The tree a build can read as it is: the unpacked tarball or the
+    /// user's tree, without patches. `None` when the tree must be made
+    /// ([`ResolvedOrigin::write_tree`]).
+    pub fn existing_tree(&self) -> Result<Option<PathBuf>> {
+        if self.commit.is_some() || !self.patches.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.base_tree()?.path))
+    }
+
+    /// Writes the tree to build into `dest` (an empty directory): the
+    /// commit's files from git, or a copy of the base, then the patches in
+    /// order. A build makes it in its workspace and removes it once
+    /// mirrored, so a series leaves no snapshot per commit behind.
+    pub fn write_tree(&self, dest: &Path) -> Result<()> {
+        match (&self.commit, &self.source) {
+            (Some(commit), KernelSource::Tree(repo)) => {
+                eprintln!(
+                    "markbench: the files of {} at {} …",
+                    repo.display(),
+                    commit.short_id()
+                );
+                archive_into(repo, &commit.id, &[], dest)?
+            }
+            _ => copy_tree(&self.base_tree()?.path, dest)?,
+        }
+        if !self.patches.is_empty() {
+            self.check_patches()?;
+            eprintln!("markbench: applying {} patch(es) …", self.patches.len());
+        }
+        for (path, _) in &self.patches {
+            apply(dest, path).map_err(|m| anyhow::anyhow!("{m}"))?;
+        }
+        Ok(())
+    }
+
     /// Applies the patches in order to a scratch copy of the files they
     /// touch, taken from the base; the first that does not apply is an
     /// input error naming it, the file and the hunk.

@@ -76,6 +76,15 @@ impl Workspace {
         self.tree().join(".markbench-config")
     }
 
+    /// An empty directory beside the tree for a tree that has to be made
+    /// before it is mirrored (a commit's files, a patched copy).
+    pub fn incoming(&self) -> Result<PathBuf> {
+        let dir = self.root.join("incoming");
+        remove_any(&dir)?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(dir)
+    }
+
     /// Starts a build: forgets the last finished one, and empties the build
     /// directory when the last build did not finish.
     pub fn begin(&self) -> Result<()> {
