@@ -43,7 +43,8 @@ pub enum Command {
     Diff {
         baseline_dir: PathBuf,
         candidate_dir: PathBuf,
-        /// The variant to compare (default: the candidate run's "with" variant).
+        /// The variant to compare (default: the candidate run's one candidate;
+        /// required when it has several).
         #[arg(long)]
         variant: Option<String>,
         /// Where the comparison's report goes (default: CANDIDATE_DIR/diff-<baseline name>).

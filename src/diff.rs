@@ -86,6 +86,19 @@ pub fn diff(
     let candidate = read_run(candidate_dir)?;
     let variant = match variant {
         Some(v) => v.to_string(),
+        None if candidate.kernels.len() > 2 => {
+            let names: Vec<&str> = candidate.kernels[1..]
+                .iter()
+                .map(|k| k.variant.as_str())
+                .collect();
+            return Err(InputError::new(format!(
+                "{}: the run has {} candidates ({}): name the one to compare with --variant",
+                candidate_dir.display(),
+                names.len(),
+                names.join(", ")
+            ))
+            .into());
+        }
         None => default_variant(&candidate).ok_or_else(|| {
             InputError::new(format!(
                 "{}: the run records no variants",

@@ -243,6 +243,14 @@ fn diff_compares_any_variant_of_two_runs_of_three() {
     let baseline = run_dir(tmp.path(), "base", &m, &samples(&VARIANTS, 1.0));
     let candidate = run_dir(tmp.path(), "cand", &m, &samples(&VARIANTS, 1.1));
     let out = tmp.path().join("diff");
+    // Which of two candidates is not guessed.
+    let err = markbench::diff::diff(&baseline, &candidate, None, &out).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("the run has 2 candidates (markers-on, markers-generic): name the one"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is written");
     markbench::diff::diff(&baseline, &candidate, Some("markers-generic"), &out).unwrap();
     let diffed = read_samples(&out).unwrap();
     assert!(diffed
