@@ -215,6 +215,11 @@ fn a_series_is_built_commit_by_commit_and_its_costs_found() {
     }
 
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    if let Some(start) = report.find("## Series") {
+        let section = &report[start..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+        eprintln!("{}", &section[..end]);
+    }
     for wanted in [
         "## Series",
         "sched: comment schedule()",
