@@ -42,8 +42,8 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../vm-images/markers-off.config"),
     ),
     (
-        "markers-on-lean.config",
-        include_str!("../../vm-images/markers-on-lean.config"),
+        "markers-on-full.config",
+        include_str!("../../vm-images/markers-on-full.config"),
     ),
     (
         "markers-on.config",
