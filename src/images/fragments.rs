@@ -49,6 +49,14 @@ const BUILT_IN: &[(&str, &str)] = &[
         "markers-on.config",
         include_str!("../../vm-images/markers-on.config"),
     ),
+    (
+        "ringbuf-bench-validate.config",
+        include_str!("../../vm-images/ringbuf-bench-validate.config"),
+    ),
+    (
+        "ringbuf-bench.config",
+        include_str!("../../vm-images/ringbuf-bench.config"),
+    ),
 ];
 
 /// Where a fragment came from.
