@@ -69,11 +69,13 @@ fn a_dry_run_of_three_variants_names_the_baseline_and_each_candidate() {
         .assert()
         .success()
         .stdout(predicate::str::contains("baseline:    markers-off: kernel markers-off"))
-        .stdout(predicate::str::contains("candidate 1: markers-on-lean"))
-        .stdout(predicate::str::contains("candidate 2: markers-on: kernel markers-on"))
+        .stdout(predicate::str::contains("candidate 1: markers-on: kernel markers-on"))
+        .stdout(predicate::str::contains(
+            "candidate 2: markers-on-full: kernel markers-on-full",
+        ))
         .stdout(predicate::str::contains("9 boots (3 per variant × 1 CPU count)"))
         .stdout(predicate::str::contains(
-            "    0  markers-off          1 CPUs  boot 0\n    1  markers-on-lean      1 CPUs  boot 0\n    2  markers-on           1 CPUs  boot 0\n    3  markers-on           1 CPUs  boot 1",
+            "    0  markers-off          1 CPUs  boot 0\n    1  markers-on           1 CPUs  boot 0\n    2  markers-on-full      1 CPUs  boot 0\n    3  markers-on-full      1 CPUs  boot 1",
         ));
 }
 

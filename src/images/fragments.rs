@@ -42,12 +42,20 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../vm-images/markers-off.config"),
     ),
     (
-        "markers-on-lean.config",
-        include_str!("../../vm-images/markers-on-lean.config"),
+        "markers-on-full.config",
+        include_str!("../../vm-images/markers-on-full.config"),
     ),
     (
         "markers-on.config",
         include_str!("../../vm-images/markers-on.config"),
+    ),
+    (
+        "ringbuf-bench-validate.config",
+        include_str!("../../vm-images/ringbuf-bench-validate.config"),
+    ),
+    (
+        "ringbuf-bench.config",
+        include_str!("../../vm-images/ringbuf-bench.config"),
     ),
 ];
 

@@ -156,6 +156,8 @@ workloads! {
     ping_flood: "ping-flood" => PingFlood(PingFloodSpec),
     command: "command" => Command(CommandSpec),
     kernel_compile: "kernel-compile" => KernelCompile(KernelCompileSpec),
+    ring_buffer: "ring-buffer" => RingBuffer(RingBufferSpec),
+    tracepoint_benchmark: "tracepoint-benchmark" => TracepointBenchmark(TracepointBenchmarkSpec),
 }
 
 /// What the sweep parameter of the workload a sample names (its `workload`
@@ -445,13 +447,22 @@ mod tests {
         assert_eq!(param_label("hackbench"), "groups");
         assert_eq!(param_label("ping-flood"), "packets");
         assert_eq!(param_label("kernel-compile"), "jobs");
+        assert_eq!(param_label("ring-buffer"), "periods");
+        assert_eq!(param_label("tracepoint-benchmark"), "seconds");
         assert_eq!(param_label("hackbench:threads"), "groups");
         assert_eq!(param_label("command"), "param");
         assert_eq!(param_label("dbench"), "param");
         let kinds: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
         assert_eq!(
             kinds,
-            ["hackbench", "ping-flood", "command", "kernel-compile"]
+            [
+                "hackbench",
+                "ping-flood",
+                "command",
+                "kernel-compile",
+                "ring-buffer",
+                "tracepoint-benchmark"
+            ]
         );
     }
 
