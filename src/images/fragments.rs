@@ -49,6 +49,14 @@ const BUILT_IN: &[(&str, &str)] = &[
         "markers-on.config",
         include_str!("../../vm-images/markers-on.config"),
     ),
+    (
+        "micro-generic.config",
+        include_str!("../../vm-images/micro-generic.config"),
+    ),
+    (
+        "micro-optimized.config",
+        include_str!("../../vm-images/micro-optimized.config"),
+    ),
 ];
 
 /// Where a fragment came from.
