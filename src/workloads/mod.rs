@@ -156,6 +156,7 @@ workloads! {
     ping_flood: "ping-flood" => PingFlood(PingFloodSpec),
     command: "command" => Command(CommandSpec),
     kernel_compile: "kernel-compile" => KernelCompile(KernelCompileSpec),
+    micro: "micro" => Micro(MicroSpec),
 }
 
 /// What the sweep parameter of the workload a sample names (its `workload`
@@ -447,11 +448,18 @@ mod tests {
         assert_eq!(param_label("kernel-compile"), "jobs");
         assert_eq!(param_label("hackbench:threads"), "groups");
         assert_eq!(param_label("command"), "param");
+        assert_eq!(param_label("micro"), "loops");
         assert_eq!(param_label("dbench"), "param");
         let kinds: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
         assert_eq!(
             kinds,
-            ["hackbench", "ping-flood", "command", "kernel-compile"]
+            [
+                "hackbench",
+                "ping-flood",
+                "command",
+                "kernel-compile",
+                "micro"
+            ]
         );
     }
 
