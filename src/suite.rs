@@ -1060,6 +1060,7 @@ params = [2]
         for name in [
             "active-tracing",
             "ia64-2008",
+            "micro-2006",
             "noise-icount",
             "quick",
             "x86-2006",
