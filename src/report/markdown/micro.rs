@@ -262,6 +262,11 @@ fn table(
         .filter(|s| s.mean != 0.0)
         .map(|s| (s.max - s.min) / s.mean.abs())
         .fold(0.0, f64::max);
+    let plural = if runs.iter().all(|&n| n == 1) {
+        ""
+    } else {
+        "s"
+    };
     let runs = runs
         .iter()
         .map(usize::to_string)
@@ -270,13 +275,13 @@ fn table(
     if widest == 0.0 {
         let _ = writeln!(
             r,
-            "\nEvery figure is the mean of {runs} runs (over all boots), and every run of a \
-             kernel gave the same figures.\n"
+            "\nEvery figure is the mean of {runs} run{plural} (over all boots), and every run \
+             of a kernel gave the same figures.\n"
         );
     } else {
         let _ = writeln!(
             r,
-            "\nEvery figure is the mean of {runs} runs (over all boots); the runs of one figure \
+            "\nEvery figure is the mean of {runs} run{plural} (over all boots); the runs of one figure \
              spread by up to {:.2}% of it (smallest to largest). The Results section gives \
              each metric's interval.\n",
             widest * 100.0
