@@ -518,7 +518,10 @@ impl Suite {
             }
             let mut patches = Vec::new();
             for p in &v.patches {
-                let resolved = beside_suite(p.get_ref());
+                // Absolute: the patch is applied from inside the kernel tree,
+                // where a path relative to here would not resolve.
+                let beside = beside_suite(p.get_ref());
+                let resolved = std::path::absolute(&beside).unwrap_or(beside);
                 if !resolved.is_file() {
                     return Err(err(
                         p.span(),
@@ -1060,6 +1063,7 @@ params = [2]
         for name in [
             "active-tracing",
             "ia64-2008",
+            "micro-2006",
             "noise-icount",
             "quick",
             "x86-2006",
@@ -1069,6 +1073,16 @@ params = [2]
                 "{name} missing from {seen:?}"
             );
         }
+    }
+
+    #[test]
+    fn patches_of_a_suite_named_by_a_relative_path_are_absolute() {
+        // Tests run in the crate's directory, as `--suite suites/…` would.
+        let suite = Suite::load(Path::new("suites/micro-2006.toml"), &lookup()).unwrap();
+        let patch = &suite.variants[0].patches[0];
+        assert!(patch.is_absolute(), "{}", patch.display());
+        assert!(patch.ends_with("vm-images/patches/markbench-micro.patch"));
+        assert!(patch.is_file());
     }
 
     #[test]

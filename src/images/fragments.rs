@@ -50,6 +50,14 @@ const BUILT_IN: &[(&str, &str)] = &[
         include_str!("../../vm-images/markers-on.config"),
     ),
     (
+        "micro-generic.config",
+        include_str!("../../vm-images/micro-generic.config"),
+    ),
+    (
+        "micro-optimized.config",
+        include_str!("../../vm-images/micro-optimized.config"),
+    ),
+    (
         "ringbuf-bench-validate.config",
         include_str!("../../vm-images/ringbuf-bench-validate.config"),
     ),

@@ -158,6 +158,7 @@ workloads! {
     kernel_compile: "kernel-compile" => KernelCompile(KernelCompileSpec),
     ring_buffer: "ring-buffer" => RingBuffer(RingBufferSpec),
     tracepoint_benchmark: "tracepoint-benchmark" => TracepointBenchmark(TracepointBenchmarkSpec),
+    micro: "micro" => Micro(MicroSpec),
 }
 
 /// What the sweep parameter of the workload a sample names (its `workload`
@@ -451,6 +452,7 @@ mod tests {
         assert_eq!(param_label("tracepoint-benchmark"), "seconds");
         assert_eq!(param_label("hackbench:threads"), "groups");
         assert_eq!(param_label("command"), "param");
+        assert_eq!(param_label("micro"), "loops");
         assert_eq!(param_label("dbench"), "param");
         let kinds: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
         assert_eq!(
@@ -461,7 +463,8 @@ mod tests {
                 "command",
                 "kernel-compile",
                 "ring-buffer",
-                "tracepoint-benchmark"
+                "tracepoint-benchmark",
+                "micro"
             ]
         );
     }

@@ -4,6 +4,7 @@
 //! every candidate is set against the baseline, and each results table has
 //! one column group per candidate.
 
+mod micro;
 mod results;
 mod series;
 mod significance;
@@ -28,6 +29,8 @@ impl Export for Markdown {
 /// The whole report.
 pub(super) fn render(run: &RunReport) -> String {
     let mut r = header(run);
+    // Seed 000's table first: it is what a micro run is for.
+    r.push_str(&micro::section(run));
     r.push_str(&what_was_compared(run));
     r.push_str(&sizes::section(run.files.sizes));
     r.push_str(&where_and_how(run));
