@@ -38,6 +38,7 @@ fn meta() -> RunMeta {
             console_log: format!("logs/unit-{unit:03}.log"),
             guest_kernel: "6.1.192".into(),
             guest_cpus: "0".into(),
+            guest_version: String::new(),
             retryable: false,
             host_load_before: 0.5,
             host_load_after: 1.0,
