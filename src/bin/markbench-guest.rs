@@ -59,8 +59,18 @@ fn mount_filesystems() {
     let _ = busybox(&["mount", "-t", "devtmpfs", "devtmpfs", "/dev"]);
     let _ = busybox(&["mount", "-t", "proc", "proc", "/proc"]);
     let _ = busybox(&["mount", "-t", "sysfs", "sysfs", "/sys"]);
-    let _ = busybox(&["mount", "-t", "tmpfs", "tmpfs", "/tmp"]);
+    // An archive appended to the initrd may carry files under /tmp (the
+    // kernel-compile tree lives at its host path, which is under /tmp when
+    // the cache is): a tmpfs mounted there would hide them. The initramfs
+    // is writable memory already, so /tmp needs a mount only to be empty.
+    if empty_dir("/tmp") {
+        let _ = busybox(&["mount", "-t", "tmpfs", "tmpfs", "/tmp"]);
+    }
     let _ = busybox(&["mount", "-t", "tmpfs", "tmpfs", "/run"]);
+}
+
+fn empty_dir(path: &str) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
 }
 
 fn open_results_port() -> Box<dyn Write> {
@@ -340,4 +350,19 @@ fn power_off() -> ! {
     // If poweroff failed, exiting PID 1 panics the kernel, and `panic=-1`
     // with QEMU's `-no-reboot` ends the VM all the same.
     std::process::exit(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::empty_dir;
+
+    #[test]
+    fn a_tmp_holding_files_of_the_initrd_is_not_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_str().unwrap();
+        assert!(empty_dir(path));
+        std::fs::create_dir(dir.path().join("coldci")).unwrap();
+        assert!(!empty_dir(path), "a tmpfs here would hide the tree");
+        assert!(!empty_dir("/nonexistent/markbench"));
+    }
 }
