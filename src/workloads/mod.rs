@@ -101,6 +101,19 @@ pub fn scaled(value: u64, factor: f64) -> u64 {
     ((value as f64 * factor).round() as u64).max(1)
 }
 
+/// `--scale` for a workload whose parameter is its work (periods, seconds):
+/// each value scaled and capped at `max`, values that became equal kept once.
+pub fn scale_work_params(params: &mut Vec<u64>, factor: f64, max: u64) {
+    let mut out: Vec<u64> = Vec::new();
+    for &p in params.iter() {
+        let p = scaled(p, factor).min(max);
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    *params = out;
+}
+
 /// Declares the workloads: for each, the module holding it, its `kind` in a
 /// suite file, and its settings' type. Generates [`WorkloadKind`] (the
 /// settings of any workload, tagged by `kind`) and [`KINDS`].

@@ -215,14 +215,7 @@ impl Workload for RingBufferSpec {
 
     /// A run's work is its periods, the parameter itself.
     fn scale(&mut self, params: &mut Vec<u64>, factor: f64) {
-        let mut scaled: Vec<u64> = Vec::new();
-        for &periods in params.iter() {
-            let periods = super::scaled(periods, factor).min(MAX_PERIODS);
-            if !scaled.contains(&periods) {
-                scaled.push(periods);
-            }
-        }
-        *params = scaled;
+        super::scale_work_params(params, factor, MAX_PERIODS);
     }
 
     fn command(&self, periods: u64) -> Vec<String> {

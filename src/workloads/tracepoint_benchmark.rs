@@ -146,14 +146,7 @@ impl Workload for TracepointBenchmarkSpec {
 
     /// A run's work is its seconds, the parameter itself.
     fn scale(&mut self, params: &mut Vec<u64>, factor: f64) {
-        let mut scaled: Vec<u64> = Vec::new();
-        for &seconds in params.iter() {
-            let seconds = super::scaled(seconds, factor).min(MAX_SECONDS);
-            if !scaled.contains(&seconds) {
-                scaled.push(seconds);
-            }
-        }
-        *params = scaled;
+        super::scale_work_params(params, factor, MAX_SECONDS);
     }
 
     fn command(&self, seconds: u64) -> Vec<String> {
