@@ -11,9 +11,9 @@
 //!   markers-off kernel of the usual cache, built from the unpacked tarball;
 //! - a commit costs what it changes: each further kernel rebuilds the one
 //!   source file its commit touches in the configuration's workspace;
-//! - the measurement sees a change and no more: the comment's kernel comes
-//!   out equivalent, the busy loop's a regression against the baseline and
-//!   against the kernel before it.
+//! - the measurement sees a change and no more: the comment's kernel is
+//!   shown within the equivalence margin, the busy loop's a regression
+//!   against the baseline and against the kernel before it.
 //!
 //! ccache only returns what the compiler would have produced, so sharing it
 //! hides no difference in the compiler's output.
@@ -204,8 +204,35 @@ fn a_series_is_built_commit_by_commit_and_its_costs_found() {
             .clone()
     };
     let short = |c: &String| c[..12].to_string();
+    // The comment's kernel is another kernel (its BUG entries carry other
+    // line numbers), so this is a true null only up to the host: at α = 0.05
+    // one run in twenty calls it significant, in either direction. What the
+    // measurement must show is that it costs less than the margin: the TOST
+    // interval inside ±margin, whatever the significance test said.
     let comment = verdicts("baseline", &short(&commits[1]));
-    assert_eq!(comment["equivalent"], 1, "the comment's kernel: {comment}");
+    let point = summary["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["without"] == short(&commits[0]) && p["with"] == short(&commits[1]))
+        .unwrap_or_else(|| panic!("no point of the comment's kernel in {summary}"));
+    let tost = &point["analysis"]["tost"];
+    eprintln!(
+        "the comment's kernel: {:+.2}% (95% CI {:+.2}% … {:+.2}%), {comment}",
+        100.0 * point["analysis"]["relative_difference"].as_f64().unwrap(),
+        100.0
+            * point["analysis"]["relative_difference_ci"]["lower"]
+                .as_f64()
+                .unwrap(),
+        100.0
+            * point["analysis"]["relative_difference_ci"]["upper"]
+                .as_f64()
+                .unwrap(),
+    );
+    assert_eq!(
+        tost["equivalent"], true,
+        "the comment's kernel is not shown within the margin: {tost}"
+    );
     for against in ["baseline", "previous"] {
         let spin = verdicts(against, &short(&commits[2]));
         assert_eq!(
