@@ -58,6 +58,7 @@ pub fn gate(
     let gated = gated_variants(candidate, variant)?;
     let several = gated.len() > 1;
     let mut regressions = Vec::new();
+    let mut unmeasured = Vec::new();
     let mut verdicts = String::new();
     let mut reports = Vec::new();
     let mut margin = 0.0;
@@ -78,6 +79,24 @@ pub fn gate(
                     let worse = if p.higher_is_better { -r } else { r };
                     worse > margin
                 });
+                if a.a.n_boots == 0 || a.b.n_boots == 0 {
+                    let which = match (several, variant) {
+                        (true, Some(v)) => format!("{v}: "),
+                        _ => String::new(),
+                    };
+                    let side = if a.a.n_boots == 0 {
+                        "the baseline run"
+                    } else {
+                        "this run"
+                    };
+                    unmeasured.push(format!(
+                        "{which}{} on {} CPU(s), {} {} (no values in {side})",
+                        key.workload,
+                        key.cpus,
+                        param_label(&key.workload),
+                        p.param
+                    ));
+                }
                 if a.verdict == Verdict::Regression && beyond {
                     let which = match (several, variant) {
                         (true, Some(v)) => format!("| {v} "),
@@ -110,6 +129,13 @@ pub fn gate(
         reports.push(out.join(crate::report::REPORT_FILE));
     }
     summary.push_str(&verdicts);
+    if !unmeasured.is_empty() {
+        summary.push_str(&format!(
+            "**Not compared** ({} point(s) measured in one run only): {}.\n\n",
+            unmeasured.len(),
+            unmeasured.join("; ")
+        ));
+    }
     if regressions.is_empty() {
         summary.push_str(&format!("**No regression beyond {}%.**\n", margin * 100.0));
     } else {

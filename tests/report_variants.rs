@@ -237,6 +237,41 @@ fn summary_json_lists_every_comparison() {
 }
 
 #[test]
+fn a_variant_without_values_at_a_point_leaves_the_other_points_analysed() {
+    // markers-generic's workload failed at 4 groups on every boot.
+    let samples: Vec<Sample> = samples(&VARIANTS, 1.1)
+        .into_iter()
+        .filter(|s| !(s.variant == "markers-generic" && s.param == 4))
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = run_dir(tmp.path(), "run", &meta(&VARIANTS), &samples);
+    markbench::report::write(&dir).unwrap();
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(!report.contains("could not be computed"), "{report}");
+    let row = |param: &str| {
+        let line = report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {param} |")))
+            .unwrap_or_else(|| panic!("no row {param} in\n{report}"));
+        line.split('|')
+            .map(str::trim)
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let (two, four) = (row("2"), row("4"));
+    assert_eq!(two[6], "**regression**", "{two:?}");
+    assert_eq!(four[6], "equivalent", "{four:?}");
+    assert!(four.iter().any(|c| c == "insufficient data"), "{four:?}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let comparisons = doc["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons[0]["verdicts"]["regression"], 1);
+    assert_eq!(comparisons[0]["verdicts"]["equivalent"], 1);
+    assert_eq!(comparisons[1]["verdicts"]["insufficient_data"], 1);
+    assert_eq!(comparisons[1]["verdicts"]["improvement"], 1);
+}
+
+#[test]
 fn diff_compares_any_variant_of_two_runs_of_three() {
     let tmp = tempfile::tempdir().unwrap();
     let m = meta(&VARIANTS);
@@ -268,10 +303,23 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
     let tmp = tempfile::tempdir().unwrap();
     let m = meta(&VARIANTS);
     let baseline = run_dir(tmp.path(), "base", &m, &samples(&VARIANTS, 1.0));
-    let candidate = run_dir(tmp.path(), "cand", &m, &samples(&VARIANTS, 1.3));
+    // Tonight markers-generic's workload failed at 4 groups.
+    let tonight: Vec<Sample> = samples(&VARIANTS, 1.3)
+        .into_iter()
+        .filter(|s| !(s.variant == "markers-generic" && s.param == 4))
+        .collect();
+    let candidate = run_dir(tmp.path(), "cand", &m, &tonight);
     let gate = markbench::nightly::gate(&baseline, &candidate, None, String::new()).unwrap();
     // Only markers-on got slower, at 2 groups.
     assert_eq!((gate.code, gate.regressions), (1, 1), "{}", gate.summary);
+    assert!(
+        gate.summary.contains(
+            "**Not compared** (1 point(s) measured in one run only): markers-generic: \
+             hackbench on 2 CPU(s), groups 4 (no values in this run)."
+        ),
+        "{}",
+        gate.summary
+    );
     assert!(
         gate.summary
             .contains("| markers-on | hackbench | 2 | groups 2 |"),

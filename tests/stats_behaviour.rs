@@ -322,3 +322,39 @@ fn results_serialize_to_json_with_nulls_for_missing_tests() {
         "iterations_of_single_boot"
     );
 }
+
+#[test]
+fn a_side_without_boots_is_insufficient_data_and_leaves_the_family_alone() {
+    let (a, b) = (quiet(20.0), quiet(22.0));
+    let none: Boots = Vec::new();
+    let measured = PointInput {
+        a: &a,
+        b: &b,
+        higher_is_better: false,
+    };
+    let alone = analyze_sweep(&[measured], &no_bootstrap()).unwrap();
+    for missing in [
+        PointInput {
+            a: &a,
+            b: &none,
+            higher_is_better: false,
+        },
+        PointInput {
+            a: &none,
+            b: &b,
+            higher_is_better: false,
+        },
+    ] {
+        let both = analyze_sweep(&[measured, missing], &no_bootstrap()).unwrap();
+        assert_eq!(both[0].verdict, Verdict::Regression);
+        // The unmeasured point has no p-value, so it is not in the family.
+        assert_eq!(both[0].adjusted_p_value, alone[0].adjusted_p_value);
+        let m = &both[1];
+        assert_eq!(m.verdict, Verdict::InsufficientData);
+        assert_eq!(m.adjusted_p_value, None);
+        assert_eq!(m.relative_difference, None);
+        assert_eq!(m.relative_difference_ci, None);
+        assert_eq!((m.a.n_boots.min(m.b.n_boots)), 0);
+        assert_eq!(m.a.n_boots.max(m.b.n_boots), 5);
+    }
+}

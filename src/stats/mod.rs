@@ -227,6 +227,37 @@ fn decide_sweep(mut results: Vec<PointAnalysis>, cfg: &AnalysisConfig) -> Vec<Po
     results
 }
 
+/// A point one variant has no value at (every boot of it failed, or its
+/// workload did at this point): nothing to compare, so no test and no
+/// interval, and insufficient data as its verdict; the other points of the
+/// sweep are analysed all the same.
+fn unmeasured(index: usize, point: &PointInput<'_>) -> Result<PointAnalysis, (char, StatsError)> {
+    let side = |boots: &[Vec<f64>], variant: char| {
+        if boots.is_empty() {
+            Ok(SideSummary::unmeasured())
+        } else {
+            summarize(boots).map_err(|e| (variant, e))
+        }
+    };
+    Ok(PointAnalysis {
+        index,
+        higher_is_better: point.higher_is_better,
+        a: side(point.a, 'A')?,
+        b: side(point.b, 'B')?,
+        relative_difference: None,
+        relative_difference_ci: None,
+        bootstrap_ci: None,
+        welch: None,
+        adjusted_p_value: None,
+        mann_whitney: None,
+        tost: None,
+        verdict: Verdict::InsufficientData,
+        outliers_a: modified_z_outliers(point.a),
+        outliers_b: modified_z_outliers(point.b),
+        host_blocking: None,
+    })
+}
+
 /// Everything that does not depend on the other points. The verdict is
 /// provisional until the sweep's adjustment is known.
 fn analyze_point(
@@ -241,6 +272,9 @@ fn analyze_point(
             source: Box::new(source),
         }
     };
+    if point.a.is_empty() || point.b.is_empty() {
+        return unmeasured(index, point).map_err(|(variant, e)| in_point(variant)(e));
+    }
     let a = summarize(point.a).map_err(in_point('A'))?;
     let b = summarize(point.b).map_err(in_point('B'))?;
     let testable = a.n_boots >= 2 && b.n_boots >= 2;

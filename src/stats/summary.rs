@@ -86,6 +86,24 @@ pub struct SideSummary {
 }
 
 impl SideSummary {
+    /// A variant with no value at a point: no boots, no samples, and a mean
+    /// and median that are not numbers (JSON gives them as `null`).
+    pub fn unmeasured() -> SideSummary {
+        SideSummary {
+            n_boots: 0,
+            n_samples: 0,
+            mean: f64::NAN,
+            median: f64::NAN,
+            std_dev: None,
+            cov: None,
+            boot_means: Vec::new(),
+            boot_means_variance: None,
+            within_boot_variance: None,
+            between_boot_variance: None,
+            mean_ci: None,
+        }
+    }
+
     /// A variance of this side (`boot_means_variance`, `within_boot_variance`)
     /// as a coefficient of variation of the mean: `√variance / |mean|`.
     /// `None` without the variance or when the mean is zero.
