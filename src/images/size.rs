@@ -179,6 +179,13 @@ pub struct KernelSizes {
     pub tables: Vec<Section>,
     #[serde(default)]
     pub objects: Vec<ObjectSize>,
+    /// Gaps of [`PADDING_MIN`] bytes or more between the symbols of a
+    /// section of vmlinux, in address order: alignment padding, which
+    /// `size` counts in its section and bloat-o-meter in no symbol. Each is
+    /// named by the symbol after it (`(end)` when it ends the section).
+    /// `None` in records made before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub padding: Option<Vec<Section>>,
     /// What could not be measured and why, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
@@ -325,9 +332,11 @@ pub fn parse_nm_tables(output: &str) -> Result<Vec<Section>> {
     let mut stops: BTreeMap<&str, u64> = BTreeMap::new();
     let mut symbols = 0;
     for line in output.lines() {
-        // Undefined symbols have no address: two fields.
-        let [address, kind, name] = line.split_whitespace().collect::<Vec<_>>()[..] else {
-            continue;
+        // Undefined symbols have no address: two fields; with `nm -S`, a
+        // symbol with a size has four.
+        let (address, kind, name) = match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [address, kind, name] | [address, _, kind, name] => (address, kind, name),
+            _ => continue,
         };
         symbols += 1;
         let (bounds, table) = if let Some(x) = name.strip_prefix("__start_") {
@@ -366,6 +375,75 @@ pub fn parse_nm_tables(output: &str) -> Result<Vec<Section>> {
         .collect();
     tables.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.name.cmp(&b.1.name)));
     Ok(tables.into_iter().map(|(_, t)| t).collect())
+}
+
+/// The smallest gap between symbols that counts as padding: a page. Below
+/// it are the few bytes that align one function or object after another.
+pub const PADDING_MIN: u64 = 4096;
+
+/// The alignment padding of at least `min` bytes inside each of
+/// `sections`, from `nm -n -S` (symbols in address order, with sizes): a
+/// gap from the end of the symbols so far to the next symbol's address (or
+/// to the section's end) that ends on a boundary of a power of two larger
+/// than the gap, as an `ALIGN()` of the linker script leaves it. Bytes in no
+/// symbol that end elsewhere are data without a name (string literals, the
+/// entries of a linker table), not padding. Absolute symbols (`a`/`A`) mark
+/// no bytes and are skipped.
+pub fn parse_nm_gaps(output: &str, sections: &[Section], min: u64) -> Result<Vec<Section>> {
+    let mut symbols = Vec::new();
+    for line in output.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (address, size, kind, name) = match fields[..] {
+            [address, size, kind, name] => (address, Some(size), kind, name),
+            [address, kind, name] => (address, None, kind, name),
+            _ => continue,
+        };
+        if matches!(kind, "a" | "A") {
+            continue;
+        }
+        let hex = |what: &str, field: &str| {
+            u64::from_str_radix(field, 16)
+                .map_err(|_| anyhow::anyhow!("nm: {what} {field:?} is not hexadecimal in {line:?}"))
+        };
+        let address = hex("address", address)?;
+        let size = size.map(|s| hex("size", s)).transpose()?.unwrap_or(0);
+        symbols.push((address, size, name));
+    }
+    if symbols.is_empty() {
+        bail!("nm: no symbols in its output");
+    }
+    symbols.sort_by_key(|&(address, size, _)| (address, size));
+    let mut gaps = Vec::new();
+    for section in sections.iter().filter(|s| s.size > 0) {
+        let end = section.addr.saturating_add(section.size);
+        let mut covered = section.addr;
+        let inside = symbols
+            .iter()
+            .filter(|(address, _, _)| section.addr <= *address && *address < end);
+        let padding = |from: u64, to: u64| {
+            let gap = to.saturating_sub(from);
+            gap >= min && to.is_multiple_of((gap + 1).next_power_of_two())
+        };
+        for &(address, size, name) in inside {
+            if padding(covered, address) {
+                gaps.push(Section {
+                    name: name.to_string(),
+                    size: address - covered,
+                    addr: covered,
+                });
+            }
+            covered = covered.max(address.saturating_add(size));
+        }
+        if padding(covered, end) {
+            gaps.push(Section {
+                name: "(end)".into(),
+                size: end - covered,
+                addr: covered,
+            });
+        }
+    }
+    gaps.sort_by_key(|g| g.addr);
+    Ok(gaps)
 }
 
 /// `U/-D` → (U, D); `A/R` → (A, R).
@@ -529,16 +607,21 @@ pub fn measure(variant: &str, image: &KernelImage, objects: &[String]) -> Kernel
             )
         })
         .unwrap_or_default();
-    let tables = vmlinux
+    let nm = vmlinux.as_ref().and_then(|v| {
+        let nm = run_tool(
+            &format!("`nm -n -S {}` (binutils)", v.display()),
+            Command::new("nm").args(["-n", "-S"]).arg(v),
+        );
+        kept(&mut errors, nm.map(|(out, _)| out))
+    });
+    let tables = nm
         .as_ref()
-        .and_then(|v| {
-            let nm = run_tool(
-                &format!("`nm {}` (binutils)", v.display()),
-                Command::new("nm").arg(v),
-            );
-            kept(&mut errors, nm.and_then(|(out, _)| parse_nm_tables(&out)))
-        })
+        .and_then(|out| kept(&mut errors, parse_nm_tables(out)))
         .unwrap_or_default();
+    let padding = nm
+        .as_ref()
+        .filter(|_| !sections.is_empty())
+        .and_then(|out| kept(&mut errors, parse_nm_gaps(out, &sections, PADDING_MIN)));
     let bzimage_bytes = kept(
         &mut errors,
         std::fs::metadata(&image.bzimage)
@@ -568,6 +651,7 @@ pub fn measure(variant: &str, image: &KernelImage, objects: &[String]) -> Kernel
         sections,
         tables,
         objects: sized,
+        padding,
         errors,
     }
 }
@@ -749,6 +833,83 @@ mod tests {
     }
 
     #[test]
+    fn padding_is_the_page_or_larger_gaps_between_a_sections_symbols() {
+        let mut nm = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(
+                std::fs::File::open(
+                    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("tests/fixtures/sizes/markers-off.nm-n-S.txt.gz"),
+                )
+                .unwrap(),
+            ),
+            &mut nm,
+        )
+        .unwrap();
+        let sections = parse_sysv(&captured("markers-off.size-A.txt")).unwrap();
+        let gaps = parse_nm_gaps(&nm, &sections, PADDING_MIN).unwrap();
+        let text = &sections[0];
+        let in_text: Vec<&Section> = gaps.iter().filter(|g| text.holds(g)).collect();
+        // x86's linker script aligns the entry code to 2 MiB on both sides:
+        // the code before it ends at 0x…813d66b0, the entry code at
+        // 0x…8140122b, and the next code starts at 0x…81600000 (a gap is
+        // named by the first symbol at its end: marker symbols, of no size,
+        // come first).
+        let named: Vec<(&str, u64)> = in_text.iter().map(|g| (g.name.as_str(), g.size)).collect();
+        assert_eq!(
+            named,
+            [
+                ("__entry_text_start", 170320),
+                ("__softirqentry_text_start", 2092501)
+            ]
+        );
+        assert_eq!(in_text[0].addr, 0xffffffff813d66b0);
+        assert_eq!(in_text[0].addr + in_text[0].size, 0xffffffff81400000);
+        assert!(gaps.iter().all(|g| g.size >= PADDING_MIN));
+        assert!(gaps.windows(2).all(|w| w[0].addr <= w[1].addr));
+        // The tables' parser reads the same output.
+        let tables = parse_nm_tables(&nm).unwrap();
+        let jump = tables.iter().find(|t| t.name == "__jump_table").unwrap();
+        assert_eq!(jump.size, 5968);
+    }
+
+    #[test]
+    fn padding_ends_on_an_alignment_and_skips_absolute_symbols() {
+        let sections = [
+            Section {
+                name: ".text".into(),
+                size: 0x3000,
+                addr: 0x1000,
+            },
+            Section {
+                name: ".data".into(),
+                size: 0x100,
+                addr: 0x8000,
+            },
+        ];
+        let nm = "0000000000000000 A absolute\n\
+                  0000000000001000 0000000000000010 T first\n\
+                  0000000000001008 0000000000000100 T overlapping\n\
+                  0000000000001108 T no_size\n\
+                  0000000000002000 0000000000000010 T aligned\n\
+                  0000000000003100 0000000000000010 T after_strings\n\
+                  0000000000008000 0000000000000004 D small\n\
+                  \x20                U undefined\n";
+        let gaps = parse_nm_gaps(nm, &sections, 0x100).unwrap();
+        let got: Vec<(&str, u64, u64)> = gaps
+            .iter()
+            .map(|g| (g.name.as_str(), g.addr, g.size))
+            .collect();
+        // 0x2010…0x3100 ends on no boundary of 8 KiB: data without a name.
+        // .data's last 0xfc bytes are below the minimum.
+        assert_eq!(got, [("aligned", 0x1108, 0xef8), ("(end)", 0x3110, 0xef0)]);
+        let e = parse_nm_gaps("", &sections, 1).unwrap_err();
+        assert!(e.to_string().contains("no symbols"), "{e}");
+        let e = parse_nm_gaps("00000000000010zz 10 T x\n", &sections, 1).unwrap_err();
+        assert!(e.to_string().contains("not hexadecimal"), "{e}");
+    }
+
+    #[test]
     fn nm_output_that_is_not_nm_is_refused() {
         let e = parse_nm_tables("").unwrap_err();
         assert!(e.to_string().contains("no symbols"), "{e}");
@@ -875,6 +1036,7 @@ mod tests {
         let objects = ["kernel/trace/ring_buffer.o".into(), "init/main.o".into()];
         let sizes = measure("on", &image(dir.path(), "markers-on"), &objects);
         assert!(sizes.errors.is_empty(), "{:?}", sizes.errors);
+        assert!(sizes.padding.is_some());
         assert_eq!(
             (sizes.variant.as_str(), sizes.kernel.as_str()),
             ("on", "markers-on")
@@ -978,6 +1140,11 @@ mod tests {
                     path: "kernel/trace/ring_buffer.o".into(),
                     size: None,
                 }],
+                padding: Some(vec![Section {
+                    name: "__entry_text_start".into(),
+                    size: 170320,
+                    addr: 0xffffffff813d66b0,
+                }]),
                 errors: vec!["x".into()],
             }],
             comparisons: vec![SizeComparison {

@@ -194,6 +194,95 @@ fn comparison(r: &mut String, record: &SizeRecord, c: &SizeComparison) {
          static-key site (each tracepoint call site is one).",
         Some([&ka.sections, &kb.sections]),
     );
+    padding(r, [&a, &b], [ka, kb]);
+}
+
+/// The alignment gaps whose sizes differ, and what the sections holding
+/// them changed by without them. Nothing for records without the gaps.
+fn padding(r: &mut String, [a, b]: [&str; 2], kernels: [&KernelSizes; 2]) {
+    let [Some(pa), Some(pb)] = kernels.map(|k| k.padding.as_deref()) else {
+        return;
+    };
+    let holder = |k: &KernelSizes, gap: &Section| {
+        k.sections
+            .iter()
+            .find(|s| s.holds(gap))
+            .map(|s| s.name.clone())
+    };
+    // (section, symbol after the gap) → bytes in each kernel, candidate's
+    // gaps first in address order, then the baseline's others.
+    type GapKey = (Option<String>, String);
+    let mut rows: Vec<(GapKey, [u64; 2])> = Vec::new();
+    for (side, k, gaps) in [(1, kernels[1], pb), (0, kernels[0], pa)] {
+        for gap in gaps {
+            let key = (holder(k, gap), gap.name.clone());
+            match rows.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, sizes)) => sizes[side] += gap.size,
+                None => {
+                    let mut sizes = [0; 2];
+                    sizes[side] = gap.size;
+                    rows.push((key, sizes));
+                }
+            }
+        }
+    }
+    rows.retain(|(_, [x, y])| x != y);
+    if rows.is_empty() {
+        if !(pa.is_empty() && pb.is_empty()) {
+            let _ = writeln!(
+                r,
+                "The alignment padding (gaps of {} bytes or more between the symbols of a \
+                 section) is the same in both kernels.\n",
+                crate::images::size::PADDING_MIN
+            );
+        }
+        return;
+    }
+    let _ = writeln!(
+        r,
+        "Alignment padding that differs: gaps of {} bytes or more between the symbols of a \
+         section (`nm -n -S vmlinux`), each named by the symbol after it. `size` counts \
+         them in their section and bloat-o-meter in no symbol; x86's linker script aligns \
+         the entry code (`__entry_text_start`) to 2 MiB on both sides, so code that \
+         crosses a 2 MiB boundary grows `.text` by up to 2 MiB of padding.\n\n\
+         | section | gap before | {a} [B] | {b} [B] | diff [B] |\n|---|---|---:|---:|---:|",
+        crate::images::size::PADDING_MIN
+    );
+    for ((section, symbol), [x, y]) in &rows {
+        let _ = writeln!(
+            r,
+            "| {} | {} | {x} | {y} | {} |",
+            section.as_deref().map_or("–".into(), name_cell),
+            name_cell(symbol),
+            signed_bytes(*y as i64 - *x as i64)
+        );
+    }
+    r.push('\n');
+    let mut sections: Vec<&String> = rows.iter().filter_map(|((s, _), _)| s.as_ref()).collect();
+    // In the candidate's section order.
+    sections.sort_by_key(|s| kernels[1].sections.iter().position(|x| x.name == **s));
+    sections.dedup();
+    let sizes = kernels.map(|k| by_name(&k.sections));
+    for section in sections {
+        let without = |side: usize| -> Option<u64> {
+            let gaps: u64 = [pa, pb][side]
+                .iter()
+                .filter(|g| holder(kernels[side], g).as_ref() == Some(section))
+                .map(|g| g.size)
+                .sum();
+            sizes[side].get(section.as_str()).map(|s| s - gaps.min(*s))
+        };
+        let (x, y) = (without(0), without(1));
+        let _ = writeln!(
+            r,
+            "{} without its padding: {} → {} bytes ({}, {}%).\n",
+            name_cell(section),
+            bytes(x),
+            bytes(y),
+            diff(x, y).map_or("–".into(), signed_bytes),
+            diff_pct(x, y)
+        );
+    }
 }
 
 /// The parts (sections or linker tables) whose sizes differ between the
@@ -381,6 +470,7 @@ mod tests {
                 ]
             },
             objects: Vec::new(),
+            padding: None,
             errors: Vec::new(),
         }
     }
@@ -636,5 +726,38 @@ mod tests {
         assert!(text.contains("### on2 against off"), "{text}");
         assert!(text.contains("| `.text` | 1000 | 1200 | +200 |"), "{text}");
         assert!(text.contains("| `.data` | 200 | – | -200 |"), "{text}");
+    }
+
+    #[test]
+    fn padding_that_differs_is_listed_and_taken_out_of_its_section() {
+        let mut r = record();
+        let gap = |name: &str, size: u64| Section {
+            name: name.into(),
+            size,
+            addr: 0x10,
+        };
+        // Neither kernel recorded padding (runs before it was): nothing.
+        let text = section(Some(&r));
+        assert!(!text.contains("padding"), "{text}");
+        r.kernels[0].padding = Some(vec![gap("__entry_text_start", 100)]);
+        r.kernels[1].padding = Some(vec![gap("__entry_text_start", 60), gap("(end)", 4)]);
+        let text = section(Some(&r));
+        assert!(
+            text.contains(
+                "| `.text` | `__entry_text_start` | 100 | 60 | -40 |\n| `.text` | `(end)` | 0 | 4 | +4 |\n"
+            ),
+            "{text}"
+        );
+        // .text 1000 → 1084 bytes, of which padding 100 → 64.
+        assert!(
+            text.contains("`.text` without its padding: 900 → 1020 bytes (+120, +13.33%)."),
+            "{text}"
+        );
+        r.kernels[1].padding = r.kernels[0].padding.clone();
+        let text = section(Some(&r));
+        assert!(
+            text.contains("The alignment padding (gaps of 4096 bytes or more between the symbols of a section) is the same in both kernels."),
+            "{text}"
+        );
     }
 }

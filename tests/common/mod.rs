@@ -174,6 +174,7 @@ pub fn captured_sizes(variants: [&str; 2]) -> SizeRecord {
                     path: object.clone(),
                     size: ring_buffer,
                 }],
+                padding: None,
                 errors: Vec::new(),
             }
         })
