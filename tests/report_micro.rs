@@ -194,6 +194,12 @@ fn a_run_directory_without_variance_renders_figures_and_verdicts() {
     let text = std::fs::read_to_string(markbench::report::write(&dir).unwrap()).unwrap();
     assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
     assert!(!text.contains("could not be computed"), "{text}");
+    // Means that differ with no spread on either side: the p-value says so.
+    assert!(!text.contains("0.0e0"), "{text}");
+    assert!(
+        text.contains("| 0 (no spread) | **regression** |"),
+        "{text}"
+    );
     let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert!(

@@ -132,7 +132,12 @@ fn pair_table(
             Some(a) => format!(
                 " {} | {} | {} |",
                 interval_cell(a),
-                a.adjusted_p_value.map_or("–".to_string(), p_value),
+                match (a.adjusted_p_value, a.welch) {
+                    // Both sides gave one value every run: the means differ
+                    // exactly, and no spread is left to test them against.
+                    (Some(_), Some(w)) if w.t.is_infinite() => "0 (no spread)".to_string(),
+                    (p, _) => p.map_or("–".to_string(), p_value),
+                },
                 verdict_cell(a)
             ),
             None => String::new(),
