@@ -38,8 +38,11 @@ const LINE_PREFIX: &str = "markbench-micro";
 /// interrupts off is already far past what a guest tolerates).
 pub const MAX_ITERATIONS: u64 = 1_000_000_000;
 
-/// The unit of every metric.
-pub const UNIT: &str = "cycles";
+/// The unit of every metric: what `rdtsc` counts, which is a core's cycles
+/// only on CPUs whose TSC follows the core clock (seed 000's Pentium 4);
+/// an invariant TSC ticks at a fixed rate, and icount's at 2^shift per
+/// instruction. The report's Cost table says which in its caption.
+pub const UNIT: &str = "TSC ticks";
 
 /// The micro-benchmark's settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -366,7 +369,7 @@ mod tests {
         assert_eq!(value(&m, "memcpy/marker"), 1.0);
         assert_eq!(value(&m, "empty/probe"), 48.0);
         assert_eq!(value(&m, "memcpy/probe"), 51.0);
-        assert!(m.iter().all(|m| m.unit == "cycles" && !m.higher_is_better));
+        assert!(m.iter().all(|m| m.unit == UNIT && !m.higher_is_better));
     }
 
     #[test]
