@@ -45,6 +45,10 @@ pub struct Suite {
     /// Equivalence margin, as a fraction (the file says `margin_pct = 2.0`).
     pub margin: f64,
     pub correction: crate::stats::Correction,
+    /// `[kernel] source`: the tree or tarball every kernel is built from
+    /// unless `--kernel-source` or a variant's own `source` says otherwise;
+    /// a relative path is taken from the suite file's directory, as every
+    /// path a suite names.
     pub kernel_source: Option<PathBuf>,
     /// The QEMU binary to boot with (`qemu = "PATH"`, relative to the suite
     /// file); `None`: `qemu-system-x86_64` on PATH.
@@ -509,7 +513,7 @@ impl Suite {
                     file.kernel
                         .source
                         .as_ref()
-                        .map(|s| PathBuf::from(s.get_ref()))
+                        .map(|s| beside_suite(s.get_ref()))
                 });
                 if let Some(tree) = tree.filter(|t| t.is_dir()) {
                     crate::images::source::resolve_rev(&tree, rev.get_ref())
@@ -631,7 +635,14 @@ impl Suite {
             order: file.order,
             margin: margin_pct / 100.0,
             correction: file.correction,
-            kernel_source: file.kernel.source.map(|s| PathBuf::from(s.into_inner())),
+            kernel_source: file.kernel.source.map(|s| {
+                let s = PathBuf::from(s.into_inner());
+                let beside = match path.parent() {
+                    Some(dir) if s.is_relative() => dir.join(s),
+                    _ => s,
+                };
+                std::path::absolute(&beside).unwrap_or(beside)
+            }),
             qemu: file.qemu.map(|q| {
                 let q = PathBuf::from(q);
                 match path.parent() {
@@ -1083,6 +1094,25 @@ params = [2]
         assert!(patch.is_absolute(), "{}", patch.display());
         assert!(patch.ends_with("vm-images/patches/markbench-micro.patch"));
         assert!(patch.is_file());
+    }
+
+    #[test]
+    fn the_kernel_source_of_a_suite_is_relative_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string("suites/quick.toml").unwrap();
+        let text = text.replacen(
+            "[[variant]]",
+            "[kernel]\nsource = \"../linux\"\n\n[[variant]]",
+            1,
+        );
+        std::fs::create_dir(dir.path().join("suites")).unwrap();
+        let path = dir.path().join("suites/mine.toml");
+        std::fs::write(&path, text).unwrap();
+        let suite = Suite::load(&path, &lookup()).unwrap();
+        assert_eq!(
+            suite.kernel_source.as_deref(),
+            Some(dir.path().join("suites/../linux").as_path())
+        );
     }
 
     #[test]
