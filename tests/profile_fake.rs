@@ -212,3 +212,62 @@ fn the_dry_run_lists_the_profiled_boots_and_builds_and_boots_nothing() {
     );
     assert_eq!(std::fs::read_dir(reports.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn each_candidate_of_several_has_its_own_profile_against_the_baseline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, mut images, dir) = setup(tmp.path(), true);
+    let suite_path = tmp.path().join("three.toml");
+    let third = "[[variant]]\nname = \"other\"\nkernel = \"markers-off\"\n[[workload]]";
+    std::fs::write(
+        &suite_path,
+        format!(
+            "profile = true\n{}",
+            common::SUITE.replacen("[[workload]]", third, 1)
+        ),
+    )
+    .unwrap();
+    let suite = Suite::load(
+        &suite_path,
+        &FragmentLookup::BesideSuite {
+            cwd: env!("CARGO_MANIFEST_DIR").into(),
+        },
+    )
+    .unwrap();
+    assert_eq!(suite.variants.len(), 3);
+    images.kernels.push(images.kernels[0].clone());
+    images.fragments.push(Vec::new());
+    let mut runner = FakeRunner {
+        slow_factor: 1.2,
+        ..Default::default()
+    };
+    execute(&suite, &images, &icount(), &mut runner, &dir, None).unwrap();
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let on = report
+        .find("## Where the difference goes: on against off")
+        .expect(&report);
+    let other = report
+        .find("## Where the difference goes: other against off")
+        .expect(&report);
+    assert!(on < other && other < report.find("## Boots").unwrap());
+    // The slow candidate's extra instructions are in `schedule`; the other
+    // runs the baseline's guest.
+    assert!(report[on..other].contains("| `schedule` |"), "{report}");
+    assert_eq!(
+        report[other..].matches("No function differs").count(),
+        2 * 3,
+        "{report}"
+    );
+    for candidate in ["on", "other"] {
+        assert!(dir
+            .join(format!(
+                "plots/profile-hackbench-2-1cpu-{candidate}-bars.svg"
+            ))
+            .is_file());
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let views = summary["profile"].as_array().unwrap();
+    assert_eq!(views.len(), 2);
+    assert_eq!(views[1]["points"][0]["with"], "other");
+}

@@ -104,13 +104,15 @@ impl Profiler {
             })
             .collect();
         std::fs::create_dir_all(store::dir(dir))?;
-        for side in 0..2 {
-            let only: BTreeSet<String> =
-                names[side].difference(&names[1 - side]).cloned().collect();
-            store::write_names(
-                &store::dir(dir).join(store::only_in_file(&suite.variants[side].name)),
-                &only,
-            )?;
+        // Each candidate is compared with the baseline.
+        let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
+        for candidate in 1..names.len() {
+            let files = store::only_in_files(&variants, candidate);
+            for (file, (side, other)) in files.iter().zip([(0, candidate), (candidate, 0)]) {
+                let only: BTreeSet<String> =
+                    names[side].difference(&names[other]).cloned().collect();
+                store::write_names(&store::dir(dir).join(file), &only)?;
+            }
         }
         let units = units(suite);
         for (n, unit) in units.iter().enumerate() {

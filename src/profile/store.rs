@@ -104,9 +104,25 @@ pub fn counts_file(variant: &str, cpus: u32) -> String {
     format!("{variant}-{cpus}cpu.tsv")
 }
 
-/// The file of functions only `variant`'s kernel has.
+/// The file of functions only `variant`'s kernel has, of a run of two.
 pub fn only_in_file(variant: &str) -> String {
     format!("only-in-{variant}.txt")
+}
+
+/// The files of functions only the baseline's kernel and only candidate
+/// `candidate`'s have (`variants[0]` against `variants[candidate]`): for
+/// the first candidate the names a run of two has always used, for the
+/// others a pair's names.
+pub fn only_in_files(variants: &[String], candidate: usize) -> [String; 2] {
+    let (base, cand) = (&variants[0], &variants[candidate]);
+    if candidate == 1 {
+        [only_in_file(base), only_in_file(cand)]
+    } else {
+        [
+            format!("only-in-{base}-not-{cand}.txt"),
+            format!("only-in-{cand}-not-{base}.txt"),
+        ]
+    }
 }
 
 fn tsv_writer(path: &Path) -> Result<csv::Writer<std::fs::File>> {

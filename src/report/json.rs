@@ -14,7 +14,15 @@ pub(super) struct Json;
 
 impl Export for Json {
     fn export(&self, run: &RunReport, dir: &Path) -> Result<()> {
-        let profile = run.profiles.map(super::profile::json);
+        // A run of two keeps the one object it always had; several
+        // candidates give one per candidate.
+        let profile = match run.profiles {
+            [] => None,
+            [view] => Some(super::profile::json(view)),
+            views => Some(serde_json::Value::Array(
+                views.iter().map(super::profile::json).collect(),
+            )),
+        };
         let text = Summary::new(run.meta, run.analysis, run.files.sizes, profile).to_json()?;
         std::fs::write(dir.join(SUMMARY_FILE), text)?;
         Ok(())

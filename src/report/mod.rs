@@ -49,7 +49,8 @@ struct RunReport<'a> {
     samples: &'a [Sample],
     files: RunFiles<'a>,
     analysis: &'a Analysis,
-    profiles: Option<&'a profile::ProfileView>,
+    /// One per candidate against the baseline; empty without profiles.
+    profiles: &'a [profile::ProfileView],
     /// Whether the markdown links the plots (they exist only once written).
     with_plots: bool,
 }
@@ -67,7 +68,7 @@ pub fn render(meta: &RunMeta, samples: &[Sample], files: RunFiles) -> String {
         samples,
         files,
         analysis: &analysis,
-        profiles: None,
+        profiles: &[],
         with_plots: false,
     })
 }
@@ -94,7 +95,7 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
             sizes: sizes.as_ref(),
         },
         analysis: &analysis,
-        profiles: profiles.as_ref(),
+        profiles: &profiles,
         with_plots: true,
     };
     // Plots first: the report links them.

@@ -20,12 +20,12 @@ impl Export for Plots {
                 crate::plots::render(&input, &plots_dir, &plot_stem(key, analysis, c))?;
             }
         }
-        if let Some(view) = run.profiles {
+        for view in run.profiles {
             for p in &view.points {
                 crate::plots::render_profile(
                     &profile::plot_input(view, p),
                     &plots_dir,
-                    &profile::plot_stem(p),
+                    &profile::plot_stem(view, p),
                 )?;
             }
         }

@@ -42,10 +42,13 @@ pub struct Slowdown {
     pub factor: f64,
 }
 
-/// Everything the section shows.
+/// Everything the section shows of one candidate against the baseline.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProfileView {
     pub variants: [String; 2],
+    /// With several candidates, this one's name: it titles the section and
+    /// tells the plots apart. `None` in a run of two.
+    pub candidate: Option<String>,
     pub icount_shift: u32,
     pub guest_seeds: Vec<(u32, Option<u64>)>,
     pub points: Vec<ProfilePoint>,
@@ -79,23 +82,38 @@ fn fold(counts: Option<&BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
     out
 }
 
-/// Reads a run directory's profiles; `None` when it has none.
-pub fn load(dir: &Path, meta: &RunMeta) -> Result<Option<ProfileView>> {
+/// Reads a run directory's profiles: one view per candidate against the
+/// baseline; none when it has no profiles.
+pub fn load(dir: &Path, meta: &RunMeta) -> Result<Vec<ProfileView>> {
     let Some(manifest) = Manifest::read(dir)? else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
-    // Profiles are taken of the baseline and the first candidate.
     let names = crate::analysis::variant_names(meta);
-    let variants = [names[0].clone(), names[1].clone()];
+    let several = names.len() > 2;
+    (1..names.len())
+        .filter(|&c| c == 1 || manifest.boots.iter().any(|b| b.side == c))
+        .map(|c| load_candidate(dir, meta, &manifest, &names, c, several))
+        .collect()
+}
+
+/// The view of candidate `c` (an index into `names`) against the baseline.
+fn load_candidate(
+    dir: &Path,
+    meta: &RunMeta,
+    manifest: &Manifest,
+    names: &[String],
+    c: usize,
+    several: bool,
+) -> Result<ProfileView> {
+    let variants = [names[0].clone(), names[c].clone()];
     let pdir = store::dir(dir);
-    let only_in = [0, 1].map(|s| store::read_names(&pdir.join(store::only_in_file(&variants[s]))));
-    let [a, b] = only_in;
+    let [a, b] = store::only_in_files(names, c).map(|f| store::read_names(&pdir.join(f)));
     let only_in = [a?, b?];
     let cpus: BTreeSet<u32> = manifest.boots.iter().map(|b| b.cpus).collect();
     let mut points = Vec::new();
     let mut guest_seeds = Vec::new();
     for &n in &cpus {
-        let (Some(base), Some(cand)) = (find(&manifest, 0, n), find(&manifest, 1, n)) else {
+        let (Some(base), Some(cand)) = (find(manifest, 0, n), find(manifest, c, n)) else {
             continue;
         };
         guest_seeds.push((n, base.guest_seed));
@@ -123,9 +141,11 @@ pub fn load(dir: &Path, meta: &RunMeta) -> Result<Option<ProfileView>> {
             });
         }
     }
+    let ours = |b: &&ProfileBoot| b.side == 0 || b.side == c;
     let slowdown = manifest
         .boots
         .iter()
+        .filter(ours)
         .filter(|b| b.ok)
         .filter_map(|b| {
             let timed: Vec<f64> = meta
@@ -147,10 +167,12 @@ pub fn load(dir: &Path, meta: &RunMeta) -> Result<Option<ProfileView>> {
     let failed = manifest
         .boots
         .iter()
+        .filter(ours)
         .filter(|b| !b.ok)
         .map(|b| (b.variant.clone(), b.cpus, b.status.clone()))
         .collect();
-    Ok(Some(ProfileView {
+    Ok(ProfileView {
+        candidate: several.then(|| names[c].clone()),
         variants,
         icount_shift: manifest.icount_shift,
         guest_seeds,
@@ -158,7 +180,7 @@ pub fn load(dir: &Path, meta: &RunMeta) -> Result<Option<ProfileView>> {
         slowdown,
         failed,
         only_in,
-    }))
+    })
 }
 
 /// Thousands separated by thin spaces, as instruction counts are long.
@@ -194,8 +216,12 @@ fn share(s: Option<f64>) -> String {
 }
 
 /// The stem of a point's plot in `plots/`.
-pub fn plot_stem(p: &ProfilePoint) -> String {
-    format!("profile-{}-{}-{}cpu", p.workload, p.param, p.cpus)
+pub fn plot_stem(view: &ProfileView, p: &ProfilePoint) -> String {
+    let of = view
+        .candidate
+        .as_ref()
+        .map_or(String::new(), |c| format!("-{c}"));
+    format!("profile-{}-{}-{}cpu{of}", p.workload, p.param, p.cpus)
 }
 
 fn point_title(p: &ProfilePoint) -> String {
@@ -227,7 +253,19 @@ pub fn section(view: Option<&ProfileView>, with_plots: bool) -> String {
         return String::new();
     };
     let mut r = String::new();
-    let _ = writeln!(r, "## Where the difference goes\n");
+    match &v.candidate {
+        Some(c) => {
+            let _ = writeln!(
+                r,
+                "## Where the difference goes: {} against {}\n",
+                escape_md(c),
+                escape_md(&v.variants[0])
+            );
+        }
+        None => {
+            let _ = writeln!(r, "## Where the difference goes\n");
+        }
+    }
     let ns = 1u64 << v.icount_shift;
     let seeds: Vec<String> = v
         .guest_seeds
@@ -438,7 +476,7 @@ pub fn section(view: Option<&ProfileView>, with_plots: bool) -> String {
             );
         }
         if with_plots {
-            let stem = plot_stem(p);
+            let stem = plot_stem(v, p);
             let _ = writeln!(
                 r,
                 "\n![largest differences by function](plots/{stem}-bars.png)\n\n\

@@ -37,7 +37,7 @@ pub(super) fn render(run: &RunReport) -> String {
     r.push_str(&results::section(run));
     r.push_str(&series::section(run));
     r.push_str(&significance::section(run));
-    if let Some(view) = run.profiles {
+    for view in run.profiles {
         r.push_str(&profile::section(Some(view), run.with_plots));
     }
     r.push_str(&boots(run));
