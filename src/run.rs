@@ -355,6 +355,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                     .map(|f| (f.file_name.clone(), f.source()))
                     .collect(),
                 bzimage: k.bzimage.clone(),
+                bzimage_sha256: file_sha256(&k.bzimage),
             })
             .collect(),
         order: units
@@ -700,4 +701,13 @@ fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
         std::fs::write(&path, &f.text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+/// A file's sha256 in hex; empty when it cannot be read (the boots will
+/// say why).
+fn file_sha256(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    std::fs::read(path)
+        .map(|bytes| hex::encode(Sha256::digest(bytes)))
+        .unwrap_or_default()
 }

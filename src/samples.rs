@@ -313,6 +313,10 @@ pub struct KernelMeta {
     #[serde(default)]
     pub fragment_sources: std::collections::BTreeMap<String, String>,
     pub bzimage: PathBuf,
+    /// The booted bzImage's sha256 (empty in runs made before it was
+    /// recorded): two variants with the same one booted the same kernel.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bzimage_sha256: String,
 }
 
 /// One boot as it went.

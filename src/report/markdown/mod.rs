@@ -198,6 +198,44 @@ fn fragments_cell(k: &KernelMeta) -> String {
         .join(" + ")
 }
 
+/// Each comparison whose two variants booted the same bzImage, byte for
+/// byte: whatever it measured between them is noise.
+fn identical_kernels(meta: &crate::samples::RunMeta, analysis: &Analysis) -> String {
+    let sha = |i: usize| {
+        meta.kernels
+            .get(i)
+            .map(|k| k.bzimage_sha256.as_str())
+            .filter(|s| !s.is_empty())
+    };
+    let mut r = String::new();
+    for c in analysis.comparisons.iter().chain(&analysis.steps) {
+        let (Some(a), Some(b)) = (sha(c.baseline), sha(c.candidate)) else {
+            continue;
+        };
+        if a != b {
+            continue;
+        }
+        let [base, cand] = analysis.names(c);
+        let (cand, base, sha) = (escape_md(cand), escape_md(base), &a[..16.min(a.len())]);
+        let cmdline = |i: usize| meta.kernels.get(i).map(|k| k.cmdline.as_str());
+        if cmdline(c.baseline) == cmdline(c.candidate) {
+            let _ = writeln!(
+                r,
+                "\n**Identical kernels**: {cand} booted the same bzImage as {base}, byte for \
+                 byte (sha256 {sha}), with the same command line: whatever differs between \
+                 them is noise, so that comparison is an A/A test."
+            );
+        } else {
+            let _ = writeln!(
+                r,
+                "\n{cand} booted the same bzImage as {base} (sha256 {sha}): that comparison \
+                 measures their command lines alone."
+            );
+        }
+    }
+    r
+}
+
 /// The kernels side by side, and their configuration difference.
 fn what_was_compared(run: &RunReport) -> String {
     let (meta, analysis) = (run.meta, run.analysis);
@@ -245,6 +283,11 @@ fn what_was_compared(run: &RunReport) -> String {
         k.config_sha256.chars().take(16).collect()
     }));
     r.push_str(&row("compiler", &|k| k.compiler.clone()));
+    if meta.kernels.iter().any(|k| !k.bzimage_sha256.is_empty()) {
+        r.push_str(&row("bzImage sha256", &|k| {
+            or_dash(&k.bzimage_sha256.chars().take(16).collect::<String>())
+        }));
+    }
     // What the booted kernel said it is: the release and build line `uname
     // -r`/`-v` print (runs from before the agent reported it have none).
     let reported = |k: &KernelMeta| {
@@ -275,6 +318,7 @@ fn what_was_compared(run: &RunReport) -> String {
         }
         None => {}
     }
+    r.push_str(&identical_kernels(meta, analysis));
     if let Some(text) = run.files.source_diff.filter(|t| !t.trim().is_empty()) {
         let _ = writeln!(
             r,
@@ -525,6 +569,48 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("insufficient data on all 1 points"), "{text}");
+    }
+
+    #[test]
+    fn kernels_that_booted_the_same_bzimage_are_named() {
+        let samples: Vec<Sample> = ["off", "same", "tracing", "other"]
+            .iter()
+            .map(|v| sample(v, "real", 1.0))
+            .collect();
+        let mut run = meta(&["off", "same", "tracing", "other"]);
+        let shas = [
+            "ab".repeat(32),
+            "ab".repeat(32),
+            "ab".repeat(32),
+            "cd".repeat(32),
+        ];
+        for (k, sha) in run.kernels.iter_mut().zip(shas) {
+            k.bzimage_sha256 = sha;
+        }
+        run.kernels[2].cmdline = "trace_event=sched:*".into();
+        let text = render(&run, &samples, RunFiles::default());
+        assert!(
+            text.contains("| bzImage sha256 | abababababababab | abababababababab |"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "**Identical kernels**: same booted the same bzImage as off, byte for byte \
+                 (sha256 abababababababab), with the same command line"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "tracing booted the same bzImage as off (sha256 abababababababab): that \
+                 comparison measures their command lines alone."
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("other booted"), "{text}");
+        // Runs from before the hash was recorded: no row, no note.
+        let text = render(&meta(&["off", "same"]), &samples[..2], RunFiles::default());
+        assert!(!text.contains("bzImage sha256") && !text.contains("same bzImage"));
     }
 
     #[test]
