@@ -200,7 +200,8 @@ pub fn analyze_sweep_with_hosts(
     let mut results = Vec::with_capacity(points.len());
     for (index, point) in points.iter().enumerate() {
         let mut result = analyze_point(index, point, cfg)?;
-        if let Some(h) = hosts.get(index).filter(|h| h.several()) {
+        let measured = !point.a.is_empty() && !point.b.is_empty();
+        if let Some(h) = hosts.get(index).filter(|h| measured && h.several()) {
             blocked::apply(&mut result, point, h, cfg);
         }
         results.push(result);
