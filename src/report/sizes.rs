@@ -241,7 +241,9 @@ fn padding(r: &mut String, [a, b]: [&str; 2], kernels: [&KernelSizes; 2]) {
     let _ = writeln!(
         r,
         "Alignment padding that differs: gaps of {} bytes or more between the symbols of a \
-         section (`nm -n -S vmlinux`), each named by the symbol after it. `size` counts \
+         section (`nm -n -S vmlinux`) that end on a boundary of a power of two larger than \
+         themselves, as a linker script's `ALIGN()` leaves them, each named by the symbol \
+         after it. `size` counts \
          them in their section and bloat-o-meter in no symbol; x86's linker script aligns \
          the entry code (`__entry_text_start`) to 2 MiB on both sides, so code that \
          crosses a 2 MiB boundary grows `.text` by up to 2 MiB of padding.\n\n\
