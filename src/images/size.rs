@@ -323,6 +323,37 @@ pub fn parse_sysv(output: &str) -> Result<Vec<Section>> {
     bail!("size -A: no `section size addr` header in its output")
 }
 
+/// The fields of one line of `nm` (or `nm -S`) output, unparsed.
+struct NmLine<'a> {
+    address: &'a str,
+    /// With `nm -S`, for symbols that have a size.
+    size: Option<&'a str>,
+    kind: &'a str,
+    name: &'a str,
+}
+
+impl<'a> NmLine<'a> {
+    /// `None` for an undefined symbol (two fields: it has no address) or a
+    /// line that is not a symbol.
+    fn of(line: &'a str) -> Option<NmLine<'a>> {
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [address, size, kind, name] => Some(NmLine {
+                address,
+                size: Some(size),
+                kind,
+                name,
+            }),
+            [address, kind, name] => Some(NmLine {
+                address,
+                size: None,
+                kind,
+                name,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Parses `nm` output into the linker tables its symbols bound: every `X`
 /// with both a `__start_X` and a `__stop_X` data symbol, and the bytes from
 /// one to the other, in address order. Code symbols are not table bounds
@@ -332,11 +363,14 @@ pub fn parse_nm_tables(output: &str) -> Result<Vec<Section>> {
     let mut stops: BTreeMap<&str, u64> = BTreeMap::new();
     let mut symbols = 0;
     for line in output.lines() {
-        // Undefined symbols have no address: two fields; with `nm -S`, a
-        // symbol with a size has four.
-        let (address, kind, name) = match line.split_whitespace().collect::<Vec<_>>()[..] {
-            [address, kind, name] | [address, _, kind, name] => (address, kind, name),
-            _ => continue,
+        let Some(NmLine {
+            address,
+            kind,
+            name,
+            ..
+        }) = NmLine::of(line)
+        else {
+            continue;
         };
         symbols += 1;
         let (bounds, table) = if let Some(x) = name.strip_prefix("__start_") {
@@ -392,11 +426,14 @@ pub const PADDING_MIN: u64 = 4096;
 pub fn parse_nm_gaps(output: &str, sections: &[Section], min: u64) -> Result<Vec<Section>> {
     let mut symbols = Vec::new();
     for line in output.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (address, size, kind, name) = match fields[..] {
-            [address, size, kind, name] => (address, Some(size), kind, name),
-            [address, kind, name] => (address, None, kind, name),
-            _ => continue,
+        let Some(NmLine {
+            address,
+            size,
+            kind,
+            name,
+        }) = NmLine::of(line)
+        else {
+            continue;
         };
         if matches!(kind, "a" | "A") {
             continue;

@@ -313,6 +313,18 @@ mod tests {
 
     /// Samples as the workload measures them, from per-loop TSC figures of
     /// (none, dormant, enabled) per loop, the same in every run.
+    /// The optimized and the generic kernel's samples: each its (empty,
+    /// memcpy) loops' none, dormant and enabled figures.
+    fn pair(
+        optimized: ([f64; 3], [f64; 3]),
+        generic: ([f64; 3], [f64; 3]),
+        runs: u32,
+    ) -> Vec<Sample> {
+        let mut out = samples("optimized", optimized.0, optimized.1, runs);
+        out.extend(samples("generic", generic.0, generic.1, runs));
+        out
+    }
+
     fn samples(variant: &str, empty: [f64; 3], memcpy: [f64; 3], runs: u32) -> Vec<Sample> {
         let mut out = Vec::new();
         for iteration in 0..runs {
@@ -347,18 +359,11 @@ mod tests {
 
     #[test]
     fn icount_figures_become_instructions_and_the_caption_says_so() {
-        let mut s = samples(
-            "optimized",
-            [48.0, 64.0, 320.0],
-            [8320.0, 8336.0, 8592.0],
+        let s = pair(
+            ([48.0, 64.0, 320.0], [8320.0, 8336.0, 8592.0]),
+            ([48.0, 96.0, 352.0], [8320.0, 8368.0, 8624.0]),
             4,
         );
-        s.extend(samples(
-            "generic",
-            [48.0, 96.0, 352.0],
-            [8320.0, 8368.0, 8624.0],
-            4,
-        ));
         let text = render(&meta(Some(4)), &s, RunFiles::default());
         // The seed's table is the report's first.
         let first_table = text.find("\n|").unwrap();
@@ -391,18 +396,11 @@ mod tests {
 
     #[test]
     fn wall_time_figures_stay_cycles_and_their_spread_is_given() {
-        let mut s = samples(
-            "optimized",
-            [1.5, 4.0, 52.11],
-            [1298.16, 1298.23, 1350.0],
+        let mut s = pair(
+            ([1.5, 4.0, 52.11], [1298.16, 1298.23, 1350.0]),
+            ([1.5, 2.67, 50.0], [1298.16, 1300.28, 1352.0]),
             2,
         );
-        s.extend(samples(
-            "generic",
-            [1.5, 2.67, 50.0],
-            [1298.16, 1300.28, 1352.0],
-            2,
-        ));
         // One run of the generic empty loop a little slower.
         let slow = s
             .iter_mut()
