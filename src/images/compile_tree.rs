@@ -20,6 +20,17 @@
 //! (seconds) and the kernel's initramfs unpacker restores them, so Kbuild sees
 //! an up-to-date tree and neither reconfigures nor rebuilds host tools inside
 //! the timed region (the workload's output check fails a run that does).
+//!
+//! The archive's mtimes are not the host's: every file outside the build
+//! directory (sources, toolchain) carries [`SOURCE_MTIME_S`], and the build
+//! directory's prepared state and its marker [`PREPARED_MTIME_S`], a day
+//! later, both before the guest's clock start under icount (2020-01-01).
+//! With the host's times a guest whose clock starts in 2020 saw the whole
+//! tree years in the future: make found every object "up to date" and the
+//! reset deleted nothing. Two instants are all Kbuild needs (make rebuilds a
+//! target only when a prerequisite is strictly newer, and everything
+//! generated depends on sources or on other generated files), and fixed
+//! instants keep the host's build time out of the guest.
 
 use super::fragments::Fragment;
 use super::kernel::{logged, KernelSource};
@@ -40,6 +51,16 @@ pub const GUEST_OBJECTS_MAKEFILE: &str = "/usr/src/markbench-objects.mk";
 /// A file in the build directory written right after `make prepare`: what is
 /// newer than it was made by a compile and is removed before each iteration.
 pub const PREPARED_MARKER: &str = ".markbench-prepared";
+/// The mtime of every shipped file outside the build directory (sources,
+/// toolchain), in seconds since the epoch: two days before the guest's clock
+/// start.
+pub const SOURCE_MTIME_S: u64 = super::initramfs::GUEST_CLOCK_START_S - 2 * 86_400;
+/// The mtime of the build directory's prepared state and of its
+/// [`PREPARED_MARKER`]: a day after the sources, a day before the guest's
+/// clock start, so whatever the guest compiles is newer than the marker
+/// under icount and under wall time alike.
+pub const PREPARED_MTIME_S: u64 = super::initramfs::GUEST_CLOCK_START_S - 86_400;
+
 /// Files in the build directory's root that every make invocation rewrites
 /// (Kbuild's `outputmakefile`: the wrapper Makefile and the `source` link),
 /// so they are newer than the marker yet part of the prepared state.
@@ -145,7 +166,7 @@ pub fn compile_tree_key(
     key_of(&[
         (
             "recipe",
-            b"tinyconfig+base+prepare, O=, cmd-file deps, objects.mk v2",
+            b"tinyconfig+base+prepare, O=, cmd-file deps, objects.mk v2, fixed mtimes",
         ),
         ("source", identity.as_bytes()),
         ("fragment", base_fragment),
@@ -265,6 +286,7 @@ pub fn ensure_compile_tree(
     let sh = root.join("bin/sh");
     let _ = std::fs::remove_file(&sh);
     std::os::unix::fs::symlink("/usr/bin/dash", &sh)?;
+    set_archive_times(&root, &build)?;
     let archive = dir.join("compile-tree.cpio");
     super::initramfs::pack_cpio(&root, &archive)?;
     std::fs::remove_dir_all(&root)?;
@@ -288,6 +310,26 @@ pub fn ensure_compile_tree(
         reference_build_seconds
     );
     Ok(tree)
+}
+
+/// Gives every entry under the staging `root` its fixed time: the build
+/// directory's (the prepared state and its marker) [`PREPARED_MTIME_S`],
+/// everything else [`SOURCE_MTIME_S`]. Symlinks get their own time (the
+/// guest's reset compares a link's own mtime with the marker's).
+fn set_archive_times(root: &Path, build: &Path) -> Result<()> {
+    let build_in_root = root.join(build.strip_prefix("/").unwrap_or(build));
+    let at = |s: u64| filetime::FileTime::from_unix_time(s as i64, 0);
+    for entry in walkdir::WalkDir::new(root).contents_first(true) {
+        let entry = entry.with_context(|| format!("listing {}", root.display()))?;
+        let time = if entry.path().starts_with(&build_in_root) {
+            at(PREPARED_MTIME_S)
+        } else {
+            at(SOURCE_MTIME_S)
+        };
+        filetime::set_symlink_file_times(entry.path(), time, time)
+            .with_context(|| format!("setting the time of {}", entry.path().display()))?;
+    }
+    Ok(())
 }
 
 /// One object Kbuild compiled in the reference build, from its `.cmd` file.
@@ -590,9 +632,8 @@ fn toolchain() -> Result<BTreeSet<PathBuf>> {
 /// whose targets are not shipped).
 struct KeepSymlinks(bool);
 
-/// Copies `host_path` to the same path under `root`, keeping its mode and
-/// mtime (Kbuild compares mtimes; a fresh copy would look newer than every
-/// object).
+/// Copies `host_path` to the same path under `root`, keeping its mode (its
+/// time is set for the whole archive by [`set_archive_times`]).
 fn copy_preserving(host_path: &Path, root: &Path, keep_symlinks: KeepSymlinks) -> Result<()> {
     let dest = root.join(host_path.strip_prefix("/").unwrap_or(host_path));
     if dest.symlink_metadata().is_ok() {
@@ -607,12 +648,6 @@ fn copy_preserving(host_path: &Path, root: &Path, keep_symlinks: KeepSymlinks) -
     }
     std::fs::copy(host_path, &dest)
         .with_context(|| format!("copying {} into the compile tree", host_path.display()))?;
-    let modified = std::fs::metadata(host_path)?.modified()?;
-    std::fs::File::options()
-        .write(true)
-        .open(&dest)?
-        .set_modified(modified)
-        .with_context(|| format!("setting the mtime of {}", dest.display()))?;
     Ok(())
 }
 
@@ -644,6 +679,47 @@ fn add_guest_links(root: &Path, build: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mtime_s(path: &Path) -> u64 {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        filetime::FileTime::from_last_modification_time(&meta).unix_seconds() as u64
+    }
+
+    #[test]
+    fn the_archive_carries_fixed_times_sources_before_the_prepared_tree() {
+        let staging = tempfile::tempdir().unwrap();
+        let root = staging.path();
+        let build = Path::new("/cache/compile-tree/k/build");
+        let build_in_root = root.join("cache/compile-tree/k/build");
+        std::fs::create_dir_all(build_in_root.join("include/generated")).unwrap();
+        std::fs::create_dir_all(root.join("src/kernel/locking")).unwrap();
+        std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+        let header = build_in_root.join("include/generated/autoconf.h");
+        let marker = build_in_root.join(PREPARED_MARKER);
+        let source = root.join("src/kernel/locking/mutex.c");
+        let program = root.join("usr/bin/make");
+        for f in [&header, &marker, &source, &program] {
+            std::fs::write(f, "x").unwrap();
+        }
+        let link = build_in_root.join("source");
+        std::os::unix::fs::symlink("/src", &link).unwrap();
+
+        set_archive_times(root, build).unwrap();
+
+        for f in [&header, &marker, &link, &build_in_root] {
+            assert_eq!(mtime_s(f), PREPARED_MTIME_S, "{}", f.display());
+        }
+        for f in [&source, &program, &root.join("src")] {
+            assert_eq!(mtime_s(f), SOURCE_MTIME_S, "{}", f.display());
+        }
+    }
+
+    #[test]
+    fn sources_precede_the_prepared_tree_which_precedes_the_guests_clock() {
+        let start = super::super::initramfs::GUEST_CLOCK_START_S;
+        assert!(SOURCE_MTIME_S < PREPARED_MTIME_S);
+        assert!(PREPARED_MTIME_S < start);
+    }
 
     /// The shape of a real `.cmd` file of a 6.1 build (kernel/locking/mutex.o,
     /// flags shortened): the command with its objtool step, then the deps.

@@ -186,10 +186,15 @@ pub fn job_text(directives: &[Directive]) -> Result<String> {
     Ok(text)
 }
 
-/// The modification time of everything in a job archive, in seconds since
-/// the epoch: 2020-01-01, the guest's RTC start under icount (any fixed time
+/// The guest's clock start under icount (its RTC base, 2020-01-01T00:00:00
+/// UTC), in seconds since the epoch. Files packed for the guest carry fixed
+/// times at or before it, so no file is "in the future" for a guest that
+/// starts there, and no host time reaches the guest through an archive.
+pub const GUEST_CLOCK_START_S: u64 = 1_577_836_800;
+
+/// The modification time of everything in a job archive (any fixed time
 /// would do).
-const JOB_MTIME_S: u64 = 1_577_836_800;
+const JOB_MTIME_S: u64 = GUEST_CLOCK_START_S;
 
 /// Writes `base + job` to `out`: the initrd of one boot.
 pub fn write_boot_initrd(base: &BaseImage, directives: &[Directive], out: &Path) -> Result<()> {

@@ -317,6 +317,15 @@ mod tests {
     use super::*;
     use crate::vm::Accel;
 
+    #[test]
+    fn the_icount_rtc_base_is_the_clock_start_the_archives_are_dated_against() {
+        let base = chrono::NaiveDateTime::parse_from_str(ICOUNT_RTC_BASE, "%Y-%m-%dT%H:%M:%S")
+            .unwrap()
+            .and_utc()
+            .timestamp();
+        assert_eq!(base as u64, crate::images::initramfs::GUEST_CLOCK_START_S);
+    }
+
     fn request() -> BootRequest {
         BootRequest {
             kernel: "/k/bzImage".into(),
