@@ -227,8 +227,14 @@ pub(super) fn section(run: &RunReport) -> String {
     if analysis.tables.is_empty() {
         let _ = writeln!(r, "No samples were measured.\n");
     }
+    let mut compile_explained = false;
     for (key, points) in &analysis.tables {
         let _ = writeln!(r, "### {}\n", heading(key, &points[0]));
+        let is_compile = key.workload.split(':').next() == Some("kernel-compile");
+        if is_compile && !compile_explained && run.meta.counts_instructions() {
+            r.push_str(&compile_under_icount(run.meta));
+            compile_explained = true;
+        }
         let analyses = table_analyses(analysis, key);
         let _ = writeln!(
             r,
@@ -247,6 +253,27 @@ pub(super) fn section(run: &RunReport) -> String {
         }
     }
     r
+}
+
+/// What a compile's `real`, `user` and `sys` are when the guest's clock
+/// runs on its instruction count: not `time`'s figures on a real CPU.
+fn compile_under_icount(meta: &crate::samples::RunMeta) -> String {
+    let per_instruction = match meta.timing_decision.as_ref().and_then(|d| d.icount_shift) {
+        Some(shift) => format!(
+            " (`-icount shift={shift}`: {} ns an instruction)",
+            1u64 << shift
+        ),
+        None => String::new(),
+    };
+    format!(
+        "Under icount{per_instruction} the guest's clock advances with the instructions it \
+         executes, so these are counts of work, not a CPU's seconds: `real` is the compile's \
+         elapsed guest time, the instructions of make, gcc, as and the kernel serving them \
+         (and idle time, which skips to the next timer); `user` and `sys` are the guest \
+         kernel's tick accounting of make and all its children (the agent's cutime and \
+         cstime, 10 ms ticks), whose ticks run on the same instruction count: gcc's and \
+         make's own instructions, and the kernel's on their behalf.\n\n"
+    )
 }
 
 /// The table's plots: one pair per comparison.
