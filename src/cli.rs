@@ -88,7 +88,8 @@ pub enum Command {
         /// Only check; print the install command instead of running it.
         #[arg(long)]
         check: bool,
-        /// Also what CI needs: Slurm and munge, for the array-job test.
+        /// What CI needs: also Slurm and munge, for the array-job test, and
+        /// not `just`, which no test runs.
         #[arg(long)]
         ci: bool,
     },

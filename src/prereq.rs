@@ -399,13 +399,14 @@ fn apt(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// What `markbench setup` does: the requirements of a run (with `ci`, of
-/// CI too), then `just`, which runs the README's `just compare`. A run
-/// itself needs no `just`, so only setup installs it (cargo compiles it for
-/// a minute or two: not something a `compare` should do on its way).
+/// What `markbench setup` does: the requirements of a run, then `just`,
+/// which runs the README's `just compare`. A run itself needs no `just`, so
+/// only setup installs it (cargo compiles it for minutes: not something a
+/// `compare` should do on its way). With `ci`: what CI needs instead, the
+/// run's requirements and CI's own, without `just`, which no test runs.
 pub fn setup(check_only: bool, ci: bool) -> Result<()> {
     let system = ensure_with(check_only, ci);
-    let just = ensure_just(check_only);
+    let just = if ci { Ok(()) } else { ensure_just(check_only) };
     match (system, just) {
         (Ok(()), just) => just,
         (Err(e), Ok(())) => Err(e),

@@ -3,7 +3,7 @@
 
 use assert_cmd::Command;
 use predicates::prelude::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn markbench() -> Command {
     Command::cargo_bin("markbench").unwrap()
@@ -334,6 +334,20 @@ fn more_guest_memory_than_the_host_has_exits_2_even_under_icount() {
 }
 
 #[test]
+fn the_dry_run_refuses_more_guest_memory_than_the_host_has_as_the_run_does() {
+    let (_dir, suite, _) = quick_with("memory_mib = 512", "memory_mib = 999999999");
+    markbench()
+        .args(["compare", "--dry-run", "--suite"])
+        .arg(&suite)
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains(
+            "memory_mib = 999999999 is more than this host's",
+        ));
+}
+
+#[test]
 fn a_cmdline_setting_markbenchs_own_arguments_or_holding_a_newline_exits_2() {
     let kernel = "kernel = \"markers-on\"\n";
     for (cmdline, needle) in [
@@ -353,20 +367,46 @@ fn a_cmdline_setting_markbenchs_own_arguments_or_holding_a_newline_exits_2() {
     }
 }
 
+/// A PATH whose only cargo leaves a mark if anything runs it, and whether
+/// `just` is found on it anyway (installed system-wide).
+fn path_with_marking_cargo(bin: &Path) -> (String, PathBuf, bool) {
+    let cargo = bin.join("cargo");
+    let mark = bin.join("cargo-ran");
+    std::fs::write(&cargo, format!("#!/bin/sh\ntouch {}\n", mark.display())).unwrap();
+    let mut perms = std::fs::metadata(&cargo).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&cargo, perms).unwrap();
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display());
+    let has_just = std::env::split_paths(&path).any(|d| d.join("just").is_file());
+    (path, mark, has_just)
+}
+
+/// `setup --check --ci` is about what CI runs: it neither names nor installs
+/// `just`, which no test uses.
+#[test]
+fn setup_for_ci_leaves_just_alone() {
+    let bin = tempfile::tempdir().unwrap();
+    let (path, mark, has_just) = path_with_marking_cargo(bin.path());
+    if has_just {
+        return; // just is installed system-wide here: nothing to leave out.
+    }
+    let out = markbench()
+        .args(["setup", "--check", "--ci"])
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("just"), "{stderr}");
+    assert!(!mark.exists(), "setup --check --ci ran cargo");
+}
+
 /// `setup --check` names `cargo install just` when just is missing and
 /// cargo is there, and installs nothing.
 #[test]
 fn setup_check_names_the_command_that_installs_just() {
     let bin = tempfile::tempdir().unwrap();
-    let cargo = bin.path().join("cargo");
-    // A cargo that would leave a mark if anything ran it.
-    let mark = bin.path().join("cargo-ran");
-    std::fs::write(&cargo, format!("#!/bin/sh\ntouch {}\n", mark.display())).unwrap();
-    let mut perms = std::fs::metadata(&cargo).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&cargo, perms).unwrap();
-    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.path().display());
-    if std::env::split_paths(&path).any(|d| d.join("just").is_file()) {
+    let (path, mark, has_just) = path_with_marking_cargo(bin.path());
+    if has_just {
         return; // just is installed system-wide here: nothing to name.
     }
     let out = markbench()

@@ -48,16 +48,11 @@ fn oversubscribed(run: &Resolved, why: &str) -> anyhow::Error {
     .into()
 }
 
-/// Runs what `options` ask for (one shard of a suite when they name one).
-pub fn compare(options: &Options) -> Result<Outcome> {
-    let run = Resolved::new(options)?;
-    dry_run::print_plan(&run, &options.reports)?;
-    if options.dry_run {
-        return Ok(Outcome {
-            code: exit::SUCCESS,
-            run: None,
-        });
-    }
+/// The run's refusals that depend on this host and the output directory,
+/// checked before anything is built or written (and by the dry run, so it
+/// refuses what the run would). Returns whether the guests have more vCPUs
+/// than the host has cores, which the machine's timing must then make up.
+fn refuse_what_this_host_cannot_run(run: &Resolved, options: &Options) -> Result<bool> {
     if let Some(out) = options.out.as_ref().filter(|_| run.resumed.is_none()) {
         if RunDir::new(out).meta().exists() {
             return Err(InputError::new(format!(
@@ -72,7 +67,7 @@ pub fn compare(options: &Options) -> Result<Outcome> {
     let cannot_count =
         run.suite.timing == TimingChoice::Wall || run.suite.accel == AccelChoice::Kvm;
     if oversubscribed_here && cannot_count {
-        return Err(oversubscribed(&run, "the run times on the wall clock"));
+        return Err(oversubscribed(run, "the run times on the wall clock"));
     }
     // Unlike vCPUs, guest memory is not made up for by icount: a guest
     // larger than the host swaps or is killed.
@@ -89,6 +84,21 @@ pub fn compare(options: &Options) -> Result<Outcome> {
                 ),
             )
             .into());
+    }
+    Ok(oversubscribed_here)
+}
+
+/// Runs what `options` ask for (one shard of a suite when they name one).
+pub fn compare(options: &Options) -> Result<Outcome> {
+    let run = Resolved::new(options)?;
+    // The dry run refuses what the run would: it is the run's preview.
+    let oversubscribed_here = refuse_what_this_host_cannot_run(&run, options)?;
+    dry_run::print_plan(&run, &options.reports)?;
+    if options.dry_run {
+        return Ok(Outcome {
+            code: exit::SUCCESS,
+            run: None,
+        });
     }
     let started = std::time::Instant::now();
     prereq::ensure(false)?;
