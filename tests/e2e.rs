@@ -126,9 +126,11 @@ fn compare_builds_boots_measures_and_reports() {
     assert!(Path::new(&dir.join("samples.csv")).is_file());
 }
 
-/// The kernel compile for real: the compile tree is prepared on the host (or
-/// found in the cache), shipped in the initramfs, and Kbuild's recorded
-/// commands for kernel/locking/ compile in each guest with the host's gcc.
+/// The kernel compile for real, under the default timing (icount under
+/// TCG): the compile tree is prepared on the host (or found in the cache),
+/// shipped in the initramfs with fixed file times, and Kbuild's recorded
+/// commands for kernel/locking/ compile in each guest with the host's gcc,
+/// twice, the reset between them bringing back the prepared state.
 #[test]
 fn kernel_compile_runs_gcc_in_the_guest_and_reports_real_user_and_sys() {
     let reports = tempfile::tempdir().unwrap();
@@ -154,26 +156,46 @@ fn kernel_compile_runs_gcc_in_the_guest_and_reports_real_user_and_sys() {
         .map(|e| e.unwrap().path())
         .find(|p| p.is_dir() && !p.ends_with("latest"))
         .unwrap();
+    let meta = markbench::samples::RunMeta::read(&dir).unwrap();
+    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    if meta.accel == markbench::vm::Accel::Tcg {
+        assert!(meta.counts_instructions(), "{:?}", meta.timing_decision);
+    }
     let samples = markbench::samples::read_samples(&dir).unwrap();
-    // 2 variants × 1 boot × 1 compile × (real, user, sys).
-    assert_eq!(samples.len(), 6, "{samples:?}");
+    // 2 variants × 1 boot × 2 compiles × (real, user, sys).
+    assert_eq!(samples.len(), 12, "{samples:?}");
     for variant in ["markers-off", "markers-on"] {
-        let value = |metric: &str| {
+        let value = |metric: &str, iteration: u32| {
             samples
                 .iter()
-                .find(|s| s.variant == variant && s.metric == metric)
+                .find(|s| s.variant == variant && s.metric == metric && s.iteration == iteration)
                 .unwrap_or_else(|| panic!("no {metric} sample of {variant}: {samples:?}"))
                 .value
         };
-        let (real, user, sys) = (value("real"), value("user"), value("sys"));
-        // Nine objects cannot compile in under a second, even on KVM; user
-        // time is CPU time of gcc and its children, so it is there too.
-        assert!(real > 1.0 && user > 1.0 && sys > 0.0, "{real} {user} {sys}");
+        for iteration in [0, 1] {
+            let (real, user, sys) = (
+                value("real", iteration),
+                value("user", iteration),
+                value("sys", iteration),
+            );
+            // Nine objects cannot compile in under a second, even on KVM; user
+            // time is CPU time of gcc and its children, so it is there too.
+            assert!(real > 1.0 && user > 1.0 && sys > 0.0, "{real} {user} {sys}");
+        }
+        // The second compile starts from the state the first did: the same
+        // objects, so about the same time (not a partial or empty compile).
+        let ratio = value("real", 1) / value("real", 0);
+        assert!((0.8..1.25).contains(&ratio), "{variant}: {samples:?}");
         assert!(samples
             .iter()
             .all(|s| s.workload == "kernel-compile" && s.unit == "s" && !s.higher_is_better));
     }
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert_eq!(
+        report.contains("tick accounting"),
+        meta.counts_instructions(),
+        "{report}"
+    );
     for metric in ["real", "user", "sys"] {
         assert!(
             report.contains(&format!(
