@@ -111,9 +111,10 @@ pub struct SuiteArgs {
     #[arg(long = "patch", value_name = "FILE", num_args = 1..)]
     pub patches: Vec<PathBuf>,
     /// Compare two git revisions of the kernel source, `A,B` (A the
-    /// baseline), both with the suite's baseline kernel fragment. A series
-    /// `BASE..TIP` is resolved, but more than two kernels are refused for now.
-    #[arg(long, value_name = "A,B")]
+    /// baseline), or every commit of a series `BASE..TIP` (BASE the
+    /// baseline, each commit against it and against the one before), all
+    /// with the suite's baseline kernel fragment.
+    #[arg(long, value_name = "A,B|BASE..TIP")]
     pub revs: Option<String>,
 }
 

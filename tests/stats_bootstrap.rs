@@ -133,7 +133,7 @@ fn the_bootstrap_tracks_the_t_interval_from_five_boots() {
 #[test]
 fn with_three_boots_the_bootstrap_is_narrower_than_the_t_interval() {
     // It cannot reach past the most extreme resample; the report's interval
-    // is the t interval for this reason (and the README says so).
+    // is the t interval for this reason (and docs/timing-and-noise.md says so).
     let c = coverage(400, 3, 5, 0.02, Within::Independent(0.002));
     assert!(c.width_ratio < 0.8, "width ratio {}", c.width_ratio);
     assert!(c.t > c.bootstrap, "t {} bootstrap {}", c.t, c.bootstrap);

@@ -7,9 +7,10 @@ use crate::suite::Suite;
 use std::path::Path;
 
 /// A profiled boot's time over a timed boot of the same job, as measured
-/// here (README, "What it costs": QEMU's CPU time ×1.08 on 1 vCPU with
-/// inline counters, ×1.18 on 2 vCPUs with callbacks). Used when no earlier
-/// run of the suite has profiled boots of its own to go by.
+/// here (docs/reading-a-report.md, "Where the difference goes", "What it
+/// costs": QEMU's CPU time ×1.08 on 1 vCPU with inline counters, ×1.18 on
+/// 2 vCPUs with callbacks). Used when no earlier run of the suite has
+/// profiled boots of its own to go by.
 pub const SLOWDOWN: f64 = 1.2;
 
 /// A timed boot of the suite measured before: its mean wall time and the
