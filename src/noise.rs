@@ -18,7 +18,7 @@ use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// What "good enough" means. The defaults are issue 7's targets for
+/// What "good enough" means. The defaults are the project's targets for
 /// instruction-count timing: 0.5% between boots in A/A, and the hackbench
 /// difference resolved to ±0.5% with at most 5 boots per variant.
 #[derive(Debug, Clone, PartialEq)]

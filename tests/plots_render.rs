@@ -11,8 +11,8 @@ use markbench::plots::{render, PlotInput, RelPoint, SidePoint};
 const WIDTH: u32 = 1000;
 const HEIGHT: u32 = 620;
 
-/// Seed 004's 2-CPU hackbench table (ia64, 2008): groups, without [s], with [s].
-const SEED_004_TWO_CPUS: [(f64, f64, f64); 16] = [
+/// Aoki 2008's 2-CPU hackbench table (ia64): groups, without [s], with [s].
+const AOKI_2008_TWO_CPUS: [(f64, f64, f64); 16] = [
     (50.0, 4.811, 4.872),
     (100.0, 9.854, 10.309),
     (150.0, 15.602, 15.040),
@@ -47,15 +47,15 @@ fn side_point(param: f64, mean: f64, spread: f64) -> SidePoint {
 }
 
 fn realistic_input() -> PlotInput {
-    let a = SEED_004_TWO_CPUS
+    let a = AOKI_2008_TWO_CPUS
         .iter()
         .map(|&(groups, without, _)| side_point(groups, without, 0.006))
         .collect();
-    let b = SEED_004_TWO_CPUS
+    let b = AOKI_2008_TWO_CPUS
         .iter()
         .map(|&(groups, _, with)| side_point(groups, with, 0.005))
         .collect();
-    let rel = SEED_004_TWO_CPUS
+    let rel = AOKI_2008_TWO_CPUS
         .iter()
         .map(|&(groups, without, with)| {
             let rel = with / without - 1.0;

@@ -1,6 +1,6 @@
 //! A micro run from samples and metadata made up here, as the workload
 //! writes them under icount: every run of a kernel gives the same figures.
-//! The report's first table is seed 000's, and the statistics of samples
+//! The report's first table is the Desnoyers 2006 micro-benchmarks', and the statistics of samples
 //! without any variance render as figures, not NaN.
 
 use markbench::samples::{BootRecord, KernelMeta, RunMeta, Sample, SampleWriter};
@@ -137,7 +137,7 @@ fn row<'a>(text: &'a str, label: &str) -> Vec<&'a str> {
 }
 
 #[test]
-fn the_first_table_is_seed_000s_in_instructions() {
+fn the_first_table_is_desnoyers_2006s_in_instructions() {
     let text = markbench::report::render(&meta(), &samples(), Default::default());
 
     let first_table = text.lines().find(|l| l.starts_with('|')).unwrap();

@@ -215,7 +215,7 @@ fn a_three_percent_slowdown_at_one_percent_cov_is_found_as_regression() {
          {power_in_sweep:.3} inside a 48-point Holm-corrected sweep (8 affected points), \
          {power_in_sweep_bh:.3} with Benjamini-Hochberg"
     );
-    // The issue's requirement (power ≥ 0.8 for this effect) holds for a point
+    // The requirement of power ≥ 0.8 for this effect holds for a point
     // tested on its own (observed ≈ 0.999). Inside a 48-point sweep Holm's
     // first threshold is α/48, which costs power (observed ≈ 0.68 with this
     // variance split); the looser bound pins that it stays usable, and the

@@ -1,6 +1,6 @@
 //! Kernel compile: `make -jN <targets>` of a configured, prepared kernel tree
 //! inside the guest, with the host's own gcc, binutils and make (shipped in
-//! the compile-tree archive, see `images::compile_tree`), as seed 002 timed
+//! the compile-tree archive, see `images::compile_tree`), as Desnoyers' 2006 mail timed
 //! a 2.6.17 kernel build and reported `time`'s real, user and sys.
 //!
 //! The sweep parameter is the job count N. Before every iteration, untimed,

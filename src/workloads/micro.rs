@@ -1,4 +1,4 @@
-//! Seed 000's micro-benchmark of a marker: TSC cycles per iteration of an
+//! The Desnoyers 2006 micro-benchmark of a marker: TSC cycles per iteration of an
 //! empty loop and of a 4 KiB memcpy loop, each without a marker, with a
 //! dormant one and with it enabled and an empty probe connected.
 //!
@@ -39,7 +39,7 @@ const LINE_PREFIX: &str = "markbench-micro";
 pub const MAX_ITERATIONS: u64 = 1_000_000_000;
 
 /// The unit of every metric: what `rdtsc` counts, which is a core's cycles
-/// only on CPUs whose TSC follows the core clock (seed 000's Pentium 4);
+/// only on CPUs whose TSC follows the core clock (the Pentium 4 of Desnoyers' 2006 mails);
 /// an invariant TSC ticks at a fixed rate, and icount's at 2^shift per
 /// instruction. The report's Cost table says which in its caption.
 pub const UNIT: &str = "TSC ticks";

@@ -1,5 +1,5 @@
 //! The kernel's own ring-buffer benchmark (kernel/trace/ring_buffer_benchmark.c,
-//! `CONFIG_RING_BUFFER_BENCHMARK=y`), the figure seed 003 gave after each
+//! `CONFIG_RING_BUFFER_BENCHMARK=y`), the figure Rostedt's 2009 series gave after each
 //! commit of a series ("from an average of 220 ns per recording, to 183 ns").
 //!
 //! Built in, the benchmark starts at boot and runs until the guest powers

@@ -1,4 +1,4 @@
-//! Seed 000's table, from the `micro` workload's samples: cycles per loop
+//! The Desnoyers 2006 micro-benchmarks' table, from the `micro` workload's samples: cycles per loop
 //! of an empty loop and a 4 KiB memcpy loop without a marker and with each
 //! variant's dormant marker, what the marker costs, and the rows of the
 //! marker enabled with an empty probe. Shown first when a run has micro
@@ -38,7 +38,7 @@ impl Counting {
                          count cycles here, it advances {per} (2^{shift}) per instruction the guest \
                          executes, so the TSC figures are divided by {per} and the table gives \
                          **instructions** per loop (a `rep movs` counts once per repetition), not \
-                         the cycles seed 000 measured on a Pentium 4. Under KVM the same suite \
+                         the cycles Desnoyers measured on a Pentium 4 in 2006. Under KVM the same suite \
                          gives the host CPU's TSC cycles. samples.csv keeps the TSC figures."
                     ),
                 }
@@ -125,7 +125,7 @@ pub(super) fn section(run: &RunReport) -> String {
     let counting = Counting::of(run.meta);
     let variants = &run.analysis.variants;
     let mut r = String::new();
-    let _ = writeln!(r, "## Cost of a marker (seed 000's micro-benchmark)\n");
+    let _ = writeln!(r, "## Cost of a marker (Desnoyers 2006 micro-benchmarks)\n");
     for ((workload, cpus, param), values) in &groups {
         r.push_str(&table(
             &counting,
@@ -216,7 +216,7 @@ fn table(
          and `rdtsc_ordered()`. *marker* is the dormant marker's cost (the loop with it less the \
          same kernel's loop without); in the enabled rows it is what enabling the marker and \
          calling an empty probe add over the dormant marker. Each variant's marker is a \
-         `static_branch_unlikely()`: a patched NOP with `CONFIG_JUMP_LABEL=y` (seed 000's \
+         `static_branch_unlikely()`: a patched NOP with `CONFIG_JUMP_LABEL=y` (the Desnoyers 2006 micro-benchmarks' \
          \"optimized\"), a load, test and branch without (its \"generic\").",
         escape_md(workload),
         if cpus == 1 { "" } else { "s" }

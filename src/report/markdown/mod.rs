@@ -29,7 +29,7 @@ impl Export for Markdown {
 /// The whole report.
 pub(super) fn render(run: &RunReport) -> String {
     let mut r = header(run);
-    // Seed 000's table first: it is what a micro run is for.
+    // The Desnoyers 2006 micro-benchmarks' table first: it is what a micro run is for.
     r.push_str(&micro::section(run));
     r.push_str(&what_was_compared(run));
     r.push_str(&sizes::section(run.files.sizes));

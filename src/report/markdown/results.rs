@@ -331,7 +331,7 @@ mod tests {
     /// The seed's diffs were computed from unrounded means; from the rounded
     /// means it printed, a diff can differ by one unit in the last digit.
     #[test]
-    fn rendering_seed_004_reproduces_its_diff_columns() {
+    fn rendering_aoki_2008_reproduces_its_diff_columns() {
         let names = ["without".to_string(), "with".to_string()];
         let pair = [Comparison {
             baseline: 0,
