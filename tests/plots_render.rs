@@ -276,7 +276,30 @@ fn single_parameter_value_without_intervals_or_boots() {
         rel: 0.0127,
         ci: None,
     }];
-    render_and_check(&input, "single");
+    let dir = render_and_check(&input, "single");
+    // One value is not a number line: no ticks at values never run around
+    // it, the value said once in the axis description.
+    for file in ["single-metric.svg", "single-diff.svg"] {
+        let svg = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        let texts = svg_texts(&svg);
+        let described = format!("{} 50", input.param_label);
+        assert!(texts.contains(&described), "{file}: {texts:?}");
+        let near_the_value: Vec<&String> = texts
+            .iter()
+            .filter(|t| t.parse::<f64>().is_ok_and(|v| (40.0..=60.0).contains(&v)))
+            .collect();
+        assert!(near_the_value.is_empty(), "{file}: {near_the_value:?}");
+    }
+}
+
+/// The contents of an SVG's `<text>` elements, unescaped enough to compare.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| t.split_once('>'))
+        .filter_map(|(_, rest)| rest.split_once("</text>"))
+        .map(|(content, _)| content.trim().to_string())
+        .collect()
 }
 
 #[test]

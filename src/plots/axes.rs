@@ -15,12 +15,38 @@ const AXIS_DESC_SIZE: f64 = 16.0;
 
 pub(super) type XyChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
+/// What the x axis is: the parameter as a number line, or the one value a
+/// point was measured at.
+pub(super) enum XAxis<'s> {
+    /// A sweep: ticks along the parameter, described by its label.
+    Sweep(&'s str),
+    /// One parameter value: no number line around it (ticks of 1.9 and 2.1
+    /// groups would suggest values that were never run), the value in the
+    /// description instead.
+    Single { label: &'s str, value: f64 },
+}
+
+impl XAxis<'_> {
+    /// The axis for the parameters a plot shows: a sweep unless they are
+    /// all one value.
+    pub(super) fn of(label: &str, params: impl IntoIterator<Item = f64>) -> XAxis<'_> {
+        let mut finite = params.into_iter().filter(|p| p.is_finite());
+        match finite.next() {
+            Some(first) if finite.all(|p| p == first) => XAxis::Single {
+                label,
+                value: first,
+            },
+            _ => XAxis::Sweep(label),
+        }
+    }
+}
+
 /// Builds a chart on `area` with labelled axes and a light grid.
 pub(super) fn build_chart<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, plotters::coord::Shift>,
     x_range: Range<f64>,
     y_range: Range<f64>,
-    x_desc: &str,
+    x_axis: XAxis<'_>,
     y_desc: &str,
 ) -> Result<XyChart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
     let y_label_area_width = y_label_area_width(area, &y_range)?;
@@ -33,13 +59,17 @@ pub(super) fn build_chart<'a, DB: DrawingBackend>(
         .y_label_area_size(y_label_area_width)
         .build_cartesian_2d(x_range, y_range)?;
     let format_tick = |value: &f64| tick_label(*value);
+    let (x_desc, x_ticks) = match x_axis {
+        XAxis::Sweep(label) => (label.to_string(), X_TICKS),
+        XAxis::Single { label, value } => (format!("{label} {}", tick_label(value)), 0),
+    };
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
         .x_label_formatter(&format_tick)
         .y_label_formatter(&format_tick)
-        .x_labels(X_TICKS)
+        .x_labels(x_ticks)
         .y_labels(Y_TICKS)
         .label_style((FAMILY, TICK_LABEL_SIZE))
         .axis_desc_style((FAMILY, AXIS_DESC_SIZE))

@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::axes::{
-    build_chart, direction_phrase, draw_interval, draw_no_data_note, unbroken_runs, XyChart,
+    build_chart, direction_phrase, draw_interval, draw_no_data_note, unbroken_runs, XAxis, XyChart,
 };
 use super::header::{
     draw_header, draw_marker, LegendEntry, LegendGlyph, Marker, COLOR_B, COLOR_EQUIVALENCE,
@@ -73,7 +73,7 @@ impl Chart for DiffChart<'_> {
             &area,
             x_range.clone(),
             y_range.clone(),
-            &input.param_label,
+            XAxis::of(&input.param_label, points.iter().map(|p| p.param)),
             &y_desc,
         )?;
         if let Some(margin) = margin_percent {

@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use super::axes::{
     build_chart, direction_phrase, draw_interval, draw_no_data_note, unbroken_runs, with_unit,
-    XyChart,
+    XAxis, XyChart,
 };
 use super::header::{
     draw_header, draw_marker, LegendEntry, LegendGlyph, Marker, BOOT_POINT_SIZE, COLOR_A, COLOR_B,
@@ -65,7 +65,7 @@ impl Chart for MetricChart<'_> {
             &area,
             x_range.clone(),
             y_range.clone(),
-            &input.param_label,
+            XAxis::of(&input.param_label, params.iter().copied()),
             &y_desc,
         )?;
         // A left of each parameter, B right of it: bars and boot points never hide each other.
