@@ -198,12 +198,25 @@ pub fn ensure_compile_tree(
         targets,
     );
     let dir = cache_dir().join("compile-tree").join(&key[..16]);
-    if let Ok(text) = std::fs::read_to_string(dir.join(RECORD)) {
-        if let Ok(tree) = toml::from_str::<CompileTree>(&text) {
-            if tree.archive.is_file() {
-                return Ok(tree);
-            }
-        }
+    if let Some(tree) = cached_tree(&dir) {
+        return Ok(tree);
+    }
+    // Two runs that need the same tree (a test beside a compare) must not
+    // build it into one directory at once: the second waits, then finds it.
+    let lock_path = dir.with_extension("lock");
+    std::fs::create_dir_all(dir.parent().unwrap_or(&dir))?;
+    let lock = std::fs::File::create(&lock_path)
+        .with_context(|| format!("creating {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        eprintln!(
+            "markbench: waiting for another run preparing the kernel-compile tree {} …",
+            &key[..16]
+        );
+        lock.lock()
+            .with_context(|| format!("locking {}", lock_path.display()))?;
+    }
+    if let Some(tree) = cached_tree(&dir) {
+        return Ok(tree);
     }
     let src = source.tree(identity)?;
     // Built in place, not renamed from a partial directory: the paths Kbuild
@@ -314,6 +327,13 @@ pub fn ensure_compile_tree(
         reference_build_seconds
     );
     Ok(tree)
+}
+
+/// The tree recorded as complete in `dir`, if its archive is there.
+fn cached_tree(dir: &Path) -> Option<CompileTree> {
+    let text = std::fs::read_to_string(dir.join(RECORD)).ok()?;
+    let tree = toml::from_str::<CompileTree>(&text).ok()?;
+    tree.archive.is_file().then_some(tree)
 }
 
 /// Gives every entry under the staging `root` its fixed time: the build
