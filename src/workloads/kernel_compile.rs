@@ -215,22 +215,15 @@ impl Workload for KernelCompileSpec {
     fn scale(&mut self, _params: &mut Vec<u64>, _factor: f64) {}
 
     /// The untimed command run before each iteration: remove every file the
-    /// previous compile made (whatever is newer than the marker).
+    /// previous compile made (whatever is newer than the marker), after
+    /// checking that nothing in the tree is dated after the guest's clock.
     fn before(&self) -> Option<Vec<String>> {
-        let mut argv: Vec<String> = ["/bin/busybox", "find", "-H", GUEST_TREE, "-newer"]
-            .map(String::from)
-            .to_vec();
-        argv.push(format!("{GUEST_TREE}/{PREPARED_MARKER}"));
-        argv.extend(["!", "-type", "d"].map(String::from));
-        for kept in REWRITTEN_BY_EVERY_MAKE {
-            argv.extend([
-                "!".to_string(),
-                "-path".into(),
-                format!("{GUEST_TREE}/{kept}"),
-            ]);
-        }
-        argv.extend(["-exec", "/bin/busybox", "rm", "-f", "{}", "+"].map(String::from));
-        Some(argv)
+        Some(vec![
+            "/bin/busybox".into(),
+            "sh".into(),
+            "-c".into(),
+            reset_script(GUEST_TREE),
+        ])
     }
 
     fn command(&self, jobs: u64) -> Vec<String> {
@@ -290,6 +283,30 @@ impl Workload for KernelCompileSpec {
             self.make_targets().join(" ")
         )
     }
+}
+
+/// The shell line that brings `tree` back to its prepared state. It first
+/// refuses a tree with files dated after the guest's clock: make would take
+/// every object for up to date and the reset would keep them (the marker
+/// compares in the future too), so every compile after the first would
+/// compile nothing. Then it removes whatever is newer than the marker, but
+/// the files every make rewrites.
+pub fn reset_script(tree: &str) -> String {
+    let bb = "/bin/busybox";
+    let kept: String = REWRITTEN_BY_EVERY_MAKE
+        .iter()
+        .map(|name| format!(" ! -path {tree}/{name}"))
+        .collect();
+    format!(
+        "now=$({bb} mktemp) && \
+         future=$({bb} find -H {tree} -newer \"$now\" | {bb} head -n 3) && \
+         {bb} rm -f \"$now\" && \
+         if [ -n \"$future\" ]; then \
+         echo \"kernel-compile: files of the tree are dated after the guest's clock \
+         ($({bb} date -u)), so make would find nothing to do: $future\"; exit 1; fi && \
+         {bb} find -H {tree} -newer {tree}/{PREPARED_MARKER} ! -type d{kept} \
+         -exec {bb} rm -f {{}} +"
+    )
 }
 
 #[cfg(test)]
@@ -372,10 +389,66 @@ mod tests {
              KBUILD_BUILD_HOST=markbench kernel/locking/"
         );
         assert_eq!(
-            spec.before().unwrap().join(" "),
-            "/bin/busybox find -H /usr/src/linux -newer /usr/src/linux/.markbench-prepared \
-             ! -type d ! -path /usr/src/linux/Makefile ! -path /usr/src/linux/source \
-             -exec /bin/busybox rm -f {} +"
+            spec.before().unwrap()[..3],
+            ["/bin/busybox", "sh", "-c"].map(String::from)
         );
+        assert_eq!(spec.before().unwrap()[3], reset_script(GUEST_TREE));
+    }
+
+    /// Runs the reset on `tree` with the host's busybox (the guest's shell).
+    fn reset(tree: &std::path::Path) -> (bool, String) {
+        let out = std::process::Command::new("/bin/busybox")
+            .args(["sh", "-c", &reset_script(tree.to_str().unwrap())])
+            .output()
+            .expect("/bin/busybox (the guest's shell) on the host");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    fn dated(path: &std::path::Path, unix_s: i64) {
+        std::fs::write(path, "x").unwrap();
+        let t = filetime::FileTime::from_unix_time(unix_s, 0);
+        filetime::set_file_mtime(path, t).unwrap();
+    }
+
+    #[test]
+    fn the_reset_removes_what_a_compile_made_and_keeps_the_prepared_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path();
+        let hour_ago = chrono::Utc::now().timestamp() - 3600;
+        std::fs::create_dir_all(tree.join("kernel/locking")).unwrap();
+        dated(&tree.join(PREPARED_MARKER), hour_ago - 60);
+        dated(&tree.join("kernel/locking/.mutex.o.cmd"), hour_ago - 120);
+        dated(&tree.join("kernel/locking/mutex.o"), hour_ago);
+        dated(&tree.join("kernel/locking/.mutex.o.d"), hour_ago);
+        dated(&tree.join("Makefile"), hour_ago);
+
+        let (ok, output) = reset(tree);
+        assert!(ok, "{output}");
+        assert!(!tree.join("kernel/locking/mutex.o").exists());
+        assert!(!tree.join("kernel/locking/.mutex.o.d").exists());
+        for kept in [PREPARED_MARKER, "kernel/locking/.mutex.o.cmd", "Makefile"] {
+            assert!(tree.join(kept).exists(), "{kept}");
+        }
+    }
+
+    #[test]
+    fn the_reset_refuses_a_tree_dated_after_the_guests_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path();
+        let in_a_year = chrono::Utc::now().timestamp() + 365 * 86_400;
+        dated(&tree.join(PREPARED_MARKER), in_a_year);
+        dated(&tree.join("mutex.o"), in_a_year - 60);
+
+        let (ok, output) = reset(tree);
+        assert!(!ok, "{output}");
+        assert!(
+            output.contains("dated after the guest's clock") && output.contains(PREPARED_MARKER),
+            "{output}"
+        );
+        // Nothing is removed from a tree that cannot be reset.
+        assert!(tree.join("mutex.o").exists());
     }
 }
