@@ -1,11 +1,11 @@
 //! The command line. Parsing (clap) stays here; every command is a thin call
 //! into the stage modules (`compare` for compare, nightly and run-shard).
 
-use crate::compare::{self, Options, Overrides};
+use crate::compare::{self, Options};
 use crate::images::cache_dir;
 use crate::images::kernel::{self, KernelSource};
 use crate::run_dir::RunDir;
-use crate::shard::ShardSel;
+use crate::samples::{Overrides, ShardSel};
 use crate::suite::{AccelChoice, Suite, TimingChoice};
 use crate::{exit, prereq, report, run};
 use anyhow::{Context, Result};

@@ -245,7 +245,7 @@ pub fn decide_machine(
         &trials.join("accel-trial.log"),
     );
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
-    let smp_icount = (decision.accel == crate::vm::Accel::Tcg
+    let smp_icount = (decision.accel == crate::samples::Accel::Tcg
         && max_cpus > 1
         && suite.timing != crate::suite::TimingChoice::Wall)
         .then(|| {
@@ -283,7 +283,7 @@ pub fn recorded_machine(
     let timing = meta
         .timing_decision
         .clone()
-        .unwrap_or_else(|| crate::vm::accel::TimingDecision {
+        .unwrap_or_else(|| crate::samples::TimingDecision {
             icount_shift: meta.counts_instructions().then_some(suite.icount_shift),
             reason: "as the run started".into(),
         });
@@ -315,9 +315,13 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         wall_s: 0.0,
         complete: false,
         host: HostInfo {
+            hostname: crate::host::name(),
+            cpu_model: crate::host::cpu_model(),
+            cores: crate::host::cores(),
+            memory_gib: crate::host::memory_gib(),
+            kernel_release: crate::host::kernel_release(),
             qemu_version: machine.qemu.version.clone(),
             qemu_path: machine.qemu.path.display().to_string(),
-            ..crate::host::probe()
         },
         accel: machine.accel.accel,
         accel_reason: machine.accel.reason.clone(),

@@ -261,7 +261,7 @@ pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
             "cmdline must be one line, without newlines, tabs or other control characters".into(),
         );
     }
-    let own: Vec<&str> = crate::vm::qemu::BASE_CMDLINE
+    let own: Vec<&str> = crate::images::kernel::BASE_CMDLINE
         .split_whitespace()
         .filter_map(|arg| arg.split_once('=').map(|(key, _)| key))
         .collect();
@@ -270,7 +270,7 @@ pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
         if own.contains(&key) {
             return Err(format!(
                 "cmdline sets {key}=, which markbench sets itself ({}); leave it out",
-                crate::vm::qemu::BASE_CMDLINE
+                crate::images::kernel::BASE_CMDLINE
             ));
         }
     }
@@ -661,7 +661,7 @@ impl Suite {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::compare::Overrides;
+    use crate::samples::Overrides;
     use crate::workloads::hackbench::HackbenchMode;
     use crate::workloads::kernel_compile::{CompileDriver, DEFAULT_COMPILE_TARGETS};
     use crate::workloads::WorkloadKind;

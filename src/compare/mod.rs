@@ -14,8 +14,9 @@ mod overrides;
 mod resolved;
 pub mod source_variants;
 
+/// The overrides' recorded form is the run directory's (`samples`).
+pub use crate::samples::Overrides;
 pub use options::Options;
-pub use overrides::Overrides;
 pub use resolved::{kernel_source, read_suite, Resolved};
 
 use crate::error::InputError;

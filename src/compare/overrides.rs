@@ -4,44 +4,9 @@
 //! those were; the suite itself stays what its file says.
 
 use crate::error::InputError;
-use crate::suite::{self, CompileScope, Suite};
+use crate::samples::Overrides;
+use crate::suite::{self, Suite};
 use crate::workloads::{Guest, WorkloadKind};
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Overrides {
-    /// Multiplies the work of every run: hackbench loops, ping packet counts.
-    pub scale: Option<f64>,
-    pub boots: Option<u32>,
-    pub iterations: Option<u32>,
-    pub cpus: Option<Vec<u32>>,
-    /// Replaces every workload's parameter list.
-    pub params: Option<Vec<u64>>,
-    /// Sets every kernel compile's scope: a seed-scale suite compiles the
-    /// whole kernel, which takes hours under TCG; `subset` makes it minutes.
-    #[serde(default)]
-    pub compile_scope: Option<CompileScope>,
-    /// The seed of the run order (and of the report's bootstrap).
-    #[serde(default)]
-    pub seed: Option<u64>,
-    /// A/A calibration: both sides boot the baseline variant, so every
-    /// difference found is noise (or a false positive).
-    #[serde(default)]
-    pub aa: bool,
-    /// Run only this shard of the suite (`run-shard K --shards N`). Not
-    /// listed with the overrides: every shard of one sweep has the same
-    /// overrides, and merge checks that they do. Kept here so a resumed
-    /// shard's run selects the same part again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardSel>,
-    /// `--patch`: the kernel source against the source with these patches.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub patches: Vec<std::path::PathBuf>,
-    /// `--revs`: two revisions (`A,B`) or a series (`BASE..TIP`) of the
-    /// kernel source, one kernel each.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revs: Option<String>,
-}
 
 impl Overrides {
     /// The overrides as `key=value`, for the record (meta.toml, the report).

@@ -3,13 +3,12 @@
 //! Everything after it (images, boots, metadata) takes this value and
 //! decides nothing again.
 
-use super::{Options, Overrides};
+use super::Options;
 use crate::error::InputError;
 use crate::images::fragments::FragmentSearch;
 use crate::images::kernel::KernelSource;
 use crate::plan::{self, Unit};
-use crate::samples::{RunMeta, ShardMeta};
-use crate::shard::ShardSel;
+use crate::samples::{Overrides, RunMeta, ShardMeta, ShardSel};
 use crate::suite::{FragmentLookup, Suite, DEFAULT_SUITE};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
