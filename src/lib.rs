@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod run_dir;
+pub mod run_images;
 pub mod samples;
 pub mod shard;
 pub mod stats;

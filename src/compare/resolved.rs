@@ -30,6 +30,9 @@ pub struct Resolved {
     pub allow_oversubscribe: bool,
     /// The interrupted run this one continues: its directory and metadata.
     pub resumed: Option<(PathBuf, RunMeta)>,
+    /// Whether the run is a patch series (`--revs BASE..TIP`): its kernels
+    /// are then also compared each with the one before.
+    pub series: bool,
 }
 
 fn current_dir() -> Result<PathBuf> {
@@ -164,6 +167,7 @@ impl Resolved {
     /// the shard's selection of it): a new run, no options beyond the suite's.
     pub fn planned(file: &Suite, overrides: Overrides, source: KernelSource) -> Result<Resolved> {
         let file = super::source_variants::apply(file, &overrides, &source)?;
+        let series = super::source_variants::is_series(&overrides);
         let suite = overrides.apply(&file)?;
         let whole = plan::expand(&suite);
         let units = match overrides.shard {
@@ -179,6 +183,7 @@ impl Resolved {
             source,
             units,
             resumed: None,
+            series,
         })
     }
 
