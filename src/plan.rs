@@ -202,8 +202,7 @@ pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::samples::Overrides;
-    use crate::suite::tests::{lookup, parse, GOOD};
+    use crate::suite::tests::lookup;
     use std::path::Path;
 
     fn suite(boots: u32, cpus: &str, seed: u64) -> Suite {
@@ -320,46 +319,6 @@ mod tests {
     }
 
     #[test]
-    fn a_workload_can_run_at_some_of_the_suites_cpu_counts() {
-        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
-            "loops = 10\n",
-            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 10\ncpus = [2]\n",
-        );
-        let mut s = parse(&text).unwrap();
-        let units = expand(&s);
-        for u in &units {
-            let ids: Vec<String> = u.steps.iter().map(|st| st.id().to_wire(&s)).collect();
-            let want: &[&str] = if u.cpus == 1 {
-                &["0:hackbench/2", "0:hackbench/4"]
-            } else {
-                &["1:hackbench/4"]
-            };
-            assert_eq!(ids, want, "{u:?}");
-            assert_eq!(u.steps[0].workload, usize::from(u.cpus == 2));
-        }
-        let e = parse(&GOOD.replace("loops = 10\n", "loops = 10\ncpus = [4]\n"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("s.toml:13:1:")
-                && e.contains("must be one or more of the suite's CPU counts [2]"),
-            "{e}"
-        );
-        let e = parse(&text.replace("cpus = [1, 2]", "cpus = [1, 2, 4]"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no workload runs at 4 CPUs"), "{e}");
-        // --cpus runs every workload at every count it names.
-        s = Overrides {
-            cpus: Some(vec![4]),
-            ..Overrides::default()
-        }
-        .apply(&s)
-        .unwrap();
-        assert!(expand(&s).iter().all(|u| u.steps.len() == 3));
-    }
-
-    #[test]
     fn shipped_suites_parse_and_plan() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
         let mut seen = Vec::new();
@@ -367,7 +326,7 @@ mod tests {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {
                 let suite = Suite::load(&path, &lookup()).unwrap_or_else(|e| panic!("{e}"));
-                let units = expand(&suite);
+                let units = crate::plan::expand(&suite);
                 let boots = suite.boots as usize * suite.cpus.len();
                 for side in 0..2 {
                     let on_side = units.iter().filter(|u| u.side == side).count();
