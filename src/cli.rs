@@ -1,13 +1,13 @@
 //! The command line. Parsing (clap) stays here; every command is a thin call
 //! into the stage modules (`compare` for compare, nightly and run-shard).
 
-use crate::compare::{self, Options, Overrides};
+use crate::compare::{self, Options};
 use crate::images::cache_dir;
 use crate::images::kernel::{self, KernelSource};
 use crate::run_dir::RunDir;
-use crate::shard::ShardSel;
+use crate::samples::{Overrides, ShardSel};
 use crate::suite::{AccelChoice, Suite, TimingChoice};
-use crate::{exit, prereq, report, run};
+use crate::{exit, prereq, report};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
@@ -437,7 +437,7 @@ fn images(args: ImagesArgs) -> Result<i32> {
     }
     let (suite, source) = load_suite(&args.suite)?;
     prereq::ensure(false)?;
-    let images = run::prepare_images(&suite, &source)?;
+    let images = crate::run_images::prepare_images(&suite, &source)?;
     for k in &images.kernels {
         println!("kernel {:<20} {}", k.name, k.bzimage.display());
     }

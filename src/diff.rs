@@ -235,13 +235,13 @@ mod tests {
     #[test]
     fn conditions_that_differ_are_named() {
         let a = RunMeta {
-            accel: crate::vm::Accel::Tcg,
+            accel: crate::samples::Accel::Tcg,
             suite: "quick".into(),
             ..Default::default()
         };
         let mut b = a.clone();
         assert!(condition_warnings(&a, &b).is_empty());
-        b.accel = crate::vm::Accel::Kvm;
+        b.accel = crate::samples::Accel::Kvm;
         b.host.hostname = "other".into();
         let w = condition_warnings(&a, &b);
         assert_eq!(w.len(), 2, "{w:?}");
@@ -252,7 +252,7 @@ mod tests {
     #[test]
     fn under_icount_another_host_is_no_warning_but_another_qemu_is() {
         let a = RunMeta {
-            accel: crate::vm::Accel::Tcg,
+            accel: crate::samples::Accel::Tcg,
             suite: "quick".into(),
             timing: "icount (shift=4, sleep=off): guest time counts executed instructions".into(),
             ..Default::default()

@@ -1,8 +1,7 @@
 //! What markbench learns about the machine it runs on: its name, CPU,
 //! cores, memory and how busy it is. Probed here only; recorded in
-//! `meta.toml` (`samples::HostInfo`).
+//! `meta.toml` (`samples::HostInfo`) by the stage that starts a run.
 
-use crate::samples::HostInfo;
 use std::time::Duration;
 
 /// This machine's host name, as samples and `meta.toml` record it.
@@ -45,17 +44,14 @@ pub fn memory_mib() -> u64 {
         .map_or(0, |kib| kib / 1024)
 }
 
-/// The host as a run records it (the QEMU binary is the run's to fill in).
-pub fn probe() -> HostInfo {
-    HostInfo {
-        hostname: name(),
-        cpu_model: cpu_model(),
-        cores: cores(),
-        memory_gib: (memory_mib() as f64 / 1024.0 * 10.0).round() / 10.0,
-        kernel_release: read("/proc/sys/kernel/osrelease"),
-        qemu_version: crate::images::tool_version(crate::vm::qemu::QEMU),
-        qemu_path: String::new(),
-    }
+/// The running kernel's release.
+pub fn kernel_release() -> String {
+    read("/proc/sys/kernel/osrelease")
+}
+
+/// The memory of this machine in GiB, to one decimal.
+pub fn memory_gib() -> f64 {
+    (memory_mib() as f64 / 1024.0 * 10.0).round() / 10.0
 }
 
 /// (busy, total) jiffies of all CPUs from /proc/stat's `cpu` line.

@@ -3,6 +3,9 @@
 //! Data flow, one module per stage: suite (the file) → compare (the
 //! resolved run) → plan → images → vm → samples → analysis → report, with
 //! `stats` the statistics library underneath.
+//!
+//! The modules form layers, each importing only those below it:
+//! docs/architecture.md ("Layers") and `tests/layers.rs`, which checks it.
 
 pub mod analysis;
 pub mod cli;
@@ -24,6 +27,7 @@ pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod run_dir;
+pub mod run_images;
 pub mod samples;
 pub mod shard;
 pub mod stats;

@@ -255,7 +255,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     for file in [
         crate::report::DIFFCONFIG_FILE,
         crate::images::size::SIZES_FILE,
-        crate::run::SUITE_COPY,
+        crate::run_dir::SUITE_COPY,
     ] {
         let from = first.dir.join(file);
         if from.is_file() {

@@ -8,6 +8,7 @@
 //! all B: slow drifts of the host (thermal, other tenants) then hit both
 //! sides alike instead of masquerading as a difference.
 
+use crate::protocol::Directive;
 use crate::suite::{RunOrder, Suite};
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -172,9 +173,36 @@ pub fn expand(suite: &Suite) -> Vec<Unit> {
     units
 }
 
+/// The directives one unit's guest runs.
+pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
+    let mut directives: Vec<Directive> = Vec::new();
+    for spec in &suite.workloads {
+        for d in spec.setup() {
+            if !directives.contains(&d) {
+                directives.push(d);
+            }
+        }
+    }
+    for step in &unit.steps {
+        if let Some(argv) = suite.workloads[step.workload].before() {
+            directives.push(Directive::Before {
+                id: step.id().to_wire(suite),
+                argv,
+            });
+        }
+        directives.push(Directive::Run {
+            id: step.id().to_wire(suite),
+            iterations: step.iterations,
+            argv: suite.workloads[step.workload].command(step.param),
+        });
+    }
+    directives
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::tests::lookup;
     use std::path::Path;
 
     fn suite(boots: u32, cpus: &str, seed: u64) -> Suite {
@@ -288,5 +316,39 @@ mod tests {
             firsts.len() > 1,
             "every shuffled block starts with the same variant"
         );
+    }
+
+    #[test]
+    fn shipped_suites_parse_and_plan() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
+        let mut seen = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let suite = Suite::load(&path, &lookup()).unwrap_or_else(|e| panic!("{e}"));
+                let units = crate::plan::expand(&suite);
+                let boots = suite.boots as usize * suite.cpus.len();
+                for side in 0..2 {
+                    let on_side = units.iter().filter(|u| u.side == side).count();
+                    assert_eq!(on_side, boots, "{}", path.display());
+                }
+                assert!(units.iter().all(|u| !u.steps.is_empty()));
+                seen.push(suite.name);
+            }
+        }
+        seen.sort();
+        for name in [
+            "active-tracing",
+            "ia64-2008",
+            "micro-2006",
+            "noise-icount",
+            "quick",
+            "x86-2006",
+        ] {
+            assert!(
+                seen.iter().any(|s| s == name),
+                "{name} missing from {seen:?}"
+            );
+        }
     }
 }

@@ -1,198 +1,20 @@
-//! Running a suite: images first, then each unit of the plan booted in
-//! order, samples appended as they arrive, metadata rewritten after every
-//! boot so an interrupted run leaves a directory `markbench report` can read.
+//! The boot loop of a run: each unit of the plan booted in order, samples
+//! appended as they arrive, metadata rewritten after every boot so an
+//! interrupted run leaves a directory `markbench report` can read. It takes
+//! the images (`run_images`) and the machine as decided, and returns the
+//! run's metadata; `compare` renders the report from the directory after.
 
-use crate::compare::Resolved;
-use crate::images::fragments::Fragment;
-use crate::images::initramfs::{self, BaseImage};
-use crate::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
-use crate::images::size::{self, SizeRecord};
-use crate::images::source::{KernelOrigin, ResolvedOrigin};
+use crate::images::initramfs;
+use crate::images::size::SizeRecord;
 use crate::plan::Unit;
-use crate::protocol::{Directive, Message};
+use crate::protocol::Message;
 use crate::run_dir::RunDir;
-use crate::samples::{BootKey, BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
+use crate::samples::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
 use crate::suite::Suite;
-use crate::vm::Machine;
-use crate::vm::{BootEnd, BootRequest, Runner};
+use crate::vm::{BootEnd, BootRequest, Machine, Runner};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// The built images a run boots.
-#[derive(Debug, Clone)]
-pub struct Images {
-    /// One per variant: the baseline first, then each candidate.
-    pub kernels: Vec<KernelImage>,
-    /// The fragments each kernel was built from, as found for this run.
-    pub fragments: Vec<Vec<Fragment>>,
-    pub base: BaseImage,
-    /// Archives appended to every boot's initrd after the base (the
-    /// kernel-compile tree and toolchain when the suite compiles).
-    pub extra_archives: Vec<PathBuf>,
-    /// The configuration difference of each candidate against the baseline.
-    pub diffconfig: String,
-    /// The source difference of each candidate against the baseline, where
-    /// their kernels come from other revisions or patches; empty otherwise.
-    pub source_diff: String,
-    /// Every kernel's sizes and each candidate's against the baseline's,
-    /// read from their builds.
-    pub sizes: SizeRecord,
-}
-
-/// Each variant's kernel origin, its revision resolved and its patches
-/// checked on a scratch copy: a patch that does not apply stops the run
-/// here, before any kernel is built. `source` is the run's, for variants
-/// that name none of their own.
-pub fn resolve_origins(suite: &Suite, source: &KernelSource) -> Result<Vec<ResolvedOrigin>> {
-    let mut origins = Vec::new();
-    for v in &suite.variants {
-        let origin = KernelOrigin {
-            source: match &v.source {
-                Some(path) => KernelSource::from_path(path)?,
-                None => source.clone(),
-            },
-            rev: v.rev.clone(),
-            patches: v.patches.clone(),
-        };
-        let resolved =
-            ResolvedOrigin::resolve(&origin).with_context(|| format!("variant {}", v.name))?;
-        resolved
-            .check_patches()
-            .with_context(|| format!("variant {}", v.name))?;
-        origins.push(resolved);
-    }
-    Ok(origins)
-}
-
-/// Builds (or finds in the cache) every variant's kernel and the base initramfs.
-pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
-    let origins = resolve_origins(suite, source)?;
-    let mut built = Vec::new();
-    let mut fragments = Vec::new();
-    for (v, origin) in suite.variants.iter().zip(&origins) {
-        let spec = KernelSpec {
-            name: v.kernel.clone(),
-            fragments: suite.fragments.kernel(&v.kernel)?,
-        };
-        built.push(kernel::ensure_kernel(origin, &spec)?);
-        fragments.push(spec.fragments);
-    }
-    let kernels = built;
-    // What all kernels share (scripts, the compile workload's tree) comes
-    // from the baseline's tree.
-    let baseline = &origins[0];
-    let baseline_tree = baseline.tree()?.path;
-    let diffconfig = diffconfigs(&baseline_tree, &suite.variants, &kernels)?;
-    let mut source_diff = String::new();
-    for (v, origin) in suite.variants.iter().zip(&origins).skip(1) {
-        if let Some(diff) = crate::images::source::source_difference(baseline, origin)? {
-            source_diff.push_str(&format!(
-                "# {} against {}\n{diff}",
-                v.name, suite.variants[0].name
-            ));
-            if !source_diff.ends_with('\n') {
-                source_diff.push('\n');
-            }
-        }
-    }
-    let tree: Result<PathBuf, String> = Ok(baseline_tree.clone());
-    let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
-    let sizes = size::record(
-        &variants,
-        &kernels,
-        &suite.objects,
-        tree.as_deref().map_err(Clone::clone),
-    );
-    for k in &sizes.kernels {
-        for e in &k.errors {
-            eprintln!("markbench: WARNING: sizes of {}: {e}", k.variant);
-        }
-    }
-    for c in &sizes.comparisons {
-        if let Some(e) = &c.bloat_error {
-            eprintln!(
-                "markbench: WARNING: bloat-o-meter of {} against {}: {e}",
-                c.candidate, c.baseline
-            );
-        }
-    }
-    let base = initramfs::ensure_base()?;
-    let mut extra_archives = Vec::new();
-    for spec in &suite.workloads {
-        if let crate::workloads::WorkloadKind::KernelCompile(k) = &spec.kind {
-            let tree = crate::images::compile_tree::ensure_compile_tree(
-                &baseline.source,
-                &baseline.source_identity,
-                &fragments[0][0],
-                &k.make_targets(),
-            )?;
-            if !extra_archives.contains(&tree.archive) {
-                extra_archives.push(tree.archive);
-            }
-        }
-    }
-    Ok(Images {
-        kernels,
-        fragments,
-        base,
-        extra_archives,
-        diffconfig,
-        source_diff,
-        sizes,
-    })
-}
-
-/// The configuration difference of each candidate against the baseline:
-/// for two variants the diffconfig alone, for more one headed section per
-/// candidate.
-fn diffconfigs(
-    tree: &Path,
-    variants: &[crate::suite::Variant],
-    kernels: &[KernelImage],
-) -> Result<String> {
-    if kernels.len() == 2 {
-        return kernel::diffconfig(tree, &kernels[0], &kernels[1]);
-    }
-    let mut text = String::new();
-    for (v, k) in variants.iter().zip(kernels).skip(1) {
-        let diff = kernel::diffconfig(tree, &kernels[0], k)?;
-        text.push_str(&format!(
-            "# {} against {}\n{diff}",
-            v.name, variants[0].name
-        ));
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-    }
-    Ok(text)
-}
-
-/// The directives one unit's guest runs.
-pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
-    let mut directives: Vec<Directive> = Vec::new();
-    for spec in &suite.workloads {
-        for d in spec.setup() {
-            if !directives.contains(&d) {
-                directives.push(d);
-            }
-        }
-    }
-    for step in &unit.steps {
-        if let Some(argv) = suite.workloads[step.workload].before() {
-            directives.push(Directive::Before {
-                id: step.id().to_wire(suite),
-                argv,
-            });
-        }
-        directives.push(Directive::Run {
-            id: step.id().to_wire(suite),
-            iterations: step.iterations,
-            argv: suite.workloads[step.workload].command(step.param),
-        });
-    }
-    directives
-}
+use std::time::Instant;
 
 /// A fresh run directory `<root>/<timestamp>-<suite>`.
 pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
@@ -209,13 +31,8 @@ pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// The revision markbench was built from (build.rs asks git then: at run
-/// time the checkout may be gone, or be another).
-fn git_revision() -> String {
-    env!("MARKBENCH_GIT_REVISION").to_string()
-}
-
-fn now() -> String {
+/// Now, as the run's records write times.
+pub fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
@@ -245,7 +62,7 @@ pub fn decide_machine(
         &trials.join("accel-trial.log"),
     );
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
-    let smp_icount = (decision.accel == crate::vm::Accel::Tcg
+    let smp_icount = (decision.accel == crate::samples::Accel::Tcg
         && max_cpus > 1
         && suite.timing != crate::suite::TimingChoice::Wall)
         .then(|| {
@@ -283,7 +100,7 @@ pub fn recorded_machine(
     let timing = meta
         .timing_decision
         .clone()
-        .unwrap_or_else(|| crate::vm::accel::TimingDecision {
+        .unwrap_or_else(|| crate::samples::TimingDecision {
             icount_shift: meta.counts_instructions().then_some(suite.icount_shift),
             reason: "as the run started".into(),
         });
@@ -294,84 +111,6 @@ pub fn recorded_machine(
             reason: meta.accel_reason.clone(),
         },
         timing,
-    }
-}
-
-/// The metadata of a run about to start.
-pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMeta {
-    let suite = &run.suite;
-    let units = &run.units;
-    RunMeta {
-        suite: suite.name.clone(),
-        suite_path: suite.describe_path(),
-        suite_sha256: suite.sha256.clone(),
-        overrides: run.overrides_record(),
-        override_settings: run.overrides.clone(),
-        description: suite.description.clone(),
-        git_revision: git_revision(),
-        markbench_version: env!("CARGO_PKG_VERSION").into(),
-        started_at: now(),
-        finished_at: String::new(),
-        wall_s: 0.0,
-        complete: false,
-        host: HostInfo {
-            qemu_version: machine.qemu.version.clone(),
-            qemu_path: machine.qemu.path.display().to_string(),
-            ..crate::host::probe()
-        },
-        accel: machine.accel.accel,
-        accel_reason: machine.accel.reason.clone(),
-        timing: crate::vm::accel::describe_timing(&machine.timing, run.max_cpus()),
-        timing_decision: Some(machine.timing.clone()),
-        seed: suite.seed,
-        margin: suite.margin,
-        correction: suite.correction,
-        boots_per_variant: suite.boots,
-        iterations: suite.iterations,
-        warmup: suite.warmup,
-        cpus: suite.cpus.clone(),
-        memory_mib: suite.memory_mib,
-        kernels: suite
-            .variants
-            .iter()
-            .zip(&images.kernels)
-            .enumerate()
-            .map(|(i, (v, k))| (v, k, images.fragments.get(i).map_or(&[][..], Vec::as_slice)))
-            .map(|(v, k, fragments)| KernelMeta {
-                variant: v.name.clone(),
-                kernel: v.kernel.clone(),
-                cmdline: v.cmdline.clone(),
-                source: k.source_identity.clone(),
-                origin: (!k.origin.source.is_empty()).then(|| k.origin.clone()),
-                build_key: k.key.clone(),
-                config_sha256: k.config_sha256.clone(),
-                compiler: k.compiler.clone(),
-                fragments: fragments
-                    .iter()
-                    .map(|f| (f.file_name.clone(), f.sha256()))
-                    .collect(),
-                fragment_sources: fragments
-                    .iter()
-                    .map(|f| (f.file_name.clone(), f.source()))
-                    .collect(),
-                bzimage: k.bzimage.clone(),
-                bzimage_sha256: file_sha256(&k.bzimage),
-            })
-            .collect(),
-        order: units
-            .iter()
-            .map(|u| format!("{} {} {}cpu boot{}", u.index, u.variant, u.cpus, u.boot))
-            .collect(),
-        boots: Vec::new(),
-        series: crate::compare::source_variants::is_series(&run.overrides),
-        warnings: Vec::new(),
-        shard: run.shard_meta(),
-        shards: Vec::new(),
-        workloads: suite
-            .workloads
-            .iter()
-            .map(|w| w.describe(suite.iterations, suite.warmup))
-            .collect(),
     }
 }
 
@@ -393,28 +132,20 @@ pub fn run_unit(
         unit.index, unit.variant, unit.cpus, unit.boot
     );
     let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
-    initramfs::write_boot_initrd_with_archives(
-        &images.base,
-        &images.extra_archives,
-        &job_for(suite, unit),
-        &initrd,
-    )?;
-    let variant = &suite.variants[unit.side];
+    images.write_unit_initrd(suite, unit, &initrd)?;
     let timing = machine.timing.icount_shift;
     let request = BootRequest {
-        kernel: images.kernels[unit.side].bzimage.clone(),
-        initrd: initrd.clone(),
-        extra_cmdline: variant.cmdline.clone(),
-        cpus: unit.cpus,
-        memory_mib: suite.memory_mib,
-        accel: machine.accel.accel,
         icount_shift: timing,
         // Only icount keeps the host out of the guest otherwise; the retry of
         // a hang gets a seed of its own, since the same one would hang again.
         guest_seed: timing.map(|_| crate::vm::boot_seed(suite.seed, unit.index, attempt)),
-        deadline: Duration::from_secs(suite.boot_timeout_s),
-        console_log: dir.join(&log_name),
-        plugin: None,
+        ..images.boot_request(
+            suite,
+            unit,
+            machine.accel.accel,
+            initrd.clone(),
+            dir.join(&log_name),
+        )
     };
     let mut samples = 0usize;
     let mut guest = (String::new(), String::new(), String::new());
@@ -570,25 +301,36 @@ fn unit_key(unit: &Unit) -> BootKey {
     }
 }
 
-/// Runs every unit in order into `dir`, then renders the report. With
-/// `resume`, the metadata of an interrupted run in `dir`: boots that finished
-/// are kept and skipped, the partial samples of any other are dropped, and
-/// the rest run as planned.
+/// How a run starts: new, with its metadata as it begins, or as the
+/// continuation of an interrupted run, with the metadata that run left.
+pub enum Start {
+    New(RunMeta),
+    Resume(RunMeta),
+}
+
+/// What runs after the timed boots of a run that was not interrupted (the
+/// profiled boots), with the run's runner.
+pub type AfterBoots<'a> = &'a mut dyn FnMut(&mut dyn Runner) -> Result<()>;
+
+/// Runs every unit in order into `dir` and returns the run's metadata as
+/// written last; the caller holds `dir`'s [`RunLock`] and renders the report.
+/// With [`Start::Resume`], boots that finished are kept and skipped, the
+/// partial samples of any other are dropped, and the rest run as planned.
+#[allow(clippy::too_many_arguments)]
 pub fn execute(
-    run: &Resolved,
+    suite: &Suite,
+    units: &[Unit],
+    start: Start,
     images: &Images,
     machine: &Machine,
     runner: &mut dyn Runner,
     dir: &Path,
+    after_boots: Option<AfterBoots>,
 ) -> Result<RunMeta> {
-    let suite = &run.suite;
     let layout = RunDir::new(dir);
-    let _lock = RunLock::acquire(dir)?;
-    let profiler = crate::profile::prepare(suite, machine)?;
     let started = Instant::now();
-    let units = &run.units;
-    let (mut meta, previous_wall) = match run.resumed.as_ref().map(|(_, meta)| meta.clone()) {
-        Some(mut meta) => {
+    let (mut meta, previous_wall) = match start {
+        Start::Resume(mut meta) => {
             meta.boots.retain(|b| b.ok);
             let done: std::collections::BTreeSet<_> =
                 meta.boots.iter().map(BootRecord::key).collect();
@@ -607,8 +349,7 @@ pub fn execute(
             let wall = meta.wall_s;
             (meta, wall)
         }
-        None => {
-            let meta = initial_meta(run, images, machine);
+        Start::New(meta) => {
             std::fs::write(layout.diffconfig(), &images.diffconfig)?;
             if !images.source_diff.is_empty() {
                 std::fs::write(layout.source_diff(), &images.source_diff)?;
@@ -679,19 +420,20 @@ pub fn execute(
         }
     }
     progress.finish();
-    if let Some(profiler) = profiler.as_ref().filter(|_| !interrupted) {
-        profiler.run(suite, images, machine, runner, dir)?;
+    if let Some(after_boots) = after_boots.filter(|_| !interrupted) {
+        after_boots(runner)?;
         interrupted = crate::vm::interrupted();
     }
     meta.complete = !interrupted;
     meta.finished_at = now();
     meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();
     meta.write(dir)?;
-    crate::report::write(dir)?;
     Ok(meta)
 }
 
 pub use crate::run_dir::{FRAGMENTS_COPY, SUITE_COPY};
+/// The images moved to their own stage (`run_images`); kept reachable here.
+pub use crate::run_images::Images;
 
 fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
     let copies = RunDir::new(dir).fragments_copy();
@@ -701,13 +443,4 @@ fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
         std::fs::write(&path, &f.text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
-}
-
-/// A file's sha256 in hex; empty when it cannot be read (the boots will
-/// say why).
-fn file_sha256(path: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    std::fs::read(path)
-        .map(|bytes| hex::encode(Sha256::digest(bytes)))
-        .unwrap_or_default()
 }

@@ -386,6 +386,105 @@ pub fn timing_mode_of(timing: &str) -> String {
         .map_or_else(|| "icount".to_string(), |s| format!("icount shift={s}"))
 }
 
+// The values below are decided by the stages above this one (the machine,
+// the command line, the shard) and recorded in `meta.toml` as they are:
+// they live here, with the rest of the run directory's schema, so that
+// reading a run needs nothing of the code that decided them.
+
+/// The accelerator a boot runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    Kvm,
+    #[default]
+    Tcg,
+}
+
+impl std::fmt::Display for Accel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Accel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// How guest time runs in a run, decided once: `icount_shift` is `None` for
+/// wall time and `Some(shift)` for instruction counting; `reason` says why,
+/// for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimingDecision {
+    pub icount_shift: Option<u32>,
+    pub reason: String,
+}
+
+impl TimingDecision {
+    pub fn is_icount(&self) -> bool {
+        self.icount_shift.is_some()
+    }
+
+    /// The mode and its setting alone (`icount shift=4`, `wall`): what two
+    /// runs must share to be compared or merged.
+    pub fn mode(&self) -> String {
+        match self.icount_shift {
+            Some(shift) => format!("icount shift={shift}"),
+            None => "wall".into(),
+        }
+    }
+}
+
+/// Which shard of how many a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardSel {
+    /// From 0.
+    pub index: u32,
+    pub count: u32,
+}
+
+/// Command-line changes to a suite, as `meta.toml` records them so a
+/// resumed run applies them again (applied and checked in
+/// `compare::overrides`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overrides {
+    /// Multiplies the work of every run: hackbench loops, ping packet counts.
+    pub scale: Option<f64>,
+    pub boots: Option<u32>,
+    pub iterations: Option<u32>,
+    pub cpus: Option<Vec<u32>>,
+    /// Replaces every workload's parameter list.
+    pub params: Option<Vec<u64>>,
+    /// Sets every kernel compile's scope: a seed-scale suite compiles the
+    /// whole kernel, which takes hours under TCG; `subset` makes it minutes.
+    #[serde(default)]
+    pub compile_scope: Option<crate::workloads::kernel_compile::CompileScope>,
+    /// The seed of the run order (and of the report's bootstrap).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// A/A calibration: both sides boot the baseline variant, so every
+    /// difference found is noise (or a false positive).
+    #[serde(default)]
+    pub aa: bool,
+    /// Run only this shard of the suite (`run-shard K --shards N`). Not
+    /// listed with the overrides: every shard of one sweep has the same
+    /// overrides, and merge checks that they do. Kept here so a resumed
+    /// shard's run selects the same part again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardSel>,
+    /// `--patch`: the kernel source against the source with these patches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<std::path::PathBuf>,
+    /// `--revs`: two revisions (`A,B`) or a series (`BASE..TIP`) of the
+    /// kernel source, one kernel each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revs: Option<String>,
+}
+
 /// `meta.toml`: everything about a run except its samples.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunMeta {
@@ -397,7 +496,7 @@ pub struct RunMeta {
     pub overrides: Vec<String>,
     /// The same overrides as settings, so `--resume` rebuilds the same plan.
     #[serde(default)]
-    pub override_settings: crate::compare::Overrides,
+    pub override_settings: Overrides,
     pub description: String,
     pub git_revision: String,
     pub markbench_version: String,
@@ -407,14 +506,14 @@ pub struct RunMeta {
     pub complete: bool,
     pub host: HostInfo,
     /// The accelerator every boot ran under (`kvm` or `tcg` in the file).
-    pub accel: crate::vm::Accel,
+    pub accel: Accel,
     pub accel_reason: String,
     /// The timing mode and what it measures, as the report words it.
     #[serde(default)]
     pub timing: String,
     /// The timing decision as data (runs before it was recorded: only `timing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timing_decision: Option<crate::vm::accel::TimingDecision>,
+    pub timing_decision: Option<TimingDecision>,
     pub seed: u64,
     /// Equivalence margin as a fraction (0.02 = ±2%).
     #[serde(default = "default_margin")]
@@ -627,7 +726,8 @@ bzimage = "/cache/bzImage"
             retryable: false,
             host_load_before: 0.0,
             host_load_after: 0.0,
-            guest_seed: Some(crate::vm::boot_seed(u64::MAX, 3, 1)),
+            // `vm::boot_seed(u64::MAX, 3, 1)`: a 63-bit seed, as a boot draws one.
+            guest_seed: Some(2_754_225_531_024_541_113),
         };
         let meta = RunMeta {
             suite: "quick".into(),

@@ -21,16 +21,9 @@
 
 use crate::error::InputError;
 use crate::plan::{self, Unit};
+pub use crate::samples::ShardSel;
 use crate::suite::Suite;
 use serde::{Deserialize, Serialize};
-
-/// Which shard of how many a run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShardSel {
-    /// From 0.
-    pub index: u32,
-    pub count: u32,
-}
 
 /// One point at one CPU count, for a consecutive range of boot numbers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -261,7 +261,7 @@ pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
             "cmdline must be one line, without newlines, tabs or other control characters".into(),
         );
     }
-    let own: Vec<&str> = crate::vm::qemu::BASE_CMDLINE
+    let own: Vec<&str> = crate::images::kernel::BASE_CMDLINE
         .split_whitespace()
         .filter_map(|arg| arg.split_once('=').map(|(key, _)| key))
         .collect();
@@ -270,7 +270,7 @@ pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
         if own.contains(&key) {
             return Err(format!(
                 "cmdline sets {key}=, which markbench sets itself ({}); leave it out",
-                crate::vm::qemu::BASE_CMDLINE
+                crate::images::kernel::BASE_CMDLINE
             ));
         }
     }
@@ -661,9 +661,8 @@ impl Suite {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::compare::Overrides;
     use crate::workloads::hackbench::HackbenchMode;
-    use crate::workloads::kernel_compile::{CompileDriver, DEFAULT_COMPILE_TARGETS};
+    use crate::workloads::kernel_compile::CompileDriver;
     use crate::workloads::WorkloadKind;
 
     /// The lookup of a suite in this repository, run from its root.
@@ -692,7 +691,7 @@ params = [2, 4]
 loops = 10
 "#;
 
-    fn parse(text: &str) -> Result<Suite, InputError> {
+    pub(crate) fn parse(text: &str) -> Result<Suite, InputError> {
         Suite::parse(Path::new("s.toml"), text, &lookup())
     }
 
@@ -806,7 +805,7 @@ loops = 10
         assert!(e.contains("two variants are named \"on\""), "{e}");
     }
 
-    const COMPILE: &str = r#"
+    pub(crate) const COMPILE: &str = r#"
 [[workload]]
 kind = "kernel-compile"
 params = [2]
@@ -859,32 +858,6 @@ params = [2]
     }
 
     #[test]
-    fn a_compile_can_run_fewer_iterations_than_the_rest_until_the_command_line_says() {
-        let text = format!(
-            "{}{COMPILE}iterations = 1\nwarmup = 0\n",
-            GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048")
-        );
-        let mut s = parse(&text).unwrap();
-        let (hackbench, compile) = (&s.workloads[0], &s.workloads[1]);
-        assert_eq!(
-            hackbench.iterations_in(s.iterations, s.warmup),
-            (s.iterations, s.warmup)
-        );
-        assert_eq!(compile.iterations_in(s.iterations, s.warmup), (1, 0));
-        match &compile.kind {
-            WorkloadKind::KernelCompile(k) => assert_eq!(k.driver(), CompileDriver::Objects),
-            other => panic!("parsed as {other:?}"),
-        }
-        s = Overrides {
-            iterations: Some(4),
-            ..Overrides::default()
-        }
-        .apply(&s)
-        .unwrap();
-        assert_eq!(s.workloads[1].iterations_in(s.iterations, s.warmup), (4, 0));
-    }
-
-    #[test]
     fn every_workload_can_set_its_own_runs_a_boot() {
         let text = format!(
             "{GOOD}iterations = 2\n[[workload]]\nkind = \"ping-flood\"\nparams = [2000]\n\
@@ -903,187 +876,6 @@ params = [2]
             e.contains("s.toml:13") && e.contains("hackbench: iterations must be at least 1"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn a_workload_can_run_at_some_of_the_suites_cpu_counts() {
-        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
-            "loops = 10\n",
-            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 10\ncpus = [2]\n",
-        );
-        let mut s = parse(&text).unwrap();
-        let units = crate::plan::expand(&s);
-        for u in &units {
-            let ids: Vec<String> = u.steps.iter().map(|st| st.id().to_wire(&s)).collect();
-            let want: &[&str] = if u.cpus == 1 {
-                &["0:hackbench/2", "0:hackbench/4"]
-            } else {
-                &["1:hackbench/4"]
-            };
-            assert_eq!(ids, want, "{u:?}");
-            assert_eq!(u.steps[0].workload, usize::from(u.cpus == 2));
-        }
-        let e = parse(&GOOD.replace("loops = 10\n", "loops = 10\ncpus = [4]\n"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("s.toml:13:1:")
-                && e.contains("must be one or more of the suite's CPU counts [2]"),
-            "{e}"
-        );
-        let e = parse(&text.replace("cpus = [1, 2]", "cpus = [1, 2, 4]"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no workload runs at 4 CPUs"), "{e}");
-        // --cpus runs every workload at every count it names.
-        s = Overrides {
-            cpus: Some(vec![4]),
-            ..Overrides::default()
-        }
-        .apply(&s)
-        .unwrap();
-        assert!(crate::plan::expand(&s).iter().all(|u| u.steps.len() == 3));
-    }
-
-    #[test]
-    fn overrides_that_would_pool_unlike_workloads_or_repeat_a_param_are_refused() {
-        // Apart at their own CPU counts in the file, together under --cpus.
-        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
-            "loops = 10\n",
-            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 50\ncpus = [2]\n",
-        );
-        let s = parse(&text).unwrap();
-        let e = Overrides {
-            cpus: Some(vec![2]),
-            ..Overrides::default()
-        }
-        .apply(&s)
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("workloads 1 and 2 both measure groups 4 at 2 vCPU(s)")
-                && e.contains("would pool")
-                && e.contains("cpus=[2]"),
-            "{e}"
-        );
-        let e = Overrides {
-            params: Some(vec![2, 2]),
-            ..Overrides::default()
-        }
-        .apply(&parse(GOOD).unwrap())
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("params lists 2 twice"), "{e}");
-    }
-
-    #[test]
-    fn a_full_kernel_compile_shrinks_to_the_subset_on_the_command_line() {
-        let text = format!(
-            "{}{COMPILE}scope = \"full\"\n",
-            GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048")
-        );
-        let mut s = parse(&text).unwrap();
-        let o = Overrides {
-            compile_scope: Some(CompileScope::Subset),
-            ..Overrides::default()
-        };
-        s = o.apply(&s).unwrap();
-        match &s.workloads[1].kind {
-            WorkloadKind::KernelCompile(k) => {
-                assert_eq!(k.make_targets(), DEFAULT_COMPILE_TARGETS);
-                assert_eq!(k.driver(), CompileDriver::Objects);
-            }
-            other => panic!("parsed as {other:?}"),
-        }
-        assert_eq!(o.describe(), ["compile-scope=subset"]);
-    }
-
-    #[test]
-    fn hackbench_group_counts_beyond_the_guests_task_limit_are_refused() {
-        // The seed's largest point, 800 groups of 40 tasks, fits.
-        let s = parse(&GOOD.replace("params = [2, 4]", "params = [50, 800]")).unwrap();
-        let e = parse(&GOOD.replace("params = [2, 4]", "params = [2, 900]"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("s.toml:") && e.contains("-g 900 -f 20 starts 36000 tasks"),
-            "{e}"
-        );
-        let e = Overrides {
-            params: Some(vec![1000]),
-            ..Overrides::default()
-        }
-        .apply(&s)
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("-g 1000"), "{e}");
-    }
-
-    #[test]
-    fn overrides_shrink_a_suite_and_are_recorded() {
-        let mut s = parse(GOOD).unwrap();
-        let o = Overrides {
-            scale: Some(0.05),
-            boots: Some(1),
-            cpus: Some(vec![1, 2]),
-            params: Some(vec![3]),
-            ..Default::default()
-        };
-        s = o.apply(&s).unwrap();
-        assert_eq!(s.boots, 1);
-        assert_eq!(s.cpus, vec![1, 2]);
-        match &s.workloads[0].kind {
-            WorkloadKind::Hackbench(h) => {
-                assert_eq!(h.loops, 1); // 10 × 0.05 rounds to 0: at least one loop
-                assert_eq!(s.workloads[0].params, vec![3]);
-            }
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(
-            o.describe(),
-            ["scale=0.05", "boots=1", "cpus=[1, 2]", "params=[3]"]
-        );
-        let e = Overrides {
-            cpus: Some(vec![16]),
-            ..Default::default()
-        }
-        .apply(&s)
-        .unwrap_err();
-        assert!(e.to_string().contains("--cpus"), "{e}");
-    }
-
-    #[test]
-    fn shipped_suites_parse_and_plan() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("suites");
-        let mut seen = Vec::new();
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                let suite = Suite::load(&path, &lookup()).unwrap_or_else(|e| panic!("{e}"));
-                let units = crate::plan::expand(&suite);
-                let boots = suite.boots as usize * suite.cpus.len();
-                for side in 0..2 {
-                    let on_side = units.iter().filter(|u| u.side == side).count();
-                    assert_eq!(on_side, boots, "{}", path.display());
-                }
-                assert!(units.iter().all(|u| !u.steps.is_empty()));
-                seen.push(suite.name);
-            }
-        }
-        seen.sort();
-        for name in [
-            "active-tracing",
-            "ia64-2008",
-            "micro-2006",
-            "noise-icount",
-            "quick",
-            "x86-2006",
-        ] {
-            assert!(
-                seen.iter().any(|s| s == name),
-                "{name} missing from {seen:?}"
-            );
-        }
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     if own_origins {
         // Resolving checks every patch on a scratch copy: one that does not
         // apply fails the dry run as it would fail the run, before a build.
-        let origins = crate::run::resolve_origins(suite, &run.source)?;
+        let origins = crate::run_images::resolve_origins(suite, &run.source)?;
         for (v, origin) in suite.variants.iter().zip(&origins) {
             println!("  kernel of {}: {}", v.name, origin.describe());
         }

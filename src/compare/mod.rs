@@ -2,20 +2,24 @@
 //! images, decide the machine once, boot every unit and write the report.
 //!
 //! The stages, in order: [`Options`] (typed, from the command line) →
-//! [`Resolved`] (suite + overrides + shard + plan) → `images` → a
-//! `vm::Machine` (QEMU, accelerator, timing) → `run::execute` (boots,
-//! samples, metadata) → `report`. `nightly` and `run-shard` are compares
-//! too.
+//! [`Resolved`] (suite + overrides + shard + plan) → `run_images` (the
+//! kernels and initramfs) → a `vm::Machine` (QEMU, accelerator, timing) →
+//! [`execute`]: `run::execute` (boots, samples, metadata) and the profiled
+//! boots → `report`. Each stage returns its result here; none calls the
+//! next. `nightly` and `run-shard` are compares too.
 
 mod dry_run;
+mod execute;
 pub mod nightly;
 mod options;
 mod overrides;
 mod resolved;
 pub mod source_variants;
 
+/// The overrides' recorded form is the run directory's (`samples`).
+pub use crate::samples::Overrides;
+pub use execute::{execute, initial_meta};
 pub use options::Options;
-pub use overrides::Overrides;
 pub use resolved::{kernel_source, read_suite, Resolved};
 
 use crate::error::InputError;
@@ -108,7 +112,7 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         // The default tarball may have been installed just now.
         run.source = KernelSource::from_path(p)?;
     }
-    let images = run::prepare_images(&run.suite, &run.source)?;
+    let images = crate::run_images::prepare_images(&run.suite, &run.source)?;
     let mut runner = vm::qemu::QemuRunner::new(&qemu);
     let (dir, machine) = match &run.resumed {
         Some((dir, meta)) => {
@@ -175,7 +179,7 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         eprintln!("\nmarkbench: interrupted: stopping the guest, keeping every sample, writing a partial report");
     });
-    let meta = run::execute(&run, &images, &machine, &mut runner, &dir)
+    let meta = execute(&run, &images, &machine, &mut runner, &dir)
         .with_context(|| format!("run in {}", dir.display()))?;
     if options.out.is_none() {
         let latest = options.reports.join("latest");

@@ -2,7 +2,7 @@
 //! free of the command-line parser: the suite, the changes to it and how to
 //! run it.
 
-use super::Overrides;
+use crate::samples::Overrides;
 use crate::suite::{AccelChoice, TimingChoice};
 use std::path::PathBuf;
 

@@ -3,13 +3,12 @@
 //! Everything after it (images, boots, metadata) takes this value and
 //! decides nothing again.
 
-use super::{Options, Overrides};
+use super::Options;
 use crate::error::InputError;
 use crate::images::fragments::FragmentSearch;
 use crate::images::kernel::KernelSource;
 use crate::plan::{self, Unit};
-use crate::samples::{RunMeta, ShardMeta};
-use crate::shard::ShardSel;
+use crate::samples::{Overrides, RunMeta, ShardMeta, ShardSel};
 use crate::suite::{FragmentLookup, Suite, DEFAULT_SUITE};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -31,6 +30,9 @@ pub struct Resolved {
     pub allow_oversubscribe: bool,
     /// The interrupted run this one continues: its directory and metadata.
     pub resumed: Option<(PathBuf, RunMeta)>,
+    /// Whether the run is a patch series (`--revs BASE..TIP`): its kernels
+    /// are then also compared each with the one before.
+    pub series: bool,
 }
 
 fn current_dir() -> Result<PathBuf> {
@@ -165,6 +167,7 @@ impl Resolved {
     /// the shard's selection of it): a new run, no options beyond the suite's.
     pub fn planned(file: &Suite, overrides: Overrides, source: KernelSource) -> Result<Resolved> {
         let file = super::source_variants::apply(file, &overrides, &source)?;
+        let series = super::source_variants::is_series(&overrides);
         let suite = overrides.apply(&file)?;
         let whole = plan::expand(&suite);
         let units = match overrides.shard {
@@ -180,6 +183,7 @@ impl Resolved {
             source,
             units,
             resumed: None,
+            series,
         })
     }
 

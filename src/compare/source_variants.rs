@@ -4,9 +4,9 @@
 //! kernel per commit. Every kernel is built with the suite's baseline
 //! fragment and command line, so the source is the only difference.
 
-use super::Overrides;
 use crate::error::InputError;
 use crate::images::source::{self, KernelSource, RevSelection};
+use crate::samples::Overrides;
 use crate::suite::Suite;
 use anyhow::Result;
 

@@ -23,6 +23,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// Kernel arguments every boot gets (a variant's `cmdline` follows them;
+/// the suite checks it does not repeat them). `panic=-1` plus `-no-reboot` turns a
+/// guest panic into a QEMU exit instead of a hang; `oops=panic` makes an
+/// oops visible the same way.
+pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic rdinit=/init";
+
 /// What a kernel is built from.
 #[derive(Debug, Clone)]
 pub struct KernelSpec {

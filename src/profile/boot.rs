@@ -5,18 +5,17 @@ use super::raw::{self, Region};
 use super::store::{self, Counts, Manifest, PointTotals, ProfileBoot};
 use super::symbols::SymbolMap;
 use crate::error::InputError;
-use crate::images::initramfs;
 use crate::images::kernel::KernelImage;
 use crate::images::plugin::ProfilePlugin;
 use crate::plan::Unit;
 use crate::protocol::{Message, RunRecord};
-use crate::run::Images;
+use crate::run_images::Images;
 use crate::suite::Suite;
 use crate::vm::{BootEnd, BootRequest, Machine, PluginLoad, Runner};
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Mixed into the run seed for the profiled boots' guest seed, so they draw
 /// apart from the timed boots.
@@ -165,29 +164,23 @@ impl Profiler {
         let name = unit_name(unit);
         let console_log = format!("logs/profile-{name}.log");
         let initrd = dir.join(format!("logs/profile-{name}.initrd"));
-        initramfs::write_boot_initrd_with_archives(
-            &images.base,
-            &images.extra_archives,
-            &crate::run::job_for(suite, unit),
-            &initrd,
-        )?;
+        images.write_unit_initrd(suite, unit, &initrd)?;
         let output = store::dir(dir).join(format!("raw-{name}.tsv"));
         let _ = std::fs::remove_file(&output);
         let request = BootRequest {
-            kernel: images.kernels[unit.side].bzimage.clone(),
-            initrd: initrd.clone(),
-            extra_cmdline: suite.variants[unit.side].cmdline.clone(),
-            cpus: unit.cpus,
-            memory_mib: suite.memory_mib,
-            accel: machine.accel.accel,
             icount_shift: Some(self.icount_shift),
             guest_seed: Some(guest_seed(suite, unit.cpus)),
-            deadline: Duration::from_secs(suite.boot_timeout_s),
-            console_log: dir.join(&console_log),
             plugin: Some(PluginLoad {
                 library: self.plugin.path.clone(),
                 output: output.clone(),
             }),
+            ..images.boot_request(
+                suite,
+                unit,
+                machine.accel.accel,
+                initrd.clone(),
+                dir.join(&console_log),
+            )
         };
         let started = Instant::now();
         let mut runs: Vec<RunRecord> = Vec::new();

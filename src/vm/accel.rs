@@ -5,9 +5,12 @@
 //! version, and the report says which accelerator ran and why.
 
 use super::qemu::QemuBinary;
-use super::{Accel, BootEnd, BootRequest, Runner};
+use super::{BootEnd, BootRequest, Runner};
 use crate::images::{cache_dir, key_of};
 use crate::protocol::Message;
+use crate::samples::Accel;
+/// The decision's recorded form belongs to the run directory (`samples`).
+pub use crate::samples::TimingDecision;
 use crate::suite::AccelChoice;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -18,30 +21,6 @@ use std::time::Duration;
 pub struct AccelDecision {
     pub accel: Accel,
     pub reason: String,
-}
-
-/// How guest time runs in a run, decided once: `icount_shift` is `None` for
-/// wall time and `Some(shift)` for instruction counting; `reason` says why,
-/// for the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TimingDecision {
-    pub icount_shift: Option<u32>,
-    pub reason: String,
-}
-
-impl TimingDecision {
-    pub fn is_icount(&self) -> bool {
-        self.icount_shift.is_some()
-    }
-
-    /// The mode and its setting alone (`icount shift=4`, `wall`): what two
-    /// runs must share to be compared or merged.
-    pub fn mode(&self) -> String {
-        match self.icount_shift {
-            Some(shift) => format!("icount shift={shift}"),
-            None => "wall".into(),
-        }
-    }
 }
 
 /// Whether a QEMU binary runs an SMP guest under icount, found by a trial

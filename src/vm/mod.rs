@@ -7,6 +7,9 @@ pub mod fake;
 pub mod qemu;
 
 use crate::protocol::Message;
+/// The accelerator's recorded form belongs to the run directory (`samples`).
+pub use crate::samples::Accel;
+use crate::samples::TimingDecision;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,37 +23,13 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-/// The accelerator a boot runs under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Accel {
-    Kvm,
-    #[default]
-    Tcg,
-}
-
-impl std::fmt::Display for Accel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Accel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Accel::Kvm => "kvm",
-            Accel::Tcg => "tcg",
-        }
-    }
-}
-
 /// What every boot of a run is made with, decided once before the first:
 /// the QEMU binary, the accelerator and how guest time runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
     pub qemu: qemu::QemuBinary,
     pub accel: accel::AccelDecision,
-    pub timing: accel::TimingDecision,
+    pub timing: TimingDecision,
 }
 
 /// Everything needed to boot one guest.

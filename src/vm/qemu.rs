@@ -7,6 +7,7 @@
 
 use super::{BootEnd, BootOutcome, BootRequest, Runner};
 use crate::error::InputError;
+use crate::images::kernel::BASE_CMDLINE;
 use crate::protocol::Message;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read};
@@ -16,11 +17,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 pub const QEMU: &str = "qemu-system-x86_64";
-
-/// Kernel arguments every boot gets. `panic=-1` plus `-no-reboot` turns a
-/// guest panic into a QEMU exit instead of a hang; `oops=panic` makes an
-/// oops visible the same way.
-pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic rdinit=/init";
 
 /// Where the guest's RTC starts in icount mode: any fixed date will do.
 pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
@@ -315,7 +311,7 @@ impl Runner for QemuRunner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vm::Accel;
+    use crate::samples::Accel;
 
     #[test]
     fn the_icount_rtc_base_is_the_clock_start_the_archives_are_dated_against() {

@@ -117,7 +117,7 @@ pub fn execute(
     if let Some(meta) = resume {
         run = run.resuming(dir, meta);
     }
-    markbench::run::execute(&run, images, machine, runner, dir)
+    markbench::compare::execute(&run, images, machine, runner, dir)
 }
 
 /// What the fake guests boot with: TCG and wall time, as decided for a test.

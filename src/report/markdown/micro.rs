@@ -289,8 +289,8 @@ fn table(
 mod tests {
     use super::*;
     use crate::report::{render, RunFiles};
+    use crate::samples::TimingDecision;
     use crate::samples::{KernelMeta, RunMeta};
-    use crate::vm::accel::TimingDecision;
 
     fn meta(shift: Option<u32>) -> RunMeta {
         RunMeta {
@@ -408,7 +408,7 @@ mod tests {
             .unwrap();
         slow.value = 2.87;
         let mut m = meta(None);
-        m.accel = crate::vm::Accel::Kvm;
+        m.accel = crate::samples::Accel::Kvm;
         let text = render(&m, &s, RunFiles::default());
         assert!(
             text.contains("| empty loop | 1.50 | 4.00 | +2.500 | 2.77 | +1.170 |"),
