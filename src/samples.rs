@@ -575,6 +575,12 @@ pub struct ShardRecord {
 }
 
 impl RunMeta {
+    /// The icount shift the run was timed with (`None`: wall time, or a
+    /// run recorded before the shift was kept).
+    pub fn icount_shift(&self) -> Option<u32> {
+        self.timing_decision.as_ref().and_then(|d| d.icount_shift)
+    }
+
     /// Guest time counted executed instructions (`-icount`), so host load
     /// did not reach the figures.
     pub fn counts_instructions(&self) -> bool {

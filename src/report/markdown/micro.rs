@@ -26,7 +26,7 @@ struct Counting {
 
 impl Counting {
     fn of(meta: &RunMeta) -> Counting {
-        let shift = meta.timing_decision.as_ref().and_then(|d| d.icount_shift);
+        let shift = meta.icount_shift();
         match shift {
             Some(shift) => {
                 let per = 1u64 << shift;

@@ -258,7 +258,7 @@ pub(super) fn section(run: &RunReport) -> String {
 /// What a compile's `real`, `user` and `sys` are when the guest's clock
 /// runs on its instruction count: not `time`'s figures on a real CPU.
 fn compile_under_icount(meta: &crate::samples::RunMeta) -> String {
-    let per_instruction = match meta.timing_decision.as_ref().and_then(|d| d.icount_shift) {
+    let per_instruction = match meta.icount_shift() {
         Some(shift) => format!(
             " (`-icount shift={shift}`: {} ns an instruction)",
             1u64 << shift
