@@ -255,6 +255,10 @@ mod tests {
             accel: crate::samples::Accel::Tcg,
             suite: "quick".into(),
             timing: "icount (shift=4, sleep=off): guest time counts executed instructions".into(),
+            timing_decision: Some(crate::samples::TimingDecision {
+                icount_shift: Some(4),
+                reason: "auto".into(),
+            }),
             ..Default::default()
         };
         let mut b = a.clone();
@@ -266,6 +270,7 @@ mod tests {
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("QEMU differs"), "{w:?}");
         b.timing = "wall: host time".into();
+        b.timing_decision = None;
         let w = condition_warnings(&a, &b);
         assert!(w.iter().any(|l| l.starts_with("host differs")), "{w:?}");
         assert!(

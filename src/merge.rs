@@ -326,6 +326,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
             wall_s: run.meta.wall_s,
             accel: run.meta.accel.as_str().into(),
             timing: run.meta.timing.clone(),
+            timing_mode: run.meta.timing_mode(),
             complete: run.meta.complete,
         });
         meta.started_at = meta.started_at.clone().min(run.meta.started_at.clone());

@@ -92,16 +92,12 @@ pub fn decide_machine(
 
 /// The machine a resumed run was started with, from its metadata: the same
 /// accelerator and timing, whatever a trial would say now.
-pub fn recorded_machine(
-    meta: &RunMeta,
-    suite: &Suite,
-    qemu: crate::vm::qemu::QemuBinary,
-) -> Machine {
+pub fn recorded_machine(meta: &RunMeta, qemu: crate::vm::qemu::QemuBinary) -> Machine {
     let timing = meta
         .timing_decision
         .clone()
         .unwrap_or_else(|| crate::samples::TimingDecision {
-            icount_shift: meta.counts_instructions().then_some(suite.icount_shift),
+            icount_shift: None,
             reason: "as the run started".into(),
         });
     Machine {

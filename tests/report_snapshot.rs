@@ -161,6 +161,8 @@ fn report_of_fixed_samples() {
 fn a_run_that_recorded_its_workloads_as_json_renders_them_as_text() {
     let dir = tempfile::tempdir().unwrap();
     let mut old = meta();
+    // Written before the run format was numbered: format 0.
+    old.format = markbench::samples::RunFormat(0);
     old.workloads = vec![serde_json::to_string(&snapshot_workload()).unwrap()];
     assert!(old.workloads[0].starts_with('{'), "{:?}", old.workloads);
     old.write(dir.path()).unwrap();
@@ -183,6 +185,10 @@ fn a_busy_host_is_a_warning_under_wall_time_and_a_note_under_icount() {
         "{wall}"
     );
     busy.timing = "icount (shift=4, sleep=off): guest time counts executed instructions".into();
+    busy.timing_decision = Some(markbench::samples::TimingDecision {
+        icount_shift: Some(4),
+        reason: "auto".into(),
+    });
     let icount = report::render(&busy, &samples(), Default::default());
     assert!(
         icount.contains("8 of 8 boots started while the host was busy")

@@ -58,6 +58,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
     let suite = &run.suite;
     let units = &run.units;
     RunMeta {
+        format: Default::default(),
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
         suite_sha256: suite.sha256.clone(),

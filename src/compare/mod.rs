@@ -138,7 +138,7 @@ pub fn compare(options: &Options) -> Result<Outcome> {
                     qemu.path.display()
                 );
             }
-            (dir.clone(), run::recorded_machine(meta, &run.suite, qemu))
+            (dir.clone(), run::recorded_machine(meta, qemu))
         }
         None => {
             let machine = run::decide_machine(&run.suite, &images, qemu, &mut runner)?;

@@ -46,24 +46,16 @@ impl Counting {
             None => Counting {
                 divisor: 1.0,
                 unit: "cycles",
-                caption: if meta.counts_instructions() {
-                    // A run recorded before the shift was kept as data.
-                    "Measured under icount: the guest's TSC follows the instruction count \
-                     (instructions × 2^shift), not cycles; under KVM the same suite gives the \
-                     host CPU's TSC cycles."
-                        .to_string()
-                } else {
-                    format!(
-                        "TSC cycles of the guest under {}, read with `rdtsc_ordered()`{}.",
-                        meta.accel.as_str().to_uppercase(),
-                        if meta.accel.as_str() == "kvm" {
-                            ""
-                        } else {
-                            "; under TCG without icount the TSC follows the host's clock, \
-                             not the emulated instructions"
-                        }
-                    )
-                },
+                caption: format!(
+                    "TSC cycles of the guest under {}, read with `rdtsc_ordered()`{}.",
+                    meta.accel.as_str().to_uppercase(),
+                    if meta.accel.as_str() == "kvm" {
+                        ""
+                    } else {
+                        "; under TCG without icount the TSC follows the host's clock, \
+                         not the emulated instructions"
+                    }
+                ),
             },
         }
     }

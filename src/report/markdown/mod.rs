@@ -373,11 +373,7 @@ fn where_and_how(run: &RunReport) -> String {
             escape_md(&meta.overrides.join(", "))
         },
         meta.seed,
-        if meta.timing.is_empty() {
-            "wall".to_string()
-        } else {
-            escape_md(&meta.timing)
-        },
+        escape_md(&meta.timing),
         escape_md(&meta.started_at),
         meta.wall_s.round(),
         if meta.complete { "complete" } else { "partial" },
@@ -431,7 +427,7 @@ fn where_and_how(run: &RunReport) -> String {
                 s.wall_s,
                 escape_md(&s.accel),
                 // The mode only; what it measures is under "Timing" above.
-                escape_md(&crate::samples::timing_mode_of(&s.timing))
+                escape_md(&s.timing_mode)
             );
         }
         let _ = writeln!(r);

@@ -1,0 +1,119 @@
+//! Runs written in an older format, brought up to [`RUN_FORMAT`] as they are
+//! read: the one place that knows what earlier versions wrote, so every
+//! reader of a run sees the current shape.
+//!
+//! Format 0 (runs written before the format was numbered) differs from 1 in:
+//! - `workloads`: the first versions wrote each workload as a JSON line;
+//! - `timing_decision`: absent before the timing decision was kept as data,
+//!   when only the `timing` sentence said which mode ran (and with which
+//!   shift), or absent altogether (no `timing`: wall time, the only mode then);
+//! - `shards[].timing_mode`: merged runs kept each shard's timing sentence
+//!   alone.
+//!
+//! What older runs never recorded (a kernel's fragment sources, the guest's
+//! `uname -v`, the bzImage's hash, the QEMU path, sizes, samples' hosts)
+//! stays empty: readers show less for it rather than guess.
+
+use super::meta::{RunFormat, RunMeta, TimingDecision, RUN_FORMAT};
+
+/// `meta` in the current format.
+pub(super) fn to_current(mut meta: RunMeta) -> RunMeta {
+    if meta.format.0 == 0 {
+        meta.workloads =
+            crate::workloads::readable_lines(&meta.workloads, meta.iterations, meta.warmup);
+        if meta.timing_decision.is_none() {
+            meta.timing_decision = recorded_timing(&meta.timing);
+        }
+        if meta.timing.is_empty() {
+            meta.timing = "wall".into();
+        }
+        for shard in &mut meta.shards {
+            if shard.timing_mode.is_empty() {
+                shard.timing_mode = mode_of_sentence(&shard.timing);
+            }
+        }
+    }
+    meta.format = RunFormat(RUN_FORMAT);
+    meta
+}
+
+/// The timing decision a format-0 run's `timing` sentence records (`icount
+/// (shift=4, …): …` or `wall: …`); `None` for wall time.
+fn recorded_timing(sentence: &str) -> Option<TimingDecision> {
+    if !sentence.starts_with("icount") {
+        return None;
+    }
+    Some(TimingDecision {
+        icount_shift: Some(shift_of(sentence).unwrap_or(DEFAULT_SHIFT_OF_FORMAT_0)),
+        reason: "as recorded by the run (before the decision was kept as data)".into(),
+    })
+}
+
+/// Every icount run of format 0 that did not name its shift used the
+/// first default, 4.
+const DEFAULT_SHIFT_OF_FORMAT_0: u32 = 4;
+
+fn shift_of(sentence: &str) -> Option<u32> {
+    sentence
+        .split("shift=")
+        .nth(1)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn mode_of_sentence(sentence: &str) -> String {
+    match recorded_timing(sentence) {
+        Some(d) => d.mode(),
+        None => "wall".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timing_sentence_gives_its_mode_and_shift() {
+        let icount = "icount (shift=6, sleep=off): guest time counts executed instructions";
+        assert_eq!(recorded_timing(icount).unwrap().icount_shift, Some(6));
+        assert_eq!(mode_of_sentence(icount), "icount shift=6");
+        assert_eq!(
+            recorded_timing("icount").unwrap().icount_shift,
+            Some(DEFAULT_SHIFT_OF_FORMAT_0)
+        );
+        assert_eq!(recorded_timing("wall: host time"), None);
+        assert_eq!(mode_of_sentence(""), "wall");
+    }
+
+    #[test]
+    fn a_current_run_is_left_as_it_is() {
+        let meta = RunMeta {
+            timing: "icount: made up".into(),
+            ..Default::default()
+        };
+        assert_eq!(to_current(meta.clone()), meta);
+    }
+
+    #[test]
+    fn a_format_0_run_gets_its_timing_as_data() {
+        let meta = RunMeta {
+            format: RunFormat(0),
+            timing: "icount (shift=4, sleep=off): …".into(),
+            ..Default::default()
+        };
+        let current = to_current(meta);
+        assert_eq!(current.format, RunFormat(RUN_FORMAT));
+        assert!(current.counts_instructions());
+        assert_eq!(current.timing_mode(), "icount shift=4");
+        let wall = to_current(RunMeta {
+            format: RunFormat(0),
+            ..Default::default()
+        });
+        assert_eq!(
+            (wall.timing.as_str(), wall.timing_mode()),
+            ("wall", "wall".into())
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Run directories written before the run format was numbered still read
+//! and render: one in the shape the first report-writing version wrote
+//! (workloads as JSON lines, no timing, no hosts in samples.csv), and a real
+//! partial quick run of the last version before the number (icount, timing
+//! as a sentence and as data). A run of a newer format is refused plainly.
+
+use assert_cmd::Command;
+use markbench::samples::{RunFormat, RunMeta, RUN_FORMAT};
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/runs")
+        .join(name)
+}
+
+/// A copy of a fixture run to render into, so the fixtures stay as written.
+fn copy_of(name: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(fixture(name)).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
+    }
+    tmp
+}
+
+fn report(dir: &Path) -> String {
+    Command::cargo_bin("markbench")
+        .unwrap()
+        .arg("report")
+        .arg(dir)
+        .assert()
+        .success();
+    std::fs::read_to_string(dir.join("report.md")).unwrap()
+}
+
+#[test]
+fn the_first_format_reads_as_the_current_one_and_renders() {
+    let fixture = fixture("first-format");
+    let text = std::fs::read_to_string(fixture.join("meta.toml")).unwrap();
+    assert!(!text.contains("format"), "the fixture predates the number");
+
+    let meta = RunMeta::read(&fixture).unwrap();
+    assert_eq!(meta.format, RunFormat(RUN_FORMAT));
+    assert!(!meta.counts_instructions());
+    assert_eq!(meta.timing_mode(), "wall");
+    assert_eq!(meta.workloads.len(), 1);
+    assert!(
+        meta.workloads[0].starts_with("hackbench -g 2 -l 20"),
+        "{:?}",
+        meta.workloads
+    );
+
+    let run = copy_of("first-format");
+    let md = report(run.path());
+    assert!(
+        md.contains("markers-off") && md.contains("markers-on"),
+        "{md}"
+    );
+    assert!(md.contains("hackbench -g 2 -l 20"), "{md}");
+    assert!(
+        md.contains("around each workload run; wall\n"),
+        "the timing line names the one mode of the time:\n{md}"
+    );
+    assert!(
+        !md.contains("{\"kind\""),
+        "a JSON line reached the report:\n{md}"
+    );
+    // 2 boots a side, 3 measured iterations each: the means are in the table.
+    assert!(md.contains("0.471"), "{md}");
+}
+
+#[test]
+fn a_run_of_the_last_unnumbered_version_keeps_its_timing_and_renders() {
+    let meta = RunMeta::read(&fixture("before-format-number")).unwrap();
+    assert_eq!(meta.format, RunFormat(RUN_FORMAT));
+    assert!(meta.counts_instructions());
+    assert_eq!(meta.timing_mode(), "icount shift=4");
+    assert!(!meta.complete);
+
+    let run = copy_of("before-format-number");
+    let md = report(run.path());
+    assert!(md.contains("partial"), "{md}");
+    assert!(md.contains("icount"), "{md}");
+    assert!(md.contains("hackbench"), "{md}");
+
+    // Rewritten, it carries the current number and reads the same.
+    meta.write(run.path()).unwrap();
+    let text = std::fs::read_to_string(run.path().join("meta.toml")).unwrap();
+    assert!(
+        text.starts_with(&format!("format = {RUN_FORMAT}\n")),
+        "{text}"
+    );
+    assert_eq!(RunMeta::read(run.path()).unwrap(), meta);
+}
+
+#[test]
+fn a_run_of_a_newer_format_is_refused_with_exit_2() {
+    let run = copy_of("first-format");
+    let path = run.path().join("meta.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("format = {}\n{text}", RUN_FORMAT + 1)).unwrap();
+    let out = Command::cargo_bin("markbench")
+        .unwrap()
+        .arg("report")
+        .arg(run.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("meta.toml") && stderr.contains("newer markbench"),
+        "{stderr}"
+    );
+    assert!(!run.path().join("report.md").exists());
+}
