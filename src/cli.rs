@@ -338,7 +338,10 @@ pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Setup { check, ci } => {
             prereq::setup(check, ci)?;
-            println!("markbench: all prerequisites are installed");
+            println!(
+                "{}",
+                crate::message::line("all prerequisites are installed")
+            );
             Ok(exit::SUCCESS)
         }
         Command::Report { dir } => {
@@ -365,7 +368,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             let warnings =
                 crate::diff::diff(&baseline_dir, &candidate_dir, variant.as_deref(), &out)?;
             for w in &warnings {
-                eprintln!("markbench: WARNING: {w}");
+                crate::message::warning(format_args!("{w}"));
             }
             println!("{}", RunDir::new(&out).report().display());
             Ok(exit::SUCCESS)
@@ -399,7 +402,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             };
             let merged = crate::merge::merge(&dirs, &out)?;
             for w in &merged.warnings {
-                eprintln!("markbench: WARNING: {w}");
+                crate::message::warning(format_args!("{w}"));
             }
             let failed = merged.meta.boots.iter().filter(|b| !b.ok).count();
             println!(

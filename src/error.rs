@@ -26,6 +26,17 @@ impl InputError {
     }
 }
 
+/// `value` when it is at least 1; else why not, naming `what` (a suite
+/// key, a command-line option): the one wording of a count that must not be
+/// zero, wherever it is given.
+pub fn at_least_one<T: Copy + PartialOrd + From<u8>>(value: T, what: &str) -> Result<T, String> {
+    if value >= T::from(1) {
+        Ok(value)
+    } else {
+        Err(format!("{what} must be at least 1"))
+    }
+}
+
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());

@@ -5,7 +5,7 @@ fn main() {
     let code = match markbench::cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("markbench: error: {e:#}");
+            markbench::message::error(format_args!("{e:#}"));
             markbench::exit::of_error(&e)
         }
     };

@@ -394,19 +394,19 @@ pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Resul
         Some(dir) => {
             let (meta, analysis) = load(dir)?;
             if is_aa(&meta) {
-                eprintln!(
-                    "markbench: WARNING: {} is an A/A run: its interval is the noise, not a difference",
+                crate::message::warning(format_args!(
+                    "{} is an A/A run: its interval is the noise, not a difference",
                     dir.display()
-                );
+                ));
             }
             if meta.suite != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
-                eprintln!(
-                    "markbench: WARNING: the two runs differ in suite or timing mode ({} / {} against {} / {})",
+                crate::message::warning(format_args!(
+                    "the two runs differ in suite or timing mode ({} / {} against {} / {})",
                     aa_meta.suite,
                     aa_meta.timing_mode(),
                     meta.suite,
                     meta.timing_mode()
-                );
+                ));
             }
             println!("{}", describe("A/B", dir, &meta));
             ab_points(&analysis).map_err(|e| InputError::new(format!("{}: {e}", dir.display())))?

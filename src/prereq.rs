@@ -317,12 +317,12 @@ fn ensure_smp_icount_qemu(check_only: bool, can_install: bool) -> Result<()> {
                 backports_command()
             );
         }
-        eprintln!(
-            "markbench: note: Debian 12's QEMU 7.2 cannot run SMP guests under icount (suites with \
+        crate::message::note(format_args!(
+            "note: Debian 12's QEMU 7.2 cannot run SMP guests under icount (suites with \
              more than 1 vCPU then fall back to noisy wall time); to install QEMU 10 from \
              bookworm-backports run:\n    {}",
             backports_command()
-        );
+        ));
         return Ok(());
     }
     if !has_backports_source() {
@@ -339,9 +339,11 @@ fn ensure_smp_icount_qemu(check_only: bool, can_install: bool) -> Result<()> {
                 backports_command()
             );
         }
-        eprintln!("markbench: added Debian's bookworm-backports in {BACKPORTS_SOURCES}");
+        crate::message::note(format_args!(
+            "added Debian's bookworm-backports in {BACKPORTS_SOURCES}"
+        ));
     }
-    eprintln!("markbench: installing QEMU from bookworm-backports (SMP guests under icount)");
+    crate::message::note("installing QEMU from bookworm-backports (SMP guests under icount)");
     apt(&["apt-get", "update", "-q"])?;
     apt(&[
         "apt-get",
@@ -355,7 +357,7 @@ fn ensure_smp_icount_qemu(check_only: bool, can_install: bool) -> Result<()> {
     ])?;
     match qemu_version() {
         Some(v) if v >= (8, 1) => {
-            eprintln!("markbench: installed QEMU {}.{}", v.0, v.1);
+            crate::message::note(format_args!("installed QEMU {}.{}", v.0, v.1));
             Ok(())
         }
         other => bail!(
@@ -445,15 +447,15 @@ fn ensure_just(check_only: bool) -> Result<()> {
         ),
         JustStep::NoCargo => {
             // Optional for a run; said, not failed, where it cannot be installed.
-            eprintln!(
-                "markbench: note: just (for the README's `just compare`) is missing and there is \
+            crate::message::note(format_args!(
+                "note: just (for the README's `just compare`) is missing and there is \
                  no cargo to install it with; install Rust (https://rustup.rs), then run:\n    \
                  {JUST_INSTALL}"
-            );
+            ));
             Ok(())
         }
         JustStep::Install => {
-            eprintln!("markbench: installing just: {JUST_INSTALL}");
+            crate::message::note(format_args!("installing just: {JUST_INSTALL}"));
             let status = Command::new("cargo")
                 .args(["install", "just"])
                 .status()
@@ -467,7 +469,7 @@ fn ensure_just(check_only: bool) -> Result<()> {
                      unless CARGO_HOME says otherwise), which is not on PATH; add it to PATH"
                 );
             }
-            eprintln!("markbench: installed just");
+            crate::message::note("installed just");
             Ok(())
         }
     }
@@ -520,10 +522,10 @@ fn install_missing(
             what.join(", ")
         );
     }
-    eprintln!(
-        "markbench: installing missing prerequisites: {}",
+    crate::message::note(format_args!(
+        "installing missing prerequisites: {}",
         packages.join(" ")
-    );
+    ));
     apt(&["apt-get", "update", "-q"])?;
     let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
     install.extend(packages.iter().copied());
@@ -536,7 +538,7 @@ fn install_missing(
             still.join(", ")
         );
     }
-    eprintln!("markbench: installed {}", packages.join(" "));
+    crate::message::note(format_args!("installed {}", packages.join(" ")));
     Ok(())
 }
 

@@ -49,15 +49,15 @@ impl Progress {
                 current.reset_elapsed();
                 current.set_message(text.to_string());
             }
-            Progress::Plain => eprintln!("markbench: {text} …"),
+            Progress::Plain => crate::message::note(format_args!("{text} …")),
         }
     }
 
     /// A line that stays (above the bars on a terminal).
     pub fn note(&self, text: &str) {
         match self {
-            Progress::Bars { overall, .. } => overall.println(format!("markbench: {text}")),
-            Progress::Plain => eprintln!("markbench: {text}"),
+            Progress::Bars { overall, .. } => overall.println(crate::message::line(text)),
+            Progress::Plain => crate::message::note(format_args!("{text}")),
         }
     }
 

@@ -1,9 +1,12 @@
 //! The boot loop of a run: each unit of the plan booted in order, samples
-//! appended as they arrive, metadata rewritten after every boot so an
-//! interrupted run leaves a directory `markbench report` can read. It takes
-//! the images (`run_images`) and the machine as decided, and returns the
-//! run's metadata; `compare` renders the report from the directory after.
+//! appended as they arrive, and what happens emitted as typed events
+//! ([`events`]): the terminal's progress and `meta.toml`'s boot records
+//! (rewritten after every boot, so an interrupted run leaves a directory
+//! `markbench report` can read) are their consumers. It takes the images
+//! (`run_images`) and the machine as decided, and returns the run's
+//! metadata; `compare` renders the report from the directory after.
 
+use crate::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
 use crate::images::initramfs;
 use crate::images::size::SizeRecord;
 use crate::plan::Unit;
@@ -14,7 +17,6 @@ use crate::suite::Suite;
 use crate::vm::{BootEnd, BootRequest, Machine, Runner};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 /// A fresh run directory `<root>/<timestamp>-<suite>`.
 pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
@@ -31,10 +33,7 @@ pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Now, as the run's records write times.
-pub fn now() -> String {
-    chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
+pub use crate::events::now;
 
 /// Decides what every boot of the run is made with: the accelerator (under
 /// `auto` a KVM trial boot), then, for a suite with more than one vCPU under
@@ -110,134 +109,180 @@ pub fn recorded_machine(meta: &RunMeta, qemu: crate::vm::qemu::QemuBinary) -> Ma
     }
 }
 
-/// Boots one unit and records its samples; returns its boot record.
-/// `attempt` counts retries of the unit (0 first).
-#[allow(clippy::too_many_arguments)]
-pub fn run_unit(
-    suite: &Suite,
-    unit: &Unit,
-    images: &Images,
-    machine: &Machine,
-    runner: &mut dyn Runner,
-    dir: &Path,
-    writer: &mut SampleWriter,
-    attempt: u32,
-) -> Result<BootRecord> {
-    let log_name = format!(
-        "logs/unit-{:03}-{}-{}cpu-boot{}.log",
-        unit.index, unit.variant, unit.cpus, unit.boot
-    );
-    let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
-    images.write_unit_initrd(suite, unit, &initrd)?;
-    let timing = machine.timing.icount_shift;
-    let request = BootRequest {
-        icount_shift: timing,
-        // Only icount keeps the host out of the guest otherwise; the retry of
-        // a hang gets a seed of its own, since the same one would hang again.
-        guest_seed: timing.map(|_| crate::vm::boot_seed(suite.seed, unit.index, attempt)),
-        ..images.boot_request(
-            suite,
-            unit,
-            machine.accel.accel,
-            initrd.clone(),
-            dir.join(&log_name),
-        )
-    };
-    let mut samples = 0usize;
-    let mut guest = (String::new(), String::new(), String::new());
-    let mut sample_error: Option<String> = None;
-    let mut write_error: Option<anyhow::Error> = None;
-    let outcome = runner.boot(&request, &mut |message| match message {
-        Message::Hello {
-            kernel_release,
-            kernel_version,
-            online_cpus,
-            ..
-        } => guest = (kernel_release, online_cpus, kernel_version),
-        Message::Run(record) => {
-            let Some(step) = unit.step(&record.id) else {
-                sample_error.get_or_insert(format!(
-                    "the guest reported an unknown step {:?}",
-                    record.id
-                ));
-                return;
-            };
-            let spec = &suite.workloads[step.workload];
-            match spec.measure(&record) {
-                Ok(measurements) => {
-                    for m in measurements {
-                        let sample = Sample {
-                            suite: suite.name.clone(),
-                            workload: spec.label(),
-                            metric: m.metric,
-                            unit: m.unit,
-                            higher_is_better: m.higher_is_better,
-                            param: step.param,
-                            cpus: unit.cpus,
-                            variant: unit.variant.clone(),
-                            boot: unit.boot,
-                            iteration: record.iteration,
-                            warmup: record.iteration < step.warmup,
-                            value: m.value,
-                            started_at: now(),
-                        };
-                        match writer.append(&sample) {
-                            Ok(()) => samples += 1,
-                            Err(e) => {
-                                write_error.get_or_insert(e);
+/// What every boot of a run is made with, and where it is recorded.
+struct BootLoop<'a> {
+    suite: &'a Suite,
+    images: &'a Images,
+    machine: &'a Machine,
+    dir: &'a Path,
+}
+
+impl BootLoop<'_> {
+    /// Boots one unit and records its samples, emitting a
+    /// [`RunEvent::SampleWritten`] for each; returns how the boot went.
+    /// `attempt` counts retries of the unit (0 first).
+    fn run_unit(
+        &self,
+        unit: &Unit,
+        runner: &mut dyn Runner,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+        attempt: u32,
+    ) -> Result<(BootRecord, BootEnd)> {
+        let (suite, dir) = (self.suite, self.dir);
+        let log_name = format!(
+            "logs/unit-{:03}-{}-{}cpu-boot{}.log",
+            unit.index, unit.variant, unit.cpus, unit.boot
+        );
+        let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
+        self.images.write_unit_initrd(suite, unit, &initrd)?;
+        let timing = self.machine.timing.icount_shift;
+        let request = BootRequest {
+            icount_shift: timing,
+            // Only icount keeps the host out of the guest otherwise; the retry of
+            // a hang gets a seed of its own, since the same one would hang again.
+            guest_seed: timing.map(|_| crate::vm::boot_seed(suite.seed, unit.index, attempt)),
+            ..self.images.boot_request(
+                suite,
+                unit,
+                self.machine.accel.accel,
+                initrd.clone(),
+                dir.join(&log_name),
+            )
+        };
+        let mut samples = 0usize;
+        let mut guest = (String::new(), String::new(), String::new());
+        let mut sample_error: Option<String> = None;
+        let mut write_error: Option<anyhow::Error> = None;
+        let outcome = runner.boot(&request, &mut |message| match message {
+            Message::Hello {
+                kernel_release,
+                kernel_version,
+                online_cpus,
+                ..
+            } => guest = (kernel_release, online_cpus, kernel_version),
+            Message::Run(record) => {
+                let Some(step) = unit.step(&record.id) else {
+                    sample_error.get_or_insert(format!(
+                        "the guest reported an unknown step {:?}",
+                        record.id
+                    ));
+                    return;
+                };
+                let spec = &suite.workloads[step.workload];
+                match spec.measure(&record) {
+                    Ok(measurements) => {
+                        for m in measurements {
+                            let sample = Sample {
+                                suite: suite.name.clone(),
+                                workload: spec.label(),
+                                metric: m.metric,
+                                unit: m.unit,
+                                higher_is_better: m.higher_is_better,
+                                param: step.param,
+                                cpus: unit.cpus,
+                                variant: unit.variant.clone(),
+                                boot: unit.boot,
+                                iteration: record.iteration,
+                                warmup: record.iteration < step.warmup,
+                                value: m.value,
+                                started_at: now(),
+                            };
+                            let written = writer.append(&sample).and_then(|()| {
+                                events.on(&RunEvent::SampleWritten {
+                                    unit,
+                                    sample: &sample,
+                                })
+                            });
+                            match written {
+                                Ok(()) => samples += 1,
+                                Err(e) => {
+                                    write_error.get_or_insert(e);
+                                }
                             }
                         }
                     }
-                }
-                Err(e) => {
-                    sample_error.get_or_insert(e);
+                    Err(e) => {
+                        sample_error.get_or_insert(e);
+                    }
                 }
             }
+            _ => {}
+        });
+        let _ = std::fs::remove_file(&initrd);
+        if let Some(e) = write_error {
+            return Err(e.context("writing samples.csv"));
         }
-        _ => {}
-    });
-    let _ = std::fs::remove_file(&initrd);
-    if let Some(e) = write_error {
-        return Err(e.context("writing samples.csv"));
-    }
-    let mut end = outcome.end;
-    // The host's reading of a failed run ("exited with status 3: …") says
-    // more than the agent's ("command failed"), so it wins.
-    if let (BootEnd::Completed | BootEnd::AgentError { .. }, Some(message)) = (&end, sample_error) {
-        end = BootEnd::AgentError { message };
-    }
-    let expected_cpus = if unit.cpus == 1 {
-        "0".to_string()
-    } else {
-        format!("0-{}", unit.cpus - 1)
-    };
-    if end.is_ok() && guest.1 != expected_cpus {
-        end = BootEnd::AgentError {
-            message: format!("guest saw CPUs {:?}, expected {expected_cpus:?}", guest.1),
+        let mut end = outcome.end;
+        // The host's reading of a failed run ("exited with status 3: …") says
+        // more than the agent's ("command failed"), so it wins.
+        if let (BootEnd::Completed | BootEnd::AgentError { .. }, Some(message)) =
+            (&end, sample_error)
+        {
+            end = BootEnd::AgentError { message };
+        }
+        let expected_cpus = if unit.cpus == 1 {
+            "0".to_string()
+        } else {
+            format!("0-{}", unit.cpus - 1)
         };
+        if end.is_ok() && guest.1 != expected_cpus {
+            end = BootEnd::AgentError {
+                message: format!("guest saw CPUs {:?}, expected {expected_cpus:?}", guest.1),
+            };
+        }
+        let retryable = matches!(
+            end,
+            BootEnd::TimedOut { .. } | BootEnd::QemuFailed { .. } | BootEnd::Vanished { .. }
+        );
+        let record = BootRecord {
+            guest_seed: request.guest_seed,
+            retryable,
+            host_load_before: 0.0,
+            host_load_after: 0.0,
+            unit: unit.index,
+            variant: unit.variant.clone(),
+            cpus: unit.cpus,
+            boot: unit.boot,
+            status: BootRecord::describe(&end, None),
+            ok: end.is_ok(),
+            wall_s: (outcome.wall.as_secs_f64() * 10.0).round() / 10.0,
+            samples,
+            console_log: log_name,
+            guest_kernel: guest.0,
+            guest_cpus: guest.1,
+            guest_version: guest.2,
+            end: Some(end.clone()),
+            retried_after: None,
+        };
+        Ok((record, end))
     }
-    let retryable = matches!(
-        end,
-        BootEnd::TimedOut { .. } | BootEnd::QemuFailed { .. } | BootEnd::Vanished { .. }
-    );
-    Ok(BootRecord {
-        guest_seed: request.guest_seed,
-        retryable,
-        host_load_before: 0.0,
-        host_load_after: 0.0,
-        unit: unit.index,
-        variant: unit.variant.clone(),
-        cpus: unit.cpus,
-        boot: unit.boot,
-        status: end.describe(),
-        ok: end.is_ok(),
-        wall_s: (outcome.wall.as_secs_f64() * 10.0).round() / 10.0,
-        samples,
-        console_log: log_name,
-        guest_kernel: guest.0,
-        guest_cpus: guest.1,
-        guest_version: guest.2,
-    })
+
+    /// Boots `unit`, once more when the first attempt's failure may be the
+    /// host's (a hang, a QEMU failure), after dropping whatever it measured.
+    fn run_unit_with_retry(
+        &self,
+        unit: &Unit,
+        runner: &mut dyn Runner,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+    ) -> Result<BootRecord> {
+        let (record, first) = self.run_unit(unit, runner, writer, events, 0)?;
+        if !record.retryable || crate::vm::interrupted() {
+            return Ok(record);
+        }
+        events.on(&RunEvent::Retrying {
+            unit,
+            first: &first,
+        })?;
+        let key = unit_key(unit);
+        crate::samples::retain_samples(self.dir, |s| s.boot_key() != key)?;
+        *writer = SampleWriter::open(self.dir)?;
+        let (mut record, end) = self.run_unit(unit, runner, writer, events, 1)?;
+        record.status = BootRecord::describe(&end, Some(&first));
+        record.retried_after = Some(first);
+        Ok(record)
+    }
 }
 
 /// A lock file that stops two runs writing into one directory. A lock left
@@ -305,8 +350,8 @@ pub enum Start {
 }
 
 /// What runs after the timed boots of a run that was not interrupted (the
-/// profiled boots), with the run's runner.
-pub type AfterBoots<'a> = &'a mut dyn FnMut(&mut dyn Runner) -> Result<()>;
+/// profiled boots), with the run's runner and its events' consumers.
+pub type AfterBoots<'a> = &'a mut dyn FnMut(&mut dyn Runner, &mut dyn RunObserver) -> Result<()>;
 
 /// Runs every unit in order into `dir` and returns the run's metadata as
 /// written last; the caller holds `dir`'s [`RunLock`] and renders the report.
@@ -323,27 +368,98 @@ pub fn execute(
     dir: &Path,
     after_boots: Option<AfterBoots>,
 ) -> Result<RunMeta> {
+    let mut terminal = Terminal::default();
+    let (meta, resumed) = begin(suite, units.len(), start, images, dir)?;
+    let mut record = MetaRecord::new(meta, dir)?;
+    let done: std::collections::BTreeSet<BootKey> = record
+        .meta
+        .boots
+        .iter()
+        .filter(|b| b.ok)
+        .map(BootRecord::key)
+        .collect();
+    let mut events = Observers(vec![&mut terminal, &mut record]);
+    if let Some(event) = resumed {
+        events.on(&event)?;
+    }
+    events.on(&RunEvent::Began {
+        total: units.len(),
+        done: done.len(),
+    })?;
+    let boots = BootLoop {
+        suite,
+        images,
+        machine,
+        dir,
+    };
+    let mut writer = SampleWriter::open(dir)?;
+    let mut interrupted = false;
+    for unit in units {
+        if done.contains(&unit_key(unit)) {
+            continue;
+        }
+        if crate::vm::interrupted() {
+            interrupted = true;
+            break;
+        }
+        events.on(&RunEvent::UnitStarted {
+            unit,
+            total: units.len(),
+        })?;
+        let load_before = crate::host::load();
+        let mut boot = boots.run_unit_with_retry(unit, runner, &mut writer, &mut events)?;
+        boot.host_load_before = load_before;
+        boot.host_load_after = crate::host::load();
+        events.on(&RunEvent::UnitEnded {
+            unit,
+            total: units.len(),
+            record: &boot,
+        })?;
+        if crate::vm::interrupted() {
+            interrupted = true;
+            break;
+        }
+    }
+    events.on(&RunEvent::BootsEnded { interrupted })?;
+    if let Some(after_boots) = after_boots.filter(|_| !interrupted) {
+        after_boots(runner, &mut events)?;
+        interrupted = crate::vm::interrupted();
+    }
+    events.on(&RunEvent::Finished { interrupted })?;
+    drop(events);
+    Ok(record.meta)
+}
+
+/// The run's metadata as the boot loop starts, with the directory ready: a
+/// new run's files written, or a resumed run's unfinished boots dropped (and
+/// the event that says so).
+fn begin(
+    suite: &Suite,
+    total: usize,
+    start: Start,
+    images: &Images,
+    dir: &Path,
+) -> Result<(RunMeta, Option<RunEvent<'static>>)> {
     let layout = RunDir::new(dir);
-    let started = Instant::now();
-    let (mut meta, previous_wall) = match start {
+    match start {
         Start::Resume(mut meta) => {
             meta.boots.retain(|b| b.ok);
             let done: std::collections::BTreeSet<_> =
                 meta.boots.iter().map(BootRecord::key).collect();
-            let dropped = crate::samples::retain_samples(dir, |s| done.contains(&s.boot_key()))?;
-            eprintln!(
-                "markbench: resuming: {} of {} boots already done; dropped {dropped} samples of unfinished boots",
-                meta.boots.len(),
-                units.len()
-            );
+            let dropped_samples =
+                crate::samples::retain_samples(dir, |s| done.contains(&s.boot_key()))?;
             meta.complete = false;
             // A run begun before sizes were recorded gets them now: the
             // kernels are the ones it started with.
             if SizeRecord::read(dir)?.is_none() {
                 images.sizes.write(dir)?;
             }
-            let wall = meta.wall_s;
-            (meta, wall)
+            let event = RunEvent::Resumed {
+                done: meta.boots.len(),
+                total,
+                dropped_samples,
+            };
+            Ok((meta, Some(event)))
         }
         Start::New(meta) => {
             std::fs::write(layout.diffconfig(), &images.diffconfig)?;
@@ -354,77 +470,9 @@ pub fn execute(
             std::fs::write(layout.suite_copy(), &suite.text)
                 .with_context(|| format!("keeping a copy of the suite in {}", dir.display()))?;
             keep_fragments(images, dir)?;
-            (meta, 0.0)
-        }
-    };
-    meta.write(dir)?;
-    let mut writer = SampleWriter::open(dir)?;
-    let mut interrupted = false;
-    let progress = crate::progress::Progress::new(units.len(), meta.boots.len());
-    for unit in units {
-        if meta.boots.iter().any(|b| b.ok && b.key() == unit_key(unit)) {
-            continue;
-        }
-        if crate::vm::interrupted() {
-            interrupted = true;
-            break;
-        }
-        progress.start_boot(&format!(
-            "boot {}/{}: {} on {} CPU{}, boot {}",
-            unit.index + 1,
-            units.len(),
-            unit.variant,
-            unit.cpus,
-            if unit.cpus == 1 { "" } else { "s" },
-            unit.boot
-        ));
-        let load_before = crate::host::load();
-        let mut record = run_unit(suite, unit, images, machine, runner, dir, &mut writer, 0)?;
-        if record.retryable && !crate::vm::interrupted() {
-            // A hang or a QEMU failure may be the host's doing: try once more,
-            // after dropping whatever the failed attempt measured.
-            progress.note(&format!("  {}; retrying once", record.status));
-            let key = unit_key(unit);
-            drop(writer);
-            crate::samples::retain_samples(dir, |s| s.boot_key() != key)?;
-            writer = SampleWriter::open(dir)?;
-            let first = record.status.clone();
-            record = run_unit(suite, unit, images, machine, runner, dir, &mut writer, 1)?;
-            record.status = format!("{} (retried after: {first})", record.status);
-        }
-        record.host_load_before = load_before;
-        record.host_load_after = crate::host::load();
-        progress.finish_boot(&format!(
-            "boot {}/{} ({} on {} CPUs, boot {}): {} in {:.1} s, {} samples, host load {:.1} → {:.1}",
-            unit.index + 1,
-            units.len(),
-            unit.variant,
-            unit.cpus,
-            unit.boot,
-            record.status,
-            record.wall_s,
-            record.samples,
-            record.host_load_before,
-            record.host_load_after
-        ));
-        meta.boots.push(record);
-        meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();
-        meta.write(dir)?;
-        if crate::vm::interrupted() {
-            interrupted = true;
-            break;
+            Ok((meta, None))
         }
     }
-    progress.finish();
-    if let Some(after_boots) = after_boots.filter(|_| !interrupted) {
-        after_boots(runner)?;
-        interrupted = crate::vm::interrupted();
-    }
-    meta.complete = !interrupted;
-    meta.finished_at = now();
-    meta.wall_s = previous_wall + started.elapsed().as_secs_f64().round();
-    meta.write(dir)?;
-    Ok(meta)
 }
 
 pub use crate::run_dir::{FRAGMENTS_COPY, SUITE_COPY};

@@ -105,15 +105,15 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     );
     for k in &sizes.kernels {
         for e in &k.errors {
-            eprintln!("markbench: WARNING: sizes of {}: {e}", k.variant);
+            crate::message::warning(format_args!("sizes of {}: {e}", k.variant));
         }
     }
     for c in &sizes.comparisons {
         if let Some(e) = &c.bloat_error {
-            eprintln!(
-                "markbench: WARNING: bloat-o-meter of {} against {}: {e}",
+            crate::message::warning(format_args!(
+                "bloat-o-meter of {} against {}: {e}",
                 c.candidate, c.baseline
-            );
+            ));
         }
     }
     let base = initramfs::ensure_base()?;

@@ -380,54 +380,141 @@ impl Suite {
             let offset = e.span().map_or(0, |s| s.start);
             InputError::at(path, text, offset, e.message().trim())
         })?;
-        let err =
-            |span: std::ops::Range<usize>, msg: String| InputError::at(path, text, span.start, msg);
+        let at = At { path, text };
+        let settings = at.settings(&file)?;
+        let fragments = at.fragment_search(lookup, &file.kernel)?;
+        let variants = at.variants(file.variant, &fragments, file.kernel.source.as_ref())?;
+        let workloads = at.workloads(file.workload, &settings, &file.cpus, &file.memory_mib)?;
+        let objects = at.objects(file.objects)?;
+        let name = file.name.get_ref().clone();
+        if name.trim().is_empty() || name.contains(['/', '\\']) {
+            return Err(at.err(
+                file.name.span(),
+                "name must be non-empty and free of slashes".into(),
+            ));
+        }
+        use sha2::Digest;
+        Ok(Suite {
+            name,
+            path: path.to_path_buf(),
+            built_in: false,
+            text: text.to_string(),
+            fragments,
+            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+            description: file.description,
+            boots: settings.boots,
+            iterations: settings.iterations,
+            warmup: file.warmup,
+            cpus: settings.cpus,
+            memory_mib: settings.memory_mib,
+            boot_timeout_s: *file.boot_timeout_s.get_ref(),
+            accel: file.accel,
+            timing: file.timing,
+            icount_shift: settings.icount_shift,
+            seed: file.seed,
+            order: file.order,
+            margin: settings.margin_pct / 100.0,
+            correction: file.correction,
+            kernel_source: file.kernel.source.map(|s| {
+                let beside = at.beside_suite(&s.into_inner());
+                std::path::absolute(&beside).unwrap_or(beside)
+            }),
+            qemu: file.qemu.map(|q| at.beside_suite(&q)),
+            variants,
+            workloads,
+            objects,
+            profile: file.profile,
+        })
+    }
+}
 
-        let positive = |v: &Spanned<u32>, what: &str| -> Result<u32, InputError> {
-            if *v.get_ref() == 0 {
-                Err(err(v.span(), format!("{what} must be at least 1")))
-            } else {
-                Ok(*v.get_ref())
-            }
-        };
-        let boots = positive(&file.boots, "boots")?;
-        let iterations = positive(&file.iterations, "iterations")?;
+/// The run's settings of a suite file, checked.
+struct Settings {
+    boots: u32,
+    iterations: u32,
+    memory_mib: u32,
+    margin_pct: f64,
+    cpus: Vec<u32>,
+    icount_shift: u32,
+}
+
+/// The suite file being parsed: where its errors point.
+struct At<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl At<'_> {
+    /// `msg` as an error at `span`'s `file:line:col`.
+    fn err(&self, span: std::ops::Range<usize>, msg: String) -> InputError {
+        InputError::at(self.path, self.text, span.start, msg)
+    }
+
+    /// `p` as written in the suite: relative to the suite file's directory.
+    fn beside_suite(&self, p: &str) -> PathBuf {
+        match self.path.parent() {
+            Some(dir) if Path::new(p).is_relative() => dir.join(p),
+            _ => PathBuf::from(p),
+        }
+    }
+
+    fn positive(&self, v: &Spanned<u32>, what: &str) -> Result<u32, InputError> {
+        crate::error::at_least_one(*v.get_ref(), what).map_err(|m| self.err(v.span(), m))
+    }
+
+    fn settings(&self, file: &SuiteFile) -> Result<Settings, InputError> {
+        let boots = self.positive(&file.boots, "boots")?;
+        let iterations = self.positive(&file.iterations, "iterations")?;
         let memory_mib = *file.memory_mib.get_ref();
         if memory_mib < 128 {
-            return Err(err(
+            return Err(self.err(
                 file.memory_mib.span(),
                 "memory_mib must be at least 128".into(),
             ));
         }
-        if *file.boot_timeout_s.get_ref() == 0 {
-            return Err(err(
-                file.boot_timeout_s.span(),
-                "boot_timeout_s must be at least 1".into(),
-            ));
-        }
+        crate::error::at_least_one(*file.boot_timeout_s.get_ref(), "boot_timeout_s")
+            .map_err(|m| self.err(file.boot_timeout_s.span(), m))?;
         let margin_pct = *file.margin_pct.get_ref();
         if !(margin_pct > 0.0 && margin_pct < 50.0) {
-            return Err(err(
+            return Err(self.err(
                 file.margin_pct.span(),
                 "margin_pct must be above 0 and below 50 (percent)".into(),
             ));
         }
         let cpus = file.cpus.get_ref().clone();
-        check_cpu_counts(&cpus).map_err(|why| err(file.cpus.span(), why))?;
+        check_cpu_counts(&cpus).map_err(|why| self.err(file.cpus.span(), why))?;
+        let icount_shift = *file.icount_shift.get_ref();
+        check_icount_shift(icount_shift)
+            .map_err(|why| self.err(file.icount_shift.span(), format!("icount_shift {why}")))?;
+        Ok(Settings {
+            boots,
+            iterations,
+            memory_mib,
+            margin_pct,
+            cpus,
+            icount_shift,
+        })
+    }
 
-        let fragments = match lookup {
+    /// Where the suite's kernels' fragments are looked up.
+    fn fragment_search(
+        &self,
+        lookup: &FragmentLookup,
+        kernel: &KernelSection,
+    ) -> Result<FragmentSearch, InputError> {
+        Ok(match lookup {
             FragmentLookup::Fixed(search) => search.clone(),
             FragmentLookup::FromCwd { cwd } => FragmentSearch::for_suite(None, None, cwd),
             FragmentLookup::BesideSuite { cwd } => {
-                let absolute = cwd.join(path);
+                let absolute = cwd.join(self.path);
                 let dir = absolute
                     .parent()
                     .map(|d| std::fs::canonicalize(d).unwrap_or(d.into()));
-                let named = match &file.kernel.fragments {
+                let named = match &kernel.fragments {
                     Some(named) => {
                         let resolved = dir.clone().unwrap_or_default().join(named.get_ref());
                         if !resolved.is_dir() {
-                            return Err(err(
+                            return Err(self.err(
                                 named.span(),
                                 format!(
                                     "fragments: {} is not a directory (the path is relative to \
@@ -442,219 +529,194 @@ impl Suite {
                 };
                 FragmentSearch::for_suite(dir.as_deref(), named.as_deref(), cwd)
             }
-        };
-        let kernels = fragments.kernel_names();
-        if file.variant.get_ref().len() < 2 {
-            return Err(err(
-                file.variant.span(),
+        })
+    }
+
+    /// The `[[variant]]`s, checked: two or more, named once each, of known
+    /// kernels, with sources, revisions and patches that exist.
+    fn variants(
+        &self,
+        files: Spanned<Vec<VariantFile>>,
+        fragments: &FragmentSearch,
+        kernel_source: Option<&Spanned<String>>,
+    ) -> Result<Vec<Variant>, InputError> {
+        if files.get_ref().len() < 2 {
+            return Err(self.err(
+                files.span(),
                 format!(
                     "a suite compares two or more [[variant]]s (the baseline first, then each \
                      candidate), found {}",
-                    file.variant.get_ref().len()
+                    files.get_ref().len()
                 ),
             ));
         }
-        let mut variants = Vec::new();
-        for v in file.variant.into_inner() {
-            if !kernels.contains(v.kernel.get_ref()) {
-                return Err(err(
-                    v.kernel.span(),
+        let kernels = fragments.kernel_names();
+        let mut variants: Vec<Variant> = Vec::new();
+        for v in files.into_inner() {
+            let variant = self.variant(v, fragments, &kernels, kernel_source, &variants)?;
+            variants.push(variant);
+        }
+        Ok(variants)
+    }
+
+    /// One `[[variant]]`, checked, after the variants `before` it.
+    fn variant(
+        &self,
+        v: VariantFile,
+        fragments: &FragmentSearch,
+        kernels: &[String],
+        kernel_source: Option<&Spanned<String>>,
+        before: &[Variant],
+    ) -> Result<Variant, InputError> {
+        if !kernels.contains(v.kernel.get_ref()) {
+            return Err(self.err(
+                v.kernel.span(),
+                format!(
+                    "unknown kernel {:?}: no {}.config in {}; valid choices: {}",
+                    v.kernel.get_ref(),
+                    v.kernel.get_ref(),
+                    fragments.describe(),
+                    kernels.join(", ")
+                ),
+            ));
+        }
+        if v.name.get_ref().trim().is_empty()
+            || v.name.get_ref().contains(['/', '\\', '\n', '\t', ','])
+        {
+            return Err(self.err(
+                v.name.span(),
+                "variant name must be non-empty and free of / \\ , tab and newline".into(),
+            ));
+        }
+        if let Some(cmdline) = &v.cmdline {
+            check_cmdline(cmdline.get_ref()).map_err(|m| self.err(cmdline.span(), m))?;
+        }
+        if before.iter().any(|seen| &seen.name == v.name.get_ref()) {
+            return Err(self.err(
+                v.name.span(),
+                format!("two variants are named {:?}", v.name.get_ref()),
+            ));
+        }
+        let source = match &v.source {
+            Some(s) => {
+                let resolved = self.beside_suite(s.get_ref());
+                crate::images::source::KernelSource::from_path(&resolved)
+                    .map_err(|e| self.err(s.span(), format!("source: {e}")))?;
+                Some(resolved)
+            }
+            None => None,
+        };
+        if let Some(rev) = &v.rev {
+            if rev.get_ref().trim().is_empty() || rev.get_ref().starts_with('-') {
+                return Err(self.err(
+                    rev.span(),
+                    format!("rev {:?} is not a git revision", rev.get_ref()),
+                ));
+            }
+            // Checked here when the tree is known, so a typo names its line.
+            let tree = source
+                .clone()
+                .or_else(|| kernel_source.map(|s| self.beside_suite(s.get_ref())));
+            if let Some(tree) = tree.filter(|t| t.is_dir()) {
+                crate::images::source::resolve_rev(&tree, rev.get_ref())
+                    .map_err(|e| self.err(rev.span(), format!("{e}")))?;
+            }
+        }
+        let mut patches = Vec::new();
+        for p in &v.patches {
+            // Absolute: the patch is applied from inside the kernel tree,
+            // where a path relative to here would not resolve.
+            let beside = self.beside_suite(p.get_ref());
+            let resolved = std::path::absolute(&beside).unwrap_or(beside);
+            if !resolved.is_file() {
+                return Err(self.err(
+                    p.span(),
                     format!(
-                        "unknown kernel {:?}: no {}.config in {}; valid choices: {}",
-                        v.kernel.get_ref(),
-                        v.kernel.get_ref(),
-                        fragments.describe(),
-                        kernels.join(", ")
+                        "patch {} does not exist (paths are relative to the suite file)",
+                        resolved.display()
                     ),
                 ));
             }
-            if v.name.get_ref().trim().is_empty()
-                || v.name.get_ref().contains(['/', '\\', '\n', '\t', ','])
-            {
-                return Err(err(
-                    v.name.span(),
-                    "variant name must be non-empty and free of / \\ , tab and newline".into(),
-                ));
-            }
-            if let Some(cmdline) = &v.cmdline {
-                check_cmdline(cmdline.get_ref()).map_err(|m| err(cmdline.span(), m))?;
-            }
-            if variants
-                .iter()
-                .any(|seen: &Variant| &seen.name == v.name.get_ref())
-            {
-                return Err(err(
-                    v.name.span(),
-                    format!("two variants are named {:?}", v.name.get_ref()),
-                ));
-            }
-            let beside_suite = |p: &str| match path.parent() {
-                Some(dir) if Path::new(p).is_relative() => dir.join(p),
-                _ => PathBuf::from(p),
-            };
-            let source = match &v.source {
-                Some(s) => {
-                    let resolved = beside_suite(s.get_ref());
-                    crate::images::source::KernelSource::from_path(&resolved)
-                        .map_err(|e| err(s.span(), format!("source: {e}")))?;
-                    Some(resolved)
-                }
-                None => None,
-            };
-            if let Some(rev) = &v.rev {
-                if rev.get_ref().trim().is_empty() || rev.get_ref().starts_with('-') {
-                    return Err(err(
-                        rev.span(),
-                        format!("rev {:?} is not a git revision", rev.get_ref()),
-                    ));
-                }
-                // Checked here when the tree is known, so a typo names its line.
-                let tree = source.clone().or_else(|| {
-                    file.kernel
-                        .source
-                        .as_ref()
-                        .map(|s| beside_suite(s.get_ref()))
-                });
-                if let Some(tree) = tree.filter(|t| t.is_dir()) {
-                    crate::images::source::resolve_rev(&tree, rev.get_ref())
-                        .map_err(|e| err(rev.span(), format!("{e}")))?;
-                }
-            }
-            let mut patches = Vec::new();
-            for p in &v.patches {
-                // Absolute: the patch is applied from inside the kernel tree,
-                // where a path relative to here would not resolve.
-                let beside = beside_suite(p.get_ref());
-                let resolved = std::path::absolute(&beside).unwrap_or(beside);
-                if !resolved.is_file() {
-                    return Err(err(
-                        p.span(),
-                        format!(
-                            "patch {} does not exist (paths are relative to the suite file)",
-                            resolved.display()
-                        ),
-                    ));
-                }
-                patches.push(resolved);
-            }
-            variants.push(Variant {
-                name: v.name.into_inner(),
-                kernel: v.kernel.into_inner(),
-                cmdline: v.cmdline.map(Spanned::into_inner).unwrap_or_default(),
-                source,
-                rev: v.rev.map(Spanned::into_inner),
-                patches,
-            });
+            patches.push(resolved);
         }
+        Ok(Variant {
+            name: v.name.into_inner(),
+            kernel: v.kernel.into_inner(),
+            cmdline: v.cmdline.map(Spanned::into_inner).unwrap_or_default(),
+            source,
+            rev: v.rev.map(Spanned::into_inner),
+            patches,
+        })
+    }
 
-        if file.workload.get_ref().is_empty() {
-            return Err(err(
-                file.workload.span(),
+    /// The `[[workload]]`s, each checked against the guest, none measuring
+    /// what another does, and some workload at every CPU count.
+    fn workloads(
+        &self,
+        files: Spanned<Vec<Spanned<WorkloadSpec>>>,
+        settings: &Settings,
+        cpus_key: &Spanned<Vec<u32>>,
+        memory_key: &Spanned<u32>,
+    ) -> Result<Vec<WorkloadSpec>, InputError> {
+        if files.get_ref().is_empty() {
+            return Err(self.err(
+                files.span(),
                 "a suite needs at least one [[workload]]".into(),
             ));
         }
+        let cpus = &settings.cpus;
         let guest = Guest {
-            cpus: &cpus,
-            memory_mib,
+            cpus,
+            memory_mib: settings.memory_mib,
         };
         let mut workloads = Vec::new();
         let mut spans = Vec::new();
-        for w in file.workload.into_inner() {
+        for w in files.into_inner() {
             let span = w.span();
             let spec = w.into_inner();
             spec.check(guest).map_err(|refusal| {
                 let at = match refusal.suite_key {
-                    Some("memory_mib") => file.memory_mib.span(),
+                    Some("memory_mib") => memory_key.span(),
                     _ => span.clone(),
                 };
-                err(at, refusal.message)
+                self.err(at, refusal.message)
             })?;
             workloads.push(spec);
             spans.push(span);
         }
-        if let Some(c) = crate::workloads::collision(&workloads, &cpus) {
-            let (line, _) = crate::error::line_col(text, spans[c.first].start);
-            return Err(err(
+        if let Some(c) = crate::workloads::collision(&workloads, cpus) {
+            let (line, _) = crate::error::line_col(self.text, spans[c.first].start);
+            return Err(self.err(
                 spans[c.second].clone(),
                 format!("{} (the first is at line {line})", c.describe(&workloads)),
             ));
         }
-
         if let Some(idle) = cpus
             .iter()
             .find(|&&c| !workloads.iter().any(|w| w.runs_at(c)))
         {
-            return Err(err(
-                file.cpus.span(),
+            return Err(self.err(
+                cpus_key.span(),
                 format!("no workload runs at {idle} CPUs: drop it from cpus or add it to a workload's cpus"),
             ));
         }
+        Ok(workloads)
+    }
+
+    /// The objects to size, each a path inside the build directory, once.
+    fn objects(&self, files: Vec<Spanned<String>>) -> Result<Vec<String>, InputError> {
         let mut objects: Vec<String> = Vec::new();
-        for o in file.objects {
-            check_object(o.get_ref()).map_err(|m| err(o.span(), m))?;
+        for o in files {
+            check_object(o.get_ref()).map_err(|m| self.err(o.span(), m))?;
             if objects.contains(o.get_ref()) {
-                return Err(err(
+                return Err(self.err(
                     o.span(),
                     format!("objects: {:?} is listed twice", o.get_ref()),
                 ));
             }
             objects.push(o.into_inner());
         }
-
-        let name = file.name.get_ref().clone();
-        if name.trim().is_empty() || name.contains(['/', '\\']) {
-            return Err(err(
-                file.name.span(),
-                "name must be non-empty and free of slashes".into(),
-            ));
-        }
-        use sha2::Digest;
-        Ok(Suite {
-            name,
-            path: path.to_path_buf(),
-            built_in: false,
-            text: text.to_string(),
-            fragments,
-            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
-            description: file.description,
-            boots,
-            iterations,
-            warmup: file.warmup,
-            cpus,
-            memory_mib,
-            boot_timeout_s: *file.boot_timeout_s.get_ref(),
-            accel: file.accel,
-            timing: file.timing,
-            icount_shift: {
-                let shift = *file.icount_shift.get_ref();
-                check_icount_shift(shift)
-                    .map_err(|why| err(file.icount_shift.span(), format!("icount_shift {why}")))?;
-                shift
-            },
-            seed: file.seed,
-            order: file.order,
-            margin: margin_pct / 100.0,
-            correction: file.correction,
-            kernel_source: file.kernel.source.map(|s| {
-                let s = PathBuf::from(s.into_inner());
-                let beside = match path.parent() {
-                    Some(dir) if s.is_relative() => dir.join(s),
-                    _ => s,
-                };
-                std::path::absolute(&beside).unwrap_or(beside)
-            }),
-            qemu: file.qemu.map(|q| {
-                let q = PathBuf::from(q);
-                match path.parent() {
-                    Some(dir) if q.is_relative() => dir.join(q),
-                    _ => q,
-                }
-            }),
-            variants,
-            workloads,
-            objects,
-            profile: file.profile,
-        })
+        Ok(objects)
     }
 }
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first. A module may import the modules of the
 /// layers before its own.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("errors", &["error"]),
+    ("errors and messages", &["error", "message"]),
     (
         "pure libraries",
         &[
@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("shards", &["shard"]),
     ("booting guests", &["vm"]),
     ("a run's images", &["run_images"]),
+    ("a run's events and their consumers", &["events"]),
     ("boot loop and profiled boots", &["run", "profile"]),
     ("analysis", &["analysis"]),
     ("report", &["report"]),

@@ -43,6 +43,8 @@ fn meta() -> RunMeta {
             host_load_before: 0.5,
             host_load_after: 1.0,
             guest_seed: None,
+            end: Some(markbench::samples::BootEnd::Completed),
+            retried_after: None,
         })
         .collect();
     RunMeta {

@@ -52,6 +52,8 @@ fn meta() -> RunMeta {
         host_load_before: 0.2,
         host_load_after: 1.9,
         guest_seed: None,
+        end: Some(markbench::samples::BootEnd::Completed),
+        retried_after: None,
     };
     RunMeta {
         suite: "snapshot".into(),

@@ -27,10 +27,11 @@ pub fn execute(
         Some((_, meta)) => run::Start::Resume(meta.clone()),
         None => run::Start::New(initial_meta(run, images, machine)),
     };
-    let mut profiled_boots = |runner: &mut dyn Runner| match &profiler {
-        Some(profiler) => profiler.run(&run.suite, images, machine, runner, dir),
-        None => Ok(()),
-    };
+    let mut profiled_boots =
+        |runner: &mut dyn Runner, events: &mut dyn crate::events::RunObserver| match &profiler {
+            Some(profiler) => profiler.run(&run.suite, images, machine, runner, events, dir),
+            None => Ok(()),
+        };
     let meta = run::execute(
         &run.suite,
         &run.units,

@@ -130,13 +130,13 @@ pub fn compare(options: &Options) -> Result<Outcome> {
                 }
             }
             if !meta.host.qemu_path.is_empty() && meta.host.qemu_version != qemu.version {
-                eprintln!(
-                    "markbench: WARNING: the run started with {} ({}); it continues with {} ({})",
+                crate::message::warning(format_args!(
+                    "the run started with {} ({}); it continues with {} ({})",
                     meta.host.qemu_version,
                     meta.host.qemu_path,
                     qemu.version,
                     qemu.path.display()
-                );
+                ));
             }
             (dir.clone(), run::recorded_machine(meta, qemu))
         }
@@ -177,7 +177,10 @@ pub fn compare(options: &Options) -> Result<Outcome> {
     );
     let _ = ctrlc::set_handler(|| {
         vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        eprintln!("\nmarkbench: interrupted: stopping the guest, keeping every sample, writing a partial report");
+        eprintln!();
+        crate::message::note(
+            "interrupted: stopping the guest, keeping every sample, writing a partial report",
+        );
     });
     let meta = execute(&run, &images, &machine, &mut runner, &dir)
         .with_context(|| format!("run in {}", dir.display()))?;
@@ -195,13 +198,15 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         started.elapsed().as_secs_f64()
     );
     let code = if !meta.complete {
-        eprintln!(
-            "markbench: the run is partial; continue it with: markbench compare --resume {}",
+        crate::message::note(format_args!(
+            "the run is partial; continue it with: markbench compare --resume {}",
             dir.display()
-        );
+        ));
         exit::INTERRUPTED
     } else if failed > 0 {
-        eprintln!("markbench: {failed} boot(s) failed; see the Boots table in the report");
+        crate::message::note(format_args!(
+            "{failed} boot(s) failed; see the Boots table in the report"
+        ));
         exit::INFRASTRUCTURE
     } else {
         exit::SUCCESS

@@ -39,7 +39,7 @@ pub fn nightly(options: &Options, baseline: Option<PathBuf>, variant: Option<&st
         Ok(o) => o,
         Err(e) if exit::is_input(&e) => return Err(e),
         Err(e) => {
-            eprintln!("markbench: error: {e:#}");
+            crate::message::error(format_args!("{e:#}"));
             return Ok(exit::INFRASTRUCTURE);
         }
     };

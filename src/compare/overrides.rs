@@ -3,7 +3,7 @@
 //! boots. They change the values the suite file gave and are checked as
 //! those were; the suite itself stays what its file says.
 
-use crate::error::InputError;
+use crate::error::{at_least_one, InputError};
 use crate::samples::Overrides;
 use crate::suite::{self, Suite};
 use crate::workloads::{Guest, WorkloadKind};
@@ -68,16 +68,10 @@ impl Overrides {
             }
         }
         if let Some(boots) = self.boots {
-            if boots == 0 {
-                return bad("--boots must be at least 1".into());
-            }
-            suite.boots = boots;
+            suite.boots = at_least_one(boots, "--boots").map_err(InputError::new)?;
         }
         if let Some(iterations) = self.iterations {
-            if iterations == 0 {
-                return bad("--iterations must be at least 1".into());
-            }
-            suite.iterations = iterations;
+            suite.iterations = at_least_one(iterations, "--iterations").map_err(InputError::new)?;
             for w in &mut suite.workloads {
                 w.iterations = None;
             }

@@ -50,10 +50,10 @@ pub fn read_suite(path: Option<&Path>) -> Result<Suite> {
         Some(path) => Ok(Suite::load(path, &lookup)?),
         None if default.is_file() => Ok(Suite::load(default, &lookup)?),
         None => {
-            eprintln!(
-                "markbench: no {DEFAULT_SUITE} in {}: running markbench's built-in copy of it",
+            crate::message::note(format_args!(
+                "no {DEFAULT_SUITE} in {}: running markbench's built-in copy of it",
                 cwd.display()
-            );
+            ));
             Ok(Suite::built_in(default, &cwd)
                 .context("the default suite is not built into markbench")??)
         }

@@ -208,10 +208,10 @@ pub fn ensure_compile_tree(
     let lock = std::fs::File::create(&lock_path)
         .with_context(|| format!("creating {}", lock_path.display()))?;
     if lock.try_lock().is_err() {
-        eprintln!(
-            "markbench: waiting for another run preparing the kernel-compile tree {} …",
+        crate::message::note(format_args!(
+            "waiting for another run preparing the kernel-compile tree {} …",
             &key[..16]
-        );
+        ));
         lock.lock()
             .with_context(|| format!("locking {}", lock_path.display()))?;
     }
@@ -225,11 +225,11 @@ pub fn ensure_compile_tree(
     let build = dir.join("build");
     std::fs::create_dir_all(&build).with_context(|| format!("creating {}", build.display()))?;
     let log = dir.join("build.log");
-    eprintln!(
-        "markbench: preparing the kernel-compile tree ({}); log: {}",
+    crate::message::note(format_args!(
+        "preparing the kernel-compile tree ({}); log: {}",
         &key[..16],
         log.display()
-    );
+    ));
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let make = |args: &[&str]| {
         let mut c = Command::new("make");
@@ -321,11 +321,11 @@ pub fn ensure_compile_tree(
         reference_build_seconds,
     };
     std::fs::write(dir.join(RECORD), toml::to_string(&tree)?)?;
-    eprintln!(
-        "markbench: kernel-compile tree ready: {} MB, reference build {:.0} s",
+    crate::message::note(format_args!(
+        "kernel-compile tree ready: {} MB, reference build {:.0} s",
         tree.archive_bytes / 1_000_000,
         reference_build_seconds
-    );
+    ));
     Ok(tree)
 }
 

@@ -156,7 +156,7 @@ pub fn ensure_base() -> Result<BaseImage> {
     ] {
         std::fs::create_dir_all(root.join(d))?;
     }
-    eprintln!("markbench: building the guest agent and initramfs …");
+    crate::message::note("building the guest agent and initramfs …");
     write_agent(&root.join("init"))?;
     for f in &files {
         copy_into(&root, f)?;

@@ -306,13 +306,13 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
             mirrored
         }
     };
-    eprintln!(
-        "markbench: {} of {} source files differ from the last build in {} (mirrored in {:.0} s)",
+    crate::message::note(format_args!(
+        "{} of {} source files differ from the last build in {} (mirrored in {:.0} s)",
         mirrored.written,
         mirrored.written + mirrored.unchanged,
         workspace.tree().display(),
         mirroring.elapsed().as_secs_f64()
-    );
+    ));
     let source = origin.source.path().to_path_buf();
     build_in(
         &workspace,
@@ -368,10 +368,10 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&partial, &dir)
         .with_context(|| format!("moving {} to {}", partial.display(), dir.display()))?;
-    eprintln!(
-        "markbench: built kernel {} in {:.0} s",
+    crate::message::note(format_args!(
+        "built kernel {} in {:.0} s",
         spec.name, image.build_seconds
-    );
+    ));
     Ok(image)
 }
 
@@ -389,12 +389,12 @@ fn build_in(
     expectations: &[Expectation],
 ) -> Result<()> {
     let log = partial.join("build.log");
-    eprintln!(
-        "markbench: building kernel {} from {}; log: {} (moved beside the kernel when done)",
+    crate::message::note(format_args!(
+        "building kernel {} from {}; log: {} (moved beside the kernel when done)",
         spec.name,
         source,
         log.display()
-    );
+    ));
     let compiler_launcher = ccache();
     let tree = workspace.tree();
     let make = |out: &Path, target: &str| {

@@ -100,7 +100,7 @@ pub fn ensure_plugin_at(dir: &Path, root: &Path) -> Result<ProfilePlugin> {
     if path.is_file() {
         return Ok(ProfilePlugin { path, key });
     }
-    eprintln!("markbench: building the profile plugin …");
+    crate::message::note("building the profile plugin …");
     let target = root.join("target");
     std::fs::create_dir_all(&target).with_context(|| format!("creating {}", target.display()))?;
     let log = root.join("build.log");

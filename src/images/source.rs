@@ -303,11 +303,11 @@ impl ResolvedOrigin {
         let partial = dir.with_extension(format!("partial-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&partial);
         std::fs::create_dir_all(&partial)?;
-        eprintln!(
-            "markbench: copying {} and applying {} patch(es) …",
+        crate::message::note(format_args!(
+            "copying {} and applying {} patch(es) …",
             base.path.display(),
             self.patches.len()
-        );
+        ));
         copy_tree(&base.path, &partial)?;
         for (path, _) in &self.patches {
             apply(&partial, path).map_err(|m| anyhow::anyhow!("{m}"))?;
@@ -337,18 +337,18 @@ impl ResolvedOrigin {
     pub fn write_tree(&self, dest: &Path) -> Result<()> {
         match (&self.commit, &self.source) {
             (Some(commit), KernelSource::Tree(repo)) => {
-                eprintln!(
-                    "markbench: the files of {} at {} …",
+                crate::message::note(format_args!(
+                    "the files of {} at {} …",
                     repo.display(),
                     commit.short_id()
-                );
+                ));
                 archive_into(repo, &commit.id, &[], dest)?
             }
             _ => copy_tree(&self.base_tree()?.path, dest)?,
         }
         if !self.patches.is_empty() {
             self.check_patches()?;
-            eprintln!("markbench: applying {} patch(es) …", self.patches.len());
+            crate::message::note(format_args!("applying {} patch(es) …", self.patches.len()));
         }
         for (path, _) in &self.patches {
             apply(dest, path).map_err(|m| anyhow::anyhow!("{m}"))?;
@@ -532,11 +532,11 @@ fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(&partial)?;
-    eprintln!(
-        "markbench: snapshot of {} at {} …",
+    crate::message::note(format_args!(
+        "snapshot of {} at {} …",
         repo.display(),
         &commit[..12]
-    );
+    ));
     archive_into(repo, commit, &[], &partial)?;
     std::fs::write(partial.join(DONE), commit)?;
     if std::fs::rename(&partial, &dir).is_err() {
@@ -779,7 +779,7 @@ fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
         let partial = dir.with_extension(format!("partial-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&partial);
         std::fs::create_dir_all(&partial)?;
-        eprintln!("markbench: unpacking {} …", tarball.display());
+        crate::message::note(format_args!("unpacking {} …", tarball.display()));
         let status = Command::new("tar")
             .arg("-xf")
             .arg(tarball)

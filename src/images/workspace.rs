@@ -48,10 +48,10 @@ impl Workspace {
         let lock = File::create(&lock_path)
             .with_context(|| format!("creating {}", lock_path.display()))?;
         if lock.try_lock().is_err() {
-            eprintln!(
-                "markbench: waiting for another build in {} …",
+            crate::message::note(format_args!(
+                "waiting for another build in {} …",
                 root.display()
-            );
+            ));
             lock.lock()
                 .with_context(|| format!("locking {}", lock_path.display()))?;
         }
@@ -90,11 +90,11 @@ impl Workspace {
     pub fn begin(&self) -> Result<()> {
         let finished = self.root.join(FINISHED);
         if !finished.is_file() && self.build_dir().exists() {
-            eprintln!(
-                "markbench: the last build in {} did not finish; starting from an empty build \
+            crate::message::note(format_args!(
+                "the last build in {} did not finish; starting from an empty build \
                  directory",
                 self.root.display()
-            );
+            ));
             std::fs::remove_dir_all(self.build_dir())
                 .with_context(|| format!("removing {}", self.build_dir().display()))?;
         }

@@ -5,6 +5,7 @@ use super::raw::{self, Region};
 use super::store::{self, Counts, Manifest, PointTotals, ProfileBoot};
 use super::symbols::SymbolMap;
 use crate::error::InputError;
+use crate::events::{RunEvent, RunObserver};
 use crate::images::kernel::KernelImage;
 use crate::images::plugin::ProfilePlugin;
 use crate::plan::Unit;
@@ -84,6 +85,7 @@ impl Profiler {
         images: &Images,
         machine: &Machine,
         runner: &mut dyn Runner,
+        events: &mut dyn RunObserver,
         dir: &Path,
     ) -> Result<()> {
         let maps: Vec<SymbolMap> = images
@@ -125,22 +127,18 @@ impl Profiler {
             if crate::vm::interrupted() {
                 break;
             }
-            eprintln!(
-                "markbench: profiled boot {}/{}: {} on {} CPU{}",
-                n + 1,
-                units.len(),
-                unit.variant,
-                unit.cpus,
-                if unit.cpus == 1 { "" } else { "s" }
-            );
+            events.on(&RunEvent::ProfiledBootStarted {
+                n,
+                total: units.len(),
+                unit,
+            })?;
             let boot = self.boot(suite, unit, images, machine, runner, dir, &maps[unit.side])?;
-            eprintln!(
-                "markbench: profiled boot {}/{}: {} in {:.1} s",
-                n + 1,
-                units.len(),
-                boot.status,
-                boot.wall_s
-            );
+            events.on(&RunEvent::ProfiledBootEnded {
+                n,
+                total: units.len(),
+                status: &boot.status,
+                wall_s: boot.wall_s,
+            })?;
             manifest
                 .boots
                 .retain(|b| !(b.variant == unit.variant && b.cpus == unit.cpus));

@@ -4,6 +4,7 @@
 //! profiles has no such section.
 
 use super::format::{escape_md, percent, signed};
+use crate::profile::breakdown::FunctionDiff;
 use crate::profile::raw::USER_SPACE;
 use crate::profile::store::{self, Manifest, PointTotals, ProfileBoot};
 use crate::profile::symbols::function_name;
@@ -247,7 +248,8 @@ fn function_cell(name: &str, only_in: Option<usize>, variants: &[String; 2]) -> 
     }
 }
 
-/// The markdown section (empty when `view` is `None`).
+/// The markdown section (empty when `view` is `None`): what the profiled
+/// boots measured and how, then each point's difference by function.
 pub fn section(view: Option<&ProfileView>, with_plots: bool) -> String {
     let Some(v) = view else {
         return String::new();
@@ -266,6 +268,33 @@ pub fn section(view: Option<&ProfileView>, with_plots: bool) -> String {
             let _ = writeln!(r, "## Where the difference goes\n");
         }
     }
+    r.push_str(&method(v));
+    for (variant, cpus, status) in &v.failed {
+        let _ = writeln!(
+            r,
+            "**The profiled boot of {} on {cpus} CPU(s) failed**: {}.\n",
+            escape_md(variant),
+            escape_md(status)
+        );
+    }
+    if v.points.is_empty() {
+        let _ = writeln!(r, "No point has a profile of both variants.\n");
+        return r;
+    }
+    for p in &v.points {
+        r.push_str(&point(v, p, with_plots));
+    }
+    let _ = writeln!(
+        r,
+        "Counts by function: `profiles/*.tsv` (workload, param, symbol, instructions over the \
+         measured runs); the profiled boots in `profiles/profiles.toml`.\n"
+    );
+    r
+}
+
+/// How the profile was made, and what the plugin cost in wall time.
+fn method(v: &ProfileView) -> String {
+    let mut r = String::new();
     let ns = 1u64 << v.icount_shift;
     let seeds: Vec<String> = v
         .guest_seeds
@@ -317,179 +346,188 @@ pub fn section(view: Option<&ProfileView>, with_plots: bool) -> String {
             parts.join("; ")
         );
     }
-    for (variant, cpus, status) in &v.failed {
+    r
+}
+
+/// One point: its instruction counts against the measured guest time, and
+/// the functions that differ.
+fn point(v: &ProfileView, p: &ProfilePoint, with_plots: bool) -> String {
+    let ns = 1u64 << v.icount_shift;
+    let names = &v.variants;
+    let mut r = String::new();
+    let b = &p.breakdown;
+    let _ = writeln!(r, "### {}\n", point_title(p));
+    let _ = writeln!(
+        r,
+        "| per run | {} | {} | diff | diff % |",
+        escape_md(&names[0]),
+        escape_md(&names[1])
+    );
+    let _ = writeln!(r, "|---|---:|---:|---:|---:|");
+    let rel = if b.per_run[0] > 0.0 {
+        percent(b.difference / b.per_run[0] * 100.0)
+    } else {
+        "–".into()
+    };
+    let _ = writeln!(
+        r,
+        "| instructions | {} | {} | {} | {rel} |",
+        count(b.per_run[0]),
+        count(b.per_run[1]),
+        signed_count(b.difference)
+    );
+    let implied = b.per_run.map(|n| n * ns as f64 / 1e9);
+    let measured = p.elapsed_ns_per_run.map(|e| e / 1e9);
+    let _ = writeln!(
+        r,
+        "| × {ns} ns [s] | {:.4} | {:.4} | {} | |",
+        implied[0],
+        implied[1],
+        signed(implied[1] - implied[0], 4)
+    );
+    let _ = writeln!(
+        r,
+        "| measured guest time [s] | {:.4} | {:.4} | {} | |",
+        measured[0],
+        measured[1],
+        signed(measured[1] - measured[0], 4)
+    );
+    let agreement: Vec<String> = (0..2)
+        .map(|s| percent((implied[s] / measured[s] - 1.0) * 100.0))
+        .collect();
+    let _ = writeln!(
+        r,
+        "\nCounted against measured: {}% and {}% (the rest is guest time in which no \
+         instruction ran, idle, and instructions counted twice when a fault interrupts a \
+         translated block).\n",
+        agreement[0], agreement[1]
+    );
+    let b = &p.breakdown;
+    let differing: Vec<_> = b.differing().collect();
+    if differing.is_empty() {
         let _ = writeln!(
             r,
-            "**The profiled boot of {} on {cpus} CPU(s) failed**: {}.\n",
-            escape_md(variant),
-            escape_md(status)
+            "No function differs: both kernels executed the same instructions in every \
+             function ({} functions ran).\n",
+            b.functions.len()
         );
-    }
-    if v.points.is_empty() {
-        let _ = writeln!(r, "No point has a profile of both variants.\n");
         return r;
     }
-    let names = &v.variants;
-    for p in &v.points {
-        let b = &p.breakdown;
-        let _ = writeln!(r, "### {}\n", point_title(p));
+    r.push_str(&functions_table(b, &differing, names));
+    r.push_str(&where_the_difference_adds_up(v, b, &differing));
+    if with_plots {
+        let stem = plot_stem(v, p);
         let _ = writeln!(
             r,
-            "| per run | {} | {} | diff | diff % |",
-            escape_md(&names[0]),
-            escape_md(&names[1])
+            "\n![largest differences by function](plots/{stem}-bars.png)\n\n\
+             Plot as SVG: [largest differences by function](plots/{stem}-bars.svg)."
         );
-        let _ = writeln!(r, "|---|---:|---:|---:|---:|");
-        let rel = if b.per_run[0] > 0.0 {
-            percent(b.difference / b.per_run[0] * 100.0)
-        } else {
-            "–".into()
+    }
+    let _ = writeln!(r);
+    r
+}
+/// The functions whose counts differ, largest differences first.
+fn functions_table(b: &Breakdown, differing: &[&FunctionDiff], names: &[String; 2]) -> String {
+    let mut r = String::new();
+    let _ = writeln!(
+        r,
+        "{} of {} functions that ran differ; the {} largest differences, instructions per \
+         run (the shares add up to 100% over all functions, negative ones included):\n",
+        differing.len(),
+        b.functions.len(),
+        differing.len().min(TOP_FUNCTIONS)
+    );
+    let _ = writeln!(
+        r,
+        "| function | {} | {} | diff | share of diff |",
+        escape_md(&names[0]),
+        escape_md(&names[1])
+    );
+    let _ = writeln!(r, "|---|---:|---:|---:|---:|");
+    for f in differing.iter().take(TOP_FUNCTIONS) {
+        let cell = |side: usize| {
+            if f.only_in == Some(1 - side) {
+                "—".to_string()
+            } else {
+                count(f.per_run[side])
+            }
         };
         let _ = writeln!(
             r,
-            "| instructions | {} | {} | {} | {rel} |",
-            count(b.per_run[0]),
-            count(b.per_run[1]),
-            signed_count(b.difference)
+            "| {} | {} | {} | {} | {} |",
+            function_cell(&f.function, f.only_in, names),
+            cell(0),
+            cell(1),
+            signed_count(f.difference),
+            share(f.share)
         );
-        let implied = b.per_run.map(|n| n * ns as f64 / 1e9);
-        let measured = p.elapsed_ns_per_run.map(|e| e / 1e9);
-        let _ = writeln!(
-            r,
-            "| × {ns} ns [s] | {:.4} | {:.4} | {} | |",
-            implied[0],
-            implied[1],
-            signed(implied[1] - implied[0], 4)
-        );
-        let _ = writeln!(
-            r,
-            "| measured guest time [s] | {:.4} | {:.4} | {} | |",
-            measured[0],
-            measured[1],
-            signed(measured[1] - measured[0], 4)
-        );
-        let agreement: Vec<String> = (0..2)
-            .map(|s| percent((implied[s] / measured[s] - 1.0) * 100.0))
-            .collect();
-        let _ = writeln!(
-            r,
-            "\nCounted against measured: {}% and {}% (the rest is guest time in which no \
-             instruction ran, idle, and instructions counted twice when a fault interrupts a \
-             translated block).\n",
-            agreement[0], agreement[1]
-        );
-        let differing: Vec<_> = b.differing().collect();
-        if differing.is_empty() {
-            let _ = writeln!(
-                r,
-                "No function differs: both kernels executed the same instructions in every \
-                 function ({} functions ran).\n",
-                b.functions.len()
-            );
-            continue;
-        }
-        let _ = writeln!(
-            r,
-            "{} of {} functions that ran differ; the {} largest differences, instructions per \
-             run (the shares add up to 100% over all functions, negative ones included):\n",
-            differing.len(),
-            b.functions.len(),
-            differing.len().min(TOP_FUNCTIONS)
-        );
-        let _ = writeln!(
-            r,
-            "| function | {} | {} | diff | share of diff |",
-            escape_md(&names[0]),
-            escape_md(&names[1])
-        );
-        let _ = writeln!(r, "|---|---:|---:|---:|---:|");
-        for f in differing.iter().take(TOP_FUNCTIONS) {
-            let cell = |side: usize| {
-                if f.only_in == Some(1 - side) {
-                    "—".to_string()
-                } else {
-                    count(f.per_run[side])
-                }
-            };
-            let _ = writeln!(
-                r,
-                "| {} | {} | {} | {} | {} |",
-                function_cell(&f.function, f.only_in, names),
-                cell(0),
-                cell(1),
-                signed_count(f.difference),
-                share(f.share)
-            );
-        }
-        if differing.len() > TOP_FUNCTIONS {
-            let rest = &differing[TOP_FUNCTIONS..];
-            let sum = |side: usize| rest.iter().map(|f| f.per_run[side]).sum::<f64>();
-            let d: f64 = rest.iter().map(|f| f.difference).sum();
-            let _ = writeln!(
-                r,
-                "| {} other functions | {} | {} | {} | {} |",
-                rest.len(),
-                count(sum(0)),
-                count(sum(1)),
-                signed_count(d),
-                share((b.difference != 0.0).then(|| d / b.difference))
-            );
-        }
-        let grew: f64 = differing.iter().map(|f| f.difference.max(0.0)).sum();
-        let shrank: f64 = differing.iter().map(|f| f.difference.min(0.0)).sum();
-        let _ = writeln!(
-            r,
-            "\nThe functions that grew add {} per run, those that shrank {}; the difference is \
-             their sum.",
-            signed_count(grew),
-            signed_count(shrank)
-        );
-        if let Some(user) = b.functions.iter().find(|f| f.function == USER_SPACE) {
-            let _ = writeln!(
-                r,
-                "User space: {} and {} per run, {} ({} of the difference).",
-                count(user.per_run[0]),
-                count(user.per_run[1]),
-                signed_count(user.difference),
-                share(user.share)
-            );
-        }
-        for (side, name) in names.iter().enumerate() {
-            let own: Vec<_> = b
-                .functions
-                .iter()
-                .filter(|f| f.only_in == Some(side))
-                .collect();
-            if own.is_empty() {
-                continue;
-            }
-            let d: f64 = own.iter().map(|f| f.difference).sum();
-            let _ = writeln!(
-                r,
-                "Functions only {} has ({} of its {} such functions ran): {} per run ({} of the \
-                 difference).",
-                escape_md(name),
-                own.len(),
-                v.only_in[side].len(),
-                signed_count(d),
-                share((b.difference != 0.0).then(|| d / b.difference))
-            );
-        }
-        if with_plots {
-            let stem = plot_stem(v, p);
-            let _ = writeln!(
-                r,
-                "\n![largest differences by function](plots/{stem}-bars.png)\n\n\
-                 Plot as SVG: [largest differences by function](plots/{stem}-bars.svg)."
-            );
-        }
-        let _ = writeln!(r);
     }
+    if differing.len() > TOP_FUNCTIONS {
+        let rest = &differing[TOP_FUNCTIONS..];
+        let sum = |side: usize| rest.iter().map(|f| f.per_run[side]).sum::<f64>();
+        let d: f64 = rest.iter().map(|f| f.difference).sum();
+        let _ = writeln!(
+            r,
+            "| {} other functions | {} | {} | {} | {} |",
+            rest.len(),
+            count(sum(0)),
+            count(sum(1)),
+            signed_count(d),
+            share((b.difference != 0.0).then(|| d / b.difference))
+        );
+    }
+    r
+}
+
+/// What the functions that grew, shrank, ran in user space or exist on one
+/// side only add to the difference.
+fn where_the_difference_adds_up(
+    v: &ProfileView,
+    b: &Breakdown,
+    differing: &[&FunctionDiff],
+) -> String {
+    let names = &v.variants;
+    let mut r = String::new();
+    let grew: f64 = differing.iter().map(|f| f.difference.max(0.0)).sum();
+    let shrank: f64 = differing.iter().map(|f| f.difference.min(0.0)).sum();
     let _ = writeln!(
         r,
-        "Counts by function: `profiles/*.tsv` (workload, param, symbol, instructions over the \
-         measured runs); the profiled boots in `profiles/profiles.toml`.\n"
+        "\nThe functions that grew add {} per run, those that shrank {}; the difference is \
+         their sum.",
+        signed_count(grew),
+        signed_count(shrank)
     );
+    if let Some(user) = b.functions.iter().find(|f| f.function == USER_SPACE) {
+        let _ = writeln!(
+            r,
+            "User space: {} and {} per run, {} ({} of the difference).",
+            count(user.per_run[0]),
+            count(user.per_run[1]),
+            signed_count(user.difference),
+            share(user.share)
+        );
+    }
+    for (side, name) in names.iter().enumerate() {
+        let own: Vec<_> = b
+            .functions
+            .iter()
+            .filter(|f| f.only_in == Some(side))
+            .collect();
+        if own.is_empty() {
+            continue;
+        }
+        let d: f64 = own.iter().map(|f| f.difference).sum();
+        let _ = writeln!(
+            r,
+            "Functions only {} has ({} of its {} such functions ran): {} per run ({} of the \
+             difference).",
+            escape_md(name),
+            own.len(),
+            v.only_in[side].len(),
+            signed_count(d),
+            share((b.difference != 0.0).then(|| d / b.difference))
+        );
+    }
     r
 }
 

@@ -49,6 +49,45 @@ pub struct KernelMeta {
     pub bzimage_sha256: String,
 }
 
+/// How a boot ended, as the runner saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum BootEnd {
+    /// The agent said `done` and the VM powered off.
+    Completed,
+    /// The agent reported an error (e.g. a workload exited non-zero).
+    AgentError { message: String },
+    /// The guest kernel panicked (seen on the console).
+    KernelPanic { detail: String },
+    /// Still running at the deadline; killed.
+    TimedOut { after_s: u64 },
+    /// QEMU could not start or exited with an error of its own.
+    QemuFailed { detail: String },
+    /// The VM ended without the agent saying `done`.
+    Vanished { detail: String },
+    /// Stopped by the user (Ctrl-C).
+    Interrupted,
+}
+
+impl BootEnd {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, BootEnd::Completed)
+    }
+
+    /// One line for logs and the report.
+    pub fn describe(&self) -> String {
+        match self {
+            BootEnd::Completed => "completed".into(),
+            BootEnd::AgentError { message } => format!("agent error: {message}"),
+            BootEnd::KernelPanic { detail } => format!("kernel panic: {detail}"),
+            BootEnd::TimedOut { after_s } => format!("timed out after {after_s} s; killed"),
+            BootEnd::QemuFailed { detail } => format!("QEMU failed: {detail}"),
+            BootEnd::Vanished { detail } => format!("guest ended without finishing: {detail}"),
+            BootEnd::Interrupted => "interrupted (Ctrl-C); stopped".into(),
+        }
+    }
+}
+
 /// One boot as it went.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BootRecord {
@@ -80,9 +119,25 @@ pub struct BootRecord {
     /// and QEMU, booting with it again repeats the boot's figures exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_seed: Option<u64>,
+    /// How the boot ended, as data (`status` is its description). Absent in
+    /// runs of format 0, whose `status` is all they recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<BootEnd>,
+    /// How the first attempt ended, when the boot was retried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried_after: Option<BootEnd>,
 }
 
 impl BootRecord {
+    /// The `status` a boot that ended with `end` (after a first attempt
+    /// that ended with `retried_after`) records.
+    pub fn describe(end: &BootEnd, retried_after: Option<&BootEnd>) -> String {
+        match retried_after {
+            Some(first) => format!("{} (retried after: {})", end.describe(), first.describe()),
+            None => end.describe(),
+        }
+    }
+
     pub fn key(&self) -> BootKey {
         BootKey {
             variant: self.variant.clone(),
@@ -412,6 +467,10 @@ bzimage = "/cache/bzImage"
             host_load_after: 0.0,
             // `vm::boot_seed(u64::MAX, 3, 1)`: a 63-bit seed, as a boot draws one.
             guest_seed: Some(2_754_225_531_024_541_113),
+            end: Some(BootEnd::Completed),
+            retried_after: Some(BootEnd::AgentError {
+                message: "exited with status 3".into(),
+            }),
         };
         let meta = RunMeta {
             suite: "quick".into(),

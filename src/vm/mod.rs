@@ -10,7 +10,6 @@ use crate::protocol::Message;
 /// The accelerator's recorded form belongs to the run directory (`samples`).
 pub use crate::samples::Accel;
 use crate::samples::TimingDecision;
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -64,44 +63,9 @@ pub struct PluginLoad {
     pub output: PathBuf,
 }
 
-/// How a boot ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "kebab-case")]
-pub enum BootEnd {
-    /// The agent said `done` and the VM powered off.
-    Completed,
-    /// The agent reported an error (e.g. a workload exited non-zero).
-    AgentError { message: String },
-    /// The guest kernel panicked (seen on the console).
-    KernelPanic { detail: String },
-    /// Still running at the deadline; killed.
-    TimedOut { after_s: u64 },
-    /// QEMU could not start or exited with an error of its own.
-    QemuFailed { detail: String },
-    /// The VM ended without the agent saying `done`.
-    Vanished { detail: String },
-    /// Stopped by the user (Ctrl-C).
-    Interrupted,
-}
-
-impl BootEnd {
-    pub fn is_ok(&self) -> bool {
-        matches!(self, BootEnd::Completed)
-    }
-
-    /// One line for logs and the report.
-    pub fn describe(&self) -> String {
-        match self {
-            BootEnd::Completed => "completed".into(),
-            BootEnd::AgentError { message } => format!("agent error: {message}"),
-            BootEnd::KernelPanic { detail } => format!("kernel panic: {detail}"),
-            BootEnd::TimedOut { after_s } => format!("timed out after {after_s} s; killed"),
-            BootEnd::QemuFailed { detail } => format!("QEMU failed: {detail}"),
-            BootEnd::Vanished { detail } => format!("guest ended without finishing: {detail}"),
-            BootEnd::Interrupted => "interrupted (Ctrl-C); stopped".into(),
-        }
-    }
-}
+/// How a boot ended: recorded in `meta.toml`, so it is part of the run
+/// directory's schema.
+pub use crate::samples::BootEnd;
 
 /// What a boot produced besides its messages.
 #[derive(Debug, Clone)]

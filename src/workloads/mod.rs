@@ -287,8 +287,8 @@ impl WorkloadSpec {
                 .into());
             }
         }
-        if self.iterations == Some(0) {
-            return Err(format!("{kind}: iterations must be at least 1").into());
+        if let Some(iterations) = self.iterations {
+            crate::error::at_least_one(iterations, &format!("{kind}: iterations"))?;
         }
         self.kind.check(&self.params, guest)
     }
