@@ -127,7 +127,7 @@ pub struct CompareArgs {
     pub dry_run: bool,
     /// Accelerator: auto (try KVM, fall back to TCG), kvm or tcg. Default: the suite's.
     #[arg(long, value_enum)]
-    pub accel: Option<AccelArg>,
+    pub accel: Option<AccelChoice>,
     /// Where run directories go.
     #[arg(long, default_value = "reports")]
     pub reports: PathBuf,
@@ -135,7 +135,7 @@ pub struct CompareArgs {
     pub overrides: OverrideArgs,
     /// Timing mode: auto (icount under TCG, wall under KVM), wall or icount.
     #[arg(long, value_enum)]
-    pub timing: Option<TimingArg>,
+    pub timing: Option<TimingChoice>,
     /// icount shift: one guest instruction counts 2^N ns of guest time.
     #[arg(long)]
     pub icount_shift: Option<u32>,
@@ -252,40 +252,6 @@ pub struct RunShardArgs {
     pub compare: CompareArgs,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum TimingArg {
-    Auto,
-    Wall,
-    Icount,
-}
-
-impl From<TimingArg> for TimingChoice {
-    fn from(t: TimingArg) -> TimingChoice {
-        match t {
-            TimingArg::Auto => TimingChoice::Auto,
-            TimingArg::Wall => TimingChoice::Wall,
-            TimingArg::Icount => TimingChoice::Icount,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum AccelArg {
-    Auto,
-    Kvm,
-    Tcg,
-}
-
-impl From<AccelArg> for AccelChoice {
-    fn from(a: AccelArg) -> AccelChoice {
-        match a {
-            AccelArg::Auto => AccelChoice::Auto,
-            AccelArg::Kvm => AccelChoice::Kvm,
-            AccelArg::Tcg => AccelChoice::Tcg,
-        }
-    }
-}
-
 impl CompareArgs {
     /// What the user asked for, typed; `shard` and `out` for `run-shard`.
     fn options(&self, shard: Option<ShardSel>, out: Option<PathBuf>) -> Options {
@@ -297,8 +263,8 @@ impl CompareArgs {
                 revs: self.suite.revs.clone(),
                 ..self.overrides.settings(shard)
             },
-            accel: self.accel.map(Into::into),
-            timing: self.timing.map(Into::into),
+            accel: self.accel,
+            timing: self.timing,
             icount_shift: self.icount_shift,
             profile: self.profile,
             qemu: self.qemu.clone(),

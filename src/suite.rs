@@ -80,7 +80,7 @@ pub enum RunOrder {
 /// measure code-path length, repeatable whatever the host is doing, but blind
 /// to cache and memory effects. `auto` is icount under TCG for 1-vCPU
 /// suites and wall time otherwise (see `vm::accel::timing_for`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum TimingChoice {
     #[default]
@@ -89,7 +89,7 @@ pub enum TimingChoice {
     Icount,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum AccelChoice {
     Auto,

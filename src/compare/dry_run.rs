@@ -2,10 +2,9 @@
 
 use super::Resolved;
 use crate::images::kernel;
-use crate::samples::RunMeta;
 use crate::suite::{AccelChoice, Suite};
 use anyhow::Result;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Seconds per boot of the newest complete earlier run of this suite with
 /// the same overrides, if any.
@@ -14,15 +13,7 @@ fn earlier_seconds_per_boot(
     suite: &Suite,
     overrides: &[String],
 ) -> Option<(f64, String)> {
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(reports)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && !p.ends_with("latest"))
-        .collect();
-    runs.sort();
-    runs.iter().rev().find_map(|dir| {
-        let meta = RunMeta::read(dir).ok()?;
+    crate::samples::runs_newest_first(reports).find_map(|(dir, meta)| {
         (meta.complete
             && meta.suite == suite.name
             && meta.suite_sha256 == suite.sha256

@@ -7,23 +7,20 @@
 use super::Options;
 use crate::exit;
 use crate::run_dir::RunDir;
-use crate::samples::RunMeta;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// The newest complete run of `suite` in `reports`, other than `except`.
 fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf> {
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(reports)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && !p.ends_with("latest") && p.file_name() != except.file_name())
-        .collect();
-    runs.sort();
-    runs.into_iter().rev().find(|dir| {
-        // A single shard ran part of the suite: never a baseline for all of it.
-        RunMeta::read(dir).is_ok_and(|m| m.complete && m.suite == suite && m.shard.is_none())
-    })
+    crate::samples::runs_newest_first(reports)
+        .find(|(dir, meta)| {
+            // A single shard ran part of the suite: never a baseline for all of it.
+            dir.file_name() != except.file_name()
+                && meta.complete
+                && meta.suite == suite
+                && meta.shard.is_none()
+        })
+        .map(|(dir, _)| dir)
 }
 
 fn leave_summary(dir: &Path, summary: &str) -> Result<()> {

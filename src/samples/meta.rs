@@ -423,6 +423,23 @@ impl RunMeta {
     }
 }
 
+/// The runs under `reports` with their metadata, newest first (a run
+/// directory's name begins with its start time); the `latest` link and
+/// directories that hold no readable run are passed over.
+pub fn runs_newest_first(reports: &Path) -> impl Iterator<Item = (PathBuf, RunMeta)> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(reports)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest"))
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .rev()
+        .filter_map(|dir| RunMeta::read(&dir).ok().map(|meta| (dir, meta)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
