@@ -18,7 +18,7 @@ pub mod host;
 pub mod images;
 pub mod merge;
 pub mod message;
-pub mod nightly;
+pub mod gate;
 pub mod noise;
 pub mod plan;
 pub mod plots;

@@ -35,7 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("analysis", &["analysis"]),
     ("report", &["report"]),
     ("commands on run directories", &["diff", "merge", "noise"]),
-    ("nightly gate", &["nightly"]),
+    ("nightly gate", &["gate"]),
     ("compare (the orchestrator)", &["compare"]),
     ("command line", &["cli"]),
 ];

@@ -311,7 +311,7 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
         .filter(|s| !(s.variant == "markers-generic" && s.param == 4))
         .collect();
     let candidate = run_dir(tmp.path(), "cand", &m, &tonight);
-    let gate = markbench::nightly::gate(&baseline, &candidate, None, String::new()).unwrap();
+    let gate = markbench::gate::gate(&baseline, &candidate, None, String::new()).unwrap();
     // Only markers-on got slower, at 2 groups.
     assert_eq!((gate.code, gate.regressions), (1, 1), "{}", gate.summary);
     assert!(

@@ -315,7 +315,7 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
     let baseline = run("baseline", 1.0);
     let header = || "## nightly\n\n".to_string();
 
-    let same = markbench::nightly::gate(&baseline, &run("same", 1.0), None, header()).unwrap();
+    let same = markbench::gate::gate(&baseline, &run("same", 1.0), None, header()).unwrap();
     assert_eq!((same.code, same.regressions), (0, 0), "{}", same.summary);
     assert!(
         same.summary.contains("**No regression beyond 2%.**"),
@@ -323,7 +323,7 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
         same.summary
     );
 
-    let slower = markbench::nightly::gate(&baseline, &run("slower", 1.3), None, header()).unwrap();
+    let slower = markbench::gate::gate(&baseline, &run("slower", 1.3), None, header()).unwrap();
     assert_eq!(slower.code, 1, "{}", slower.summary);
     // Every hackbench point at both CPU counts, and the ping flood.
     assert_eq!(slower.regressions, 6, "{}", slower.summary);
@@ -336,7 +336,7 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
         slower.summary
     );
 
-    let within = markbench::nightly::gate(&baseline, &run("within", 1.01), None, header()).unwrap();
+    let within = markbench::gate::gate(&baseline, &run("within", 1.01), None, header()).unwrap();
     assert_eq!(within.code, 0, "{}", within.summary);
 }
 

@@ -139,11 +139,11 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     }
     let earlier_run = earlier
         .as_ref()
-        .map(|(per_boot, from)| crate::profile::plan::EarlierRun {
+        .map(|(per_boot, from)| crate::profile::dry_run::EarlierRun {
             seconds_per_boot: *per_boot,
             dir: Path::new(from),
         });
-    for line in crate::profile::plan::describe(suite, earlier_run) {
+    for line in crate::profile::dry_run::describe(suite, earlier_run) {
         println!("{line}");
     }
     println!("order ({:?} blocks, seed {}):", suite.order, suite.seed);

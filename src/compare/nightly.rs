@@ -60,7 +60,7 @@ pub fn nightly(options: &Options, baseline: Option<PathBuf>, variant: Option<&st
         leave_summary(&dir, &summary)?;
         return Ok(exit::SUCCESS);
     };
-    let gate = crate::nightly::gate(&baseline, &dir, variant, summary)?;
+    let gate = crate::gate::gate(&baseline, &dir, variant, summary)?;
     leave_summary(&dir, &gate.summary)?;
     if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
         let _ = std::fs::OpenOptions::new()

@@ -11,11 +11,11 @@
 //! counts per function with the kernel's System.map and keeps them in the
 //! run directory ([`store`]); the report compares the two sides point by
 //! point ([`breakdown`]). The dry run lists the profiled boots and what
-//! they cost ([`plan`]).
+//! they cost ([`dry_run`]).
 
 pub mod boot;
 pub mod breakdown;
-pub mod plan;
+pub mod dry_run;
 pub mod raw;
 pub mod store;
 pub mod symbols;
