@@ -7,7 +7,6 @@
 //! metadata; `compare` renders the report from the directory after.
 
 use crate::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
-use crate::images::initramfs;
 use crate::images::size::SizeRecord;
 use crate::plan::Unit;
 use crate::protocol::Message;
@@ -18,96 +17,7 @@ use crate::vm::{BootEnd, BootRequest, Machine, Runner};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
-/// A fresh run directory `<root>/<timestamp>-<suite>`.
-pub fn new_run_dir(root: &Path, suite: &Suite) -> Result<PathBuf> {
-    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-    let mut dir = root.join(format!("{stamp}-{}", suite.name));
-    let mut n = 1;
-    while dir.exists() {
-        n += 1;
-        dir = root.join(format!("{stamp}-{}-{n}", suite.name));
-    }
-    crate::run_dir::RunDir::new(&dir)
-        .create()
-        .with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
-}
-
 pub use crate::events::now;
-
-/// Decides what every boot of the run is made with: the accelerator (under
-/// `auto` a KVM trial boot), then, for a suite with more than one vCPU under
-/// TCG that may count instructions, whether this QEMU can run SMP guests
-/// under icount (a trial boot, remembered per binary), and from both the
-/// timing mode. The trials' console logs stay in the cache's `trials/`.
-pub fn decide_machine(
-    suite: &Suite,
-    images: &Images,
-    qemu: crate::vm::qemu::QemuBinary,
-    runner: &mut dyn Runner,
-) -> Result<Machine> {
-    use crate::vm::accel;
-    let trials = crate::images::cache_dir().join("trials");
-    std::fs::create_dir_all(&trials).with_context(|| format!("creating {}", trials.display()))?;
-    let initrd = trials.join(format!("trial-{}.initrd", std::process::id()));
-    initramfs::write_boot_initrd(&images.base, &[], &initrd)?;
-    let kernel = &images.kernels[0].bzimage;
-    let decision = accel::decide(
-        suite.accel,
-        runner,
-        &qemu,
-        kernel,
-        &initrd,
-        &trials.join("accel-trial.log"),
-    );
-    let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
-    let smp_icount = (decision.accel == crate::samples::Accel::Tcg
-        && max_cpus > 1
-        && suite.timing != crate::suite::TimingChoice::Wall)
-        .then(|| {
-            accel::smp_icount_trial(
-                runner,
-                &qemu,
-                kernel,
-                &initrd,
-                &trials.join("smp-icount-trial.log"),
-            )
-        });
-    let _ = std::fs::remove_file(&initrd);
-    let timing = accel::timing_for(
-        suite.timing,
-        suite.icount_shift,
-        decision.accel,
-        max_cpus,
-        smp_icount.as_ref(),
-        &qemu,
-    )?;
-    Ok(Machine {
-        qemu,
-        accel: decision,
-        timing,
-    })
-}
-
-/// The machine a resumed run was started with, from its metadata: the same
-/// accelerator and timing, whatever a trial would say now.
-pub fn recorded_machine(meta: &RunMeta, qemu: crate::vm::qemu::QemuBinary) -> Machine {
-    let timing = meta
-        .timing_decision
-        .clone()
-        .unwrap_or_else(|| crate::samples::TimingDecision {
-            icount_shift: None,
-            reason: "as the run started".into(),
-        });
-    Machine {
-        qemu,
-        accel: crate::vm::accel::AccelDecision {
-            accel: meta.accel,
-            reason: meta.accel_reason.clone(),
-        },
-        timing,
-    }
-}
 
 /// What every boot of a run is made with, and where it is recorded.
 struct BootLoop<'a> {
@@ -289,6 +199,7 @@ impl BootLoop<'_> {
 /// by a process that no longer exists (killed with SIGKILL) is taken over.
 pub struct RunLock {
     path: PathBuf,
+    dir: PathBuf,
 }
 
 impl RunLock {
@@ -303,7 +214,10 @@ impl RunLock {
                 Ok(mut f) => {
                     use std::io::Write;
                     write!(f, "{}", std::process::id())?;
-                    return Ok(RunLock { path });
+                    return Ok(RunLock {
+                        path,
+                        dir: dir.to_path_buf(),
+                    });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let holder = std::fs::read_to_string(&path).unwrap_or_default();
@@ -324,6 +238,13 @@ impl RunLock {
                 Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
             }
         }
+    }
+}
+
+impl RunLock {
+    /// The run directory this lock holds.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
@@ -353,8 +274,8 @@ pub enum Start {
 /// profiled boots), with the run's runner and its events' consumers.
 pub type AfterBoots<'a> = &'a mut dyn FnMut(&mut dyn Runner, &mut dyn RunObserver) -> Result<()>;
 
-/// Runs every unit in order into `dir` and returns the run's metadata as
-/// written last; the caller holds `dir`'s [`RunLock`] and renders the report.
+/// Runs every unit in order into the directory `lock` holds and returns the
+/// run's metadata as written last; the caller renders the report.
 /// With [`Start::Resume`], boots that finished are kept and skipped, the
 /// partial samples of any other are dropped, and the rest run as planned.
 #[allow(clippy::too_many_arguments)]
@@ -365,9 +286,10 @@ pub fn execute(
     images: &Images,
     machine: &Machine,
     runner: &mut dyn Runner,
-    dir: &Path,
+    lock: &RunLock,
     after_boots: Option<AfterBoots>,
 ) -> Result<RunMeta> {
+    let dir = lock.dir();
     let mut terminal = Terminal::default();
     let (meta, resumed) = begin(suite, units.len(), start, images, dir)?;
     let mut record = MetaRecord::new(meta, dir)?;

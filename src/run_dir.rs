@@ -98,4 +98,19 @@ impl RunDir {
     pub fn create(&self) -> std::io::Result<()> {
         std::fs::create_dir_all(self.logs())
     }
+
+    /// Creates a fresh run directory `<root>/<timestamp>-<suite>` (with a
+    /// `-2`, `-3`, … when one started in the same second).
+    pub fn create_new(root: &Path, suite: &str) -> std::io::Result<RunDir> {
+        let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+        let mut dir = root.join(format!("{stamp}-{suite}"));
+        let mut n = 1;
+        while dir.exists() {
+            n += 1;
+            dir = root.join(format!("{stamp}-{suite}-{n}"));
+        }
+        let run = RunDir::new(dir);
+        run.create()?;
+        Ok(run)
+    }
 }

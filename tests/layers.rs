@@ -30,6 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("shards", &["shard"]),
     ("booting guests", &["vm"]),
     ("a run's images", &["run_images"]),
+    ("the machine a run boots with", &["machine"]),
     ("a run's events and their consumers", &["events"]),
     ("boot loop and profiled boots", &["run", "profile"]),
     ("analysis", &["analysis"]),

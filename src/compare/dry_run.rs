@@ -137,12 +137,13 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
              kernel build takes about 6 minutes on 2 cores"
         ),
     }
-    let earlier_run = earlier
-        .as_ref()
-        .map(|(per_boot, from)| crate::profile::dry_run::EarlierRun {
-            seconds_per_boot: *per_boot,
-            dir: Path::new(from),
-        });
+    let earlier_run =
+        earlier
+            .as_ref()
+            .map(|(per_boot, from)| crate::profile::dry_run::EarlierRun {
+                seconds_per_boot: *per_boot,
+                dir: Path::new(from),
+            });
     for line in crate::profile::dry_run::describe(suite, earlier_run) {
         println!("{line}");
     }

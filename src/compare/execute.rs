@@ -19,7 +19,7 @@ pub fn execute(
     runner: &mut dyn Runner,
     dir: &Path,
 ) -> Result<RunMeta> {
-    let _lock = run::RunLock::acquire(dir)?;
+    let lock = run::RunLock::acquire(dir)?;
     // Before any boot: a profile that cannot be made fails now, not after
     // hours of timed boots.
     let profiler = profile::prepare(&run.suite, machine)?;
@@ -39,7 +39,7 @@ pub fn execute(
         images,
         machine,
         runner,
-        dir,
+        &lock,
         profiler
             .is_some()
             .then_some(&mut profiled_boots as run::AfterBoots),

@@ -27,7 +27,7 @@ use crate::images::kernel::KernelSource;
 use crate::run_dir::RunDir;
 use crate::samples::RunMeta;
 use crate::suite::{AccelChoice, TimingChoice};
-use crate::{exit, prereq, run, vm};
+use crate::{exit, prereq, vm};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -138,10 +138,10 @@ pub fn compare(options: &Options) -> Result<Outcome> {
                     qemu.path.display()
                 ));
             }
-            (dir.clone(), run::recorded_machine(meta, qemu))
+            (dir.clone(), crate::machine::recorded(meta, qemu))
         }
         None => {
-            let machine = run::decide_machine(&run.suite, &images, qemu, &mut runner)?;
+            let machine = crate::machine::decide(&run.suite, &images, qemu, &mut runner)?;
             if oversubscribed_here && !machine.timing.is_icount() {
                 return Err(oversubscribed(
                     &run,
@@ -155,7 +155,12 @@ pub fn compare(options: &Options) -> Result<Outcome> {
                         .with_context(|| format!("creating {}", out.display()))?;
                     out.clone()
                 }
-                None => run::new_run_dir(&options.reports, &run.suite)?,
+                None => RunDir::create_new(&options.reports, &run.suite.name)
+                    .with_context(|| {
+                        format!("creating a run directory in {}", options.reports.display())
+                    })?
+                    .root()
+                    .to_path_buf(),
             };
             (dir, machine)
         }

@@ -174,10 +174,16 @@ workloads! {
     micro: "micro" => Micro(MicroSpec),
 }
 
+/// The workload kind of a samples' `workload` column, as
+/// [`WorkloadSpec::label`] wrote it.
+pub fn kind_of_label(label: &str) -> &str {
+    label.split_once(':').map_or(label, |(kind, _)| kind)
+}
+
 /// What the sweep parameter of the workload a sample names (its `workload`
 /// column: the kind, or `kind:name`) is called in table headers.
 pub fn param_label(workload: &str) -> &'static str {
-    let kind = workload.split_once(':').map_or(workload, |(kind, _)| kind);
+    let kind = kind_of_label(workload);
     KINDS
         .iter()
         .find(|(k, _)| *k == kind)
@@ -219,7 +225,8 @@ impl WorkloadSpec {
         self.kind.name()
     }
 
-    /// What its samples' `workload` column holds: the kind, or `kind:name`.
+    /// What its samples' `workload` column holds: the kind, or `kind:name`
+    /// (read back by [`kind_of_label`]).
     pub fn label(&self) -> String {
         match &self.name {
             Some(name) => format!("{}:{name}", self.kind()),

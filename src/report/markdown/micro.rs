@@ -104,7 +104,7 @@ fn grouped(samples: &[Sample]) -> Grouped<'_> {
 
 /// Whether a sample's workload column names the micro workload.
 fn is_micro(workload: &str) -> bool {
-    workload.split_once(':').map_or(workload, |(kind, _)| kind) == "micro"
+    crate::workloads::kind_of_label(workload) == "micro"
 }
 
 /// The section: one table per (workload, CPU count, iteration count), or

@@ -230,7 +230,7 @@ pub(super) fn section(run: &RunReport) -> String {
     let mut compile_explained = false;
     for (key, points) in &analysis.tables {
         let _ = writeln!(r, "### {}\n", heading(key, &points[0]));
-        let is_compile = key.workload.split(':').next() == Some("kernel-compile");
+        let is_compile = crate::workloads::kind_of_label(&key.workload) == "kernel-compile";
         if is_compile && !compile_explained && run.meta.counts_instructions() {
             r.push_str(&compile_under_icount(run.meta));
             compile_explained = true;
