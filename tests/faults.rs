@@ -225,3 +225,40 @@ argv = ["/bin/sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"]
     keys.dedup();
     assert_eq!(keys.len(), 12, "no duplicated sample");
 }
+
+/// A plugin QEMU cannot load ends the boot as exactly that, before any
+/// guest runs (a profiled run stops on it rather than retrying).
+#[test]
+fn a_plugin_qemu_cannot_load_is_its_own_ending() {
+    use markbench::vm::{BootEnd, BootRequest, PluginLoad, Runner};
+    let Ok(qemu) = markbench::vm::qemu::QemuBinary::locate(None) else {
+        panic!("no qemu-system-x86_64: run `cargo run -- setup`");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let kernel = tmp.path().join("bzImage");
+    std::fs::write(&kernel, b"not a kernel").unwrap();
+    let library = tmp.path().join("missing-plugin.so");
+    let request = BootRequest {
+        kernel: kernel.clone(),
+        initrd: kernel,
+        extra_cmdline: String::new(),
+        cpus: 1,
+        memory_mib: 128,
+        accel: markbench::vm::Accel::Tcg,
+        icount_shift: Some(4),
+        guest_seed: Some(1),
+        deadline: std::time::Duration::from_secs(60),
+        console_log: tmp.path().join("console.log"),
+        plugin: Some(PluginLoad {
+            library: library.clone(),
+            output: tmp.path().join("raw.tsv"),
+        }),
+    };
+    let outcome = markbench::vm::qemu::QemuRunner::new(&qemu).boot(&request, &mut |_| {});
+    match &outcome.end {
+        BootEnd::PluginFailed { detail } => {
+            assert!(detail.contains(&*library.to_string_lossy()), "{detail}")
+        }
+        other => panic!("expected PluginFailed, got {other:?}"),
+    }
+}

@@ -189,13 +189,8 @@ impl Profiler {
         });
         let _ = std::fs::remove_file(&initrd);
         let wall_s = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
-        if let BootEnd::QemuFailed { detail } = &outcome.end {
-            if detail.contains("plugin") {
-                bail!(
-                    "QEMU could not load the profile plugin {}: {detail}",
-                    self.plugin.path.display()
-                );
-            }
+        if let BootEnd::PluginFailed { detail } = &outcome.end {
+            bail!("QEMU could not load the profile plugin {detail}");
         }
         let mut record = ProfileBoot {
             variant: unit.variant.clone(),

@@ -63,6 +63,8 @@ pub enum BootEnd {
     TimedOut { after_s: u64 },
     /// QEMU could not start or exited with an error of its own.
     QemuFailed { detail: String },
+    /// QEMU could not load the TCG plugin the boot asked for.
+    PluginFailed { detail: String },
     /// The VM ended without the agent saying `done`.
     Vanished { detail: String },
     /// Stopped by the user (Ctrl-C).
@@ -82,6 +84,7 @@ impl BootEnd {
             BootEnd::KernelPanic { detail } => format!("kernel panic: {detail}"),
             BootEnd::TimedOut { after_s } => format!("timed out after {after_s} s; killed"),
             BootEnd::QemuFailed { detail } => format!("QEMU failed: {detail}"),
+            BootEnd::PluginFailed { detail } => format!("QEMU could not load the plugin: {detail}"),
             BootEnd::Vanished { detail } => format!("guest ended without finishing: {detail}"),
             BootEnd::Interrupted => "interrupted (Ctrl-C); stopped".into(),
         }

@@ -291,6 +291,13 @@ impl Runner for QemuRunner {
             BootEnd::AgentError { message }
         } else if done {
             BootEnd::Completed
+        } else if let Some(plugin) = r.plugin.as_ref().filter(|p| {
+            // QEMU names the library it could not load.
+            qemu_stderr.contains(&*p.library.to_string_lossy())
+        }) {
+            BootEnd::PluginFailed {
+                detail: format!("{}: {}", plugin.library.display(), qemu_stderr.trim()),
+            }
         } else if status.is_some_and(|s| !s.success()) || !qemu_stderr.trim().is_empty() {
             BootEnd::QemuFailed {
                 detail: format!(
