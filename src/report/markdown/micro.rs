@@ -135,72 +135,8 @@ fn table(
     (workload, cpus, param): (&str, u32, u64),
     values: &BTreeMap<(&str, &str), Vec<f64>>,
 ) -> String {
-    let spread = |variant: &str, metric: &str| {
-        values
-            .get(&(variant, metric))
-            .and_then(|v| Spread::of(v))
-            .map(|s| Spread {
-                mean: s.mean / counting.divisor,
-                min: s.min / counting.divisor,
-                max: s.max / counting.divisor,
-                n: s.n,
-            })
-    };
-    let mean = |variant: &str, metric: &str| spread(variant, metric).map_or(f64::NAN, |s| s.mean);
-    let unit = counting.unit;
-    let baseline = variants.first().map_or("", String::as_str);
-    let mut r = String::new();
-
-    let columns: String = variants
-        .iter()
-        .map(|v| {
-            let v = escape_md(v);
-            format!(" {v} [{unit}/loop] | {v}: marker [{unit}] |")
-        })
-        .collect();
-    let _ = writeln!(
-        r,
-        "| loop | no marker [{unit}/loop] |{columns}\n|---|---:|{}",
-        "---:|---:|".repeat(variants.len())
-    );
-    let label = |l: Loop| match l {
-        Loop::Empty => "empty loop",
-        Loop::Memcpy => "memcpy loop (4096 bytes)",
-    };
-    // Each variant's loop with the marker in one state, and what it adds.
-    let cells = |l: Loop, marker: Marker, cost: String| -> String {
-        variants
-            .iter()
-            .map(|v| {
-                format!(
-                    " {} | {} |",
-                    value(mean(v, &micro::metric(l, marker)), 2),
-                    signed(mean(v, &cost), 3)
-                )
-            })
-            .collect()
-    };
-    // The dormant rows: the marker's cost over the loop without it.
-    for l in Loop::ALL {
-        let _ = writeln!(
-            r,
-            "| {} | {} |{}",
-            label(l),
-            value(mean(baseline, &micro::metric(l, Marker::None)), 2),
-            cells(l, Marker::Dormant, micro::marker_cost_metric(l))
-        );
-    }
-    // The enabled rows: what enabling the marker adds over the dormant
-    // marker (the seed's 52.11 − 4.00 = 48.11).
-    for l in Loop::ALL {
-        let _ = writeln!(
-            r,
-            "| {}, marker enabled, empty probe | – |{}",
-            label(l),
-            cells(l, Marker::Enabled, micro::probe_cost_metric(l))
-        );
-    }
-
+    let figures = Figures { counting, values };
+    let mut r = rows(&figures, variants);
     let _ = writeln!(
         r,
         "\n{} at {cpus} vCPU{}: {param} iterations of the empty loop, the memcpy loop's count as \
@@ -214,35 +150,132 @@ fn table(
         if cpus == 1 { "" } else { "s" }
     );
     let _ = writeln!(r, "\n{}", counting.caption);
+    r.push_str(&own_loops_note(&figures, variants));
+    r.push_str(&spread_note(&figures));
+    r
+}
 
-    // Without-marker loops that differ between the kernels: the table shows
-    // the baseline's, the marker costs are each kernel's own.
+/// One table's figures: each (variant, metric)'s runs, in the table's unit.
+struct Figures<'a> {
+    counting: &'a Counting,
+    values: &'a BTreeMap<(&'a str, &'a str), Vec<f64>>,
+}
+
+impl Figures<'_> {
+    fn spread(&self, variant: &str, metric: &str) -> Option<Spread> {
+        let divisor = self.counting.divisor;
+        self.values
+            .get(&(variant, metric))
+            .and_then(|v| Spread::of(v))
+            .map(|s| Spread {
+                mean: s.mean / divisor,
+                min: s.min / divisor,
+                max: s.max / divisor,
+                n: s.n,
+            })
+    }
+
+    fn mean(&self, variant: &str, metric: &str) -> f64 {
+        self.spread(variant, metric).map_or(f64::NAN, |s| s.mean)
+    }
+}
+
+fn loop_label(l: Loop) -> &'static str {
+    match l {
+        Loop::Empty => "empty loop",
+        Loop::Memcpy => "memcpy loop (4096 bytes)",
+    }
+}
+
+/// The table itself: a row per loop with the marker dormant, then enabled.
+fn rows(figures: &Figures, variants: &[String]) -> String {
+    let unit = figures.counting.unit;
+    let baseline = variants.first().map_or("", String::as_str);
+    let mut r = String::new();
+    let columns: String = variants
+        .iter()
+        .map(|v| {
+            let v = escape_md(v);
+            format!(" {v} [{unit}/loop] | {v}: marker [{unit}] |")
+        })
+        .collect();
+    let _ = writeln!(
+        r,
+        "| loop | no marker [{unit}/loop] |{columns}\n|---|---:|{}",
+        "---:|---:|".repeat(variants.len())
+    );
+    // Each variant's loop with the marker in one state, and what it adds.
+    let cells = |l: Loop, marker: Marker, cost: String| -> String {
+        variants
+            .iter()
+            .map(|v| {
+                format!(
+                    " {} | {} |",
+                    value(figures.mean(v, &micro::metric(l, marker)), 2),
+                    signed(figures.mean(v, &cost), 3)
+                )
+            })
+            .collect()
+    };
+    // The dormant rows: the marker's cost over the loop without it.
+    for l in Loop::ALL {
+        let _ = writeln!(
+            r,
+            "| {} | {} |{}",
+            loop_label(l),
+            value(figures.mean(baseline, &micro::metric(l, Marker::None)), 2),
+            cells(l, Marker::Dormant, micro::marker_cost_metric(l))
+        );
+    }
+    // The enabled rows: what enabling the marker adds over the dormant
+    // marker (the seed's 52.11 − 4.00 = 48.11).
+    for l in Loop::ALL {
+        let _ = writeln!(
+            r,
+            "| {}, marker enabled, empty probe | – |{}",
+            loop_label(l),
+            cells(l, Marker::Enabled, micro::probe_cost_metric(l))
+        );
+    }
+    r
+}
+
+/// Without-marker loops that differ between the kernels: the table shows
+/// the baseline's, the marker costs are each kernel's own.
+fn own_loops_note(figures: &Figures, variants: &[String]) -> String {
+    let baseline = variants.first().map_or("", String::as_str);
     let mut notes = Vec::new();
     for v in variants.iter().skip(1) {
         for l in Loop::ALL {
             let metric = micro::metric(l, Marker::None);
-            let (own, base) = (mean(v, &metric), mean(baseline, &metric));
+            let (own, base) = (figures.mean(v, &metric), figures.mean(baseline, &metric));
             if own.is_finite() && base.is_finite() && own != base {
                 notes.push(format!(
                     "{}'s {} without a marker: {}",
                     escape_md(v),
-                    label(l),
+                    loop_label(l),
                     value(own, 2)
                 ));
             }
         }
     }
-    if !notes.is_empty() {
-        let _ = writeln!(
-            r,
-            "\nThe *no marker* column is {}'s; {}.",
-            escape_md(baseline),
-            notes.join("; ")
-        );
+    if notes.is_empty() {
+        return String::new();
     }
+    format!(
+        "\nThe *no marker* column is {}'s; {}.\n",
+        escape_md(baseline),
+        notes.join("; ")
+    )
+}
 
-    // How much the runs moved: none at all under icount.
-    let all: Vec<Spread> = values.keys().filter_map(|(v, m)| spread(v, m)).collect();
+/// How much the runs moved: none at all under icount.
+fn spread_note(figures: &Figures) -> String {
+    let all: Vec<Spread> = figures
+        .values
+        .keys()
+        .filter_map(|(v, m)| figures.spread(v, m))
+        .collect();
     let runs: BTreeSet<usize> = all.iter().map(|s| s.n).collect();
     let widest = all
         .iter()
@@ -260,21 +293,18 @@ fn table(
         .collect::<Vec<_>>()
         .join(", ");
     if widest == 0.0 {
-        let _ = writeln!(
-            r,
+        format!(
             "\nEvery figure is the mean of {runs} run{plural} (over all boots), and every run \
-             of a kernel gave the same figures.\n"
-        );
+             of a kernel gave the same figures.\n\n"
+        )
     } else {
-        let _ = writeln!(
-            r,
+        format!(
             "\nEvery figure is the mean of {runs} run{plural} (over all boots); the runs of one figure \
              spread by up to {:.2}% of it (smallest to largest). The Results section gives \
-             each metric's interval.\n",
+             each metric's interval.\n\n",
             widest * 100.0
-        );
+        )
     }
-    r
 }
 
 #[cfg(test)]
