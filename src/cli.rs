@@ -115,7 +115,7 @@ pub struct SuiteArgs {
     /// baseline, each commit against it and against the one before), all
     /// with the suite's baseline kernel fragment.
     #[arg(long, value_name = "A,B|BASE..TIP")]
-    pub revs: Option<String>,
+    pub revs: Option<crate::images::source::RevSelection>,
 }
 
 #[derive(Debug, Args)]

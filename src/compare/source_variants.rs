@@ -13,10 +13,7 @@ use anyhow::Result;
 /// Whether `overrides` make a patch series of the run: its kernels are then
 /// also compared each with the one before.
 pub fn is_series(overrides: &Overrides) -> bool {
-    overrides
-        .revs
-        .as_deref()
-        .is_some_and(|r| matches!(source::parse_revs(r), Ok(RevSelection::Range { .. })))
+    overrides.revs.as_ref().is_some_and(RevSelection::is_series)
 }
 
 /// `file` with its variants replaced as `overrides.patches` / `.revs` ask;
@@ -52,8 +49,10 @@ pub fn apply(file: &Suite, overrides: &Overrides, source: &KernelSource) -> Resu
         suite.variants = vec![baseline, candidate];
         return Ok(suite);
     }
-    let revs = overrides.revs.as_deref().unwrap_or_default();
-    let selection = source::parse_revs(revs)?;
+    let Some(selection) = &overrides.revs else {
+        return Ok(suite);
+    };
+    let revs = selection.to_string();
     let KernelSource::Tree(repo) = source else {
         return Err(InputError::new(format!(
             "--revs {revs}: the kernel source {} is a tarball; give a git tree with \
@@ -62,7 +61,7 @@ pub fn apply(file: &Suite, overrides: &Overrides, source: &KernelSource) -> Resu
         ))
         .into());
     };
-    let commits = source::commits(repo, &selection)?;
+    let commits = source::commits(repo, selection)?;
     if let [a, b] = &commits[..] {
         if a.id == b.id {
             return Err(InputError::new(format!(

@@ -457,13 +457,52 @@ pub fn resolve_rev(repo: &Path, rev: &str) -> Result<Commit> {
     Ok(Commit { id, subject })
 }
 
-/// Two revisions to compare, or a series.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Two revisions to compare, or a series. Written (and recorded in a run's
+/// `meta.toml`) as on the command line: `A,B` or `BASE..TIP`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum RevSelection {
     /// `A,B`: A the baseline, B the candidate.
     Pair(String, String),
     /// `BASE..TIP`: BASE, then every commit after it up to TIP.
     Range { base: String, tip: String },
+}
+
+impl std::fmt::Display for RevSelection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RevSelection::Pair(a, b) => write!(f, "{a},{b}"),
+            RevSelection::Range { base, tip } => write!(f, "{base}..{tip}"),
+        }
+    }
+}
+
+impl std::str::FromStr for RevSelection {
+    type Err = InputError;
+    fn from_str(text: &str) -> Result<RevSelection, InputError> {
+        parse_revs(text)
+    }
+}
+
+impl TryFrom<String> for RevSelection {
+    type Error = InputError;
+    fn try_from(text: String) -> Result<RevSelection, InputError> {
+        parse_revs(&text)
+    }
+}
+
+impl From<RevSelection> for String {
+    fn from(selection: RevSelection) -> String {
+        selection.to_string()
+    }
+}
+
+impl RevSelection {
+    /// A series (`BASE..TIP`): each kernel is also compared with the one
+    /// before it.
+    pub fn is_series(&self) -> bool {
+        matches!(self, RevSelection::Range { .. })
+    }
 }
 
 /// Reads `--revs`: `A,B` or `BASE..TIP`.

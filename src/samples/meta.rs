@@ -277,7 +277,7 @@ pub struct Overrides {
     /// `--revs`: two revisions (`A,B`) or a series (`BASE..TIP`) of the
     /// kernel source, one kernel each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revs: Option<String>,
+    pub revs: Option<crate::images::source::RevSelection>,
 }
 
 /// `meta.toml`: everything about a run except its samples.
