@@ -114,57 +114,96 @@ pub fn compare(options: &Options) -> Result<Outcome> {
     }
     let images = crate::run_images::prepare_images(&run.suite, &run.source)?;
     let mut runner = vm::qemu::QemuRunner::new(&qemu);
-    let (dir, machine) = match &run.resumed {
-        Some((dir, meta)) => {
-            for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
-                if k.key != recorded.build_key {
-                    return Err(InputError::new(format!(
-                        "{}: kernel {} is not the one this run started with (build key {} now, {} then); \
-                         start a new run instead",
-                        dir.display(),
-                        recorded.variant,
-                        &k.key[..16],
-                        recorded.build_key.chars().take(16).collect::<String>()
-                    ))
-                    .into());
-                }
+    let (dir, machine) = directory_and_machine(
+        &run,
+        options,
+        &images,
+        qemu,
+        &mut runner,
+        oversubscribed_here,
+    )?;
+    announce(&run, &dir, &machine);
+    let _ = ctrlc::set_handler(|| {
+        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!();
+        crate::message::note(
+            "interrupted: stopping the guest, keeping every sample, writing a partial report",
+        );
+    });
+    let meta = execute(&run, &images, &machine, &mut runner, &dir)
+        .with_context(|| format!("run in {}", dir.display()))?;
+    if options.out.is_none() {
+        let latest = options.reports.join("latest");
+        let _ = std::fs::remove_file(&latest);
+        let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
+    }
+    let code = ending(&dir, &meta, started);
+    Ok(Outcome {
+        code,
+        run: Some((dir, meta)),
+    })
+}
+
+/// The run directory and the machine: a resumed run's own (its kernels
+/// checked to be the ones it started with), or a new directory and a
+/// machine decided now.
+fn directory_and_machine(
+    run: &Resolved,
+    options: &Options,
+    images: &crate::run_images::Images,
+    qemu: vm::qemu::QemuBinary,
+    runner: &mut dyn vm::Runner,
+    oversubscribed_here: bool,
+) -> Result<(PathBuf, vm::Machine)> {
+    if let Some((dir, meta)) = &run.resumed {
+        for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
+            if k.key != recorded.build_key {
+                return Err(InputError::new(format!(
+                    "{}: kernel {} is not the one this run started with (build key {} now, {} then); \
+                     start a new run instead",
+                    dir.display(),
+                    recorded.variant,
+                    &k.key[..16],
+                    recorded.build_key.chars().take(16).collect::<String>()
+                ))
+                .into());
             }
-            if !meta.host.qemu_path.is_empty() && meta.host.qemu_version != qemu.version {
-                crate::message::warning(format_args!(
-                    "the run started with {} ({}); it continues with {} ({})",
-                    meta.host.qemu_version,
-                    meta.host.qemu_path,
-                    qemu.version,
-                    qemu.path.display()
-                ));
-            }
-            (dir.clone(), crate::machine::recorded(meta, qemu))
         }
-        None => {
-            let machine = crate::machine::decide(&run.suite, &images, qemu, &mut runner)?;
-            if oversubscribed_here && !machine.timing.is_icount() {
-                return Err(oversubscribed(
-                    &run,
-                    &format!("timing is wall time ({})", machine.timing.reason),
-                ));
-            }
-            let dir = match &options.out {
-                Some(out) => {
-                    RunDir::new(out)
-                        .create()
-                        .with_context(|| format!("creating {}", out.display()))?;
-                    out.clone()
-                }
-                None => RunDir::create_new(&options.reports, &run.suite.name)
-                    .with_context(|| {
-                        format!("creating a run directory in {}", options.reports.display())
-                    })?
-                    .root()
-                    .to_path_buf(),
-            };
-            (dir, machine)
+        if !meta.host.qemu_path.is_empty() && meta.host.qemu_version != qemu.version {
+            crate::message::warning(format_args!(
+                "the run started with {} ({}); it continues with {} ({})",
+                meta.host.qemu_version,
+                meta.host.qemu_path,
+                qemu.version,
+                qemu.path.display()
+            ));
         }
+        return Ok((dir.clone(), crate::machine::recorded(meta, qemu)));
+    }
+    let machine = crate::machine::decide(&run.suite, images, qemu, runner)?;
+    if oversubscribed_here && !machine.timing.is_icount() {
+        return Err(oversubscribed(
+            run,
+            &format!("timing is wall time ({})", machine.timing.reason),
+        ));
+    }
+    let dir = match &options.out {
+        Some(out) => {
+            RunDir::new(out)
+                .create()
+                .with_context(|| format!("creating {}", out.display()))?;
+            out.clone()
+        }
+        None => RunDir::create_new(&options.reports, &run.suite.name)
+            .with_context(|| format!("creating a run directory in {}", options.reports.display()))?
+            .root()
+            .to_path_buf(),
     };
+    Ok((dir, machine))
+}
+
+/// Where the run goes and what it boots with, before the first boot.
+fn announce(run: &Resolved, dir: &std::path::Path, machine: &vm::Machine) {
     println!("run directory: {}", dir.display());
     println!(
         "QEMU: {} ({})",
@@ -180,29 +219,20 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         "timing: {}",
         vm::accel::describe_timing(&machine.timing, run.max_cpus())
     );
-    let _ = ctrlc::set_handler(|| {
-        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        eprintln!();
-        crate::message::note(
-            "interrupted: stopping the guest, keeping every sample, writing a partial report",
-        );
-    });
-    let meta = execute(&run, &images, &machine, &mut runner, &dir)
-        .with_context(|| format!("run in {}", dir.display()))?;
-    if options.out.is_none() {
-        let latest = options.reports.join("latest");
-        let _ = std::fs::remove_file(&latest);
-        let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
-    }
+}
+
+/// The run's summary line and its exit status: interrupted (resume it),
+/// some boot failed, or success.
+fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) -> i32 {
     let failed = meta.boots.iter().filter(|b| !b.ok).count();
     println!(
         "report: {}\n{} boots, {} failed, {:.0} s in all",
-        RunDir::new(&dir).report().display(),
+        RunDir::new(dir).report().display(),
         meta.boots.len(),
         failed,
         started.elapsed().as_secs_f64()
     );
-    let code = if !meta.complete {
+    if !meta.complete {
         crate::message::note(format_args!(
             "the run is partial; continue it with: markbench compare --resume {}",
             dir.display()
@@ -215,9 +245,5 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         exit::INFRASTRUCTURE
     } else {
         exit::SUCCESS
-    };
-    Ok(Outcome {
-        code,
-        run: Some((dir, meta)),
-    })
+    }
 }
