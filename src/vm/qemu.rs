@@ -154,6 +154,63 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
     args
 }
 
+/// What watching a boot saw, besides QEMU's stderr and the console.
+struct Watched {
+    interrupted: bool,
+    timed_out: bool,
+    /// The agent said `done`.
+    done: bool,
+    agent_error: Option<String>,
+    status: Option<std::process::ExitStatus>,
+}
+
+/// How a boot ended, from what watching it saw: the first of Ctrl-C, the
+/// deadline, a panic on the console, the agent's error, the agent's
+/// `done`, a plugin QEMU could not load, QEMU's own failure, or an end
+/// nobody announced.
+fn ending(r: &BootRequest, seen: Watched, qemu_stderr: &str, console: &str) -> BootEnd {
+    let Watched {
+        interrupted,
+        timed_out,
+        done,
+        agent_error,
+        status,
+    } = seen;
+    // Ctrl-C on a terminal reaches QEMU too, which may exit before we notice.
+    if interrupted || super::interrupted() {
+        BootEnd::Interrupted
+    } else if timed_out {
+        BootEnd::TimedOut {
+            after_s: r.deadline.as_secs(),
+        }
+    } else if let Some(panic) = find_panic(console) {
+        BootEnd::KernelPanic { detail: panic }
+    } else if let Some(message) = agent_error {
+        BootEnd::AgentError { message }
+    } else if done {
+        BootEnd::Completed
+    } else if let Some(plugin) = r.plugin.as_ref().filter(|p| {
+        // QEMU names the library it could not load.
+        qemu_stderr.contains(&*p.library.to_string_lossy())
+    }) {
+        BootEnd::PluginFailed {
+            detail: format!("{}: {}", plugin.library.display(), qemu_stderr.trim()),
+        }
+    } else if status.is_some_and(|s| !s.success()) || !qemu_stderr.trim().is_empty() {
+        BootEnd::QemuFailed {
+            detail: format!(
+                "exit {}: {}",
+                status.map_or("unknown".into(), |s| s.to_string()),
+                qemu_stderr.trim()
+            ),
+        }
+    } else {
+        BootEnd::Vanished {
+            detail: format!("console ends with: {}", console_tail(console, 3)),
+        }
+    }
+}
+
 /// Looks for a panic in the console log; returns the panic line.
 pub fn find_panic(console: &str) -> Option<String> {
     console
@@ -278,39 +335,18 @@ impl Runner for QemuRunner {
         let qemu_stderr = stderr_reader.join().unwrap_or_default();
         let console = std::fs::read_to_string(&r.console_log).unwrap_or_default();
 
-        // Ctrl-C on a terminal reaches QEMU too, which may exit before we notice.
-        let end = if interrupted || super::interrupted() {
-            BootEnd::Interrupted
-        } else if timed_out {
-            BootEnd::TimedOut {
-                after_s: r.deadline.as_secs(),
-            }
-        } else if let Some(panic) = find_panic(&console) {
-            BootEnd::KernelPanic { detail: panic }
-        } else if let Some(message) = agent_error {
-            BootEnd::AgentError { message }
-        } else if done {
-            BootEnd::Completed
-        } else if let Some(plugin) = r.plugin.as_ref().filter(|p| {
-            // QEMU names the library it could not load.
-            qemu_stderr.contains(&*p.library.to_string_lossy())
-        }) {
-            BootEnd::PluginFailed {
-                detail: format!("{}: {}", plugin.library.display(), qemu_stderr.trim()),
-            }
-        } else if status.is_some_and(|s| !s.success()) || !qemu_stderr.trim().is_empty() {
-            BootEnd::QemuFailed {
-                detail: format!(
-                    "exit {}: {}",
-                    status.map_or("unknown".into(), |s| s.to_string()),
-                    qemu_stderr.trim()
-                ),
-            }
-        } else {
-            BootEnd::Vanished {
-                detail: format!("console ends with: {}", console_tail(&console, 3)),
-            }
-        };
+        let end = ending(
+            r,
+            Watched {
+                interrupted,
+                timed_out,
+                done,
+                agent_error,
+                status,
+            },
+            &qemu_stderr,
+            &console,
+        );
         outcome(end)
     }
 }
