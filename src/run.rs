@@ -123,24 +123,7 @@ impl BootLoop<'_> {
         if let Some(e) = write_error {
             return Err(e.context("writing samples.csv"));
         }
-        let mut end = outcome.end;
-        // The host's reading of a failed run ("exited with status 3: …") says
-        // more than the agent's ("command failed"), so it wins.
-        if let (BootEnd::Completed | BootEnd::AgentError { .. }, Some(message)) =
-            (&end, sample_error)
-        {
-            end = BootEnd::AgentError { message };
-        }
-        let expected_cpus = if unit.cpus == 1 {
-            "0".to_string()
-        } else {
-            format!("0-{}", unit.cpus - 1)
-        };
-        if end.is_ok() && guest.1 != expected_cpus {
-            end = BootEnd::AgentError {
-                message: format!("guest saw CPUs {:?}, expected {expected_cpus:?}", guest.1),
-            };
-        }
+        let end = unit_end(unit, outcome.end, sample_error, &guest.1);
         let retryable = matches!(
             end,
             BootEnd::TimedOut { .. } | BootEnd::QemuFailed { .. } | BootEnd::Vanished { .. }
@@ -193,6 +176,31 @@ impl BootLoop<'_> {
         record.retried_after = Some(first);
         Ok(record)
     }
+}
+
+/// How a unit's boot ended, all told: the runner's ending, unless the host
+/// could not read a run's figures (its reading says more than the agent's)
+/// or the guest saw other CPUs than the unit asked for.
+fn unit_end(unit: &Unit, end: BootEnd, sample_error: Option<String>, guest_cpus: &str) -> BootEnd {
+    // The host's reading of a failed run ("exited with status 3: …") says
+    // more than the agent's ("command failed"), so it wins.
+    let end = match (end, sample_error) {
+        (BootEnd::Completed | BootEnd::AgentError { .. }, Some(message)) => {
+            BootEnd::AgentError { message }
+        }
+        (end, _) => end,
+    };
+    let expected_cpus = if unit.cpus == 1 {
+        "0".to_string()
+    } else {
+        format!("0-{}", unit.cpus - 1)
+    };
+    if end.is_ok() && guest_cpus != expected_cpus {
+        return BootEnd::AgentError {
+            message: format!("guest saw CPUs {guest_cpus:?}, expected {expected_cpus:?}"),
+        };
+    }
+    end
 }
 
 /// A lock file that stops two runs writing into one directory. A lock left
