@@ -407,40 +407,6 @@ impl RunMeta {
         std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
         Ok(())
     }
-
-    pub fn read(dir: &Path) -> Result<RunMeta> {
-        let path = dir.join(META_FILE);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let meta: RunMeta = toml::from_str(&text)
-            .with_context(|| format!("{}: malformed run metadata", path.display()))?;
-        if meta.format.0 > RUN_FORMAT {
-            return Err(crate::error::InputError::new(format!(
-                "{}: written in run format {} by a newer markbench; this one reads formats up to {RUN_FORMAT}",
-                path.display(),
-                meta.format.0
-            ))
-            .into());
-        }
-        Ok(super::upgrade::to_current(meta))
-    }
-}
-
-/// The runs under `reports` with their metadata, newest first (a run
-/// directory's name begins with its start time); the `latest` link and
-/// directories that hold no readable run are passed over.
-pub fn runs_newest_first(reports: &Path) -> impl Iterator<Item = (PathBuf, RunMeta)> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(reports)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && !p.ends_with("latest"))
-        .collect();
-    dirs.sort();
-    dirs.into_iter()
-        .rev()
-        .filter_map(|dir| RunMeta::read(&dir).ok().map(|meta| (dir, meta)))
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 mod meta;
 mod upgrade;
 
+pub use upgrade::runs_newest_first;
+
 pub use meta::*;
 
 use anyhow::{Context, Result};

@@ -1,6 +1,7 @@
-//! Runs written in an older format, brought up to [`RUN_FORMAT`] as they are
-//! read: the one place that knows what earlier versions wrote, so every
-//! reader of a run sees the current shape.
+//! Reading a run's `meta.toml`: the one reader, which brings a run written
+//! in an older format up to [`RUN_FORMAT`], so every reader of a run sees
+//! the current shape; this is the one place that knows what earlier
+//! versions wrote.
 //!
 //! Format 0 (runs written before the format was numbered) differs from 1 in:
 //! - `workloads`: the first versions wrote each workload as a JSON line;
@@ -15,9 +16,50 @@
 //! stays empty: readers show less for it rather than guess.
 
 use super::meta::{RunFormat, RunMeta, TimingDecision, RUN_FORMAT};
+use super::META_FILE;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+impl RunMeta {
+    /// Reads `dir`'s `meta.toml`, in the current format whatever format it
+    /// was written in; a run of a newer format is an input error.
+    pub fn read(dir: &Path) -> Result<RunMeta> {
+        let path = dir.join(META_FILE);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let meta: RunMeta = toml::from_str(&text)
+            .with_context(|| format!("{}: malformed run metadata", path.display()))?;
+        if meta.format.0 > RUN_FORMAT {
+            return Err(crate::error::InputError::new(format!(
+                "{}: written in run format {} by a newer markbench; this one reads formats up to {RUN_FORMAT}",
+                path.display(),
+                meta.format.0
+            ))
+            .into());
+        }
+        Ok(to_current(meta))
+    }
+}
+
+/// The runs under `reports` with their metadata, newest first (a run
+/// directory's name begins with its start time); the `latest` link and
+/// directories that hold no readable run are passed over.
+pub fn runs_newest_first(reports: &Path) -> impl Iterator<Item = (PathBuf, RunMeta)> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(reports)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !p.ends_with("latest"))
+        .collect();
+    dirs.sort();
+    dirs.into_iter()
+        .rev()
+        .filter_map(|dir| RunMeta::read(&dir).ok().map(|meta| (dir, meta)))
+}
 
 /// `meta` in the current format.
-pub(super) fn to_current(mut meta: RunMeta) -> RunMeta {
+fn to_current(mut meta: RunMeta) -> RunMeta {
     if meta.format.0 == 0 {
         meta.workloads =
             crate::workloads::readable_lines(&meta.workloads, meta.iterations, meta.warmup);
