@@ -9,6 +9,7 @@
 //! timing mode, suite, kernels) are listed as warnings at the top.
 
 use crate::error::InputError;
+use crate::images::initramfs::{ImageFile, ImageRecord};
 use crate::images::size::{KernelSizes, SizeComparison, SizeRecord};
 use crate::samples::{read_samples_with_hosts, KernelMeta, RunMeta, SampleWriter};
 use anyhow::Result;
@@ -61,7 +62,59 @@ pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String
         &baseline.overrides.join(", "),
         &candidate.overrides.join(", "),
     );
+    if let (Some(a), Some(b)) = (&baseline.guest_image, &candidate.guest_image) {
+        if a.sha256 != b.sha256 {
+            w.push(guest_image_difference(a, b));
+        }
+    }
     w
+}
+
+/// Which programs and libraries two guest images hold in other versions
+/// (or only one of them holds).
+fn guest_image_difference(a: &ImageRecord, b: &ImageRecord) -> String {
+    let describe = |f: Option<&ImageFile>| match f {
+        None => "absent".to_string(),
+        Some(f) if f.package.is_empty() => {
+            format!("sha256 {}", &f.sha256[..16.min(f.sha256.len())])
+        }
+        Some(f) => format!(
+            "{} {} (sha256 {})",
+            f.package,
+            f.version,
+            &f.sha256[..16.min(f.sha256.len())]
+        ),
+    };
+    let mut paths: Vec<&str> = a
+        .files
+        .iter()
+        .chain(&b.files)
+        .map(|f| f.path.as_str())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    let differing: Vec<String> = paths
+        .into_iter()
+        .filter_map(|path| {
+            let (x, y) = (
+                a.files.iter().find(|f| f.path == path),
+                b.files.iter().find(|f| f.path == path),
+            );
+            (x.map(|f| &f.sha256) != y.map(|f| &f.sha256))
+                .then(|| format!("{path}: {} against {}", describe(x), describe(y)))
+        })
+        .collect();
+    format!(
+        "guest image differs: baseline sha256 {}, candidate {}{}",
+        &a.sha256[..16.min(a.sha256.len())],
+        &b.sha256[..16.min(b.sha256.len())],
+        if differing.is_empty() {
+            " (the same programs and libraries: the agent or the image's layout changed)"
+                .to_string()
+        } else {
+            format!("; {}", differing.join("; "))
+        }
+    )
 }
 
 fn read_run(dir: &Path) -> Result<RunMeta> {
@@ -247,6 +300,45 @@ mod tests {
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w.iter().any(|l| l.starts_with("accelerator differs")));
         assert!(w.iter().any(|l| l.starts_with("host differs")));
+    }
+
+    #[test]
+    fn another_guest_image_is_named_by_what_differs_in_it() {
+        let file = |path: &str, package: &str, version: &str, sha: &str| ImageFile {
+            path: path.into(),
+            kind: "library".into(),
+            package: package.into(),
+            version: version.into(),
+            sha256: sha.repeat(16),
+        };
+        let image = |sha: &str, libc: ImageFile| ImageRecord {
+            sha256: sha.repeat(16),
+            files: vec![file("/usr/bin/hackbench", "rt-tests", "2.5-1", "a"), libc],
+        };
+        let a = RunMeta {
+            guest_image: Some(image(
+                "1",
+                file("/lib/libc.so.6", "libc6", "2.36-9+deb12u10", "b"),
+            )),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        assert!(condition_warnings(&a, &b).is_empty());
+        b.guest_image = Some(image(
+            "2",
+            file("/lib/libc.so.6", "libc6", "2.36-9+deb12u13", "c"),
+        ));
+        let w = condition_warnings(&a, &b);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("guest image differs: baseline sha256 1111111111111111, candidate 2222222222222222; /lib/libc.so.6: libc6 2.36-9+deb12u10"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("against libc6 2.36-9+deb12u13") && !w[0].contains("hackbench"));
+        // A run from before images were recorded: nothing to compare.
+        b.guest_image = None;
+        assert!(condition_warnings(&a, &b).is_empty());
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub struct Images {
     /// Archives appended to every boot's initrd after the base (the
     /// kernel-compile tree and toolchain when the suite compiles).
     pub extra_archives: Vec<PathBuf>,
+    /// What the guest image (the base and the archives after it) holds.
+    pub guest: initramfs::ImageRecord,
     /// The configuration difference of each candidate against the baseline.
     pub diffconfig: String,
     /// The source difference of each candidate against the baseline, where
@@ -72,6 +74,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     for (v, origin) in suite.variants.iter().zip(&origins) {
         let spec = KernelSpec {
             name: v.kernel.clone(),
+            base: suite.kernel_base.clone(),
             fragments: suite.fragments.kernel(&v.kernel)?,
         };
         built.push(kernel::ensure_kernel(origin, &spec)?);
@@ -117,7 +120,10 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
         }
     }
     let base = initramfs::ensure_base()?;
-    let mut extra_archives = Vec::new();
+    let (programs, carried) = guest_additions(suite);
+    let mut extra_archives: Vec<PathBuf> = initramfs::ensure_additions(&programs, &carried)?
+        .into_iter()
+        .collect();
     for spec in &suite.workloads {
         if let crate::workloads::WorkloadKind::KernelCompile(k) = &spec.kind {
             let tree = crate::images::compile_tree::ensure_compile_tree(
@@ -131,15 +137,45 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
             }
         }
     }
+    let mut archives = vec![base.path.clone()];
+    archives.extend(extra_archives.iter().cloned());
+    let mut every_program = initramfs::base_programs();
+    every_program.extend(programs);
+    let guest = initramfs::ImageRecord::of(&archives, &every_program, &carried)?;
     Ok(Images {
         kernels,
         fragments,
         base,
         extra_archives,
+        guest,
         diffconfig,
         source_diff,
         sizes,
     })
+}
+
+/// The programs and files a suite's workloads add to every image, each once.
+fn guest_additions(suite: &Suite) -> (Vec<PathBuf>, Vec<initramfs::CarriedFile>) {
+    let mut programs: Vec<PathBuf> = Vec::new();
+    let mut carried: Vec<initramfs::CarriedFile> = Vec::new();
+    for w in &suite.workloads {
+        for p in w.programs() {
+            let p = PathBuf::from(p);
+            if !programs.contains(&p) && !initramfs::base_programs().contains(&p) {
+                programs.push(p);
+            }
+        }
+        for f in w.files() {
+            let file = initramfs::CarriedFile {
+                host: PathBuf::from(f.from),
+                guest: f.to,
+            };
+            if !carried.contains(&file) {
+                carried.push(file);
+            }
+        }
+    }
+    (programs, carried)
 }
 
 /// The configuration difference of each candidate against the baseline:

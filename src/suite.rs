@@ -8,8 +8,9 @@
 
 use crate::error::InputError;
 use crate::images::fragments::FragmentSearch;
+use crate::images::kernel::KernelBase;
 pub use crate::workloads::kernel_compile::CompileScope;
-use crate::workloads::{Guest, WorkloadSpec};
+use crate::workloads::{Guest, WorkloadKind, WorkloadSpec};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -50,6 +51,9 @@ pub struct Suite {
     /// a relative path is taken from the suite file's directory, as every
     /// path a suite names.
     pub kernel_source: Option<PathBuf>,
+    /// `[kernel] base`: the configuration every kernel starts from, under
+    /// `base.config` and its variant's fragment.
+    pub kernel_base: KernelBase,
     /// The QEMU binary to boot with (`qemu = "PATH"`, relative to the suite
     /// file); `None`: `qemu-system-x86_64` on PATH.
     pub qemu: Option<PathBuf>,
@@ -210,6 +214,9 @@ fn default_accel() -> AccelChoice {
 #[serde(deny_unknown_fields)]
 struct KernelSection {
     source: Option<Spanned<String>>,
+    /// `tinyconfig` (default), `defconfig`, or a `.config` file relative to
+    /// the suite file.
+    base: Option<Spanned<String>>,
     /// A directory of fragments, relative to the suite file.
     fragments: Option<Spanned<String>>,
 }
@@ -383,6 +390,15 @@ impl Suite {
         let at = At { path, text };
         let settings = at.settings(&file)?;
         let fragments = at.fragment_search(lookup, &file.kernel)?;
+        let kernel_base = match &file.kernel.base {
+            Some(base) => {
+                let resolved = at.beside_suite(base.get_ref());
+                let resolved = std::path::absolute(&resolved).unwrap_or(resolved);
+                KernelBase::from_setting(base.get_ref(), &resolved)
+                    .map_err(|m| at.err(base.span(), m))?
+            }
+            None => KernelBase::Tinyconfig,
+        };
         let variants = at.variants(file.variant, &fragments, file.kernel.source.as_ref())?;
         let workloads = at.workloads(file.workload, &settings, &file.cpus, &file.memory_mib)?;
         let objects = at.objects(file.objects)?;
@@ -419,6 +435,7 @@ impl Suite {
                 let beside = at.beside_suite(&s.into_inner());
                 std::path::absolute(&beside).unwrap_or(beside)
             }),
+            kernel_base,
             qemu: file.qemu.map(|q| at.beside_suite(&q)),
             variants,
             workloads,
@@ -673,14 +690,16 @@ impl At<'_> {
         let mut spans = Vec::new();
         for w in files.into_inner() {
             let span = w.span();
-            let spec = w.into_inner();
+            let mut spec = w.into_inner();
             spec.check(guest).map_err(|refusal| {
-                let at = match refusal.suite_key {
-                    Some("memory_mib") => memory_key.span(),
+                let at = match (refusal.suite_key, &refusal.near) {
+                    (Some("memory_mib"), _) => memory_key.span(),
+                    (_, Some(value)) => self.value_in(&span, value),
                     _ => span.clone(),
                 };
                 self.err(at, refusal.message)
             })?;
+            self.host_files(&mut spec, &span)?;
             workloads.push(spec);
             spans.push(span);
         }
@@ -701,6 +720,72 @@ impl At<'_> {
             ));
         }
         Ok(workloads)
+    }
+
+    /// Where `value` is written inside the table at `span` (its first
+    /// occurrence), else the table itself.
+    fn value_in(&self, span: &std::ops::Range<usize>, value: &str) -> std::ops::Range<usize> {
+        self.text
+            .get(span.clone())
+            .and_then(|table| table.find(value))
+            .map_or(span.clone(), |at| {
+                span.start + at..span.start + at + value.len()
+            })
+    }
+
+    /// The host programs and files a `command` workload carries into the
+    /// guest, checked to exist (before anything is built), its files made
+    /// absolute: a suite's paths are relative to it. The programs of
+    /// built-in workloads are `setup`'s to install.
+    fn host_files(
+        &self,
+        spec: &mut WorkloadSpec,
+        span: &std::ops::Range<usize>,
+    ) -> Result<(), InputError> {
+        let WorkloadKind::Command(command) = &spec.kind else {
+            return Ok(());
+        };
+        for p in &command.programs {
+            let path = Path::new(p);
+            let executable = std::fs::metadata(path).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            });
+            if !executable {
+                return Err(self.err(
+                    self.value_in(span, p),
+                    format!(
+                        "command: program {p} {} on this host",
+                        if path.exists() {
+                            "is not an executable file"
+                        } else {
+                            "does not exist"
+                        }
+                    ),
+                ));
+            }
+        }
+        for f in &command.files {
+            let resolved = self.beside_suite(&f.from);
+            let resolved = std::path::absolute(&resolved).unwrap_or(resolved);
+            if !resolved.is_file() {
+                return Err(self.err(
+                    self.value_in(span, &f.from),
+                    format!(
+                        "command: files: {} is not a file (paths are relative to the suite file)",
+                        resolved.display()
+                    ),
+                ));
+            }
+        }
+        spec.resolve_files(|from| {
+            let resolved = self.beside_suite(from);
+            std::path::absolute(&resolved)
+                .unwrap_or(resolved)
+                .display()
+                .to_string()
+        });
+        Ok(())
     }
 
     /// The objects to size, each a path inside the build directory, once.

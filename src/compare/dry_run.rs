@@ -46,6 +46,10 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
         println!("  {}", suite.description);
     }
     println!("kernel source: {:?}", run.source);
+    println!(
+        "kernel configuration: {} + base.config + the variant's fragment",
+        suite.kernel_base.describe()
+    );
     println!("kernel fragments from: {}", suite.fragments.describe());
     let own_origins = suite
         .variants

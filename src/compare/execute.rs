@@ -106,6 +106,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                 source: k.source_identity.clone(),
                 origin: (!k.origin.source.is_empty()).then(|| k.origin.clone()),
                 build_key: k.key.clone(),
+                config_base: suite.kernel_base.describe(),
                 config_sha256: k.config_sha256.clone(),
                 compiler: k.compiler.clone(),
                 fragments: fragments
@@ -127,6 +128,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         boots: Vec::new(),
         series: run.series,
         warnings: Vec::new(),
+        guest_image: Some(images.guest.clone()),
         shard: run.shard_meta(),
         shards: Vec::new(),
         workloads: suite

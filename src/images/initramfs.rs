@@ -6,6 +6,7 @@
 use super::{cache_dir, key_of};
 use crate::protocol::{Directive, JOB_HEADER};
 use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -112,35 +113,61 @@ pub struct BaseImage {
     pub key: String,
 }
 
-/// The base image's cache key: the agent's bytes and each host file's
-/// (path, size and modification time).
-fn base_key(agent: &[u8], stamps: &[(String, String)]) -> String {
-    let mut parts: Vec<(&str, &[u8])> = vec![("recipe", b"initramfs v2"), ("agent", agent)];
-    parts.extend(stamps.iter().map(|(f, s)| (f.as_str(), s.as_bytes())));
+/// SHA-256 of a file's bytes.
+fn content_sha256(path: &Path) -> Result<String> {
+    use sha2::Digest;
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut hasher = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hasher).with_context(|| format!("reading {}", path.display()))?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// An image's cache key: its recipe, the agent's bytes (when it holds the
+/// agent) and each file's guest path and content, so an updated program or
+/// library is another image.
+fn image_key(recipe: &[u8], agent: &[u8], contents: &[(String, String)]) -> String {
+    let mut parts: Vec<(&str, &[u8])> = vec![("recipe", recipe), ("agent", agent)];
+    parts.extend(contents.iter().map(|(f, s)| (f.as_str(), s.as_bytes())));
     key_of(&parts)
 }
 
-/// Returns the base initramfs, building it when its inputs changed.
-pub fn ensure_base() -> Result<BaseImage> {
-    let mut programs: Vec<PathBuf> = vec![PathBuf::from(BUSYBOX)];
-    programs.extend(GUEST_PROGRAMS.iter().map(PathBuf::from));
+/// The host files `programs` need in the guest: each program and the
+/// shared libraries it links (busybox is static), in path order.
+fn with_libraries(programs: &[PathBuf]) -> Result<BTreeSet<PathBuf>> {
     let mut files: BTreeSet<PathBuf> = BTreeSet::new();
-    for p in &programs {
+    for p in programs {
         if !p.is_file() {
             bail!("{} is missing; run `markbench setup`", p.display());
         }
         files.insert(p.clone());
-        if p.as_path() != Path::new(BUSYBOX) {
+        if !crate::prereq::is_static_elf(p) {
             files.extend(shared_libraries(p)?);
         }
     }
-    let mut stamps = Vec::new();
-    for f in &files {
-        let meta = std::fs::metadata(f)?;
-        let stamp = format!("{} {:?}", meta.len(), meta.modified().ok());
-        stamps.push((f.display().to_string(), stamp));
-    }
-    let key = base_key(agent()?, &stamps);
+    Ok(files)
+}
+
+/// Each file's path and content hash.
+fn contents(files: &BTreeSet<PathBuf>) -> Result<Vec<(String, String)>> {
+    files
+        .iter()
+        .map(|f| Ok((f.display().to_string(), content_sha256(f)?)))
+        .collect()
+}
+
+/// The programs every image holds: busybox, then [`GUEST_PROGRAMS`].
+pub fn base_programs() -> Vec<PathBuf> {
+    std::iter::once(BUSYBOX)
+        .chain(GUEST_PROGRAMS.iter().copied())
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// Returns the base initramfs, building it when its inputs changed.
+pub fn ensure_base() -> Result<BaseImage> {
+    let files = with_libraries(&base_programs())?;
+    let key = image_key(b"initramfs v3", agent()?, &contents(&files)?);
     let dir = cache_dir().join("initramfs");
     let path = dir.join(format!("base-{}.cpio", &key[..16]));
     if path.is_file() {
@@ -171,6 +198,233 @@ pub fn ensure_base() -> Result<BaseImage> {
     pack_cpio(&root, &partial)?;
     std::fs::rename(&partial, &path)?;
     Ok(BaseImage { path, key })
+}
+
+/// A host file carried to a path of the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarriedFile {
+    pub host: PathBuf,
+    pub guest: String,
+}
+
+/// The archive of what a suite's workloads add to the base image (their
+/// programs with their libraries, and their files), appended after it;
+/// `None` when they add nothing. Keyed by content like the base.
+pub fn ensure_additions(programs: &[PathBuf], files: &[CarriedFile]) -> Result<Option<PathBuf>> {
+    additions_in(&cache_dir().join("initramfs"), programs, files)
+}
+
+/// [`ensure_additions`] with its archives kept in `dir`.
+fn additions_in(
+    dir: &Path,
+    programs: &[PathBuf],
+    files: &[CarriedFile],
+) -> Result<Option<PathBuf>> {
+    if programs.is_empty() && files.is_empty() {
+        return Ok(None);
+    }
+    let host_files = with_libraries(programs)?;
+    let mut keyed = contents(&host_files)?;
+    for f in files {
+        keyed.push((
+            format!("{} -> {}", f.host.display(), f.guest),
+            content_sha256(&f.host)?,
+        ));
+    }
+    let key = image_key(b"initramfs additions v1", b"", &keyed);
+    let path = dir.join(format!("additions-{}.cpio", &key[..16]));
+    if path.is_file() {
+        return Ok(Some(path));
+    }
+    std::fs::create_dir_all(dir)?;
+    let staging = tempfile::Builder::new()
+        .prefix("additions-")
+        .tempdir_in(dir)?;
+    let root = staging.path().join("root");
+    std::fs::create_dir_all(&root)?;
+    crate::message::note(format_args!(
+        "adding {} program{} and {} file{} to the guest image …",
+        programs.len(),
+        if programs.len() == 1 { "" } else { "s" },
+        files.len(),
+        if files.len() == 1 { "" } else { "s" }
+    ));
+    for f in &host_files {
+        copy_into(&root, f)?;
+    }
+    for f in files {
+        let dest = root.join(f.guest.trim_start_matches('/'));
+        std::fs::create_dir_all(dest.parent().unwrap_or(&root))?;
+        std::fs::copy(&f.host, &dest).with_context(|| {
+            format!(
+                "copying {} into the guest image as {}",
+                f.host.display(),
+                f.guest
+            )
+        })?;
+    }
+    // Fixed times, as the job's: the same additions give the same bytes.
+    for entry in walkdir::WalkDir::new(&root) {
+        let entry = entry?;
+        filetime::set_symlink_file_times(
+            entry.path(),
+            filetime::FileTime::from_unix_time(GUEST_CLOCK_START_S as i64, 0),
+            filetime::FileTime::from_unix_time(GUEST_CLOCK_START_S as i64, 0),
+        )
+        .with_context(|| format!("setting the time of {}", entry.path().display()))?;
+    }
+    let partial = path.with_extension(format!("partial-{}", std::process::id()));
+    pack_cpio(&root, &partial)?;
+    std::fs::rename(&partial, &path)?;
+    Ok(Some(path))
+}
+
+/// One program or library of a guest image, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ImageFile {
+    /// Its path on the host (and in the guest).
+    pub path: String,
+    /// `program`, `library` or `file`.
+    pub kind: String,
+    /// The Debian package that installed it and the package's version
+    /// (empty when no package owns it, e.g. a program of the user's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub package: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    pub sha256: String,
+}
+
+/// What a run's guest image held: what two runs' figures depend on besides
+/// the kernels, QEMU and the suite (a library's other build changes the
+/// instructions a benchmark executes, and so its icount figures).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ImageRecord {
+    /// SHA-256 over the base image and every archive appended to it, in
+    /// order (not a boot's job).
+    pub sha256: String,
+    pub files: Vec<ImageFile>,
+}
+
+impl ImageRecord {
+    /// The record of an image made of `archives` (the base first) holding
+    /// `programs` (with their libraries) and carried `files`.
+    pub fn of(archives: &[PathBuf], programs: &[PathBuf], files: &[CarriedFile]) -> Result<Self> {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        for a in archives {
+            let mut file =
+                std::fs::File::open(a).with_context(|| format!("reading {}", a.display()))?;
+            std::io::copy(&mut file, &mut hasher)?;
+        }
+        let libraries: BTreeSet<PathBuf> = with_libraries(programs)?
+            .into_iter()
+            .filter(|f| !programs.contains(f))
+            .collect();
+        let mut entries: Vec<ImageFile> = Vec::new();
+        for (paths, kind) in [
+            (programs.to_vec(), "program"),
+            (libraries.into_iter().collect(), "library"),
+            (files.iter().map(|f| f.host.clone()).collect(), "file"),
+        ] {
+            for p in paths {
+                if entries.iter().any(|e| Path::new(&e.path) == p) {
+                    continue;
+                }
+                entries.push(ImageFile {
+                    path: p.display().to_string(),
+                    kind: kind.into(),
+                    sha256: content_sha256(&p)?,
+                    ..ImageFile::default()
+                });
+            }
+        }
+        let owners = package_owners(&entries.iter().map(|e| e.path.as_str()).collect::<Vec<_>>());
+        for e in &mut entries {
+            if let Some((package, version)) = owners.get(&e.path) {
+                e.package = package.clone();
+                e.version = version.clone();
+            }
+        }
+        Ok(ImageRecord {
+            sha256: hex::encode(hasher.finalize()),
+            files: entries,
+        })
+    }
+}
+
+/// The Debian package owning each path and its installed version, as far
+/// as dpkg knows (nothing on hosts without dpkg).
+fn package_owners(paths: &[&str]) -> std::collections::BTreeMap<String, (String, String)> {
+    let mut owners = std::collections::BTreeMap::new();
+    let Ok(out) = Command::new("dpkg-query").arg("-S").args(paths).output() else {
+        return owners;
+    };
+    let mut packages: BTreeSet<String> = BTreeSet::new();
+    for (package, path) in parse_dpkg_search(&String::from_utf8_lossy(&out.stdout)) {
+        packages.insert(package.clone());
+        owners.insert(path, (package, String::new()));
+    }
+    // A library found through a merged /usr may be registered under its
+    // other name: ask again for what was not found.
+    let missing: Vec<(String, String)> = paths
+        .iter()
+        .filter(|p| !owners.contains_key(**p))
+        .map(|p| {
+            let other = match p.strip_prefix("/usr") {
+                Some(rest) => rest.to_string(),
+                None => format!("/usr{p}"),
+            };
+            (p.to_string(), other)
+        })
+        .collect();
+    if !missing.is_empty() {
+        if let Ok(out) = Command::new("dpkg-query")
+            .arg("-S")
+            .args(missing.iter().map(|(_, other)| other))
+            .output()
+        {
+            for (package, path) in parse_dpkg_search(&String::from_utf8_lossy(&out.stdout)) {
+                if let Some((asked, _)) = missing.iter().find(|(_, other)| *other == path) {
+                    packages.insert(package.clone());
+                    owners.insert(asked.clone(), (package, String::new()));
+                }
+            }
+        }
+    }
+    let mut versions = std::collections::BTreeMap::new();
+    if !packages.is_empty() {
+        if let Ok(out) = Command::new("dpkg-query")
+            .args(["-W", "-f", "${binary:Package}\t${Version}\n"])
+            .args(&packages)
+            .output()
+        {
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                if let Some((package, version)) = line.split_once('\t') {
+                    versions.insert(package.to_string(), version.to_string());
+                }
+            }
+        }
+    }
+    for (package, version) in owners.values_mut() {
+        *version = versions.get(package.as_str()).cloned().unwrap_or_default();
+    }
+    owners
+}
+
+/// (package, path) pairs from `dpkg-query -S` output (`pkg[:arch]: path`;
+/// a path several packages share lists them all, the first kept).
+pub fn parse_dpkg_search(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let (packages, path) = line.split_once(": ")?;
+            if packages.starts_with("diversion by") {
+                return None;
+            }
+            let first = packages.split(", ").next()?.trim();
+            Some((first.to_string(), path.trim().to_string()))
+        })
+        .collect()
 }
 
 /// The job file text for a list of directives.
@@ -263,13 +517,56 @@ mod tests {
     }
 
     #[test]
-    fn the_base_image_key_follows_the_agent_and_the_host_files() {
-        let stamps = vec![("/bin/busybox".to_string(), "100 t".to_string())];
-        let key = base_key(b"agent", &stamps);
-        assert_eq!(key, base_key(b"agent", &stamps));
-        assert_ne!(key, base_key(b"agent 2", &stamps));
-        let touched = vec![("/bin/busybox".to_string(), "100 t2".to_string())];
-        assert_ne!(key, base_key(b"agent", &touched));
+    fn an_image_key_follows_the_agent_and_the_files_contents() {
+        let files = vec![("/bin/busybox".to_string(), "sha 1".to_string())];
+        let key = image_key(b"r", b"agent", &files);
+        assert_eq!(key, image_key(b"r", b"agent", &files));
+        assert_ne!(key, image_key(b"r", b"agent 2", &files));
+        let updated = vec![("/bin/busybox".to_string(), "sha 2".to_string())];
+        assert_ne!(key, image_key(b"r", b"agent", &updated));
+    }
+
+    #[test]
+    fn dpkg_search_output_gives_each_paths_package() {
+        let text = "libc6:amd64: /lib/x86_64-linux-gnu/libc.so.6\n\
+                    rt-tests: /usr/bin/hackbench\n\
+                    diversion by dash from: /bin/sh\n\
+                    pkg-a, pkg-b: /usr/share/shared\n";
+        assert_eq!(
+            parse_dpkg_search(text),
+            [
+                (
+                    "libc6:amd64".to_string(),
+                    "/lib/x86_64-linux-gnu/libc.so.6".to_string()
+                ),
+                ("rt-tests".to_string(), "/usr/bin/hackbench".to_string()),
+                ("pkg-a".to_string(), "/usr/share/shared".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn additions_carry_programs_and_files_keyed_by_content() {
+        let cache = tempfile::tempdir().unwrap();
+        let ensure_additions = |p: &[PathBuf], f: &[CarriedFile]| additions_in(cache.path(), p, f);
+        let input = cache.path().join("input.bin");
+        std::fs::write(&input, b"one").unwrap();
+        let carried = [CarriedFile {
+            host: input.clone(),
+            guest: "/data/input.bin".into(),
+        }];
+        assert_eq!(ensure_additions(&[], &[]).unwrap(), None);
+        let first = ensure_additions(&[], &carried).unwrap().unwrap();
+        let listing = Command::new("cpio")
+            .args(["-t", "--quiet", "-F"])
+            .arg(&first)
+            .output()
+            .unwrap();
+        let names = String::from_utf8_lossy(&listing.stdout);
+        assert!(names.lines().any(|l| l == "data/input.bin"), "{names}");
+        assert_eq!(ensure_additions(&[], &carried).unwrap().unwrap(), first);
+        std::fs::write(&input, b"two").unwrap();
+        assert_ne!(ensure_additions(&[], &carried).unwrap().unwrap(), first);
     }
 
     #[test]

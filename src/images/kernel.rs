@@ -34,8 +34,80 @@ pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic rdinit=/init";
 pub struct KernelSpec {
     /// The variant fragment's name, e.g. `markers-on`.
     pub name: String,
+    /// The configuration the fragments go on top of.
+    pub base: KernelBase,
     /// Base fragment first, then the variant's; later lines win.
     pub fragments: Vec<Fragment>,
+}
+
+/// The configuration a kernel starts from, before `base.config` (what the
+/// guest needs) and the variant's fragment are merged on top: `make
+/// tinyconfig` (the smallest kernel, markbench's default), `make defconfig`
+/// (the architecture's default, what most developers build), or a full
+/// `.config` of the user's (a distro's `/boot/config-*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum KernelBase {
+    #[default]
+    Tinyconfig,
+    Defconfig,
+    /// A `.config` file, read when the suite was: the kernel is keyed by
+    /// its text, so an edited file is another kernel.
+    File {
+        path: PathBuf,
+        text: String,
+    },
+}
+
+/// A base is written as what it says (`meta.toml`'s and the dry run's words).
+impl Serialize for KernelBase {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.describe())
+    }
+}
+
+impl KernelBase {
+    /// `tinyconfig`, `defconfig` or a path to a `.config`, as a suite's
+    /// `[kernel] base` says it (a path already resolved against the suite's
+    /// directory).
+    pub fn from_setting(setting: &str, resolved: &Path) -> Result<KernelBase, String> {
+        match setting {
+            "tinyconfig" => Ok(KernelBase::Tinyconfig),
+            "defconfig" => Ok(KernelBase::Defconfig),
+            _ => {
+                let text = std::fs::read_to_string(resolved).map_err(|e| {
+                    format!(
+                        "base: {} cannot be read ({e}); base is \"tinyconfig\", \"defconfig\" \
+                         or the path of a full .config (relative to the suite file)",
+                        resolved.display()
+                    )
+                })?;
+                if !text.lines().any(|l| l.starts_with("CONFIG_")) {
+                    return Err(format!(
+                        "base: {} holds no CONFIG_ line: it is not a kernel .config",
+                        resolved.display()
+                    ));
+                }
+                Ok(KernelBase::File {
+                    path: resolved.to_path_buf(),
+                    text,
+                })
+            }
+        }
+    }
+
+    /// What `meta.toml`, the dry run and the report say: `tinyconfig`,
+    /// `defconfig`, or the file's path and the start of its sha256.
+    pub fn describe(&self) -> String {
+        match self {
+            KernelBase::Tinyconfig => "tinyconfig".into(),
+            KernelBase::Defconfig => "defconfig".into(),
+            KernelBase::File { path, text } => format!(
+                "{} (sha256 {})",
+                path.display(),
+                &key_of(&[("file", text.as_bytes())])[..16]
+            ),
+        }
+    }
 }
 
 /// A built, verified kernel in the cache.
@@ -53,6 +125,10 @@ pub struct KernelImage {
     pub fragment_sha256: BTreeMap<String, String>,
     pub config_sha256: String,
     pub build_seconds: f64,
+    /// The configuration it started from ([`KernelBase::describe`]; empty
+    /// for kernels cached before there was a choice, all on tinyconfig).
+    #[serde(default)]
+    pub base: String,
     /// How many source files differed from the last build in the
     /// configuration's workspace (none for kernels cached before
     /// workspaces): what this build had to recompile.
@@ -252,6 +328,16 @@ pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> String {
         ("source", identity.as_bytes()),
         ("compiler", compiler.as_bytes()),
     ];
+    // Kernels on tinyconfig, the only base there was, keep their keys.
+    let base;
+    match &spec.base {
+        KernelBase::Tinyconfig => {}
+        KernelBase::Defconfig => parts.push(("base", b"defconfig")),
+        KernelBase::File { text, .. } => {
+            base = format!("file {text}");
+            parts.push(("base", base.as_bytes()));
+        }
+    }
     for f in &spec.fragments {
         parts.push(("fragment", f.text.as_bytes()));
     }
@@ -361,6 +447,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         fragment_sha256,
         config_sha256: sha256_file(&partial.join("config"))?,
         build_seconds: started.elapsed().as_secs_f64(),
+        base: spec.base.describe(),
         source_files_rebuilt: Some(mirrored.written),
         origin: origin.record(),
     };
@@ -409,17 +496,22 @@ fn build_in(
     };
     let config_dir = workspace.config_dir();
     std::fs::create_dir_all(&config_dir)?;
-    logged(&log, &mut make(&config_dir, "tinyconfig"))?;
     let config_path = config_dir.join(".config");
-    {
-        let mut config = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&config_path)?;
-        for f in &spec.fragments {
-            writeln!(config, "\n# ---- {} (markbench)", f.label())?;
-            config.write_all(f.text.as_bytes())?;
+    let base = match &spec.base {
+        KernelBase::Tinyconfig | KernelBase::Defconfig => {
+            let target = if spec.base == KernelBase::Tinyconfig {
+                "tinyconfig"
+            } else {
+                "defconfig"
+            };
+            logged(&log, &mut make(&config_dir, target))?;
+            std::fs::read_to_string(&config_path)
+                .with_context(|| format!("reading {}", config_path.display()))?
         }
-    }
+        KernelBase::File { text, .. } => text.clone(),
+    };
+    std::fs::write(&config_path, merged_config(&base, &spec.fragments))
+        .with_context(|| format!("writing {}", config_path.display()))?;
     logged(&log, &mut make(&config_dir, "olddefconfig"))?;
     let config = std::fs::read(&config_path)?;
     let problems = verify(
@@ -443,6 +535,19 @@ fn build_in(
     let mut bz = make(&build, "bzImage");
     bz.arg(format!("-j{jobs}"));
     logged(&log, &mut bz)
+}
+
+/// The configuration `olddefconfig` completes: the base's, then each
+/// fragment under a line naming it. Kconfig takes a symbol's last
+/// assignment, so `base.config` (what the guest needs) overrides the base
+/// and the variant's fragment overrides both.
+pub fn merged_config(base: &str, fragments: &[Fragment]) -> String {
+    let mut text = base.to_string();
+    for f in fragments {
+        text.push_str(&format!("\n# ---- {} (markbench)\n", f.label()));
+        text.push_str(&f.text);
+    }
+    text
 }
 
 /// The kernel cached in `dir`, if it is complete.
@@ -552,8 +657,106 @@ mod tests {
     fn spec_from(search: &FragmentSearch, name: &str) -> KernelSpec {
         KernelSpec {
             name: name.into(),
+            base: KernelBase::Tinyconfig,
             fragments: search.kernel(name).unwrap(),
         }
+    }
+
+    #[test]
+    fn tinyconfig_kernels_keep_their_keys_and_other_bases_are_other_kernels() {
+        let mut spec = spec_from(
+            &FragmentSearch::for_suite(None, None, Path::new("/nonexistent")),
+            "markers-on",
+        );
+        let tiny = kernel_key(&spec, "src", "gcc 12");
+        // The key every markers-on kernel of this source had before bases.
+        let mut parts: Vec<(&str, &[u8])> = vec![
+            (
+                "recipe",
+                b"tinyconfig+fragments+olddefconfig+bzImage v2 reproducible",
+            ),
+            ("source", b"src"),
+            ("compiler", b"gcc 12"),
+        ];
+        for f in &spec.fragments {
+            parts.push(("fragment", f.text.as_bytes()));
+        }
+        assert_eq!(tiny, key_of(&parts));
+        spec.base = KernelBase::Defconfig;
+        let defconfig = kernel_key(&spec, "src", "gcc 12");
+        spec.base = KernelBase::File {
+            path: "/boot/config-6.1.0-amd64".into(),
+            text: "CONFIG_SMP=y\n".into(),
+        };
+        let file = kernel_key(&spec, "src", "gcc 12");
+        spec.base = KernelBase::File {
+            path: "/elsewhere/config".into(),
+            text: "CONFIG_SMP=y\n".into(),
+        };
+        // The file's text is the kernel, not where it was found.
+        assert_eq!(kernel_key(&spec, "src", "gcc 12"), file);
+        assert!(tiny != defconfig && defconfig != file && tiny != file);
+    }
+
+    #[test]
+    fn a_base_config_file_is_read_and_merged_under_the_fragments() {
+        let dir = tempfile::tempdir().unwrap();
+        let distro = dir.path().join("config-6.1.0-amd64");
+        // A distro's serial driver is a module; the guest needs it built in.
+        std::fs::write(
+            &distro,
+            "CONFIG_SMP=y\nCONFIG_SERIAL_8250=m\n# CONFIG_TRACEPOINTS is not set\n",
+        )
+        .unwrap();
+        let base = KernelBase::from_setting("config-6.1.0-amd64", &distro).unwrap();
+        assert!(base
+            .describe()
+            .starts_with(&format!("{} (sha256 ", distro.display())));
+        let spec = spec_from(
+            &FragmentSearch::for_suite(None, None, Path::new("/nonexistent")),
+            "markers-on",
+        );
+        let KernelBase::File { text, .. } = &base else {
+            panic!("{base:?}")
+        };
+        let merged = merged_config(text, &spec.fragments);
+        let last = |symbol: &str| {
+            parse_config(&merged)
+                .get(symbol)
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert_eq!(last("CONFIG_SERIAL_8250"), "y");
+        assert_eq!(last("CONFIG_TRACEPOINTS"), "y");
+        // What the base's Kconfig would drop is named against its fragment.
+        let mut expectations = Vec::new();
+        for f in &spec.fragments {
+            expectations.extend(parse_fragment(&f.label(), &f.text).unwrap());
+        }
+        let mut final_config = parse_config(&merged);
+        final_config.remove("CONFIG_JUMP_LABEL");
+        let problems = verify(&expectations, &final_config);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0]
+                .starts_with("CONFIG_JUMP_LABEL (asked y by built-in vm-images/markers-on.config:"),
+            "{}",
+            problems[0]
+        );
+
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "# nothing\n").unwrap();
+        let e = KernelBase::from_setting("empty", &empty).unwrap_err();
+        assert!(e.contains("not a kernel .config"), "{e}");
+        let e = KernelBase::from_setting("nowhere", &dir.path().join("nowhere")).unwrap_err();
+        assert!(
+            e.contains("cannot be read") && e.contains("defconfig"),
+            "{e}"
+        );
+        assert_eq!(
+            KernelBase::from_setting("defconfig", Path::new("x")).unwrap(),
+            KernelBase::Defconfig
+        );
     }
 
     #[test]

@@ -1022,6 +1022,7 @@ mod tests {
 
     fn image(dir: &Path, name: &str) -> KernelImage {
         KernelImage {
+            base: String::new(),
             name: name.into(),
             key: "k".into(),
             dir: dir.to_path_buf(),

@@ -34,6 +34,11 @@ pub struct KernelMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::images::source::OriginRecord>,
     pub build_key: String,
+    /// The configuration the kernel started from: `tinyconfig`,
+    /// `defconfig`, or a `.config`'s path and hash (empty in runs made
+    /// before there was a choice, all of them on tinyconfig).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub config_base: String,
     pub config_sha256: String,
     pub compiler: String,
     /// Each fragment's hash, by file name.
@@ -340,6 +345,11 @@ pub struct RunMeta {
     /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// What the guest image held: its hash and every program and library
+    /// in it with its package and version (absent in runs made before it
+    /// was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_image: Option<crate::images::initramfs::ImageRecord>,
     /// For a shard's run (`run-shard`): which shard and what it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardMeta>,

@@ -206,6 +206,7 @@ impl Workload for KernelCompileSpec {
                      tree and toolchain live in guest RAM"
                 ),
                 suite_key: Some("memory_mib"),
+                near: None,
             });
         }
         Ok(())

@@ -49,6 +49,10 @@ pub struct Refusal {
     /// The suite's own key the problem is about (e.g. `memory_mib`), when it
     /// is not the workload's own settings.
     pub suite_key: Option<&'static str>,
+    /// A value in the workload's table the problem is about (a path, a
+    /// pattern), so the error can point at its line rather than the
+    /// table's first.
+    pub near: Option<String>,
 }
 
 impl From<String> for Refusal {
@@ -56,8 +60,65 @@ impl From<String> for Refusal {
         Refusal {
             message,
             suite_key: None,
+            near: None,
         }
     }
+}
+
+impl Refusal {
+    /// A refusal about one value of the workload's table.
+    pub fn near(message: String, value: &str) -> Refusal {
+        Refusal {
+            message,
+            suite_key: None,
+            near: Some(value.to_string()),
+        }
+    }
+}
+
+/// A host file a workload carries into the guest image: `from` on the host
+/// (relative to the suite file as written, absolute once the suite is
+/// read), `to` its absolute path in the guest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestFile {
+    pub from: String,
+    pub to: String,
+}
+
+/// Paths of the guest that are not the image's to fill: filesystems the
+/// agent mounts over it, and the agent and its job.
+const GUEST_PATHS_NOT_IN_IMAGE: &[&str] = &["/proc", "/sys", "/dev", "/init", "/job"];
+
+/// Why `path` cannot be a file's path in the guest image, if it cannot: it
+/// must be absolute and plain (no `.` or `..`, no empty part) and lie in
+/// the image, not on a filesystem mounted over it.
+pub fn check_guest_path(path: &str) -> Result<(), String> {
+    let plain = path.starts_with('/')
+        && path.len() > 1
+        && path[1..]
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+        && !path.contains(['\t', '\n', '\r']);
+    if !plain {
+        return Err(format!(
+            "guest path {path:?} must be absolute, without empty, `.` or `..` parts"
+        ));
+    }
+    if let Some(taken) = GUEST_PATHS_NOT_IN_IMAGE
+        .iter()
+        .find(|t| path == **t || path.starts_with(&format!("{t}/")))
+    {
+        return Err(format!(
+            "guest path {path:?} is outside the image: {taken} is {}",
+            if ["/init", "/job"].contains(taken) {
+                "markbench's own"
+            } else {
+                "a filesystem mounted over it at boot"
+            }
+        ));
+    }
+    Ok(())
 }
 
 /// One kind of workload: its settings (the suite file's keys besides the
@@ -75,6 +136,18 @@ pub trait Workload {
 
     /// Untimed commands a boot runs before any step of this workload.
     fn setup(&self) -> Vec<Directive> {
+        Vec::new()
+    }
+
+    /// Host programs (absolute paths) the workload runs in the guest beyond
+    /// what every image holds: each is copied into the guest image at the
+    /// same path, with the shared libraries it links.
+    fn programs(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Host files the workload carries into the guest image.
+    fn files(&self) -> Vec<GuestFile> {
         Vec::new()
     }
 
@@ -148,6 +221,12 @@ macro_rules! workloads {
             fn setup(&self) -> Vec<Directive> {
                 match self { $(WorkloadKind::$variant(w) => w.setup(),)+ }
             }
+            fn programs(&self) -> Vec<String> {
+                match self { $(WorkloadKind::$variant(w) => w.programs(),)+ }
+            }
+            fn files(&self) -> Vec<GuestFile> {
+                match self { $(WorkloadKind::$variant(w) => w.files(),)+ }
+            }
             fn before(&self) -> Option<Vec<String>> {
                 match self { $(WorkloadKind::$variant(w) => w.before(),)+ }
             }
@@ -172,6 +251,8 @@ workloads! {
     ring_buffer: "ring-buffer" => RingBuffer(RingBufferSpec),
     tracepoint_benchmark: "tracepoint-benchmark" => TracepointBenchmark(TracepointBenchmarkSpec),
     micro: "micro" => Micro(MicroSpec),
+    perf_bench: "perf-bench" => PerfBench(PerfBenchSpec),
+    stress_ng: "stress-ng" => StressNg(StressNgSpec),
 }
 
 /// The workload kind of a samples' `workload` column, as
@@ -313,6 +394,26 @@ impl WorkloadSpec {
     /// The untimed command run before each iteration of a step, if any.
     pub fn before(&self) -> Option<Vec<String>> {
         self.kind.before()
+    }
+
+    /// Host programs the workload needs in the guest beyond every image's.
+    pub fn programs(&self) -> Vec<String> {
+        self.kind.programs()
+    }
+
+    /// Host files the workload carries into the guest image.
+    pub fn files(&self) -> Vec<GuestFile> {
+        self.kind.files()
+    }
+
+    /// Resolves the host side of each carried file with `resolve` (a
+    /// suite's relative paths are relative to it).
+    pub fn resolve_files(&mut self, resolve: impl Fn(&str) -> String) {
+        if let WorkloadKind::Command(command) = &mut self.kind {
+            for f in &mut command.files {
+                f.from = resolve(&f.from);
+            }
+        }
     }
 
     /// The guest command for one step.

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use markbench::compare::{Overrides, Resolved};
-use markbench::images::initramfs::BaseImage;
+use markbench::images::initramfs::{BaseImage, ImageFile, ImageRecord};
 use markbench::images::kernel::KernelImage;
 use markbench::images::kernel::KernelSource;
 use markbench::images::size::{self, KernelSizes, ObjectSize, SizeComparison, SizeRecord};
@@ -58,6 +58,7 @@ pub fn images(dir: &Path) -> Images {
         fragment_sha256: Default::default(),
         config_sha256: "0".into(),
         build_seconds: 0.0,
+        base: String::new(),
         source_files_rebuilt: None,
         origin: Default::default(),
     };
@@ -67,6 +68,16 @@ pub fn images(dir: &Path) -> Images {
         base: BaseImage {
             path: base,
             key: "k".into(),
+        },
+        guest: ImageRecord {
+            sha256: "5eed".repeat(16),
+            files: vec![ImageFile {
+                path: "/usr/bin/hackbench".into(),
+                kind: "program".into(),
+                package: "rt-tests".into(),
+                version: "2.5-1".into(),
+                sha256: "4ac6".repeat(16),
+            }],
         },
         diffconfig: " FTRACE n -> y\n".into(),
         source_diff: String::new(),

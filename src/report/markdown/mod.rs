@@ -273,6 +273,21 @@ fn what_was_compared(run: &RunReport) -> String {
     };
     r.push_str(&row("variant", &|k| k.variant.clone()));
     r.push_str(&row("kernel", &|k| k.kernel.clone()));
+    // tinyconfig, markbench's own base, goes without saying (runs from
+    // before there was a choice record none).
+    if meta
+        .kernels
+        .iter()
+        .any(|k| !k.config_base.is_empty() && k.config_base != "tinyconfig")
+    {
+        r.push_str(&row("configuration base", &|k| {
+            if k.config_base.is_empty() {
+                "tinyconfig".into()
+            } else {
+                k.config_base.clone()
+            }
+        }));
+    }
     r.push_str(&row("kernel fragments", &fragments_cell));
     r.push_str(&row("extra command line", &|k| or_dash(&k.cmdline)));
     r.push_str(&row("source", &|k| k.source.clone()));
@@ -326,6 +341,50 @@ fn what_was_compared(run: &RunReport) -> String {
             text.trim_end().replace("```", "\'\'\'")
         );
     }
+    r
+}
+
+/// What the guest image held, its programs and libraries with the packages
+/// and versions they came from: a library built otherwise changes the
+/// instructions a benchmark executes, and so what icount measures.
+fn guest_image(image: &crate::images::initramfs::ImageRecord) -> String {
+    let count = |kind: &str| image.files.iter().filter(|f| f.kind == kind).count();
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut r = String::new();
+    let _ = writeln!(
+        r,
+        "Guest image: sha256 {} ({}, {}{}):\n",
+        image.sha256.chars().take(16).collect::<String>(),
+        plural(count("program"), "program"),
+        plural(count("library"), "library").replace("librarys", "libraries"),
+        match count("file") {
+            0 => String::new(),
+            n => format!(", {}", plural(n, "carried file")),
+        }
+    );
+    let _ = writeln!(
+        r,
+        "| file | kind | package | version | sha256 |\n|---|---|---|---|---|"
+    );
+    let or_dash = |s: &str| {
+        if s.is_empty() {
+            "–".to_string()
+        } else {
+            escape_md(s)
+        }
+    };
+    for f in &image.files {
+        let _ = writeln!(
+            r,
+            "| `{}` | {} | {} | {} | {} |",
+            f.path.replace('`', "'"),
+            f.kind,
+            or_dash(&f.package),
+            or_dash(&f.version),
+            f.sha256.chars().take(16).collect::<String>()
+        );
+    }
+    r.push('\n');
     r
 }
 
@@ -386,6 +445,9 @@ fn where_and_how(run: &RunReport) -> String {
             let _ = writeln!(r, "- {}", escape_md(w));
         }
         let _ = writeln!(r);
+    }
+    if let Some(image) = &meta.guest_image {
+        r.push_str(&guest_image(image));
     }
 
     if let Some(shard) = &meta.shard {
