@@ -57,6 +57,8 @@ pub fn requirements() -> Vec<Requirement> {
             File("/usr/bin/hackbench"),
         ),
         r("iputils ping", "iputils-ping", IputilsPing),
+        r("perf (perf bench)", "linux-perf", File("/usr/bin/perf")),
+        r("stress-ng", "stress-ng", File("/usr/bin/stress-ng")),
         r(
             "kernel source",
             "linux-source-6.1",

@@ -11,7 +11,7 @@
 //! group is the value, and each is a point of its own. A run whose output
 //! lacks a declared metric is a failed run, never a zero.
 
-use super::{check_guest_path, GuestFile, Guest, Measurement, Refusal, Workload};
+use super::{check_guest_path, output_tail, GuestFile, Guest, Measurement, Refusal, Workload};
 use crate::protocol::RunRecord;
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +75,7 @@ impl OutputMetric {
                  lines:\n{}",
                 self.name,
                 self.pattern,
-                tail(output, 10)
+                output_tail(output)
             ));
         };
         let text = captured.as_str().trim();
@@ -88,16 +88,10 @@ impl OutputMetric {
                      output's last lines:\n{}",
                     self.name,
                     self.pattern,
-                    tail(output, 10)
+                    output_tail(output)
                 )
             })
     }
-}
-
-/// The last `lines` lines of `output`, for an error about it.
-pub fn tail(output: &str, lines: usize) -> String {
-    let all: Vec<&str> = output.trim_end().lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 impl CommandSpec {

@@ -169,6 +169,13 @@ pub trait Workload {
     fn describe(&self, params: &str) -> String;
 }
 
+/// The last lines of a run's output, for an error that says what the
+/// program printed instead of what was expected.
+pub fn output_tail(output: &str) -> String {
+    let lines: Vec<&str> = output.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
+}
+
 /// `--scale`'s rounding: never below one of anything.
 pub fn scaled(value: u64, factor: f64) -> u64 {
     ((value as f64 * factor).round() as u64).max(1)
@@ -574,6 +581,8 @@ mod tests {
         assert_eq!(param_label("hackbench:threads"), "groups");
         assert_eq!(param_label("command"), "param");
         assert_eq!(param_label("micro"), "loops");
+        assert_eq!(param_label("perf-bench"), "param");
+        assert_eq!(param_label("stress-ng"), "bogo ops");
         assert_eq!(param_label("dbench"), "param");
         let kinds: Vec<&str> = KINDS.iter().map(|(k, _)| *k).collect();
         assert_eq!(
@@ -585,7 +594,9 @@ mod tests {
                 "kernel-compile",
                 "ring-buffer",
                 "tracepoint-benchmark",
-                "micro"
+                "micro",
+                "perf-bench",
+                "stress-ng"
             ]
         );
     }
