@@ -106,6 +106,20 @@ pub(crate) fn pack_cpio(root: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Gives everything under `root` the guest's clock start as its time, as
+/// the job archive has: cpio records times, so an image packed from copies
+/// made at another moment would be other bytes, another boot under icount,
+/// and the same files on two hosts would not give the same image.
+fn fix_times(root: &Path) -> Result<()> {
+    let time = filetime::FileTime::from_unix_time(GUEST_CLOCK_START_S as i64, 0);
+    for entry in walkdir::WalkDir::new(root) {
+        let entry = entry?;
+        filetime::set_symlink_file_times(entry.path(), time, time)
+            .with_context(|| format!("setting the time of {}", entry.path().display()))?;
+    }
+    Ok(())
+}
+
 /// The cached base initramfs.
 #[derive(Debug, Clone)]
 pub struct BaseImage {
@@ -167,7 +181,7 @@ pub fn base_programs() -> Vec<PathBuf> {
 /// Returns the base initramfs, building it when its inputs changed.
 pub fn ensure_base() -> Result<BaseImage> {
     let files = with_libraries(&base_programs())?;
-    let key = image_key(b"initramfs v3", agent()?, &contents(&files)?);
+    let key = image_key(b"initramfs v3, fixed times", agent()?, &contents(&files)?);
     let dir = cache_dir().join("initramfs");
     let path = dir.join(format!("base-{}.cpio", &key[..16]));
     if path.is_file() {
@@ -194,6 +208,7 @@ pub fn ensure_base() -> Result<BaseImage> {
     }
     std::fs::write(root.join("etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n")?;
     std::fs::write(root.join("etc/group"), "root:x:0:\n")?;
+    fix_times(&root)?;
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
     pack_cpio(&root, &partial)?;
     std::fs::rename(&partial, &path)?;
@@ -263,16 +278,7 @@ fn additions_in(
             )
         })?;
     }
-    // Fixed times, as the job's: the same additions give the same bytes.
-    for entry in walkdir::WalkDir::new(&root) {
-        let entry = entry?;
-        filetime::set_symlink_file_times(
-            entry.path(),
-            filetime::FileTime::from_unix_time(GUEST_CLOCK_START_S as i64, 0),
-            filetime::FileTime::from_unix_time(GUEST_CLOCK_START_S as i64, 0),
-        )
-        .with_context(|| format!("setting the time of {}", entry.path().display()))?;
-    }
+    fix_times(&root)?;
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
     pack_cpio(&root, &partial)?;
     std::fs::rename(&partial, &path)?;
@@ -565,6 +571,16 @@ mod tests {
         let names = String::from_utf8_lossy(&listing.stdout);
         assert!(names.lines().any(|l| l == "data/input.bin"), "{names}");
         assert_eq!(ensure_additions(&[], &carried).unwrap().unwrap(), first);
+        // Packed again elsewhere, later: the same bytes.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let elsewhere = tempfile::tempdir().unwrap();
+        let again = additions_in(elsewhere.path(), &[], &carried)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            std::fs::read(&again).unwrap(),
+            std::fs::read(&first).unwrap()
+        );
         std::fs::write(&input, b"two").unwrap();
         assert_ne!(ensure_additions(&[], &carried).unwrap().unwrap(), first);
     }
