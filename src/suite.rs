@@ -722,15 +722,18 @@ impl At<'_> {
         Ok(workloads)
     }
 
-    /// Where `value` is written inside the table at `span` (its first
-    /// occurrence), else the table itself.
+    /// Where `value` is written in the `[[workload]]` at `span` (its first
+    /// occurrence up to the next workload, so in its `[[workload.metric]]`
+    /// tables too, which the span does not cover), else the table itself.
     fn value_in(&self, span: &std::ops::Range<usize>, value: &str) -> std::ops::Range<usize> {
-        self.text
-            .get(span.clone())
-            .and_then(|table| table.find(value))
-            .map_or(span.clone(), |at| {
-                span.start + at..span.start + at + value.len()
-            })
+        let rest = self.text.get(span.start..).unwrap_or_default();
+        let end = rest
+            .get(1..)
+            .and_then(|after| after.find("[[workload]]"))
+            .map_or(rest.len(), |at| at + 1);
+        rest[..end].find(value).map_or(span.clone(), |at| {
+            span.start + at..span.start + at + value.len()
+        })
     }
 
     /// The host programs and files a `command` workload carries into the
