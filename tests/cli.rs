@@ -422,3 +422,44 @@ fn setup_check_names_the_command_that_installs_just() {
     );
     assert!(!mark.exists(), "setup --check ran cargo");
 }
+
+#[test]
+fn the_dry_run_names_a_kernel_base_and_a_base_that_is_no_config_is_refused_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string("suites/quick.toml").unwrap();
+    let with_base = |base: &str| {
+        let suite = dir.path().join("based.toml");
+        let text = text.replacen(
+            "[[variant]]",
+            &format!("[kernel]\nbase = \"{base}\"\n\n[[variant]]"),
+            1,
+        );
+        std::fs::write(&suite, &text).unwrap();
+        let line = text.lines().position(|l| l.starts_with("base = ")).unwrap() + 1;
+        (suite, line)
+    };
+    let (suite, _) = with_base("defconfig");
+    markbench()
+        .args(["compare", "--dry-run", "--suite"])
+        .arg(&suite)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "kernel configuration: defconfig + base.config + the variant's fragment",
+        ));
+    std::fs::write(dir.path().join("distro.config"), "# not a config\n").unwrap();
+    let (suite, line) = with_base("distro.config");
+    let stderr = refused_compare([Path::new("--suite"), &suite]);
+    assert!(
+        stderr.contains(&format!("{}:{line}:", suite.display()))
+            && stderr.contains("holds no CONFIG_ line"),
+        "{stderr}"
+    );
+    let (suite, line) = with_base("missing.config");
+    let stderr = refused_compare([Path::new("--suite"), &suite]);
+    assert!(
+        stderr.contains(&format!("{}:{line}:", suite.display()))
+            && stderr.contains("cannot be read"),
+        "{stderr}"
+    );
+}

@@ -351,9 +351,10 @@ fn guest_image(image: &crate::images::initramfs::ImageRecord) -> String {
     let count = |kind: &str| image.files.iter().filter(|f| f.kind == kind).count();
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     let mut r = String::new();
+    // Folded: a perf-bench image lists some fifty libraries.
     let _ = writeln!(
         r,
-        "Guest image: sha256 {} ({}, {}{}):\n",
+        "<details><summary>Guest image: sha256 {} ({}, {}{})</summary>\n",
         image.sha256.chars().take(16).collect::<String>(),
         plural(count("program"), "program"),
         plural(count("library"), "library").replace("librarys", "libraries"),
@@ -384,7 +385,7 @@ fn guest_image(image: &crate::images::initramfs::ImageRecord) -> String {
             f.sha256.chars().take(16).collect::<String>()
         );
     }
-    r.push('\n');
+    r.push_str("\n</details>\n\n");
     r
 }
 
