@@ -69,6 +69,21 @@ pub const PROGRAM: &str = "/usr/bin/hackbench";
 /// groups (4000 tasks) fit once after boot and then failed to fork.
 pub const MAX_TASKS: u64 = 32_768 - 300 - 64;
 
+/// Untimed, once per boot: raise pid_max to the kernel's limit (32768 in
+/// these kernels, whose default is 4096), so large group counts can fork.
+pub fn raise_pid_max() -> Directive {
+    Directive::Setup {
+        argv: [
+            "/bin/busybox",
+            "sh",
+            "-c",
+            "echo 32768 > /proc/sys/kernel/pid_max",
+        ]
+        .map(String::from)
+        .to_vec(),
+    }
+}
+
 /// Tasks a run starts: each group has `fds` senders and `fds` receivers.
 pub fn tasks(spec: &HackbenchSpec, groups: u64) -> u64 {
     groups * 2 * spec.fds
@@ -125,19 +140,8 @@ impl Workload for HackbenchSpec {
         self.loops = super::scaled(self.loops, factor);
     }
 
-    /// Untimed, once per boot: raise pid_max to the kernel's limit (32768 in
-    /// these kernels, whose default is 4096), so large group counts can fork.
     fn setup(&self) -> Vec<Directive> {
-        vec![Directive::Setup {
-            argv: [
-                "/bin/busybox",
-                "sh",
-                "-c",
-                "echo 32768 > /proc/sys/kernel/pid_max",
-            ]
-            .map(String::from)
-            .to_vec(),
-        }]
+        vec![raise_pid_max()]
     }
 
     fn command(&self, groups: u64) -> Vec<String> {

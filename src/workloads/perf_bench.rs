@@ -236,16 +236,7 @@ impl Workload for PerfBenchSpec {
         if self.bench != PerfBench::SchedMessaging {
             return Vec::new();
         }
-        vec![Directive::Setup {
-            argv: [
-                "/bin/busybox",
-                "sh",
-                "-c",
-                "echo 32768 > /proc/sys/kernel/pid_max",
-            ]
-            .map(String::from)
-            .to_vec(),
-        }]
+        vec![super::hackbench::raise_pid_max()]
     }
 
     fn programs(&self) -> Vec<String> {
