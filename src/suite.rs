@@ -694,7 +694,7 @@ impl At<'_> {
             spec.check(guest).map_err(|refusal| {
                 let at = match (refusal.suite_key, &refusal.near) {
                     (Some("memory_mib"), _) => memory_key.span(),
-                    (_, Some(value)) => self.value_in(&span, value),
+                    (_, Some((key, value))) => self.value_in(&span, key, value),
                     _ => span.clone(),
                 };
                 self.err(at, refusal.message)
@@ -722,18 +722,34 @@ impl At<'_> {
         Ok(workloads)
     }
 
-    /// Where `value` is written in the `[[workload]]` at `span` (its first
-    /// occurrence up to the next workload, so in its `[[workload.metric]]`
-    /// tables too, which the span does not cover), else the table itself.
-    fn value_in(&self, span: &std::ops::Range<usize>, value: &str) -> std::ops::Range<usize> {
+    /// Where `value` of `key` is written in the `[[workload]]` at `span`
+    /// (up to the next workload, so in its `[[workload.metric]]` tables
+    /// too, which the span does not cover): the first occurrence on a line
+    /// of that key, else the first anywhere, else the table itself.
+    fn value_in(
+        &self,
+        span: &std::ops::Range<usize>,
+        key: &str,
+        value: &str,
+    ) -> std::ops::Range<usize> {
         let rest = self.text.get(span.start..).unwrap_or_default();
         let end = rest
             .get(1..)
             .and_then(|after| after.find("[[workload]]"))
             .map_or(rest.len(), |at| at + 1);
-        rest[..end].find(value).map_or(span.clone(), |at| {
-            span.start + at..span.start + at + value.len()
-        })
+        let region = &rest[..end];
+        let on_its_line = |at: &usize| {
+            let line_start = region[..*at].rfind('\n').map_or(0, |i| i + 1);
+            region[line_start..].trim_start().starts_with(key)
+        };
+        let found: Vec<usize> = region.match_indices(value).map(|(at, _)| at).collect();
+        found
+            .iter()
+            .find(|at| on_its_line(at))
+            .or(found.first())
+            .map_or(span.clone(), |at| {
+                span.start + at..span.start + at + value.len()
+            })
     }
 
     /// The host programs and files a `command` workload carries into the
@@ -756,7 +772,7 @@ impl At<'_> {
             });
             if !executable {
                 return Err(self.err(
-                    self.value_in(span, p),
+                    self.value_in(span, "programs", p),
                     format!(
                         "command: program {p} {} on this host",
                         if path.exists() {
@@ -773,7 +789,7 @@ impl At<'_> {
             let resolved = std::path::absolute(&resolved).unwrap_or(resolved);
             if !resolved.is_file() {
                 return Err(self.err(
-                    self.value_in(span, &f.from),
+                    self.value_in(span, "files", &f.from),
                     format!(
                         "command: files: {} is not a file (paths are relative to the suite file)",
                         resolved.display()

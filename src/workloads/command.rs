@@ -108,22 +108,26 @@ impl CommandSpec {
                         "command: metric name {:?} must be letters, digits, _ - or .",
                         m.name
                     ),
+                    "name",
                     &m.name,
                 ));
             }
             if self.metrics[..i].iter().any(|o| o.name == m.name) {
                 return Err(Refusal::near(
                     format!("command: two metrics are named {:?}", m.name),
+                    "name",
                     &m.name,
                 ));
             }
             if m.unit.contains(['\t', '\n', '\r']) {
                 return Err(Refusal::near(
                     format!("command: metric {:?}: unit must be one line", m.name),
+                    "unit",
                     &m.unit,
                 ));
             }
-            m.regex().map_err(|e| Refusal::near(e, &m.pattern))?;
+            m.regex()
+                .map_err(|e| Refusal::near(e, "pattern", &m.pattern))?;
         }
         Ok(())
     }
@@ -147,16 +151,18 @@ impl Workload for CommandSpec {
             check_guest_path(p).map_err(|e| {
                 Refusal::near(
                     format!("command: program {p:?}: {e} (a host program keeps its path in the guest)"),
+                    "programs",
                     p,
                 )
             })?;
         }
         for (i, f) in self.files.iter().enumerate() {
             check_guest_path(&f.to)
-                .map_err(|e| Refusal::near(format!("command: files: {e}"), &f.to))?;
+                .map_err(|e| Refusal::near(format!("command: files: {e}"), "files", &f.to))?;
             if self.files[..i].iter().any(|o| o.to == f.to) || self.programs.contains(&f.to) {
                 return Err(Refusal::near(
                     format!("command: files: {:?} is carried twice", f.to),
+                    "files",
                     &f.to,
                 ));
             }
@@ -316,7 +322,7 @@ higher_is_better = false
         };
         let r = metric("rate: ([0-9.]+").check(&[1], GUEST).unwrap_err();
         assert!(r.message.contains("does not compile"), "{}", r.message);
-        assert_eq!(r.near.as_deref(), Some("rate: ([0-9.]+"));
+        assert_eq!(r.near, Some(("pattern", "rate: ([0-9.]+".to_string())));
         let r = metric("rate: [0-9.]+").check(&[1], GUEST).unwrap_err();
         assert!(r.message.contains("has 0 capture groups"), "{}", r.message);
         let r = metric("(a)(b)").check(&[1], GUEST).unwrap_err();
@@ -330,7 +336,7 @@ higher_is_better = false
         };
         for outside in ["data/in.bin", "/proc/x", "/sys", "/init", "/a/../b", "/"] {
             let r = files(outside).check(&[1], GUEST).unwrap_err();
-            assert_eq!(r.near.as_deref(), Some(outside), "{}", r.message);
+            assert_eq!(r.near, Some(("files", outside.to_string())), "{}", r.message);
         }
         assert!(files("/data/in.bin").check(&[1], GUEST).is_ok());
         let r = spec("argv = [\"/bin/x\"]\nprograms = [\"stress-ng\"]\n")

@@ -49,10 +49,10 @@ pub struct Refusal {
     /// The suite's own key the problem is about (e.g. `memory_mib`), when it
     /// is not the workload's own settings.
     pub suite_key: Option<&'static str>,
-    /// A value in the workload's table the problem is about (a path, a
-    /// pattern), so the error can point at its line rather than the
+    /// The key and value in the workload's table the problem is about (a
+    /// path, a pattern), so the error can point at its line rather than the
     /// table's first.
-    pub near: Option<String>,
+    pub near: Option<(&'static str, String)>,
 }
 
 impl From<String> for Refusal {
@@ -66,12 +66,12 @@ impl From<String> for Refusal {
 }
 
 impl Refusal {
-    /// A refusal about one value of the workload's table.
-    pub fn near(message: String, value: &str) -> Refusal {
+    /// A refusal about the value `value` of the workload's key `key`.
+    pub fn near(message: String, key: &'static str, value: &str) -> Refusal {
         Refusal {
             message,
             suite_key: None,
-            near: Some(value.to_string()),
+            near: Some((key, value.to_string())),
         }
     }
 }
