@@ -9,7 +9,6 @@
 //! timing mode, suite, kernels) are listed as warnings at the top.
 
 use crate::error::InputError;
-use crate::images::initramfs::{ImageFile, ImageRecord};
 use crate::images::size::{KernelSizes, SizeComparison, SizeRecord};
 use crate::samples::{read_samples_with_hosts, KernelMeta, RunMeta, SampleWriter};
 use anyhow::Result;
@@ -64,57 +63,15 @@ pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String
     );
     if let (Some(a), Some(b)) = (&baseline.guest_image, &candidate.guest_image) {
         if a.sha256 != b.sha256 {
-            w.push(guest_image_difference(a, b));
+            w.push(format!(
+                "guest image differs: baseline sha256 {}, candidate {}{}",
+                a.short_sha(),
+                b.short_sha(),
+                a.differing_files(b)
+            ));
         }
     }
     w
-}
-
-/// Which programs and libraries two guest images hold in other versions
-/// (or only one of them holds).
-fn guest_image_difference(a: &ImageRecord, b: &ImageRecord) -> String {
-    let describe = |f: Option<&ImageFile>| match f {
-        None => "absent".to_string(),
-        Some(f) if f.package.is_empty() => {
-            format!("sha256 {}", &f.sha256[..16.min(f.sha256.len())])
-        }
-        Some(f) => format!(
-            "{} {} (sha256 {})",
-            f.package,
-            f.version,
-            &f.sha256[..16.min(f.sha256.len())]
-        ),
-    };
-    let mut paths: Vec<&str> = a
-        .files
-        .iter()
-        .chain(&b.files)
-        .map(|f| f.path.as_str())
-        .collect();
-    paths.sort();
-    paths.dedup();
-    let differing: Vec<String> = paths
-        .into_iter()
-        .filter_map(|path| {
-            let (x, y) = (
-                a.files.iter().find(|f| f.path == path),
-                b.files.iter().find(|f| f.path == path),
-            );
-            (x.map(|f| &f.sha256) != y.map(|f| &f.sha256))
-                .then(|| format!("{path}: {} against {}", describe(x), describe(y)))
-        })
-        .collect();
-    format!(
-        "guest image differs: baseline sha256 {}, candidate {}{}",
-        &a.sha256[..16.min(a.sha256.len())],
-        &b.sha256[..16.min(b.sha256.len())],
-        if differing.is_empty() {
-            " (the same programs and libraries: the agent or the image's layout changed)"
-                .to_string()
-        } else {
-            format!("; {}", differing.join("; "))
-        }
-    )
 }
 
 fn read_run(dir: &Path) -> Result<RunMeta> {
@@ -284,6 +241,7 @@ fn diff_sizes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::images::initramfs::{ImageFile, ImageRecord};
 
     #[test]
     fn conditions_that_differ_are_named() {

@@ -120,6 +120,18 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
                 r.dir.display()
             ));
         }
+        if let (Some(a), Some(b)) = (&first.meta.guest_image, &r.meta.guest_image) {
+            if a.sha256 != b.sha256 {
+                warnings.push(format!(
+                    "guest image differs between shards: sha256 {} in {}, {} in {}{}",
+                    a.short_sha(),
+                    first.dir.display(),
+                    b.short_sha(),
+                    r.dir.display(),
+                    a.differing_files(b)
+                ));
+            }
+        }
         for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
             if a.config_sha256 != b.config_sha256 || a.build_key != b.build_key {
                 warnings.push(format!(

@@ -275,6 +275,11 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     assert!(e.contains("timing mode"), "{e}");
     meta = original;
     meta.accel = markbench::vm::Accel::Kvm;
+    // And a shard whose guest image held another hackbench.
+    let image = meta.guest_image.as_mut().expect("the image is recorded");
+    image.sha256 = "0ther".repeat(13);
+    image.files[0].version = "2.5-1".into();
+    image.files[0].sha256 = "b".repeat(64);
     meta.write(&shards[2]).unwrap();
     let merged = markbench::merge::merge(&shards, &tmp.path().join("m6")).unwrap();
     assert!(
@@ -282,6 +287,13 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
             .warnings
             .iter()
             .any(|w| w.contains("accelerator differs")),
+        "{:?}",
+        merged.warnings
+    );
+    assert!(
+        merged.warnings.iter().any(|w| w
+            .starts_with("guest image differs between shards: sha256 5eed5eed5eed5eed in ")
+            && w.contains("/usr/bin/hackbench: rt-tests 2.4-1 (sha256 4ac64ac64ac64ac6) against rt-tests 2.5-1 (sha256 bbbbbbbbbbbbbbbb)")),
         "{:?}",
         merged.warnings
     );

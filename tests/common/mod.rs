@@ -75,7 +75,7 @@ pub fn images(dir: &Path) -> Images {
                 path: "/usr/bin/hackbench".into(),
                 kind: "program".into(),
                 package: "rt-tests".into(),
-                version: "2.5-1".into(),
+                version: "2.4-1".into(),
                 sha256: "4ac6".repeat(16),
             }],
         },
