@@ -136,9 +136,15 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
             "estimated time: {:.0} min of booting ({per_boot:.0} s per boot in {from}), plus kernel builds on a cold cache",
             per_boot * units.len() as f64 / 60.0
         ),
-        None => println!(
+        None if suite.kernel_base == kernel::KernelBase::Tinyconfig => println!(
             "estimated time: unknown (no earlier complete run of this suite here); a minimal \
              kernel build takes about 6 minutes on 2 cores"
+        ),
+        None => println!(
+            "estimated time: unknown (no earlier complete run of this suite here); a kernel on \
+             {} builds many times longer than a minimal one (docs/your-benchmarks.md has a \
+             defconfig build's time)",
+            suite.kernel_base.describe()
         ),
     }
     let earlier_run =
