@@ -229,15 +229,7 @@ mod tests {
     }
 
     fn record(output: &str) -> RunRecord {
-        RunRecord {
-            id: "command/1".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns: 2_000_000_000,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("command/1", output, 2_000_000_000)
     }
 
     /// The `--metrics-brief` lines of stress-ng 0.15.06, as it prints them.

@@ -191,15 +191,7 @@ Time: 0.412\n";
     }
 
     fn record(output: &str, elapsed_ns: u64) -> RunRecord {
-        RunRecord {
-            id: "hackbench/4".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("hackbench/4", output, elapsed_ns)
     }
 
     #[test]

@@ -331,15 +331,7 @@ mod tests {
     }
 
     fn record(output: &str) -> RunRecord {
-        RunRecord {
-            id: "micro/1000".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns: 1,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("micro/1000", output, 1)
     }
 
     fn spec() -> MicroSpec {

@@ -176,6 +176,21 @@ pub fn output_tail(output: &str) -> String {
     lines[lines.len().saturating_sub(10)..].join("\n")
 }
 
+/// A run that exited 0 after `elapsed_ns` of guest time and printed
+/// `output`: what the tests of a workload's parser give it.
+#[cfg(test)]
+pub(crate) fn finished_run(id: &str, output: &str, elapsed_ns: u64) -> RunRecord {
+    RunRecord {
+        id: id.into(),
+        iteration: 0,
+        status: 0,
+        elapsed_ns,
+        user_ns: 0,
+        sys_ns: 0,
+        output: output.into(),
+    }
+}
+
 /// `--scale`'s rounding: never below one of anything.
 pub fn scaled(value: u64, factor: f64) -> u64 {
     ((value as f64 * factor).round() as u64).max(1)

@@ -366,15 +366,7 @@ Averaged 1407488 operations/sec (+- 18.88%), total secs = 1
     }
 
     fn record(output: &str) -> RunRecord {
-        RunRecord {
-            id: "perf-bench/1".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns: 1,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("perf-bench/1", output, 1)
     }
 
     fn one(spec: &PerfBenchSpec, output: &str) -> Measurement {

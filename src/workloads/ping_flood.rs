@@ -133,15 +133,7 @@ rtt min/avg/max/mdev = 0.013/0.088/45.604/1.182 ms, pipe 2, ipg/ewma 0.188/0.035
     }
 
     fn record(output: &str) -> RunRecord {
-        RunRecord {
-            id: "ping-flood/2000".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns: 759_654_320,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("ping-flood/2000", output, 759_654_320)
     }
 
     #[test]

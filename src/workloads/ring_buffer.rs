@@ -298,15 +298,7 @@ mod tests {
 ";
 
     fn record(output: &str) -> RunRecord {
-        RunRecord {
-            id: "ring-buffer/1".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns: 31_000_000_000,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("ring-buffer/1", output, 31_000_000_000)
     }
 
     fn spec() -> RingBufferSpec {

@@ -219,15 +219,7 @@ Try 'stress-ng --help' for more information.
     }
 
     fn record(output: &str) -> RunRecord {
-        RunRecord {
-            id: "stress-ng/200".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns: 1,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("stress-ng/200", output, 1)
     }
 
     #[test]

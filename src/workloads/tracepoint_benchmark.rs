@@ -193,15 +193,7 @@ mod tests {
 ";
 
     fn record(output: &str) -> RunRecord {
-        RunRecord {
-            id: "tracepoint-benchmark/5".into(),
-            iteration: 0,
-            status: 0,
-            elapsed_ns: 5_200_000_000,
-            user_ns: 0,
-            sys_ns: 0,
-            output: output.into(),
-        }
+        crate::workloads::finished_run("tracepoint-benchmark/5", output, 5_200_000_000)
     }
 
     fn spec() -> TracepointBenchmarkSpec {
