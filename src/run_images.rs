@@ -121,9 +121,13 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     }
     let base = initramfs::ensure_base()?;
     let (programs, carried) = guest_additions(suite);
-    let mut extra_archives: Vec<PathBuf> = initramfs::ensure_additions(&programs, &carried)?
-        .into_iter()
-        .collect();
+    let additions = initramfs::ensure_additions(&programs, &carried)?;
+    let mut hashed = base.files.clone();
+    let mut extra_archives: Vec<PathBuf> = Vec::new();
+    if let Some(additions) = additions {
+        hashed.extend(additions.files);
+        extra_archives.push(additions.path);
+    }
     for spec in &suite.workloads {
         if let crate::workloads::WorkloadKind::KernelCompile(k) = &spec.kind {
             let tree = crate::images::compile_tree::ensure_compile_tree(
@@ -141,7 +145,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     archives.extend(extra_archives.iter().cloned());
     let mut every_program = initramfs::base_programs();
     every_program.extend(programs);
-    let guest = initramfs::ImageRecord::of(&archives, &every_program, &carried)?;
+    let guest = initramfs::ImageRecord::of(&archives, &every_program, &carried, &hashed)?;
     Ok(Images {
         kernels,
         fragments,
@@ -156,12 +160,13 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
 
 /// The programs and files a suite's workloads add to every image, each once.
 fn guest_additions(suite: &Suite) -> (Vec<PathBuf>, Vec<initramfs::CarriedFile>) {
+    let in_base = initramfs::base_programs();
     let mut programs: Vec<PathBuf> = Vec::new();
     let mut carried: Vec<initramfs::CarriedFile> = Vec::new();
     for w in &suite.workloads {
         for p in w.programs() {
             let p = PathBuf::from(p);
-            if !programs.contains(&p) && !initramfs::base_programs().contains(&p) {
+            if !programs.contains(&p) && !in_base.contains(&p) {
                 programs.push(p);
             }
         }

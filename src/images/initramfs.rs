@@ -120,11 +120,25 @@ fn fix_times(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A host file of an image and the SHA-256 of its bytes.
+pub type HashedFile = (PathBuf, String);
+
 /// The cached base initramfs.
 #[derive(Debug, Clone)]
 pub struct BaseImage {
     pub path: PathBuf,
     pub key: String,
+    /// Its programs and their libraries, hashed when it was keyed.
+    pub files: Vec<HashedFile>,
+}
+
+/// The cached archive of what a suite adds to the base image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Additions {
+    pub path: PathBuf,
+    /// Its programs, their libraries and the carried files (by host path),
+    /// hashed when it was keyed.
+    pub files: Vec<HashedFile>,
 }
 
 /// SHA-256 of a file's bytes.
@@ -163,10 +177,18 @@ fn with_libraries(programs: &[PathBuf]) -> Result<BTreeSet<PathBuf>> {
 }
 
 /// Each file's path and content hash.
-fn contents(files: &BTreeSet<PathBuf>) -> Result<Vec<(String, String)>> {
+fn contents(files: &BTreeSet<PathBuf>) -> Result<Vec<HashedFile>> {
     files
         .iter()
-        .map(|f| Ok((f.display().to_string(), content_sha256(f)?)))
+        .map(|f| Ok((f.clone(), content_sha256(f)?)))
+        .collect()
+}
+
+/// Hashed files as an image key names them.
+fn key_parts(files: &[HashedFile]) -> Vec<(String, String)> {
+    files
+        .iter()
+        .map(|(f, sha)| (f.display().to_string(), sha.clone()))
         .collect()
 }
 
@@ -181,11 +203,16 @@ pub fn base_programs() -> Vec<PathBuf> {
 /// Returns the base initramfs, building it when its inputs changed.
 pub fn ensure_base() -> Result<BaseImage> {
     let files = with_libraries(&base_programs())?;
-    let key = image_key(b"initramfs v3, fixed times", agent()?, &contents(&files)?);
+    let hashed = contents(&files)?;
+    let key = image_key(b"initramfs v3, fixed times", agent()?, &key_parts(&hashed));
     let dir = cache_dir().join("initramfs");
     let path = dir.join(format!("base-{}.cpio", &key[..16]));
     if path.is_file() {
-        return Ok(BaseImage { path, key });
+        return Ok(BaseImage {
+            path,
+            key,
+            files: hashed,
+        });
     }
     std::fs::create_dir_all(&dir)?;
     let staging = tempfile::Builder::new()
@@ -212,7 +239,11 @@ pub fn ensure_base() -> Result<BaseImage> {
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
     pack_cpio(&root, &partial)?;
     std::fs::rename(&partial, &path)?;
-    Ok(BaseImage { path, key })
+    Ok(BaseImage {
+        path,
+        key,
+        files: hashed,
+    })
 }
 
 /// A host file carried to a path of the guest.
@@ -225,7 +256,7 @@ pub struct CarriedFile {
 /// The archive of what a suite's workloads add to the base image (their
 /// programs with their libraries, and their files), appended after it;
 /// `None` when they add nothing. Keyed by content like the base.
-pub fn ensure_additions(programs: &[PathBuf], files: &[CarriedFile]) -> Result<Option<PathBuf>> {
+pub fn ensure_additions(programs: &[PathBuf], files: &[CarriedFile]) -> Result<Option<Additions>> {
     additions_in(&cache_dir().join("initramfs"), programs, files)
 }
 
@@ -234,22 +265,26 @@ fn additions_in(
     dir: &Path,
     programs: &[PathBuf],
     files: &[CarriedFile],
-) -> Result<Option<PathBuf>> {
+) -> Result<Option<Additions>> {
     if programs.is_empty() && files.is_empty() {
         return Ok(None);
     }
     let host_files = with_libraries(programs)?;
-    let mut keyed = contents(&host_files)?;
+    let mut hashed = contents(&host_files)?;
+    let mut keyed = key_parts(&hashed);
     for f in files {
-        keyed.push((
-            format!("{} -> {}", f.host.display(), f.guest),
-            content_sha256(&f.host)?,
-        ));
+        let sha = content_sha256(&f.host)?;
+        keyed.push((format!("{} -> {}", f.host.display(), f.guest), sha.clone()));
+        hashed.push((f.host.clone(), sha));
     }
     let key = image_key(b"initramfs additions v1", b"", &keyed);
     let path = dir.join(format!("additions-{}.cpio", &key[..16]));
-    if path.is_file() {
-        return Ok(Some(path));
+    let additions = Additions {
+        path,
+        files: hashed,
+    };
+    if additions.path.is_file() {
+        return Ok(Some(additions));
     }
     std::fs::create_dir_all(dir)?;
     let staging = tempfile::Builder::new()
@@ -279,10 +314,12 @@ fn additions_in(
         })?;
     }
     fix_times(&root)?;
-    let partial = path.with_extension(format!("partial-{}", std::process::id()));
+    let partial = additions
+        .path
+        .with_extension(format!("partial-{}", std::process::id()));
     pack_cpio(&root, &partial)?;
-    std::fs::rename(&partial, &path)?;
-    Ok(Some(path))
+    std::fs::rename(&partial, &additions.path)?;
+    Ok(Some(additions))
 }
 
 /// One program or library of a guest image, and where it came from.
@@ -314,8 +351,15 @@ pub struct ImageRecord {
 
 impl ImageRecord {
     /// The record of an image made of `archives` (the base first) holding
-    /// `programs` (with their libraries) and carried `files`.
-    pub fn of(archives: &[PathBuf], programs: &[PathBuf], files: &[CarriedFile]) -> Result<Self> {
+    /// `programs`, carried `files`, and `hashed`: every host file in it with
+    /// its hash, as the archives were keyed (the programs' libraries are
+    /// the rest).
+    pub fn of(
+        archives: &[PathBuf],
+        programs: &[PathBuf],
+        files: &[CarriedFile],
+        hashed: &[HashedFile],
+    ) -> Result<Self> {
         use sha2::Digest;
         let mut hasher = sha2::Sha256::new();
         for a in archives {
@@ -323,24 +367,30 @@ impl ImageRecord {
                 std::fs::File::open(a).with_context(|| format!("reading {}", a.display()))?;
             std::io::copy(&mut file, &mut hasher)?;
         }
-        let libraries: BTreeSet<PathBuf> = with_libraries(programs)?
-            .into_iter()
-            .filter(|f| !programs.contains(f))
+        let carried = |p: &PathBuf| files.iter().any(|f| &f.host == p);
+        let libraries: BTreeSet<&PathBuf> = hashed
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| !programs.contains(p) && !carried(p))
             .collect();
         let mut entries: Vec<ImageFile> = Vec::new();
         for (paths, kind) in [
-            (programs.to_vec(), "program"),
+            (programs.iter().collect::<Vec<_>>(), "program"),
             (libraries.into_iter().collect(), "library"),
-            (files.iter().map(|f| f.host.clone()).collect(), "file"),
+            (files.iter().map(|f| &f.host).collect(), "file"),
         ] {
             for p in paths {
                 if entries.iter().any(|e| Path::new(&e.path) == p) {
                     continue;
                 }
+                let sha256 = match hashed.iter().find(|(h, _)| h == p) {
+                    Some((_, sha)) => sha.clone(),
+                    None => content_sha256(p)?,
+                };
                 entries.push(ImageFile {
                     path: p.display().to_string(),
                     kind: kind.into(),
-                    sha256: content_sha256(&p)?,
+                    sha256,
                     ..ImageFile::default()
                 });
             }
@@ -603,7 +653,9 @@ mod tests {
     #[test]
     fn additions_carry_programs_and_files_keyed_by_content() {
         let cache = tempfile::tempdir().unwrap();
-        let ensure_additions = |p: &[PathBuf], f: &[CarriedFile]| additions_in(cache.path(), p, f);
+        let ensure_additions = |p: &[PathBuf], f: &[CarriedFile]| {
+            additions_in(cache.path(), p, f).map(|a| a.map(|a| a.path))
+        };
         let input = cache.path().join("input.bin");
         std::fs::write(&input, b"one").unwrap();
         let carried = [CarriedFile {
@@ -625,7 +677,8 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         let again = additions_in(elsewhere.path(), &[], &carried)
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .path;
         assert_eq!(
             std::fs::read(&again).unwrap(),
             std::fs::read(&first).unwrap()
@@ -658,6 +711,7 @@ mod tests {
         let base = BaseImage {
             path: base_path,
             key: "k".into(),
+            files: Vec::new(),
         };
         let job = vec![Directive::Run {
             id: "hackbench/2".into(),

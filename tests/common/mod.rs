@@ -68,6 +68,7 @@ pub fn images(dir: &Path) -> Images {
         base: BaseImage {
             path: base,
             key: "k".into(),
+            files: Vec::new(),
         },
         guest: ImageRecord {
             sha256: "5eed".repeat(16),
