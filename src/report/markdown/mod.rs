@@ -349,18 +349,19 @@ fn what_was_compared(run: &RunReport) -> String {
 /// instructions a benchmark executes, and so what icount measures.
 fn guest_image(image: &crate::images::initramfs::ImageRecord) -> String {
     let count = |kind: &str| image.files.iter().filter(|f| f.kind == kind).count();
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut r = String::new();
     // Folded: a perf-bench image lists some fifty libraries.
     let _ = writeln!(
         r,
         "<details><summary>Guest image: sha256 {} ({}, {}{})</summary>\n",
         image.sha256.chars().take(16).collect::<String>(),
-        plural(count("program"), "program"),
-        plural(count("library"), "library").replace("librarys", "libraries"),
+        plural(count("program"), "program", "programs"),
+        plural(count("library"), "library", "libraries"),
         match count("file") {
             0 => String::new(),
-            n => format!(", {}", plural(n, "carried file")),
+            n => format!(", {}", plural(n, "carried file", "carried files")),
         }
     );
     let _ = writeln!(
