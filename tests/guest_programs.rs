@@ -35,8 +35,8 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// A suite beside `dir`'s program and input file.
-fn suite(dir: &Path, program: &Path, extra: &str) -> String {
+/// A suite running `program` (its input file beside the suite), then `extra`.
+fn suite(program: &Path, extra: &str) -> String {
     format!(
         r#"name = "guest-programs"
 description = "a user's program and perf bench, 1 boot per variant"
@@ -78,7 +78,6 @@ higher_is_better = false
 {extra}"#,
         program = program.display()
     )
-    .replace("{dir}", &dir.display().to_string())
 }
 
 /// Compiles the program into `dir` with the host's gcc and writes its input.
@@ -115,7 +114,7 @@ bench = "syscall basic"
 params = [20000]
 "#;
     let suite_path = dir.path().join("suite.toml");
-    std::fs::write(&suite_path, suite(dir.path(), &program, perf)).unwrap();
+    std::fs::write(&suite_path, suite(&program, perf)).unwrap();
     let reports = dir.path().join("reports");
     let out = markbench()
         .args(["compare", "--suite"])
@@ -223,7 +222,7 @@ fn a_missing_program_or_file_and_a_pattern_without_its_group_are_refused_at_thei
             "{at} {says}: {stderr}"
         );
     };
-    let good = suite(dir.path(), &program, "");
+    let good = suite(&program, "");
     let line_of =
         |text: &str, needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
     // The program is named in argv too: the error points at `programs`.
