@@ -7,6 +7,12 @@
 #      the lines after it move, so WARN/BUG line numbers differ),
 #   2. a busy loop in unix_stream_sendmsg (net/unix/af_unix.c), a path
 #      hackbench drives: a cost a benchmark must see.
+# A branch `bisect` goes on from there with six commits a bisection has to
+# walk: a comment at the end of kernel/fork.c, a typo that breaks the build
+# of kernel/sched/core.c and the commit that mends it, a line in the admin
+# guide, another comment in kernel/fork.c and a line in the README. From
+# the base, its first bad commit for hackbench is the busy loop (2 of 8).
+# The repository stays on the series' branch.
 # Prints the repository's path. Needs the unpacked source: any markbench
 # command that built a kernel from the default source made it.
 set -eu
@@ -46,6 +52,26 @@ if [ ! -f "$REPO/.markbench-series" ]; then
     mv "$REPO/af_unix.c.new" "$REPO/net/unix/af_unix.c"
     $GIT commit -q -am "af_unix: spin in unix_stream_sendmsg"
     : > "$REPO/.markbench-series"
+fi
+
+if [ ! -f "$REPO/.markbench-bisect" ]; then
+    $GIT branch -f bisect series
+    $GIT checkout -q bisect
+    printf '\n/* The end of fork.c (a comment only). */\n' >> "$REPO/kernel/fork.c"
+    $GIT commit -q -am "fork: a comment at the end"
+    printf '\nint markbench_typo = ;\n' >> "$REPO/kernel/sched/core.c"
+    $GIT commit -q -am "sched: a typo that breaks the build"
+    sed -i '$d' "$REPO/kernel/sched/core.c"
+    sed -i '$d' "$REPO/kernel/sched/core.c"
+    $GIT commit -q -am "sched: mend the build"
+    printf '\nA line added to the admin guide.\n' >> "$REPO/Documentation/admin-guide/README.rst"
+    $GIT commit -q -am "docs: a line in the admin guide"
+    printf '\n/* Another comment at the end of fork.c. */\n' >> "$REPO/kernel/fork.c"
+    $GIT commit -q -am "fork: another comment"
+    printf '\nA line added to the README.\n' >> "$REPO/README"
+    $GIT commit -q -am "README: a line"
+    $GIT checkout -q series
+    : > "$REPO/.markbench-bisect"
 fi
 
 echo "$REPO"

@@ -83,6 +83,11 @@ pub enum Command {
         #[arg(long, default_value_t = 0.5)]
         target_pct: f64,
     },
+    /// Find the commit that made a regression: measure GOOD and BAD of a git
+    /// kernel tree, confirm the regression, then build, boot and classify
+    /// the commit in the middle until one is left (exit 0), or say there is
+    /// no regression to bisect (exit 1).
+    Bisect(BisectArgs),
     /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
     Setup {
         /// Only check; print the install command instead of running it.
@@ -208,6 +213,74 @@ impl OverrideArgs {
             seed: self.seed,
             shard,
             ..Overrides::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// The git kernel tree (its commits are read, never its work tree).
+    #[arg(long, value_name = "TREE")]
+    pub kernel_source: Option<PathBuf>,
+    /// The last commit known to be good (an ancestor of BAD).
+    #[arg(long, value_name = "REV")]
+    pub good: Option<String>,
+    /// The first commit known to be bad.
+    #[arg(long, value_name = "REV")]
+    pub bad: Option<String>,
+    /// The suite: its baseline variant's configuration, the point's
+    /// workload, boots and iterations. Default: the quick suite.
+    #[arg(long)]
+    pub suite: Option<PathBuf>,
+    /// The one point measured, WORKLOAD[/METRIC][@CPUS][=PARAM] (parts the
+    /// suite leaves no choice in may be left out). Default with the quick
+    /// suite: hackbench@1.
+    #[arg(long, value_name = "SPEC")]
+    pub point: Option<String>,
+    /// The smallest regression to bisect, in percent.
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    pub threshold: f64,
+    /// Boots per round (default: the suite's).
+    #[arg(long)]
+    pub boots: Option<u32>,
+    /// Measured iterations per boot (default: the suite's).
+    #[arg(long)]
+    pub iterations: Option<u32>,
+    /// The most boots a commit gets before it is left undecided (default:
+    /// three rounds).
+    #[arg(long)]
+    pub max_boots: Option<u32>,
+    /// Also profile the first bad commit against its parent with the TCG
+    /// plugin: the answer then ends at the function.
+    #[arg(long)]
+    pub profile: bool,
+    /// Where the bisection directory goes.
+    #[arg(long, default_value = "reports")]
+    pub reports: PathBuf,
+    /// The bisection directory itself.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Continue a bisection that was interrupted, in its directory.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+}
+
+impl BisectArgs {
+    fn request(&self) -> crate::bisect::Request {
+        crate::bisect::Request {
+            tree: self.kernel_source.clone(),
+            good: self.good.clone(),
+            bad: self.bad.clone(),
+            suite: self.suite.clone(),
+            point: self.point.clone(),
+            threshold: Some(self.threshold),
+            max_boots: self.max_boots,
+            boots: self.boots,
+            iterations: self.iterations,
+            profile: self.profile,
+            reports: self.reports.clone(),
+            out: self.out.clone(),
+            resume: self.resume.clone(),
         }
     }
 }
@@ -386,6 +459,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             })
         }
         Command::Images(args) => images(args),
+        Command::Bisect(args) => crate::bisect::bisect(&args.request()),
         Command::Compare(args) => Ok(compare::compare(&args.options(None, None))?.code),
     }
 }

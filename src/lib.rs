@@ -8,6 +8,7 @@
 //! docs/architecture.md ("Layers") and `tests/layers.rs`, which checks it.
 
 pub mod analysis;
+pub mod bisect;
 pub mod cli;
 pub mod compare;
 pub mod diff;

@@ -38,6 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("commands on run directories", &["diff", "merge", "noise"]),
     ("nightly gate", &["gate"]),
     ("compare (the orchestrator)", &["compare"]),
+    ("bisection", &["bisect"]),
     ("command line", &["cli"]),
 ];
 

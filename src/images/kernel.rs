@@ -261,11 +261,13 @@ pub(crate) fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
         let text = std::fs::read_to_string(log_path).unwrap_or_default();
         let tail: Vec<&str> = text.lines().rev().take(25).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        bail!(
-            "{command:?} failed ({status}); build log {}, last lines:\n{}",
-            log_path.display(),
-            tail.join("\n")
-        );
+        return Err(Exited {
+            command: format!("{command:?}"),
+            status,
+            log: log_path.to_path_buf(),
+            tail: tail.join("\n"),
+        }
+        .into());
     }
     Ok(())
 }
@@ -400,13 +402,18 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         mirroring.elapsed().as_secs_f64()
     ));
     let source = origin.source.path().to_path_buf();
-    build_in(
+    if let Err(e) = build_in(
         &workspace,
         &origin.describe(),
         &partial,
         spec,
         &expectations,
-    )?;
+    ) {
+        if e.is::<BuildFailed>() {
+            workspace.finish(&format!("a failed build of {identity}"))?;
+        }
+        return Err(e);
+    }
     workspace.finish(identity)?;
     let copy = Command::new("cp")
         .arg("-a")
@@ -534,7 +541,46 @@ fn build_in(
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut bz = make(&build, "bzImage");
     bz.arg(format!("-j{jobs}"));
-    logged(&log, &mut bz)
+    let exited = logged(&log, &mut bz);
+    match exited {
+        Err(e)
+            if e.downcast_ref::<Exited>()
+                .is_some_and(|x| x.status.code().is_some()) =>
+        {
+            Err(BuildFailed {
+                kernel: spec.name.clone(),
+                origin: source.to_string(),
+                log: log.clone(),
+                detail: format!("{e:#}"),
+            }
+            .into())
+        }
+        other => other,
+    }
+}
+
+/// A kernel source that does not compile: `make` ran and exited with an
+/// error (a compiler's, a linker's). Unlike a build that was killed, it
+/// leaves the build directory as Kbuild keeps it after any failed build
+/// (what failed deleted, the rest valid), so the next build in the
+/// workspace carries on from it.
+#[derive(Debug, thiserror::Error)]
+#[error("kernel {kernel} from {origin} does not build (log {}):\n{detail}", log.display())]
+pub struct BuildFailed {
+    pub kernel: String,
+    pub origin: String,
+    pub log: PathBuf,
+    pub detail: String,
+}
+
+/// A command that ran and did not succeed.
+#[derive(Debug, thiserror::Error)]
+#[error("{command} failed ({status}); build log {}, last lines:\n{tail}", log.display())]
+pub struct Exited {
+    pub command: String,
+    pub status: std::process::ExitStatus,
+    pub log: PathBuf,
+    pub tail: String,
 }
 
 /// The configuration `olddefconfig` completes: the base's, then each

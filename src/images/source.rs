@@ -410,7 +410,7 @@ impl ResolvedOrigin {
 const DONE: &str = ".markbench-tree";
 
 /// Runs git in `repo`; its stdout, or an error with its stderr.
-fn git(repo: &Path, args: &[&str]) -> Result<String> {
+pub fn git(repo: &Path, args: &[&str]) -> Result<String> {
     let out = Command::new("git")
         .arg("-C")
         .arg(repo)

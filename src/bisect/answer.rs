@@ -1,0 +1,368 @@
+//! The bisection's answer: `bisect.md` for a person and `bisect.json` for
+//! scripts, written after every step (what is known so far) and at the end.
+//! First the first bad commit (or the narrowest range), then every commit
+//! measured in range order, the builds, and with a profile the first bad
+//! commit against its parent function by function.
+
+use super::decide::{Class, Ending, Relative, Search, Step};
+use super::{Build, Plan};
+use crate::report::format::{self, escape_md};
+use crate::samples::RunMeta;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One commit's build, as the answer lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum BuildOutcome {
+    Built(Build),
+    Failed(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    pub plan: Plan,
+    /// The point's unit (`s`, `packets/s`).
+    pub unit: String,
+    /// The steps taken so far, while the search runs.
+    pub steps_so_far: Vec<Step>,
+    /// The whole search, once it ended.
+    pub search: Option<Search>,
+    /// Every build the bisection needed, by range index.
+    pub builds: Vec<(usize, BuildOutcome)>,
+    /// `git show --stat` of the first bad commit.
+    pub first_bad_stat: Option<String>,
+    /// The run directory of the first bad commit against its parent with
+    /// the profile plugin.
+    pub profile: Option<PathBuf>,
+}
+
+impl Answer {
+    pub fn partial(plan: &Plan, steps: &[Step]) -> Answer {
+        Answer {
+            plan: plan.clone(),
+            unit: String::new(),
+            steps_so_far: steps.to_vec(),
+            search: None,
+            builds: Vec::new(),
+            first_bad_stat: None,
+            profile: None,
+        }
+    }
+
+    pub fn finished(plan: &Plan, search: Search, unit: &str) -> Answer {
+        Answer {
+            plan: plan.clone(),
+            unit: unit.to_string(),
+            steps_so_far: search.steps.clone(),
+            search: Some(search),
+            builds: Vec::new(),
+            first_bad_stat: None,
+            profile: None,
+        }
+    }
+
+    /// The answer in one line.
+    fn headline(&self) -> String {
+        let commits = &self.plan.commits;
+        let named = |i: usize| format!("{} ({})", commits[i].short_id(), commits[i].subject);
+        match self.search.as_ref().map(|s| &s.ending) {
+            None => "in progress".into(),
+            Some(Ending::NoRegression) => format!(
+                "no regression to bisect between {} and {}: {}",
+                commits[0].short_id(),
+                commits[commits.len() - 1].short_id(),
+                self.search
+                    .as_ref()
+                    .and_then(|s| s.confirmation.why_not.clone())
+                    .unwrap_or_default()
+            ),
+            Some(Ending::FirstBad { index }) => format!("first bad commit: {}", named(*index)),
+            Some(Ending::Range { good, bad }) => format!(
+                "the first bad commit is one of the {} after {} up to {}; the commits between \
+                 could not be decided",
+                bad - good,
+                commits[*good].short_id(),
+                named(*bad)
+            ),
+        }
+    }
+}
+
+/// One step as it is decided, for the terminal.
+pub fn step_line(plan: &Plan, step: &Step, unit: &str) -> String {
+    let commit = &plan.commits[step.index];
+    let figures = match (step.mean, &step.vs_good, &step.vs_bad) {
+        (Some(mean), Some(g), Some(b)) => format!(
+            "{} {unit}, {} against GOOD, {} against BAD, {} boots",
+            number(mean, unit),
+            relative(g),
+            relative(b),
+            step.boots
+        ),
+        _ => step.build_error.as_deref().map_or(String::new(), |e| {
+            e.lines().next().unwrap_or_default().to_string()
+        }),
+    };
+    format!(
+        "markbench: bisect: {} {}: {} ({figures})",
+        commit.short_id(),
+        commit.subject,
+        step.class.as_str()
+    )
+}
+
+/// The answer's closing lines for the terminal.
+pub fn summary(answer: &Answer) -> String {
+    let mut s = format!("markbench: bisect: {}", answer.headline());
+    if let Some(search) = &answer.search {
+        let skipped: Vec<&str> = search
+            .steps
+            .iter()
+            .filter(|s| s.class == Class::Skipped)
+            .map(|s| answer.plan.commits[s.index].short_id())
+            .collect();
+        if !skipped.is_empty() {
+            let _ = write!(
+                s,
+                "\nmarkbench: bisect: skipped (do not build): {}",
+                skipped.join(", ")
+            );
+        }
+    }
+    s
+}
+
+fn number(v: f64, unit: &str) -> String {
+    format::value(v, format::decimals(unit, v))
+}
+
+fn pct(v: f64) -> String {
+    format::signed_percent_2dp(v)
+}
+
+fn relative(r: &Relative) -> String {
+    match r.interval {
+        Some(ci) => format!(
+            "{} ({} … {})",
+            pct(r.difference),
+            pct(ci.lower),
+            pct(ci.upper)
+        ),
+        None => pct(r.difference),
+    }
+}
+
+fn cell_relative(r: Option<&Relative>) -> (String, String) {
+    match r {
+        Some(r) => (
+            pct(r.difference),
+            r.interval.map_or("–".into(), |ci| {
+                format!("{} … {}", pct(ci.lower), pct(ci.upper))
+            }),
+        ),
+        None => ("–".into(), "–".into()),
+    }
+}
+
+/// The markdown.
+pub fn markdown(answer: &Answer) -> String {
+    let plan = &answer.plan;
+    let commits = &plan.commits;
+    let mut r = String::new();
+    let _ = writeln!(r, "# Bisection: {}\n", escape_md(&answer.headline()));
+    let _ = writeln!(
+        r,
+        "GOOD `{}` ({}) to BAD `{}` ({}) in `{}`: {} commits after GOOD, on the first-parent \
+         line. Point `{}` of suite `{}`, {} boots a round, at most {} rounds a commit; a \
+         regression is bisected when BAD is significantly worse than GOOD by at least {:.2}%.\n",
+        commits[0].short_id(),
+        escape_md(&commits[0].subject),
+        commits[commits.len() - 1].short_id(),
+        escape_md(&commits[commits.len() - 1].subject),
+        plan.tree.display(),
+        commits.len() - 1,
+        plan.point,
+        plan.suite.display(),
+        plan.boots,
+        plan.max_rounds,
+        100.0 * plan.threshold
+    );
+    if let (Some(Ending::FirstBad { index }), Some(stat)) = (
+        answer.search.as_ref().map(|s| &s.ending),
+        &answer.first_bad_stat,
+    ) {
+        let c = &commits[*index];
+        let _ = writeln!(
+            r,
+            "## First bad commit\n\n**`{}` {}**, by {}\n\n```\n{}\n```\n",
+            c.short_id(),
+            escape_md(&c.subject),
+            escape_md(&c.author),
+            stat.trim_end()
+        );
+        if c.merge {
+            let _ = writeln!(
+                r,
+                "It is a merge: the regression came in with the branch it merged. Bisect that \
+                 branch with `--good $(git merge-base {0}^1 {0}^2) --bad {0}^2`.\n",
+                c.short_id()
+            );
+        }
+    }
+    if let Some(search) = &answer.search {
+        let c = &search.confirmation;
+        let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
+        let _ = writeln!(
+            r,
+            "BAD against GOOD: {d} (95% CI {ci}), {}{}.\n",
+            c.verdict,
+            if c.confirmed {
+                ": bisected".to_string()
+            } else {
+                format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
+            }
+        );
+    }
+    let _ = writeln!(r, "## Commits measured\n");
+    let unit = if answer.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", answer.unit)
+    };
+    let _ = writeln!(
+        r,
+        "| # | commit | subject | value{unit} | 95% CI | vs GOOD | 95% CI | vs BAD | 95% CI | \
+         class | boots |\n|---:|---|---|---:|---|---:|---|---:|---|---|---:|"
+    );
+    let mut rows: Vec<&Step> = answer
+        .search
+        .as_ref()
+        .map(|s| s.ends.iter().collect())
+        .unwrap_or_default();
+    rows.extend(&answer.steps_so_far);
+    rows.sort_by_key(|s| s.index);
+    let last = commits.len() - 1;
+    for s in rows {
+        let c = &commits[s.index];
+        let (g, gci) = cell_relative(s.vs_good.as_ref());
+        let (b, bci) = cell_relative(s.vs_bad.as_ref());
+        let class = match s.index {
+            0 => "GOOD".to_string(),
+            i if i == last => "BAD".to_string(),
+            _ => s.class.as_str().to_string(),
+        };
+        let class = if s.class == Class::Bad || (s.index == last) {
+            format!("**{class}**")
+        } else {
+            class
+        };
+        let _ = writeln!(
+            r,
+            "| {} | `{}` | {} | {} | {} | {g} | {gci} | {b} | {bci} | {class} | {} |",
+            s.index,
+            c.short_id(),
+            escape_md(&c.subject),
+            s.mean.map_or("–".into(), |m| number(m, &answer.unit)),
+            s.interval.map_or("–".into(), |ci| format!(
+                "{} … {}",
+                number(ci.lower, &answer.unit),
+                number(ci.upper, &answer.unit)
+            )),
+            s.boots
+        );
+    }
+    let _ = writeln!(
+        r,
+        "\nA commit is **bad** when its whole 95% interval against GOOD lies beyond half the \
+         regression (the geometric midpoint of GOOD's and BAD's means), **good** when it lies \
+         wholly on GOOD's side; otherwise it gets another round of boots, and a commit still \
+         straddling the line after the last round ends the search with the range it leaves. A \
+         commit that does not build is skipped and the one nearest the middle tried instead.\n"
+    );
+    if let Some(search) = &answer.search {
+        let order: Vec<String> = search
+            .steps
+            .iter()
+            .map(|s| format!("`{}` {}", commits[s.index].short_id(), s.class.as_str()))
+            .collect();
+        if !order.is_empty() {
+            let _ = writeln!(r, "Steps, in the order taken: {}.\n", order.join(", "));
+        }
+    }
+    if !answer.builds.is_empty() {
+        let _ = writeln!(
+            r,
+            "## Builds\n\n| commit | build | time [s] | source files rebuilt |\n|---|---|---:|---:|"
+        );
+        let mut built = 0;
+        for (index, b) in &answer.builds {
+            let c = &commits[*index];
+            match b {
+                BuildOutcome::Built(b) => {
+                    built += usize::from(b.seconds.is_some());
+                    let _ = writeln!(
+                        r,
+                        "| `{}` | {} | {} | {} |",
+                        c.short_id(),
+                        if b.seconds.is_some() {
+                            "built"
+                        } else {
+                            "from the cache"
+                        },
+                        b.seconds.map_or("–".into(), |s| format!("{s:.0}")),
+                        b.source_files_rebuilt.map_or("–".into(), |n| n.to_string())
+                    );
+                }
+                BuildOutcome::Failed(why) => {
+                    let first = why
+                        .lines()
+                        .find(|l| l.contains("error"))
+                        .or_else(|| why.lines().next())
+                        .unwrap_or_default();
+                    let _ = writeln!(
+                        r,
+                        "| `{}` | **failed**: {} | – | – |",
+                        c.short_id(),
+                        escape_md(first.trim())
+                    );
+                }
+            }
+        }
+        let _ = writeln!(
+            r,
+            "\n{} kernels needed, {built} built by this bisection. Each commit's boots are run \
+             directories under `commits/<id>/round-<n>/`.\n",
+            answer.builds.len()
+        );
+    }
+    if let Some(run) = &answer.profile {
+        if let Some(section) = profile_section(run) {
+            r.push_str(&section);
+        }
+    }
+    r
+}
+
+/// The "Where the difference goes" section of the profile run.
+fn profile_section(run: &Path) -> Option<String> {
+    let meta = RunMeta::read(run).ok()?;
+    let views = crate::report::profile::load(run, &meta).ok()?;
+    let section = crate::report::profile::section(views.first(), false);
+    Some(format!(
+        "{section}\n(The profile's run: `{}`.)\n",
+        run.display()
+    ))
+}
+
+/// Writes `bisect.md` and `bisect.json` into `dir`; returns the markdown's path.
+pub fn write(dir: &Path, answer: &Answer) -> Result<PathBuf> {
+    let md = dir.join("bisect.md");
+    std::fs::write(&md, markdown(answer)).with_context(|| format!("writing {}", md.display()))?;
+    let json = dir.join("bisect.json");
+    std::fs::write(&json, serde_json::to_string_pretty(answer)?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    Ok(md)
+}
