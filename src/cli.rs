@@ -237,6 +237,10 @@ pub struct BisectArgs {
     /// suite: hackbench@1.
     #[arg(long, value_name = "SPEC")]
     pub point: Option<String>,
+    /// The suite's variant whose kernel configuration and command line each
+    /// commit is built and booted with (default: the baseline).
+    #[arg(long)]
+    pub variant: Option<String>,
     /// The smallest regression to bisect, in percent.
     #[arg(long, value_name = "PCT", default_value_t = 1.0)]
     pub threshold: f64,
@@ -273,6 +277,7 @@ impl BisectArgs {
             bad: self.bad.clone(),
             suite: self.suite.clone(),
             point: self.point.clone(),
+            variant: self.variant.clone(),
             threshold: Some(self.threshold),
             max_boots: self.max_boots,
             boots: self.boots,
@@ -295,6 +300,11 @@ pub struct NightlyArgs {
     /// The variant compared across the two runs (default: the "with" variant).
     #[arg(long)]
     pub variant: Option<String>,
+    /// On a regression, when the baseline's and tonight's kernels are two
+    /// commits of one git tree, bisect between them and name the first bad
+    /// commit in the summary (the exit status stays 1).
+    #[arg(long)]
+    pub bisect: bool,
 }
 
 #[derive(Debug, Args)]
@@ -421,11 +431,18 @@ pub fn run(cli: Cli) -> Result<i32> {
             ab_dir.as_deref(),
             &crate::noise::Targets::at_pct(target_pct)?,
         ),
-        Command::Nightly(args) => compare::nightly::nightly(
-            &args.compare.options(None, None),
-            args.baseline.clone(),
-            args.variant.as_deref(),
-        ),
+        Command::Nightly(args) => {
+            let options = args.compare.options(None, None);
+            let night = compare::nightly::nightly(
+                &options,
+                args.baseline.clone(),
+                args.variant.as_deref(),
+            )?;
+            if args.bisect {
+                crate::bisect::nightly::after(&night, &options)?;
+            }
+            Ok(night.code)
+        }
         Command::Plan(args) => shard_plan(args),
         Command::RunShard(args) => {
             let sel = ShardSel {

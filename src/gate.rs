@@ -20,6 +20,18 @@ pub struct Gate {
     pub code: i32,
     pub summary: String,
     pub regressions: usize,
+    /// Each point that regressed beyond the margin, as a bisection names it.
+    pub regressed: Vec<RegressedPoint>,
+}
+
+/// A point that regressed beyond the margin: the variant and the point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegressedPoint {
+    pub variant: String,
+    pub workload: String,
+    pub metric: String,
+    pub cpus: u32,
+    pub param: u64,
 }
 
 /// The variants to gate and where each one's diff is written: the one
@@ -58,6 +70,7 @@ pub fn gate(
     let gated = gated_variants(candidate, variant)?;
     let several = gated.len() > 1;
     let mut regressions = Vec::new();
+    let mut regressed = Vec::new();
     let mut unmeasured = Vec::new();
     let mut verdicts = String::new();
     let mut reports = Vec::new();
@@ -65,6 +78,10 @@ pub fn gate(
     for (variant, out) in &gated {
         let warnings = crate::diff::diff(baseline, candidate, variant.as_deref(), out)?;
         let diff_meta = RunMeta::read(out)?;
+        let gated_variant = match variant {
+            Some(v) => v.clone(),
+            None => crate::diff::default_variant(&RunMeta::read(candidate)?).unwrap_or_default(),
+        };
         let samples = crate::samples::read_samples(out)?;
         let analysis = crate::analysis::analyse(&diff_meta, &samples);
         margin = analysis.config.margin;
@@ -98,6 +115,13 @@ pub fn gate(
                     ));
                 }
                 if a.verdict == Verdict::Regression && beyond {
+                    regressed.push(RegressedPoint {
+                        variant: gated_variant.clone(),
+                        workload: key.workload.clone(),
+                        metric: key.metric.clone(),
+                        cpus: key.cpus,
+                        param: p.param,
+                    });
                     let which = match (several, variant) {
                         (true, Some(v)) => format!("| {v} "),
                         _ => String::new(),
@@ -164,5 +188,6 @@ pub fn gate(
         code: if regressions.is_empty() { 0 } else { 1 },
         summary,
         regressions: regressions.len(),
+        regressed,
     })
 }

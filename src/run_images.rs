@@ -82,10 +82,18 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     }
     let kernels = built;
     // What all kernels share (scripts, the compile workload's tree) comes
-    // from the baseline's tree.
+    // from the baseline's tree. A run of one kernel (a bisection's step)
+    // compares nothing and needs no tree: a commit's tree is a snapshot of
+    // some 1.5 GB, made in tens of seconds.
     let baseline = &origins[0];
-    let baseline_tree = baseline.tree()?.path;
-    let diffconfig = diffconfigs(&baseline_tree, &suite.variants, &kernels)?;
+    let baseline_tree = match kernels.len() {
+        1 => Err("one kernel, nothing to compare it with".to_string()),
+        _ => Ok(baseline.tree()?.path),
+    };
+    let diffconfig = match &baseline_tree {
+        Ok(tree) => diffconfigs(tree, &suite.variants, &kernels)?,
+        Err(_) => String::new(),
+    };
     let mut source_diff = String::new();
     for (v, origin) in suite.variants.iter().zip(&origins).skip(1) {
         if let Some(diff) = crate::images::source::source_difference(baseline, origin)? {
@@ -98,13 +106,12 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
             }
         }
     }
-    let tree: Result<PathBuf, String> = Ok(baseline_tree.clone());
     let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
     let sizes = size::record(
         &variants,
         &kernels,
         &suite.objects,
-        tree.as_deref().map_err(Clone::clone),
+        baseline_tree.as_deref().map_err(Clone::clone),
     );
     for k in &sizes.kernels {
         for e in &k.errors {

@@ -40,6 +40,7 @@ fn every_command_has_help() {
         vec!["images"],
         vec!["report"],
         vec!["setup"],
+        vec!["bisect"],
     ] {
         let mut args = cmd.clone();
         args.push("--help");
@@ -462,4 +463,93 @@ fn the_dry_run_names_a_kernel_base_and_a_base_that_is_no_config_is_refused_at_it
             && stderr.contains("cannot be read"),
         "{stderr}"
     );
+}
+
+/// Runs `bisect ARGS` with a fresh `--reports` directory: it must exit 2
+/// before building anything, without a panic, and write nothing.
+fn refused_bisect(args: &[&str], tree: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    let out = markbench()
+        .arg("bisect")
+        .arg("--kernel-source")
+        .arg(tree)
+        .args(args)
+        .arg("--reports")
+        .arg(&reports)
+        .env("MARKBENCH_CACHE", dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!reports.exists(), "something was written for: {stderr}");
+    assert!(
+        !dir.path().join("cache").exists(),
+        "something was built for: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn bisect_refuses_what_it_cannot_bisect_before_building() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("tree");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    // Not a git repository yet.
+    let e = refused_bisect(&["--good", "HEAD~1", "--bad", "HEAD"], &repo);
+    assert!(e.contains("not a git repository"), "{e}");
+    git(&["init", "-q", "-b", "main"]);
+    for n in 0..3 {
+        std::fs::write(repo.join("Makefile"), format!("# {n}\n")).unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", &format!("commit {n}")]);
+    }
+    let e = refused_bisect(&["--good", "HEAD~1", "--bad", "nosuchrev"], &repo);
+    assert!(e.contains("--bad") && e.contains("no such commit"), "{e}");
+    let e = refused_bisect(&["--good", "HEAD", "--bad", "HEAD~2"], &repo);
+    assert!(e.contains("is not an ancestor"), "{e}");
+    let e = refused_bisect(&["--good", "HEAD", "--bad", "main"], &repo);
+    assert!(e.contains("the same commit"), "{e}");
+    let e = refused_bisect(
+        &["--good", "HEAD~2", "--bad", "HEAD", "--point", "hackbench"],
+        &repo,
+    );
+    assert!(
+        e.contains("2 points match") && e.contains("hackbench@1=2"),
+        "{e}"
+    );
+    let e = refused_bisect(
+        &["--good", "HEAD~2", "--bad", "HEAD", "--point", "ping@1"],
+        &repo,
+    );
+    assert!(e.contains("no point matches"), "{e}");
+    let e = refused_bisect(
+        &["--good", "HEAD~2", "--bad", "HEAD", "--boots", "1"],
+        &repo,
+    );
+    assert!(e.contains("at least two boots"), "{e}");
+    let e = refused_bisect(
+        &["--good", "HEAD~2", "--bad", "HEAD", "--threshold", "0"],
+        &repo,
+    );
+    assert!(e.contains("--threshold"), "{e}");
 }

@@ -17,6 +17,14 @@
 //!
 //! ccache only returns what the compiler would have produced, so sharing it
 //! hides no difference in the compiler's output.
+//!
+//! Then, in the same cache (its kernels of the base, the comment and the
+//! busy loop already built), `bisect` walks the repository's `bisect`
+//! branch: eight commits from the base, among them the busy loop (the
+//! second), a typo that breaks the build and the commit that mends it. It
+//! must name the busy loop with at most ⌈log₂ 8⌉ + 3 = 6 kernels, list the
+//! typo as skipped, resume a finished bisection without measuring anything
+//! again, and refuse (exit 1) a range that holds no regression.
 
 use assert_cmd::Command;
 use sha2::{Digest, Sha256};
@@ -255,4 +263,111 @@ fn a_series_is_built_commit_by_commit_and_its_costs_found() {
     ] {
         assert!(report.contains(wanted), "{wanted:?} missing from\n{report}");
     }
+
+    bisect_the_branch(&repo, &cache, &normal, dir.path());
+}
+
+/// Every round's run directory of a bisection.
+fn rounds(bisection: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for commit in std::fs::read_dir(bisection.join("commits"))
+        .unwrap()
+        .flatten()
+    {
+        for round in std::fs::read_dir(commit.path()).unwrap().flatten() {
+            if round.path().is_dir() {
+                out.push(round.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn bisect_the_branch(repo: &Path, cache: &Path, normal: &Path, dir: &Path) {
+    let bisect = |args: &[&str]| {
+        markbench()
+            .arg("bisect")
+            .arg("--kernel-source")
+            .arg(repo)
+            .args(["--suite", "tests/fixtures/series.toml"])
+            .args(["--boots", "2", "--iterations", "6"])
+            .args(args)
+            .env("MARKBENCH_CACHE", cache)
+            .env("MARKBENCH_CCACHE_DIR", normal.join("ccache"))
+            .output()
+            .unwrap()
+    };
+    let started = std::time::Instant::now();
+    let out_dir = dir.join("bisection");
+    let out = bisect(&[
+        "--good",
+        "series~2",
+        "--bad",
+        "bisect",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let stdout = succeeded("bisect", &out);
+    eprintln!("{stdout}\nbisect: {:.0} s", started.elapsed().as_secs_f64());
+    let answer: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("bisect.json")).unwrap())
+            .unwrap();
+    let commits = answer["plan"]["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 9, "GOOD and eight commits: {commits:?}");
+    let subject = |i: u64| commits[i as usize]["subject"].as_str().unwrap().to_string();
+    let ending = &answer["search"]["ending"];
+    assert_eq!(ending["kind"], "first_bad", "{ending}");
+    assert_eq!(
+        subject(ending["index"].as_u64().unwrap()),
+        "af_unix: spin in unix_stream_sendmsg"
+    );
+    let builds = answer["builds"].as_array().unwrap();
+    eprintln!("kernels needed: {}", builds.len());
+    assert!(
+        builds.len() <= 6,
+        "more than ⌈log₂ 8⌉ + 3 kernels: {builds:?}"
+    );
+    let skipped: Vec<String> = answer["search"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["class"] == "skipped")
+        .map(|s| subject(s["index"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(skipped, ["sched: a typo that breaks the build"]);
+    let md = std::fs::read_to_string(out_dir.join("bisect.md")).unwrap();
+    for wanted in [
+        "## First bad commit",
+        "af_unix: spin in unix_stream_sendmsg",
+        "net/unix/af_unix.c",
+        "**failed**",
+        "## Commits measured",
+    ] {
+        assert!(md.contains(wanted), "{wanted:?} missing from\n{md}");
+    }
+
+    // Resumed when finished: the same answer, nothing measured again.
+    let before = rounds(&out_dir);
+    let again = bisect(&["--resume", out_dir.to_str().unwrap()]);
+    let again_stdout = succeeded("bisect --resume", &again);
+    assert!(!again_stdout.contains("round 1:"), "{again_stdout}");
+    assert_eq!(rounds(&out_dir), before);
+    let resumed: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("bisect.json")).unwrap())
+            .unwrap();
+    assert_eq!(resumed["search"], answer["search"]);
+
+    // A comment only: no regression to bisect, exit 1, saying so.
+    let none = bisect(&[
+        "--good",
+        "series~2",
+        "--bad",
+        "series~1",
+        "--out",
+        dir.join("no-regression").to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&none.stdout);
+    assert_eq!(none.status.code(), Some(1), "{text}");
+    assert!(text.contains("no regression to bisect"), "{text}");
 }

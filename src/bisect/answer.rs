@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum BuildOutcome {
     Built(Build),
-    Failed(String),
+    Failed { error: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,7 +65,7 @@ impl Answer {
     }
 
     /// The answer in one line.
-    fn headline(&self) -> String {
+    pub fn headline(&self) -> String {
         let commits = &self.plan.commits;
         let named = |i: usize| format!("{} ({})", commits[i].short_id(), commits[i].subject);
         match self.search.as_ref().map(|s| &s.ending) {
@@ -102,16 +102,32 @@ pub fn step_line(plan: &Plan, step: &Step, unit: &str) -> String {
             relative(b),
             step.boots
         ),
-        _ => step.build_error.as_deref().map_or(String::new(), |e| {
-            e.lines().next().unwrap_or_default().to_string()
-        }),
+        _ => step
+            .build_error
+            .as_deref()
+            .map_or(String::new(), |e| first_error(e).to_string()),
+    };
+    let class = match step.index {
+        0 => "GOOD",
+        i if i == plan.commits.len() - 1 => "BAD",
+        _ => step.class.as_str(),
     };
     format!(
-        "markbench: bisect: {} {}: {} ({figures})",
+        "markbench: bisect: {} {}: {class} ({figures})",
         commit.short_id(),
         commit.subject,
-        step.class.as_str()
     )
+}
+
+/// The line of a failed build's output that says what failed: the
+/// compiler's first error, else the first line.
+fn first_error(output: &str) -> &str {
+    output
+        .lines()
+        .find(|l| l.contains("error:"))
+        .or_else(|| output.lines().next())
+        .unwrap_or_default()
+        .trim()
 }
 
 /// The answer's closing lines for the terminal.
@@ -244,6 +260,7 @@ pub fn markdown(answer: &Answer) -> String {
         .unwrap_or_default();
     rows.extend(&answer.steps_so_far);
     rows.sort_by_key(|s| s.index);
+    rows.dedup_by_key(|s| s.index);
     let last = commits.len() - 1;
     for s in rows {
         let c = &commits[s.index];
@@ -316,17 +333,12 @@ pub fn markdown(answer: &Answer) -> String {
                         b.source_files_rebuilt.map_or("–".into(), |n| n.to_string())
                     );
                 }
-                BuildOutcome::Failed(why) => {
-                    let first = why
-                        .lines()
-                        .find(|l| l.contains("error"))
-                        .or_else(|| why.lines().next())
-                        .unwrap_or_default();
+                BuildOutcome::Failed { error: why } => {
                     let _ = writeln!(
                         r,
                         "| `{}` | **failed**: {} | – | – |",
                         c.short_id(),
-                        escape_md(first.trim())
+                        escape_md(first_error(why))
                     );
                 }
             }

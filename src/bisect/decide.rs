@@ -266,8 +266,8 @@ pub fn next(good: usize, bad: usize, skipped: &[usize]) -> Option<usize> {
 
 /// Bisects the range `0..=last` (0 is GOOD, `last` is BAD). `measure(i,
 /// rounds)` gives commit `i`'s figures over its first `rounds` rounds of
-/// boots (or that it does not build); `observe` sees each step as it is
-/// decided. GOOD and BAD get one round each: the confirmation is made on
+/// boots (or that it does not build); `observe` sees GOOD and BAD once
+/// both are measured, then each step as it is decided. GOOD and BAD get one round each: the confirmation is made on
 /// them as the suite sizes it.
 pub fn bisect<E>(
     last: usize,
@@ -301,6 +301,9 @@ pub fn bisect<E>(
             rules,
         ),
     ];
+    for end in &end_steps {
+        observe(end);
+    }
     let Some(bad_vs_good) = confirmation
         .confirmed
         .then(|| confirmation.bad_vs_good.map(|r| r.difference))

@@ -11,6 +11,7 @@
 
 pub mod answer;
 pub mod decide;
+pub mod nightly;
 pub mod point;
 pub mod range;
 
@@ -36,6 +37,9 @@ pub struct Request {
     /// The suite (default: the quick suite).
     pub suite: Option<PathBuf>,
     pub point: Option<String>,
+    /// The suite's variant whose configuration each commit is built with
+    /// (default: the baseline).
+    pub variant: Option<String>,
     /// In percent.
     pub threshold: Option<f64>,
     /// Boots a commit may get in all (default: three rounds of the suite's).
@@ -61,6 +65,10 @@ pub struct Plan {
     pub suite_sha256: String,
     /// The point, as `--point` writes it, resolved against the suite.
     pub point: String,
+    /// The suite variant whose kernel configuration and command line each
+    /// commit is built and booted with (empty: the baseline).
+    #[serde(default)]
+    pub variant: String,
     pub threshold: f64,
     pub boots: u32,
     pub iterations: Option<u32>,
@@ -90,6 +98,11 @@ const BUILD_FAILED_FILE: &str = "build-failed.txt";
 /// Runs a bisection; its exit status: 0 the first bad commit (or the
 /// narrowest range) found, 1 no regression between GOOD and BAD.
 pub fn bisect(request: &Request) -> Result<i32> {
+    Ok(run(request)?.0)
+}
+
+/// Runs a bisection: its exit status, directory and answer.
+pub fn run(request: &Request) -> Result<(i32, PathBuf, answer::Answer)> {
     let (dir, plan) = start(request)?;
     let suite = suite_of(&plan)?;
     println!("bisection directory: {}", dir.display());
@@ -147,10 +160,11 @@ pub fn bisect(request: &Request) -> Result<i32> {
         written.display(),
         started.elapsed().as_secs_f64()
     );
-    Ok(match answer.search.as_ref().map(|s| &s.ending) {
+    let code = match answer.search.as_ref().map(|s| &s.ending) {
         Some(decide::Ending::NoRegression) | None => exit::FAILED,
         _ => exit::SUCCESS,
-    })
+    };
+    Ok((code, dir, answer))
 }
 
 /// The bisection's directory and plan: a resumed one's, or a new one
@@ -190,6 +204,22 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
         None => PointSpec::default(),
     };
     let resolved = spec.resolve(&file)?;
+    let variant = match &request.variant {
+        None => file.variants[0].name.clone(),
+        Some(v) if file.variants.iter().any(|x| &x.name == v) => v.clone(),
+        Some(v) => {
+            return Err(InputError::new(format!(
+                "--variant {v}: {} has no such variant (it has {})",
+                file.path.display(),
+                file.variants
+                    .iter()
+                    .map(|x| x.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .into())
+        }
+    };
     let threshold = request.threshold.unwrap_or(1.0);
     if !(threshold > 0.0 && threshold < 100.0) {
         return Err(InputError::new(format!(
@@ -221,6 +251,7 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
         suite: file.path.clone(),
         suite_sha256: file.sha256.clone(),
         point: resolved.to_string(),
+        variant,
         threshold: threshold / 100.0,
         boots,
         iterations: request.iterations,
@@ -287,10 +318,16 @@ fn restricted(file: &Suite, plan: &Plan) -> Result<Suite> {
     Ok(overrides.apply(&suite)?)
 }
 
-/// The suite measuring `commits` (one variant each, named by short id).
-fn of_commits(suite: &Suite, commits: &[&RangeCommit]) -> Suite {
+/// The suite measuring `commits` (one variant each, named by short id),
+/// each built and booted as the plan's variant.
+fn of_commits(suite: &Suite, plan: &Plan, commits: &[&RangeCommit]) -> Suite {
     let mut out = suite.clone();
-    let mut baseline = suite.variants[0].clone();
+    let mut baseline = suite
+        .variants
+        .iter()
+        .find(|v| v.name == plan.variant)
+        .unwrap_or(&suite.variants[0])
+        .clone();
     baseline.source = None;
     baseline.patches = Vec::new();
     out.variants = commits
@@ -419,7 +456,7 @@ impl<'a> Bench<'a> {
     /// the round's run when `meta` holds an interrupted one).
     fn boot(&mut self, index: usize, round: u32, run: &Path, meta: Option<RunMeta>) -> Result<()> {
         let commit = &self.plan.commits[index];
-        let suite = of_commits(&self.suite, &[commit]);
+        let suite = of_commits(&self.suite, self.plan, &[commit]);
         let images = self.images(index, &suite)?;
         // Each round's boots get seeds of their own: under icount the same
         // seed would measure the same figures again.
@@ -507,7 +544,7 @@ impl<'a> Bench<'a> {
     fn profile(&mut self, parent: usize, first_bad: usize) -> Result<PathBuf> {
         let run = self.dir.join("profile");
         let commits = [&self.plan.commits[parent], &self.plan.commits[first_bad]];
-        let mut suite = of_commits(&self.suite, &commits);
+        let mut suite = of_commits(&self.suite, self.plan, &commits);
         suite.profile = true;
         suite.boots = 1;
         let meta = RunDir::new(&run)
@@ -542,7 +579,7 @@ fn builds(dir: &Path, plan: &Plan) -> Result<Vec<(usize, answer::BuildOutcome)>>
     for (index, commit) in plan.commits.iter().enumerate() {
         let commit_dir = dir.join("commits").join(commit.short_id());
         if let Ok(why) = std::fs::read_to_string(commit_dir.join(BUILD_FAILED_FILE)) {
-            out.push((index, answer::BuildOutcome::Failed(why)));
+            out.push((index, answer::BuildOutcome::Failed { error: why }));
         } else if let Ok(text) = std::fs::read_to_string(commit_dir.join(BUILD_FILE)) {
             out.push((index, answer::BuildOutcome::Built(toml::from_str(&text)?)));
         }
@@ -550,11 +587,12 @@ fn builds(dir: &Path, plan: &Plan) -> Result<Vec<(usize, answer::BuildOutcome)>>
     Ok(out)
 }
 
-/// Of every intermediate kernel, keeps what booting it again needs (its
-/// bzImage, configuration and record) and removes its build directory
-/// (objects and vmlinux, some 150 MB): the answer's kernels (GOOD, BAD,
-/// the first bad commit and its parent) keep theirs for sizes and
-/// profiles.
+/// Of every intermediate commit, keeps what booting its kernel again needs
+/// (its bzImage, configuration and record) and removes the rest: its
+/// kernel's build directory (objects and vmlinux, some 150 MB) and the
+/// snapshot of its source (some 1.5 GB; made again if ever needed). The
+/// answer's commits (GOOD, BAD, the first bad commit and its parent) keep
+/// theirs, for sizes and profiles.
 fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
     let last = plan.commits.len() - 1;
     let mut kept = vec![0, last];
@@ -562,16 +600,18 @@ fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
         kept.extend([*index, index - 1]);
     }
     for (index, build) in &answer.builds {
-        let answer::BuildOutcome::Built(build) = build else {
-            continue;
-        };
         if kept.contains(index) {
             continue;
         }
-        let objects = build.kernel_dir.join("build");
-        if objects.is_dir() {
-            if let Err(e) = std::fs::remove_dir_all(&objects) {
-                message::warning(format_args!("removing {}: {e}", objects.display()));
+        let mut removed = vec![crate::images::source::snapshot_dir(
+            &plan.commits[*index].id,
+        )];
+        if let answer::BuildOutcome::Built(build) = build {
+            removed.push(build.kernel_dir.join("build"));
+        }
+        for dir in removed.iter().filter(|d| d.is_dir()) {
+            if let Err(e) = std::fs::remove_dir_all(dir) {
+                message::warning(format_args!("removing {}: {e}", dir.display()));
             }
         }
     }

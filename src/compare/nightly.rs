@@ -29,19 +29,65 @@ fn leave_summary(dir: &Path, summary: &str) -> Result<()> {
     Ok(())
 }
 
+/// How a night ended: its exit status, and when it was gated, the two runs
+/// and what regressed.
+#[derive(Debug, Clone, Default)]
+pub struct Night {
+    pub code: i32,
+    /// Tonight's run and the baseline run it was gated against.
+    pub runs: Option<(PathBuf, PathBuf)>,
+    pub regressed: Vec<crate::gate::RegressedPoint>,
+}
+
+impl Night {
+    fn ended(code: i32) -> Night {
+        Night {
+            code,
+            ..Night::default()
+        }
+    }
+}
+
+/// Appends `text` to the night's summary, in the run directory and on the
+/// CI job's page.
+pub fn add_to_summary(dir: &Path, text: &str) -> Result<()> {
+    let path = RunDir::new(dir).nightly_summary();
+    let mut summary = std::fs::read_to_string(&path).unwrap_or_default();
+    summary.push_str(text);
+    std::fs::write(&path, summary)?;
+    print!("{text}");
+    step_summary(text);
+    Ok(())
+}
+
+/// Appends to the GitHub job's summary page, when there is one.
+fn step_summary(text: &str) {
+    if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    }
+}
+
 /// Runs `options` and gates the run against `baseline` (default: the newest
 /// earlier complete run of the suite) on `variant`.
-pub fn nightly(options: &Options, baseline: Option<PathBuf>, variant: Option<&str>) -> Result<i32> {
+pub fn nightly(
+    options: &Options,
+    baseline: Option<PathBuf>,
+    variant: Option<&str>,
+) -> Result<Night> {
     let outcome = match super::compare(options) {
         Ok(o) => o,
         Err(e) if exit::is_input(&e) => return Err(e),
         Err(e) => {
             crate::message::error(format_args!("{e:#}"));
-            return Ok(exit::INFRASTRUCTURE);
+            return Ok(Night::ended(exit::INFRASTRUCTURE));
         }
     };
     let Some((dir, meta)) = outcome.run else {
-        return Ok(outcome.code);
+        return Ok(Night::ended(outcome.code));
     };
     let mut summary = format!("## markbench nightly: {}\n\n", meta.suite);
     if outcome.code != exit::SUCCESS {
@@ -52,22 +98,20 @@ pub fn nightly(options: &Options, baseline: Option<PathBuf>, variant: Option<&st
             RunDir::new(&dir).report().display()
         ));
         leave_summary(&dir, &summary)?;
-        return Ok(exit::INFRASTRUCTURE);
+        return Ok(Night::ended(exit::INFRASTRUCTURE));
     }
     let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite, &dir));
     let Some(baseline) = baseline else {
         summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
         leave_summary(&dir, &summary)?;
-        return Ok(exit::SUCCESS);
+        return Ok(Night::ended(exit::SUCCESS));
     };
     let gate = crate::gate::gate(&baseline, &dir, variant, summary)?;
     leave_summary(&dir, &gate.summary)?;
-    if let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") {
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, gate.summary.as_bytes()));
-    }
-    Ok(gate.code)
+    step_summary(&gate.summary);
+    Ok(Night {
+        code: gate.code,
+        runs: Some((dir, baseline)),
+        regressed: gate.regressed,
+    })
 }

@@ -558,13 +558,15 @@ pub fn commits(repo: &Path, selection: &RevSelection) -> Result<Vec<Commit>> {
     }
 }
 
-/// The snapshot of a commit in the cache (`git archive`, made once):
-/// `src/rev-<commit>/linux`.
+/// Where the snapshot of a commit is kept in the cache: `src/rev-<commit>`
+/// (the tree in its `linux/`).
+pub fn snapshot_dir(commit: &str) -> PathBuf {
+    cache_dir().join("src").join(format!("rev-{commit}"))
+}
+
+/// The snapshot of a commit in the cache (`git archive`, made once).
 fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
-    let dir = cache_dir()
-        .join("src")
-        .join(format!("rev-{commit}"))
-        .join("linux");
+    let dir = snapshot_dir(commit).join("linux");
     if dir.join(DONE).is_file() {
         return Ok(dir);
     }
