@@ -88,6 +88,10 @@ pub enum Command {
     /// the commit in the middle until one is left (exit 0), or say there is
     /// no regression to bisect (exit 1).
     Bisect(BisectArgs),
+    /// List what the cache holds by kind (kernels, workspaces, sources and
+    /// snapshots, guest images) with sizes and last use; `cache prune`
+    /// frees space.
+    Cache(CacheArgs),
     /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
     Setup {
         /// Only check; print the install command instead of running it.
@@ -215,6 +219,31 @@ impl OverrideArgs {
             ..Overrides::default()
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: Option<CacheAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Remove entries not used for a while, then the least recently used
+    /// until the cache fits a size; never what a running markbench holds,
+    /// never ccache's objects (ccache keeps its own size).
+    Prune {
+        /// Remove entries last used longer ago than this (e.g. 30d, 12h).
+        #[arg(long, value_name = "D", value_parser = humantime::parse_duration)]
+        older_than: Option<std::time::Duration>,
+        /// Then remove the least recently used until the cache holds at
+        /// most this much (e.g. 20GiB, 500MB).
+        #[arg(long, value_name = "S")]
+        max_size: Option<bytesize::ByteSize>,
+        /// Print what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -477,6 +506,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Command::Images(args) => images(args),
         Command::Bisect(args) => crate::bisect::bisect(&args.request()),
+        Command::Cache(args) => cache(args),
         Command::Compare(args) => Ok(compare::compare(&args.options(None, None))?.code),
     }
 }
@@ -502,6 +532,111 @@ fn images(args: ImagesArgs) -> Result<i32> {
         println!("kernel {:<20} {}", k.name, k.bzimage.display());
     }
     println!("initramfs {}", images.base.path.display());
+    Ok(exit::SUCCESS)
+}
+
+/// How long ago `t` was, in words.
+fn ago(t: std::time::SystemTime) -> String {
+    let since = std::time::SystemTime::now()
+        .duration_since(t)
+        .unwrap_or_default()
+        .as_secs();
+    match since {
+        s if s < 120 => format!("{s} s ago"),
+        s if s < 7200 => format!("{} min ago", s / 60),
+        s if s < 172_800 => format!("{} h ago", s / 3600),
+        s => format!("{} days ago", s / 86_400),
+    }
+}
+
+/// `cache`: the listing, or `cache prune`.
+fn cache(args: CacheArgs) -> Result<i32> {
+    use crate::images::cache::{self, Kind};
+    let root = cache::root();
+    let entries = cache::entries(&root);
+    let size = |b: u64| bytesize::ByteSize(b).display().iec().to_string();
+    let total: u64 = entries.iter().map(|e| e.bytes).sum();
+    let Some(CacheAction::Prune {
+        older_than,
+        max_size,
+        dry_run,
+    }) = args.action
+    else {
+        println!("cache: {} ({} in all)", root.display(), size(total));
+        let kinds = [
+            Kind::Kernel,
+            Kind::Workspace,
+            Kind::Source,
+            Kind::GuestImage,
+            Kind::Other,
+        ];
+        for kind in kinds {
+            let of: Vec<_> = entries.iter().filter(|e| e.kind == kind).collect();
+            if of.is_empty() {
+                continue;
+            }
+            println!(
+                "\n{} ({}, {}){}",
+                kind.as_str(),
+                of.len(),
+                size(of.iter().map(|e| e.bytes).sum()),
+                if kind == Kind::Other {
+                    ", never pruned"
+                } else {
+                    ""
+                }
+            );
+            for e in of {
+                println!(
+                    "  {:>10}  {:<14}  {}{}",
+                    size(e.bytes),
+                    ago(e.last_use),
+                    e.path.strip_prefix(&root).unwrap_or(&e.path).display(),
+                    if e.in_use { "  (in use)" } else { "" }
+                );
+            }
+        }
+        return Ok(exit::SUCCESS);
+    };
+    if older_than.is_none() && max_size.is_none() {
+        return Err(crate::error::InputError::new(
+            "cache prune: give --older-than D, --max-size S or both",
+        )
+        .into());
+    }
+    let chosen = cache::to_prune(
+        &entries,
+        std::time::SystemTime::now(),
+        older_than,
+        max_size.map(|s| s.as_u64()),
+    );
+    let mut freed = 0;
+    for e in entries.iter().filter(|e| chosen.contains(&e.path)) {
+        let shown = e.path.strip_prefix(&root).unwrap_or(&e.path).display();
+        if dry_run {
+            println!(
+                "would remove {shown} ({}, last used {})",
+                size(e.bytes),
+                ago(e.last_use)
+            );
+            freed += e.bytes;
+        } else if cache::remove(e)? {
+            println!(
+                "removed {shown} ({}, last used {})",
+                size(e.bytes),
+                ago(e.last_use)
+            );
+            freed += e.bytes;
+        } else {
+            println!("kept {shown}: a running markbench holds it");
+        }
+    }
+    println!(
+        "{} {} of {}",
+        if dry_run { "would free" } else { "freed" },
+        size(freed),
+        size(total)
+    );
     Ok(exit::SUCCESS)
 }
 

@@ -568,6 +568,7 @@ pub fn snapshot_dir(commit: &str) -> PathBuf {
 fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     let dir = snapshot_dir(commit).join("linux");
     if dir.join(DONE).is_file() {
+        super::cache::used(&snapshot_dir(commit));
         return Ok(dir);
     }
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
@@ -583,6 +584,7 @@ fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     if std::fs::rename(&partial, &dir).is_err() {
         let _ = std::fs::remove_dir_all(&partial);
     }
+    super::cache::used(&snapshot_dir(commit));
     Ok(dir)
 }
 
@@ -837,6 +839,7 @@ fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
             let _ = std::fs::remove_dir_all(&partial);
         }
     }
+    super::cache::used(&dir);
     // The tarball holds one top directory (e.g. linux-source-6.1).
     for entry in std::fs::read_dir(&dir)? {
         let path = entry?.path();
