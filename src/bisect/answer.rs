@@ -40,10 +40,10 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn partial(plan: &Plan, steps: &[Step]) -> Answer {
+    pub fn partial(plan: &Plan, steps: &[Step], unit: &str) -> Answer {
         Answer {
             plan: plan.clone(),
-            unit: String::new(),
+            unit: unit.to_string(),
             steps_so_far: steps.to_vec(),
             search: None,
             builds: Vec::new(),
@@ -143,7 +143,7 @@ pub fn summary(answer: &Answer) -> String {
         if !skipped.is_empty() {
             let _ = write!(
                 s,
-                "\nmarkbench: bisect: skipped (do not build): {}",
+                "\nmarkbench: bisect: skipped (untestable): {}",
                 skipped.join(", ")
             );
         }
@@ -297,7 +297,8 @@ pub fn markdown(answer: &Answer) -> String {
          regression (the geometric midpoint of GOOD's and BAD's means), **good** when it lies \
          wholly on GOOD's side; otherwise it gets another round of boots, and a commit still \
          straddling the line after the last round ends the search with the range it leaves. A \
-         commit that does not build is skipped and the one nearest the middle tried instead.\n"
+         commit that does not build, or none of whose boots completes, is skipped and the one \
+         nearest the middle tried instead.\n"
     );
     if let Some(search) = &answer.search {
         let order: Vec<String> = search
@@ -336,7 +337,7 @@ pub fn markdown(answer: &Answer) -> String {
                 BuildOutcome::Failed { error: why } => {
                     let _ = writeln!(
                         r,
-                        "| `{}` | **failed**: {} | – | – |",
+                        "| `{}` | **untestable**: {} | – | – |",
                         c.short_id(),
                         escape_md(first_error(why))
                     );

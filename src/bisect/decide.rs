@@ -16,7 +16,8 @@ pub type Boots = Vec<Vec<f64>>;
 pub enum Measured {
     /// Its boots so far (every round asked for, in order).
     Boots(Boots),
-    /// It does not build; the reason, for the answer.
+    /// It cannot be measured (it does not build, or no boot of it
+    /// completed); the reason, for the answer.
     BuildFailed(String),
 }
 
@@ -123,7 +124,7 @@ pub enum Class {
     Bad,
     /// Its interval still straddles the line after every round it may have.
     Undecided,
-    /// It does not build.
+    /// It cannot be measured: it does not build, or does not boot.
     Skipped,
 }
 
@@ -133,7 +134,7 @@ impl Class {
             Class::Good => "good",
             Class::Bad => "bad",
             Class::Undecided => "undecided",
-            Class::Skipped => "skipped (does not build)",
+            Class::Skipped => "skipped (untestable)",
         }
     }
 }

@@ -93,12 +93,29 @@ pub struct Build {
 }
 
 const BUILD_FILE: &str = "build.toml";
-const BUILD_FAILED_FILE: &str = "build-failed.txt";
+/// Why a commit cannot be measured: its kernel does not build, or none of
+/// a round's boots completed.
+const UNTESTABLE_FILE: &str = "untestable.txt";
 
 /// Runs a bisection; its exit status: 0 the first bad commit (or the
-/// narrowest range) found, 1 no regression between GOOD and BAD.
+/// narrowest range) found, 1 no regression between GOOD and BAD, 2 input
+/// to fix, 3 the machinery failed (a build that was not a compile error, a
+/// missing QEMU), 130 interrupted: never 1 for anything but the answer.
 pub fn bisect(request: &Request) -> Result<i32> {
-    Ok(run(request)?.0)
+    match run(request) {
+        Ok((code, _, _)) => Ok(code),
+        Err(e) if exit::is_input(&e) => Err(e),
+        Err(e) => {
+            message::error(format_args!("{e:#}"));
+            Ok(
+                if vm::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                    exit::INTERRUPTED
+                } else {
+                    exit::INFRASTRUCTURE
+                },
+            )
+        }
+    }
 }
 
 /// Runs a bisection: its exit status, directory and answer.
@@ -133,7 +150,7 @@ pub fn run(request: &Request) -> Result<(i32, PathBuf, answer::Answer)> {
         &mut |index, rounds| bench.measure(index, rounds),
         &mut |step| {
             shown.push(step.clone());
-            let so_far = answer::Answer::partial(&plan, &shown);
+            let so_far = answer::Answer::partial(&plan, &shown, &unit);
             println!("{}", answer::step_line(&plan, step, &unit));
             if let Err(e) = answer::write(&dir, &so_far) {
                 message::warning(format_args!("writing the answer so far: {e:#}"));
@@ -142,10 +159,8 @@ pub fn run(request: &Request) -> Result<(i32, PathBuf, answer::Answer)> {
     )?;
     let mut answer = answer::Answer::finished(&plan, search, &unit);
     answer.builds = builds(&dir, &plan)?;
-    if let decide::Ending::FirstBad { index } = answer
-        .search
-        .as_ref()
-        .map_or(decide::Ending::NoRegression, |s| s.ending.clone())
+    if let Some(decide::Ending::FirstBad { index }) =
+        answer.search.as_ref().map(|s| s.ending.clone())
     {
         answer.first_bad_stat = range::stat(&plan.tree, &plan.commits[index].id).ok();
         if plan.profile && index >= 1 {
@@ -401,7 +416,7 @@ impl<'a> Bench<'a> {
     /// the rounds not stored yet.
     fn measure(&mut self, index: usize, rounds: u32) -> Result<Measured> {
         let commit_dir = self.commit_dir(index);
-        if let Ok(why) = std::fs::read_to_string(commit_dir.join(BUILD_FAILED_FILE)) {
+        if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
             return Ok(Measured::BuildFailed(why));
         }
         let mut boots = Vec::new();
@@ -413,20 +428,30 @@ impl<'a> Bench<'a> {
                 .then(|| RunMeta::read(&run))
                 .transpose()?;
             if !meta.as_ref().is_some_and(|m| m.complete) {
-                if let Err(e) = self.boot(index, round, &run, meta) {
-                    return match e.downcast::<BuildFailed>() {
-                        Ok(failed) => {
-                            let why = failed.to_string();
-                            std::fs::create_dir_all(&commit_dir)?;
-                            std::fs::write(commit_dir.join(BUILD_FAILED_FILE), &why)?;
-                            message::note(format_args!(
-                                "{} does not build: skipped",
-                                self.plan.commits[index].short_id()
-                            ));
-                            Ok(Measured::BuildFailed(why))
-                        }
-                        Err(e) => Err(e),
-                    };
+                let untestable = match self.boot(index, round, &run, meta) {
+                    Ok(meta) if !meta.boots.iter().any(|b| b.ok) => Some(format!(
+                        "no boot of it completed ({}); see {}",
+                        meta.boots
+                            .iter()
+                            .map(|b| b.status.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        run.join("report.md").display()
+                    )),
+                    Ok(_) => None,
+                    Err(e) => match e.downcast::<BuildFailed>() {
+                        Ok(failed) => Some(failed.to_string()),
+                        Err(e) => return Err(e),
+                    },
+                };
+                if let Some(why) = untestable {
+                    std::fs::create_dir_all(&commit_dir)?;
+                    std::fs::write(commit_dir.join(UNTESTABLE_FILE), &why)?;
+                    message::note(format_args!(
+                        "{} cannot be measured: skipped",
+                        self.plan.commits[index].short_id()
+                    ));
+                    return Ok(Measured::BuildFailed(why));
                 }
             }
             boots.extend(self.read_round(&run)?);
@@ -454,7 +479,13 @@ impl<'a> Bench<'a> {
 
     /// Builds commit `index`'s kernel and boots its `round` (continuing
     /// the round's run when `meta` holds an interrupted one).
-    fn boot(&mut self, index: usize, round: u32, run: &Path, meta: Option<RunMeta>) -> Result<()> {
+    fn boot(
+        &mut self,
+        index: usize,
+        round: u32,
+        run: &Path,
+        meta: Option<RunMeta>,
+    ) -> Result<RunMeta> {
         let commit = &self.plan.commits[index];
         let suite = of_commits(&self.suite, self.plan, &[commit]);
         let images = self.images(index, &suite)?;
@@ -489,7 +520,7 @@ impl<'a> Bench<'a> {
                 self.dir.display()
             );
         }
-        Ok(())
+        Ok(meta)
     }
 
     /// The kernel of `suite`'s one commit, built or found in the cache, with
@@ -578,7 +609,7 @@ fn builds(dir: &Path, plan: &Plan) -> Result<Vec<(usize, answer::BuildOutcome)>>
     let mut out = Vec::new();
     for (index, commit) in plan.commits.iter().enumerate() {
         let commit_dir = dir.join("commits").join(commit.short_id());
-        if let Ok(why) = std::fs::read_to_string(commit_dir.join(BUILD_FAILED_FILE)) {
+        if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
             out.push((index, answer::BuildOutcome::Failed { error: why }));
         } else if let Ok(text) = std::fs::read_to_string(commit_dir.join(BUILD_FILE)) {
             out.push((index, answer::BuildOutcome::Built(toml::from_str(&text)?)));
