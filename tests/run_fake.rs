@@ -335,6 +335,15 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
         "{}",
         slower.summary
     );
+    // What a bisection of the night would measure: the run's candidate at
+    // each regressed point.
+    assert_eq!(slower.regressed.len(), 6);
+    assert!(slower.regressed.iter().all(|p| p.variant == "on"));
+    assert!(slower
+        .regressed
+        .iter()
+        .any(|p| p.workload == "hackbench" && p.cpus == 2 && p.metric == "time"));
+    assert!(same.regressed.is_empty());
 
     let within = markbench::gate::gate(&baseline, &run("within", 1.01), None, header()).unwrap();
     assert_eq!(within.code, 0, "{}", within.summary);
