@@ -19,7 +19,6 @@ pub struct Gate {
     /// 0: no regression beyond the margin; 1: at least one.
     pub code: i32,
     pub summary: String,
-    pub regressions: usize,
     /// Each point that regressed beyond the margin, as a bisection names it.
     pub regressed: Vec<RegressedPoint>,
 }
@@ -187,7 +186,6 @@ pub fn gate(
     Ok(Gate {
         code: if regressions.is_empty() { 0 } else { 1 },
         summary,
-        regressions: regressions.len(),
         regressed,
     })
 }
