@@ -201,7 +201,9 @@ pub fn markdown(answer: &Answer) -> String {
         plan.tree.display(),
         commits.len() - 1,
         plan.point,
-        plan.suite.display(),
+        plan.suite
+            .as_deref()
+            .map_or("quick (the default)".into(), |p| p.display().to_string()),
         plan.boots,
         plan.max_rounds,
         100.0 * plan.threshold

@@ -61,7 +61,9 @@ pub struct Plan {
     pub tree: PathBuf,
     pub good: String,
     pub bad: String,
-    pub suite: PathBuf,
+    /// The suite file, absolute; `None`: the default quick suite, found
+    /// again as `compare` finds it.
+    pub suite: Option<PathBuf>,
     pub suite_sha256: String,
     /// The point, as `--point` writes it, resolved against the suite.
     pub point: String,
@@ -263,7 +265,10 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
         tree,
         good: commits[0].id.clone(),
         bad: commits[commits.len() - 1].id.clone(),
-        suite: file.path.clone(),
+        suite: request
+            .suite
+            .as_ref()
+            .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone())),
         suite_sha256: file.sha256.clone(),
         point: resolved.to_string(),
         variant,
@@ -306,11 +311,11 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
 /// The plan's suite, read again (a resumed bisection refuses one that
 /// changed since it started).
 fn suite_of(plan: &Plan) -> Result<Suite> {
-    let file = compare::read_suite(Some(&plan.suite))?;
+    let file = compare::read_suite(plan.suite.as_deref())?;
     if file.sha256 != plan.suite_sha256 {
         return Err(InputError::new(format!(
             "{}: the suite changed since the bisection started (sha256 {} then, {} now)",
-            plan.suite.display(),
+            file.path.display(),
             &plan.suite_sha256[..12.min(plan.suite_sha256.len())],
             &file.sha256[..12]
         ))
