@@ -9,6 +9,18 @@ fn markbench() -> Command {
     Command::cargo_bin("markbench").unwrap()
 }
 
+/// Runs `command` with `--reports` in `dir`: it must exit 2 without a
+/// panic and write nothing. Returns its stderr.
+fn refused(mut command: Command, dir: &Path) -> String {
+    let reports = dir.join("reports");
+    let out = command.arg("--reports").arg(&reports).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!reports.exists(), "something was written for: {stderr}");
+    stderr
+}
+
 /// Runs `compare ARGS` with a fresh `--reports` directory: it must exit 2
 /// without a panic and write nothing. Returns its stderr.
 fn refused_compare<I, S>(args: I) -> String
@@ -17,19 +29,9 @@ where
     S: AsRef<std::ffi::OsStr>,
 {
     let dir = tempfile::tempdir().unwrap();
-    let reports = dir.path().join("reports");
-    let out = markbench()
-        .arg("compare")
-        .args(args)
-        .arg("--reports")
-        .arg(&reports)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(!reports.exists(), "something was written for: {stderr}");
-    stderr
+    let mut compare = markbench();
+    compare.arg("compare").args(args);
+    refused(compare, dir.path())
 }
 
 #[test]
@@ -469,21 +471,14 @@ fn the_dry_run_names_a_kernel_base_and_a_base_that_is_no_config_is_refused_at_it
 /// before building anything, without a panic, and write nothing.
 fn refused_bisect(args: &[&str], tree: &Path) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let reports = dir.path().join("reports");
-    let out = markbench()
+    let mut bisect = markbench();
+    bisect
         .arg("bisect")
         .arg("--kernel-source")
         .arg(tree)
         .args(args)
-        .arg("--reports")
-        .arg(&reports)
-        .env("MARKBENCH_CACHE", dir.path().join("cache"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(!reports.exists(), "something was written for: {stderr}");
+        .env("MARKBENCH_CACHE", dir.path().join("cache"));
+    let stderr = refused(bisect, dir.path());
     assert!(
         !dir.path().join("cache").exists(),
         "something was built for: {stderr}"

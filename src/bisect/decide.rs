@@ -18,7 +18,7 @@ pub enum Measured {
     Boots(Boots),
     /// It cannot be measured (it does not build, or no boot of it
     /// completed); the reason, for the answer.
-    BuildFailed(String),
+    Untestable(String),
 }
 
 /// The knobs of the decisions.
@@ -278,7 +278,7 @@ pub fn bisect<E>(
 ) -> Result<Search, E> {
     let boots_of = |m: Measured| match m {
         Measured::Boots(b) => b,
-        Measured::BuildFailed(_) => Vec::new(),
+        Measured::Untestable(_) => Vec::new(),
     };
     let ends = Ends {
         good: boots_of(measure(0, 1)?),
@@ -323,7 +323,7 @@ pub fn bisect<E>(
         let mut rounds = 1;
         let taken = loop {
             match measure(index, rounds)? {
-                Measured::BuildFailed(why) => {
+                Measured::Untestable(why) => {
                     let mut s = step(index, Class::Skipped, 0, &Vec::new(), &ends, rules);
                     s.build_error = Some(why);
                     break s;
@@ -408,7 +408,7 @@ mod tests {
         fn measure(&mut self, i: usize, rounds: u32) -> Result<Measured, ()> {
             *self.calls.entry(i).or_default() = rounds;
             let Some(mean) = self.means[i] else {
-                return Ok(Measured::BuildFailed("error: expected ';'".into()));
+                return Ok(Measured::Untestable("error: expected ';'".into()));
             };
             let mut boots = Vec::new();
             for r in 1..=rounds {

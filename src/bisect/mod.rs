@@ -341,24 +341,16 @@ fn restricted(file: &Suite, plan: &Plan) -> Result<Suite> {
 /// The suite measuring `commits` (one variant each, named by short id),
 /// each built and booted as the plan's variant.
 fn of_commits(suite: &Suite, plan: &Plan, commits: &[&RangeCommit]) -> Suite {
-    let mut out = suite.clone();
-    let mut baseline = suite
+    let like = suite
         .variants
         .iter()
         .find(|v| v.name == plan.variant)
-        .unwrap_or(&suite.variants[0])
-        .clone();
-    baseline.source = None;
-    baseline.patches = Vec::new();
-    out.variants = commits
-        .iter()
-        .map(|c| {
-            let mut v = baseline.clone();
-            v.name = c.short_id().to_string();
-            v.rev = Some(c.id.clone());
-            v
-        })
-        .collect();
+        .unwrap_or(&suite.variants[0]);
+    let mut out = suite.clone();
+    out.variants = compare::source_variants::at_commits(
+        like,
+        commits.iter().map(|c| (c.short_id(), c.id.as_str())),
+    );
     out
 }
 
@@ -412,9 +404,7 @@ impl<'a> Bench<'a> {
     }
 
     fn commit_dir(&self, index: usize) -> PathBuf {
-        self.dir
-            .join("commits")
-            .join(self.plan.commits[index].short_id())
+        commit_dir(self.dir, &self.plan.commits[index])
     }
 
     /// Commit `index`'s boots over its first `rounds` rounds, measuring
@@ -422,16 +412,12 @@ impl<'a> Bench<'a> {
     fn measure(&mut self, index: usize, rounds: u32) -> Result<Measured> {
         let commit_dir = self.commit_dir(index);
         if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
-            return Ok(Measured::BuildFailed(why));
+            return Ok(Measured::Untestable(why));
         }
         let mut boots = Vec::new();
         for round in 1..=rounds {
             let run = commit_dir.join(format!("round-{round}"));
-            let meta = RunDir::new(&run)
-                .meta()
-                .exists()
-                .then(|| RunMeta::read(&run))
-                .transpose()?;
+            let meta = stored_run(&run)?;
             if !meta.as_ref().is_some_and(|m| m.complete) {
                 let untestable = match self.boot(index, round, &run, meta) {
                     Ok(meta) if !meta.boots.iter().any(|b| b.ok) => Some(format!(
@@ -456,7 +442,7 @@ impl<'a> Bench<'a> {
                         "{} cannot be measured: skipped",
                         self.plan.commits[index].short_id()
                     ));
-                    return Ok(Measured::BuildFailed(why));
+                    return Ok(Measured::Untestable(why));
                 }
             }
             boots.extend(self.read_round(&run)?);
@@ -500,24 +486,12 @@ impl<'a> Bench<'a> {
             seed: Some(self.suite.seed + u64::from(round - 1) * 1000),
             ..Overrides::default()
         };
-        let mut resolved = Resolved::planned(&suite, overrides, self.source.clone())?;
-        let (runner, machine) = self.machine(&resolved, &images)?;
-        if let Some(meta) = meta {
-            resolved = resolved.resuming(run, meta);
-        } else {
-            RunDir::new(run)
-                .create()
-                .with_context(|| format!("creating {}", run.display()))?;
-        }
-        message::note(format_args!(
-            "measuring {} ({}), round {round}: {} boots in {}",
+        let what = format!(
+            "measuring {} ({}), round {round}",
             commit.short_id(),
-            commit.subject,
-            resolved.units.len(),
-            run.display()
-        ));
-        let meta = compare::execute(&resolved, &images, machine, runner, run)
-            .with_context(|| format!("run in {}", run.display()))?;
+            commit.subject
+        );
+        let meta = self.execute(&suite, &images, overrides, run, meta, &what)?;
         if !meta.complete {
             anyhow::bail!(
                 "{}: the round was interrupted; continue with markbench bisect --resume {}",
@@ -583,37 +557,68 @@ impl<'a> Bench<'a> {
         let mut suite = of_commits(&self.suite, self.plan, &commits);
         suite.profile = true;
         suite.boots = 1;
-        let meta = RunDir::new(&run)
-            .meta()
-            .exists()
-            .then(|| RunMeta::read(&run))
-            .transpose()?;
+        let meta = stored_run(&run)?;
         if meta.as_ref().is_some_and(|m| m.complete) {
             return Ok(run);
         }
         let images = crate::run_images::prepare_images(&suite, &self.source)?;
-        let mut resolved = Resolved::planned(&suite, Overrides::default(), self.source.clone())?;
-        let (runner, machine) = self.machine(&resolved, &images)?;
-        match meta {
-            Some(meta) => resolved = resolved.resuming(&run, meta),
-            None => RunDir::new(&run).create()?,
-        }
-        message::note(format_args!(
-            "profiling {} against its parent {} in {}",
+        let what = format!(
+            "profiling {} against its parent {}",
             commits[1].short_id(),
-            commits[0].short_id(),
-            run.display()
-        ));
-        compare::execute(&resolved, &images, machine, runner, &run)?;
+            commits[0].short_id()
+        );
+        self.execute(&suite, &images, Overrides::default(), &run, meta, &what)?;
         Ok(run)
     }
+
+    /// Runs `suite` into the run directory `run` (continuing it when `meta`
+    /// holds an interrupted run of it), as `compare` runs a suite.
+    fn execute(
+        &mut self,
+        suite: &Suite,
+        images: &crate::run_images::Images,
+        overrides: Overrides,
+        run: &Path,
+        meta: Option<RunMeta>,
+        what: &str,
+    ) -> Result<RunMeta> {
+        let mut resolved = Resolved::planned(suite, overrides, self.source.clone())?;
+        let (runner, machine) = self.machine(&resolved, images)?;
+        match meta {
+            Some(meta) => resolved = resolved.resuming(run, meta),
+            None => RunDir::new(run)
+                .create()
+                .with_context(|| format!("creating {}", run.display()))?,
+        }
+        message::note(format_args!(
+            "{what}: {} boots in {}",
+            resolved.units.len(),
+            run.display()
+        ));
+        compare::execute(&resolved, images, machine, runner, run)
+            .with_context(|| format!("run in {}", run.display()))
+    }
+}
+
+/// Where a commit's builds and rounds are kept in the bisection's directory.
+fn commit_dir(dir: &Path, commit: &RangeCommit) -> PathBuf {
+    dir.join("commits").join(commit.short_id())
+}
+
+/// The run stored in `run`, if one was started there.
+fn stored_run(run: &Path) -> Result<Option<RunMeta>> {
+    RunDir::new(run)
+        .meta()
+        .exists()
+        .then(|| RunMeta::read(run))
+        .transpose()
 }
 
 /// Every build the bisection needed, in range order.
 fn builds(dir: &Path, plan: &Plan) -> Result<Vec<(usize, answer::BuildOutcome)>> {
     let mut out = Vec::new();
     for (index, commit) in plan.commits.iter().enumerate() {
-        let commit_dir = dir.join("commits").join(commit.short_id());
+        let commit_dir = commit_dir(dir, commit);
         if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
             out.push((index, answer::BuildOutcome::Failed { error: why }));
         } else if let Ok(text) = std::fs::read_to_string(commit_dir.join(BUILD_FILE)) {

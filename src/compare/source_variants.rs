@@ -7,7 +7,7 @@
 use crate::error::InputError;
 use crate::images::source::{self, KernelSource, RevSelection};
 use crate::samples::Overrides;
-use crate::suite::Suite;
+use crate::suite::{Suite, Variant};
 use anyhow::Result;
 
 /// Whether `overrides` make a patch series of the run: its kernels are then
@@ -71,14 +71,29 @@ pub fn apply(file: &Suite, overrides: &Overrides, source: &KernelSource) -> Resu
             .into());
         }
     }
-    suite.variants = commits
-        .iter()
-        .map(|c| {
-            let mut v = baseline.clone();
-            v.name = c.short_id().to_string();
-            v.rev = Some(c.id.clone());
+    suite.variants = at_commits(
+        &baseline,
+        commits.iter().map(|c| (c.short_id(), c.id.as_str())),
+    );
+    Ok(suite)
+}
+
+/// One variant per commit `(short id, id)` of the run's kernel source, each
+/// built and booted as `like` (its fragment and command line), named by
+/// the commit's short id, with no source or patches of its own.
+pub fn at_commits<'a>(
+    like: &Variant,
+    commits: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<Variant> {
+    commits
+        .into_iter()
+        .map(|(short, id)| {
+            let mut v = like.clone();
+            v.name = short.to_string();
+            v.rev = Some(id.to_string());
+            v.source = None;
+            v.patches = Vec::new();
             v
         })
-        .collect();
-    Ok(suite)
+        .collect()
 }
