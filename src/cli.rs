@@ -202,6 +202,23 @@ pub struct OverrideArgs {
     /// noise floor and the false-positive rate actually observed.
     #[arg(long)]
     pub aa: bool,
+    /// Run every point to this precision: after the suite's boots, add
+    /// balanced blocks of boots at the CPU counts whose points' 95% interval
+    /// of the relative difference is wider than ±PCT percent.
+    #[arg(long, value_name = "PCT")]
+    pub precision: Option<f64>,
+    /// The wall time of a run with a precision target, e.g. 10m: no block
+    /// of boots starts that would end after it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_budget)]
+    pub budget: Option<u64>,
+    /// The most boots of a run with a precision target, planned and added
+    /// (default: eight times the plan).
+    #[arg(long, value_name = "N")]
+    pub max_boots: Option<u32>,
+}
+
+fn parse_budget(text: &str) -> Result<u64, String> {
+    crate::suite::parse_budget(text)
 }
 
 impl OverrideArgs {
@@ -216,6 +233,9 @@ impl OverrideArgs {
             aa: self.aa,
             seed: self.seed,
             shard,
+            precision: self.precision,
+            budget_s: self.budget,
+            max_boots: self.max_boots,
             ..Overrides::default()
         }
     }

@@ -51,6 +51,17 @@ pub enum RunEvent<'a> {
         total: usize,
         record: &'a BootRecord,
     },
+    /// A run with a precision target adds a block of boots after the
+    /// ones it had (now `total`), for the points in `unresolved`.
+    BlockAdded {
+        units: &'a [Unit],
+        unresolved: &'a [String],
+        total: usize,
+    },
+    /// A run with a precision target adds no more boots, for this reason.
+    AdditionsStopped {
+        why: crate::samples::PrecisionStop,
+    },
     /// The timed boots are over (`interrupted`: stopped by Ctrl-C).
     BootsEnded {
         interrupted: bool,
@@ -154,6 +165,30 @@ impl RunObserver for Terminal {
                     ));
                 }
             }
+            RunEvent::BlockAdded {
+                units,
+                unresolved,
+                total,
+            } => {
+                let text = format!(
+                    "precision: {} more boot{} on {} CPU{} (now {total}) for {}",
+                    units.len(),
+                    if units.len() == 1 { "" } else { "s" },
+                    units.first().map_or(0, |u| u.cpus),
+                    plural(units.first().map_or(0, |u| u.cpus)),
+                    unresolved.join("; ")
+                );
+                match &self.progress {
+                    Some(progress) => {
+                        progress.grow(total);
+                        progress.note(&text);
+                    }
+                    None => crate::message::note(format_args!("{text}")),
+                }
+            }
+            RunEvent::AdditionsStopped { why } => {
+                crate::message::note(format_args!("precision: no more boots: {}", why.describe()))
+            }
             RunEvent::BootsEnded { .. } => {
                 if let Some(progress) = self.progress.take() {
                     progress.finish();
@@ -216,6 +251,22 @@ impl RunObserver for MetaRecord<'_> {
             RunEvent::UnitEnded { record, .. } => {
                 self.meta.boots.push((*record).clone());
                 self.meta.wall_s = self.wall_s();
+                self.meta.write(self.dir)
+            }
+            RunEvent::BlockAdded { units, .. } => {
+                self.meta
+                    .order
+                    .extend(units.iter().map(crate::plan::describe_unit));
+                if let Some(p) = self.meta.precision.as_mut() {
+                    p.added_boots += units.len();
+                    p.stopped = None;
+                }
+                self.meta.write(self.dir)
+            }
+            RunEvent::AdditionsStopped { why } => {
+                if let Some(p) = self.meta.precision.as_mut() {
+                    p.stopped = Some(*why);
+                }
                 self.meta.write(self.dir)
             }
             RunEvent::Finished { interrupted } => {

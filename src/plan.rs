@@ -173,6 +173,99 @@ pub fn expand(suite: &Suite) -> Vec<Unit> {
     units
 }
 
+/// A block of one boot of each variant at `cpus`, added after the planned
+/// boots by a run with a precision target. Its steps are those of the run's
+/// own units at that count (a shard's are its own pieces'); its boot number
+/// is `boot`, its units' indices follow `next_index`, and its order is the
+/// one block number `block` of the suite's order gets (drawn from the seed
+/// and the block, so a resumed run draws it again the same).
+pub fn added_block(
+    suite: &Suite,
+    units: &[Unit],
+    cpus: u32,
+    boot: u32,
+    block: usize,
+    next_index: usize,
+) -> Vec<Unit> {
+    let Some(template) = units.iter().find(|u| u.cpus == cpus) else {
+        return Vec::new();
+    };
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(suite.seed);
+    rng.set_stream(block as u64);
+    block_order(
+        suite.order,
+        suite.seed,
+        block,
+        suite.variants.len(),
+        &mut rng,
+    )
+    .into_iter()
+    .enumerate()
+    .map(|(i, side)| Unit {
+        index: next_index + i,
+        side,
+        variant: suite.variants[side].name.clone(),
+        cpus,
+        boot,
+        steps: template.steps.clone(),
+    })
+    .collect()
+}
+
+/// The units of a run's order as `meta.toml` records it ("index variant
+/// Ncpu bootB") that are not among `planned`: the blocks a run with a
+/// precision target added, rebuilt for its resume with the steps of the
+/// planned units at their CPU count.
+pub fn recorded_additions(suite: &Suite, planned: &[Unit], order: &[String]) -> Vec<Unit> {
+    let parse = |line: &str| -> Option<(usize, String, u32, u32)> {
+        let mut words = line.split_whitespace();
+        let index = words.next()?.parse().ok()?;
+        let variant = words.next()?.to_string();
+        let cpus = words.next()?.strip_suffix("cpu")?.parse().ok()?;
+        let boot = words.next()?.strip_prefix("boot")?.parse().ok()?;
+        Some((index, variant, cpus, boot))
+    };
+    order
+        .iter()
+        .filter_map(|line| parse(line))
+        .filter(|(_, variant, cpus, boot)| {
+            !planned
+                .iter()
+                .any(|u| u.variant == *variant && u.cpus == *cpus && u.boot == *boot)
+        })
+        .filter_map(|(index, variant, cpus, boot)| {
+            let side = suite.variants.iter().position(|v| v.name == variant)?;
+            let template = planned.iter().find(|u| u.cpus == cpus)?;
+            Some(Unit {
+                index,
+                side,
+                variant,
+                cpus,
+                boot,
+                steps: template.steps.clone(),
+            })
+        })
+        .collect()
+}
+
+/// How a unit is written in a run's recorded order.
+pub fn describe_unit(u: &Unit) -> String {
+    format!("{} {} {}cpu boot{}", u.index, u.variant, u.cpus, u.boot)
+}
+
+/// What a run with a precision target does once its boots so far are done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Addition {
+    /// Boot these units (a balanced block), because of these points, each
+    /// as a person reads it ("hackbench 2 on 1 CPU: ±0.62% > ±0.5%").
+    Block {
+        units: Vec<Unit>,
+        unresolved: Vec<String>,
+    },
+    /// Add nothing more.
+    Stop(crate::samples::PrecisionStop),
+}
+
 /// The directives one unit's guest runs.
 pub fn job_for(suite: &Suite, unit: &Unit) -> Vec<Directive> {
     let mut directives: Vec<Directive> = Vec::new();

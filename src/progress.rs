@@ -43,6 +43,13 @@ impl Progress {
         }
     }
 
+    /// The run now has `total` boots (a run with a precision target adds some).
+    pub fn grow(&self, total: usize) {
+        if let Progress::Bars { overall, .. } = self {
+            overall.set_length(total as u64);
+        }
+    }
+
     pub fn start_boot(&self, text: &str) {
         match self {
             Progress::Bars { current, .. } => {

@@ -8,7 +8,7 @@
 
 use crate::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
 use crate::images::size::SizeRecord;
-use crate::plan::Unit;
+use crate::plan::{Addition, Unit};
 use crate::protocol::Message;
 use crate::run_dir::RunDir;
 use crate::samples::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
@@ -282,10 +282,17 @@ pub enum Start {
 /// profiled boots), with the run's runner and its events' consumers.
 pub type AfterBoots<'a> = &'a mut dyn FnMut(&mut dyn Runner, &mut dyn RunObserver) -> Result<()>;
 
+/// What a run with a precision target asks once every unit so far has
+/// booted (all of them recorded in the run directory by then): given the
+/// units so far, the next block to boot, or why none.
+pub type MoreBoots<'a> = &'a mut dyn FnMut(&[Unit]) -> Result<Addition>;
+
 /// Runs every unit in order into the directory `lock` holds and returns the
 /// run's metadata as written last; the caller renders the report.
 /// With [`Start::Resume`], boots that finished are kept and skipped, the
 /// partial samples of any other are dropped, and the rest run as planned.
+/// With `more_boots`, the units it adds when the others are done run after
+/// them, until it says to stop.
 #[allow(clippy::too_many_arguments)]
 pub fn execute(
     suite: &Suite,
@@ -296,6 +303,7 @@ pub fn execute(
     runner: &mut dyn Runner,
     lock: &RunLock,
     after_boots: Option<AfterBoots>,
+    mut more_boots: Option<MoreBoots>,
 ) -> Result<RunMeta> {
     let dir = lock.dir();
     let mut terminal = Terminal::default();
@@ -324,30 +332,53 @@ pub fn execute(
     };
     let mut writer = SampleWriter::open(dir)?;
     let mut interrupted = false;
-    for unit in units {
-        if done.contains(&unit_key(unit)) {
-            continue;
+    let mut queue: Vec<Unit> = units.to_vec();
+    let mut next = 0;
+    loop {
+        while let Some(unit) = queue.get(next) {
+            next += 1;
+            if done.contains(&unit_key(unit)) {
+                continue;
+            }
+            if crate::vm::interrupted() {
+                interrupted = true;
+                break;
+            }
+            let total = queue.len();
+            events.on(&RunEvent::UnitStarted { unit, total })?;
+            let load_before = crate::host::load();
+            let mut boot = boots.run_unit_with_retry(unit, runner, &mut writer, &mut events)?;
+            boot.host_load_before = load_before;
+            boot.host_load_after = crate::host::load();
+            events.on(&RunEvent::UnitEnded {
+                unit,
+                total,
+                record: &boot,
+            })?;
+            if crate::vm::interrupted() {
+                interrupted = true;
+                break;
+            }
         }
-        if crate::vm::interrupted() {
-            interrupted = true;
+        let Some(more) = more_boots.as_mut().filter(|_| !interrupted) else {
             break;
-        }
-        events.on(&RunEvent::UnitStarted {
-            unit,
-            total: units.len(),
-        })?;
-        let load_before = crate::host::load();
-        let mut boot = boots.run_unit_with_retry(unit, runner, &mut writer, &mut events)?;
-        boot.host_load_before = load_before;
-        boot.host_load_after = crate::host::load();
-        events.on(&RunEvent::UnitEnded {
-            unit,
-            total: units.len(),
-            record: &boot,
-        })?;
-        if crate::vm::interrupted() {
-            interrupted = true;
-            break;
+        };
+        // Every sample and boot record is on disk by now (each is written
+        // as it arrives), so the decision reads the run from its directory.
+        match more(&queue)? {
+            Addition::Block { units, unresolved } => {
+                let total = queue.len() + units.len();
+                events.on(&RunEvent::BlockAdded {
+                    units: &units,
+                    unresolved: &unresolved,
+                    total,
+                })?;
+                queue.extend(units);
+            }
+            Addition::Stop(why) => {
+                events.on(&RunEvent::AdditionsStopped { why })?;
+                break;
+            }
         }
     }
     events.on(&RunEvent::BootsEnded { interrupted })?;

@@ -66,6 +66,62 @@ pub struct Suite {
     /// Also boot each variant once per CPU count with the profile plugin,
     /// apart from the timed boots, to count where the instructions go.
     pub profile: bool,
+    /// Keep adding balanced blocks of boots after the planned ones until
+    /// every point is resolved to this precision, within a budget.
+    pub precision: Option<Precision>,
+}
+
+/// A run that stops at a stated precision: after the suite's boots, blocks
+/// of one boot of each variant are added at the CPU counts whose points'
+/// 95% intervals of the relative difference are wider than ±`percent`,
+/// until none is, the budget is spent or the boots are.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Precision {
+    /// The half-width asked of every point, in percent.
+    pub percent: f64,
+    /// The run's wall time, in seconds: no block starts that would end past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
+    /// The run's boots, planned and added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_boots: Option<u32>,
+}
+
+impl Precision {
+    /// Boots a run with a precision target but no cap of its own may make:
+    /// eight times its plan, so a point that cannot be resolved (a workload
+    /// that fails in every boot) ends the run instead of running forever.
+    pub const DEFAULT_MAX_BOOTS_FACTOR: u32 = 8;
+
+    /// Why a precision target cannot be used, if it cannot.
+    pub fn check_percent(percent: f64) -> Result<(), String> {
+        if percent > 0.0 && percent < 50.0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "precision must be above 0 and below 50 (percent: the 95% interval's half-width), got {percent}"
+            ))
+        }
+    }
+
+    /// The cap on a run's boots: `max_boots`, else a multiple of its plan.
+    pub fn boot_cap(&self, planned: usize) -> usize {
+        self.max_boots.map_or(
+            planned.saturating_mul(Self::DEFAULT_MAX_BOOTS_FACTOR as usize),
+            |m| m as usize,
+        )
+    }
+}
+
+/// A duration as a suite or the command line writes it (`10m`, `90s`,
+/// `1h 30m`), in whole seconds.
+pub fn parse_budget(text: &str) -> Result<u64, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("budget {text:?} is not a duration such as \"5m\" or \"90s\": {e}"))?;
+    if d.as_secs() == 0 {
+        return Err(format!("budget {text:?} must be at least one second"));
+    }
+    Ok(d.as_secs())
 }
 
 /// How boots are ordered: always in blocks holding one boot of each variant
@@ -192,6 +248,15 @@ struct SuiteFile {
     objects: Vec<Spanned<String>>,
     #[serde(default)]
     profile: bool,
+    /// Percent: the 95% interval's half-width every point is run to.
+    #[serde(default)]
+    precision: Option<Spanned<f64>>,
+    /// Wall time of a run with a precision target, e.g. "5m".
+    #[serde(default)]
+    budget: Option<Spanned<String>>,
+    /// Boots of a run with a precision target, planned and added.
+    #[serde(default)]
+    max_boots: Option<Spanned<u32>>,
 }
 
 fn default_memory() -> Spanned<u32> {
@@ -389,6 +454,7 @@ impl Suite {
         })?;
         let at = At { path, text };
         let settings = at.settings(&file)?;
+        let precision = at.precision(&file)?;
         let fragments = at.fragment_search(lookup, &file.kernel)?;
         let kernel_base = match &file.kernel.base {
             Some(base) => {
@@ -441,6 +507,7 @@ impl Suite {
             workloads,
             objects,
             profile: file.profile,
+            precision,
         })
     }
 }
@@ -511,6 +578,39 @@ impl At<'_> {
             cpus,
             icount_shift,
         })
+    }
+
+    /// `precision`, `budget` and `max_boots`, checked: a budget or a cap
+    /// means nothing without a precision to run to.
+    fn precision(&self, file: &SuiteFile) -> Result<Option<Precision>, InputError> {
+        let Some(percent) = &file.precision else {
+            let stray = file
+                .budget
+                .as_ref()
+                .map(|b| ("budget", b.span()))
+                .or(file.max_boots.as_ref().map(|m| ("max_boots", m.span())));
+            return match stray {
+                Some((key, span)) => Err(self.err(
+                    span,
+                    format!("{key} bounds a run with a precision target; add precision = PCT (e.g. 0.5) or remove {key}"),
+                )),
+                None => Ok(None),
+            };
+        };
+        Precision::check_percent(*percent.get_ref()).map_err(|m| self.err(percent.span(), m))?;
+        let budget_s = match &file.budget {
+            Some(b) => Some(parse_budget(b.get_ref()).map_err(|m| self.err(b.span(), m))?),
+            None => None,
+        };
+        let max_boots = match &file.max_boots {
+            Some(m) => Some(self.positive(m, "max_boots")?),
+            None => None,
+        };
+        Ok(Some(Precision {
+            percent: *percent.get_ref(),
+            budget_s,
+            max_boots,
+        }))
     }
 
     /// Where the suite's kernels' fragments are looked up.

@@ -228,3 +228,170 @@ fn a_three_percent_slowdown_at_one_percent_cov_is_found_as_regression() {
         "BH is never less powerful than Holm"
     );
 }
+
+/// Noise of a point as measured under icount: the standard deviation of a
+/// boot's effect and of one run within a boot (log scale), and runs a boot.
+#[derive(Clone, Copy)]
+struct Noise {
+    sigma_boot: f64,
+    sigma_iter: f64,
+    iterations: usize,
+}
+
+/// The quick suite's 1-vCPU hackbench point: runs vary about 1% within a
+/// boot and boot means about 0.25% beyond what their 18 runs explain
+/// (docs/timing-and-noise.md).
+const ONE_VCPU: Noise = Noise {
+    sigma_boot: 0.0025,
+    sigma_iter: 0.01,
+    iterations: 18,
+};
+
+fn simulate_boot(rng: &mut SplitMix64, shift: f64, noise: Noise) -> Vec<f64> {
+    let boot_effect = noise.sigma_boot * rng.standard_normal();
+    (0..noise.iterations)
+        .map(|_| {
+            20.0 * (1.0 + shift) * (boot_effect + noise.sigma_iter * rng.standard_normal()).exp()
+        })
+        .collect()
+}
+
+/// One run under the precision rule: `planned` boots a side, then one more
+/// boot a side (a balanced block) while the point is not within the target,
+/// up to `cap` boots a side. Returns the final analysis and its boots a side.
+fn run_to_precision(
+    rng: &mut SplitMix64,
+    shift: f64,
+    noise: Noise,
+    rule: markbench::stats::sequential::FixedWidth,
+    planned: usize,
+    cap: usize,
+) -> (PointAnalysis, usize) {
+    let cfg = welch_only();
+    let (mut a, mut b): (Boots, Boots) = (Vec::new(), Vec::new());
+    for _ in 0..planned {
+        a.push(simulate_boot(rng, 0.0, noise));
+        b.push(simulate_boot(rng, shift, noise));
+    }
+    loop {
+        let result = analyze(&[(a.clone(), b.clone())], &cfg).remove(0);
+        let precision = rule.assess(result.relative_difference_ci.as_ref(), a.len());
+        if precision.resolved || a.len() >= cap {
+            return (result, a.len());
+        }
+        a.push(simulate_boot(rng, 0.0, noise));
+        b.push(simulate_boot(rng, shift, noise));
+    }
+}
+
+#[test]
+fn stopping_at_a_stated_precision_keeps_the_false_positive_rate_and_the_coverage() {
+    use markbench::stats::sequential::FixedWidth;
+    const RUNS: usize = 5000;
+    let rule = FixedWidth::percent_target(0.5);
+    // The quick suite plans two boots a side and adds blocks from there.
+    let planned = 2;
+    let mut rng = SplitMix64(26);
+    for shift in [0.0, 0.01, 0.03] {
+        let (mut significant, mut covered, mut resolved, mut boots) = (0, 0, 0, 0);
+        for _ in 0..RUNS {
+            let (result, n) = run_to_precision(&mut rng, shift, ONE_VCPU, rule, planned, 40);
+            significant += usize::from(result.verdict.is_significant());
+            let ci = result.relative_difference_ci.expect("an interval");
+            covered += usize::from(ci.contains(shift));
+            resolved += usize::from(markbench::stats::sequential::half_width(&ci) <= 0.005);
+            boots += n;
+        }
+        let rate = significant as f64 / RUNS as f64;
+        let coverage = covered as f64 / RUNS as f64;
+        println!(
+            "precision ±0.5%, true change {:+.0}%: significant {rate:.4}, 95% interval covers {coverage:.4}, \
+             resolved {:.4}, {:.2} boots a side on average",
+            shift * 100.0,
+            resolved as f64 / RUNS as f64,
+            boots as f64 / RUNS as f64
+        );
+        // Coverage of 0.95 has a binomial standard error of ≈ 0.0031 over
+        // 5000 runs; the rule's own is about 0.952 (the ignored test
+        // below), so 0.94 is almost four of them below it.
+        assert!(coverage >= 0.94, "coverage {coverage} at {shift}");
+        assert_eq!(resolved, RUNS, "runs that hit the cap at {shift}");
+        if shift == 0.0 {
+            // 0.05 + 3·√(0.05·0.95/5000) ≈ 0.0592.
+            let bound = upper_bound(0.05, RUNS);
+            assert!(rate <= bound, "A/A false-positive rate {rate} > {bound}");
+        } else {
+            // At ±0.5% a 1% change lies two half-widths from zero.
+            assert!(rate >= 0.9, "power {rate} at {shift}");
+        }
+    }
+}
+
+/// The 2-vCPU point (runs vary about 5% within a boot, boot means 2%
+/// between boots): a run stopped by its budget, not by its precision,
+/// still reports an honest interval.
+#[test]
+fn a_run_stopped_by_its_budget_keeps_its_coverage() {
+    use markbench::stats::sequential::{FixedWidth, MIN_BOOTS};
+    const RUNS: usize = 1000;
+    let smp = Noise {
+        sigma_boot: 0.02,
+        sigma_iter: 0.05,
+        iterations: 6,
+    };
+    let rule = FixedWidth::percent_target(0.5);
+    let mut rng = SplitMix64(27);
+    let (mut covered, mut false_positives, mut capped) = (0, 0, 0);
+    for _ in 0..RUNS {
+        let (result, n) = run_to_precision(&mut rng, 0.0, smp, rule, 2, MIN_BOOTS + 2);
+        let ci = result.relative_difference_ci.expect("an interval");
+        covered += usize::from(ci.contains(0.0));
+        false_positives += usize::from(result.verdict.is_significant());
+        capped += usize::from(n == MIN_BOOTS + 2);
+        let needed = rule
+            .assess(Some(&ci), n)
+            .boots_needed
+            .expect("a model of the variance");
+        assert!(needed >= n, "{needed} boots needed on {n}");
+    }
+    let coverage = covered as f64 / RUNS as f64;
+    println!("2-vCPU point under a budget: covers {coverage:.4}, capped {capped} of {RUNS}");
+    assert!(
+        capped as f64 / RUNS as f64 > 0.95,
+        "the budget stopped {capped}"
+    );
+    assert!(coverage >= 0.94, "coverage {coverage}");
+    let bound = upper_bound(0.05, RUNS);
+    assert!(false_positives as f64 / RUNS as f64 <= bound);
+}
+
+/// The coverage and A/A false-positive rate of the precision rule for
+/// several minimum boots a side, over 20 000 runs each: why the rule waits
+/// for `MIN_BOOTS`. Prints its table; run with `--release -- --ignored`.
+#[test]
+#[ignore]
+fn the_minimum_boots_before_stopping_decide_the_coverage() {
+    use markbench::stats::sequential::FixedWidth;
+    const RUNS: usize = 20_000;
+    for min_boots in 3..=6 {
+        let rule = FixedWidth {
+            min_boots,
+            ..FixedWidth::percent_target(0.5)
+        };
+        let mut rng = SplitMix64(260 + min_boots as u64);
+        let (mut covered, mut significant, mut boots) = (0, 0, 0);
+        for _ in 0..RUNS {
+            let (result, n) = run_to_precision(&mut rng, 0.0, ONE_VCPU, rule, 2, 40);
+            let ci = result.relative_difference_ci.expect("an interval");
+            covered += usize::from(ci.contains(0.0));
+            significant += usize::from(result.verdict.is_significant());
+            boots += n;
+        }
+        println!(
+            "stopping from {min_boots} boots a side: covers {:.4}, A/A significant {:.4}, {:.2} boots a side",
+            covered as f64 / RUNS as f64,
+            significant as f64 / RUNS as f64,
+            boots as f64 / RUNS as f64
+        );
+    }
+}

@@ -12,16 +12,20 @@
 //! - [`table`]: what a table is ([`TableKey`]) and how samples group into them;
 //! - [`point`]: one point of a table, the values of every variant by boot;
 //! - [`comparison`]: which variant is compared with which;
-//! - [`sweep`]: the statistics of every comparison and point ([`Analysis`]).
+//! - [`sweep`]: the statistics of every comparison and point ([`Analysis`]);
+//! - [`precision`]: where each point stands against a run's precision target.
 //!
 //! Nothing here renders text or knows about the report.
 
 pub mod comparison;
 pub mod point;
+pub mod precision;
 pub mod sweep;
 pub mod table;
 
 pub use comparison::{variant_names, Against, Comparison};
 pub use point::Point;
-pub use sweep::{analyse, analyse_with_hosts, config, Analysis, ComparisonResults};
+pub use sweep::{
+    analyse, analyse_unbootstrapped, analyse_with_hosts, config, Analysis, ComparisonResults,
+};
 pub use table::{param_label, tables, TableKey};

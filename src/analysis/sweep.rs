@@ -123,13 +123,32 @@ pub fn analyse(meta: &RunMeta, samples: &[Sample]) -> Analysis {
     analyse_with_hosts(meta, samples, &hosts)
 }
 
+/// [`analyse`] without the bootstrap's second-opinion intervals, which
+/// nothing but the report reads: for decisions taken during a run.
+pub fn analyse_unbootstrapped(meta: &RunMeta, samples: &[Sample]) -> Analysis {
+    let hosts = vec![meta.host.hostname.clone(); samples.len()];
+    let config = AnalysisConfig {
+        resamples: 0,
+        ..config(meta)
+    };
+    analyse_with_config(meta, samples, &hosts, config)
+}
+
 /// [`analyse`] with the host that measured each sample (`hosts[i]` for
 /// `samples[i]`): points whose boots come from several hosts are analysed
 /// with the host as a blocking factor; the others exactly as on one machine.
 pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) -> Analysis {
+    analyse_with_config(meta, samples, hosts, config(meta))
+}
+
+fn analyse_with_config(
+    meta: &RunMeta,
+    samples: &[Sample],
+    hosts: &[String],
+    config: AnalysisConfig,
+) -> Analysis {
     let variants = variant_names(meta);
     let tables = tables(samples, &variants);
-    let config = config(meta);
     let against = Against::Baseline;
     let comparisons = Comparison::all(variants.len(), against);
     let steps: Vec<Comparison> = if meta.series {

@@ -244,7 +244,13 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
         ))
         .into());
     }
-    let boots = request.boots.unwrap_or(file.boots);
+    // A suite run to a precision plans few boots and adds the rest; a
+    // round of a bisection gets as many as such a run stops on at least.
+    let suite_round = match file.precision {
+        Some(_) => file.boots.max(crate::stats::sequential::MIN_BOOTS as u32),
+        None => file.boots,
+    };
+    let boots = request.boots.unwrap_or(suite_round);
     if boots < 2 {
         return Err(InputError::new(format!(
             "--boots {boots}: a commit's figures need at least two boots to have an interval"
@@ -331,6 +337,9 @@ fn restricted(file: &Suite, plan: &Plan) -> Result<Suite> {
     let mut suite = spec.restrict(file)?;
     suite.boots = plan.boots;
     suite.profile = false;
+    // A bisection decides how many rounds a commit gets; a suite's
+    // precision target would add boots inside each round.
+    suite.precision = None;
     let overrides = Overrides {
         iterations: plan.iterations,
         ..Overrides::default()
@@ -557,6 +566,7 @@ impl<'a> Bench<'a> {
         let mut suite = of_commits(&self.suite, self.plan, &commits);
         suite.profile = true;
         suite.boots = 1;
+        suite.precision = None;
         let meta = stored_run(&run)?;
         if meta.as_ref().is_some_and(|m| m.complete) {
             return Ok(run);

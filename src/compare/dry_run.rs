@@ -157,12 +157,23 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     for line in crate::profile::dry_run::describe(suite, earlier_run) {
         println!("{line}");
     }
-    println!("order ({:?} blocks, seed {}):", suite.order, suite.seed);
+    let order_title = if suite.precision.is_some() {
+        "order of the planned boots"
+    } else {
+        "order"
+    };
+    println!(
+        "{order_title} ({:?} blocks, seed {}):",
+        suite.order, suite.seed
+    );
     for u in units {
         println!(
             "  {:>3}  {:<20} {} CPUs  boot {}",
             u.index, u.variant, u.cpus, u.boot
         );
+    }
+    for line in precision_rule(run) {
+        println!("{line}");
     }
     let max = run.max_cpus();
     if max > host_cores {
@@ -184,4 +195,32 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What a run with a precision target does after its planned boots.
+fn precision_rule(run: &Resolved) -> Vec<String> {
+    let Some(p) = run.suite.precision else {
+        return Vec::new();
+    };
+    let budget = match p.budget_s {
+        Some(s) => format!(
+            "no block starts that would end after {} of wall time from the start",
+            humantime::format_duration(std::time::Duration::from_secs(s))
+        ),
+        None => "no budget of time".to_string(),
+    };
+    vec![
+        format!(
+            "precision: then, while a point's 95% interval of the relative difference is wider \
+             than ±{}% (or has fewer than {} boots a side), one more block (one boot of each \
+             variant, order drawn from the seed) at its CPU count, the count nearest its target \
+             first",
+            p.percent,
+            crate::stats::sequential::MIN_BOOTS
+        ),
+        format!(
+            "  bounds: {budget}; at most {} boots in all",
+            p.boot_cap(run.planned)
+        ),
+    ]
 }

@@ -32,6 +32,13 @@ pub fn execute(
             Some(profiler) => profiler.run(&run.suite, images, machine, runner, events, dir),
             None => Ok(()),
         };
+    let additions = run.additions(dir);
+    let mut more_boots = |units: &[crate::plan::Unit]| match &additions {
+        Some(additions) => additions.next(units),
+        None => Ok(crate::plan::Addition::Stop(
+            crate::samples::PrecisionStop::Resolved,
+        )),
+    };
     let meta = run::execute(
         &run.suite,
         &run.units,
@@ -43,6 +50,9 @@ pub fn execute(
         profiler
             .is_some()
             .then_some(&mut profiled_boots as run::AfterBoots),
+        additions
+            .is_some()
+            .then_some(&mut more_boots as run::MoreBoots),
     )?;
     report::write(dir)?;
     Ok(meta)
@@ -121,16 +131,14 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                 bzimage_sha256: file_sha256(&k.bzimage),
             })
             .collect(),
-        order: units
-            .iter()
-            .map(|u| format!("{} {} {}cpu boot{}", u.index, u.variant, u.cpus, u.boot))
-            .collect(),
+        order: units.iter().map(crate::plan::describe_unit).collect(),
         boots: Vec::new(),
         series: run.series,
         warnings: Vec::new(),
         guest_image: Some(images.guest.clone()),
         shard: run.shard_meta(),
         shards: Vec::new(),
+        precision: run.precision_record(),
         workloads: suite
             .workloads
             .iter()

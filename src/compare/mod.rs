@@ -13,6 +13,7 @@ mod execute;
 pub mod nightly;
 mod options;
 mod overrides;
+pub mod precision;
 mod resolved;
 pub mod source_variants;
 

@@ -50,6 +50,18 @@ impl Overrides {
         if let Some(revs) = &self.revs {
             out.push(format!("revs={revs}"));
         }
+        if let Some(precision) = self.precision {
+            out.push(format!("precision={precision}"));
+        }
+        if let Some(budget) = self.budget_s {
+            out.push(format!(
+                "budget={}",
+                humantime::format_duration(std::time::Duration::from_secs(budget))
+            ));
+        }
+        if let Some(max_boots) = self.max_boots {
+            out.push(format!("max-boots={max_boots}"));
+        }
         out
     }
 
@@ -94,6 +106,7 @@ impl Overrides {
         if let Some(seed) = self.seed {
             suite.seed = seed;
         }
+        self.apply_precision(&mut suite)?;
         if self.aa {
             let baseline = suite.variants[0].clone();
             let mut again = baseline.clone();
@@ -130,6 +143,45 @@ impl Overrides {
             crate::shard::check(&suite, sel)?;
         }
         Ok(suite)
+    }
+}
+
+impl Overrides {
+    /// `--precision`, `--budget` and `--max-boots` over the suite's
+    /// `precision`, `budget` and `max_boots`, checked as the file's are.
+    fn apply_precision(&self, suite: &mut Suite) -> Result<(), InputError> {
+        if let Some(percent) = self.precision {
+            suite::Precision::check_percent(percent)
+                .map_err(|m| InputError::new(format!("--{m}")))?;
+            let kept = suite.precision.unwrap_or(suite::Precision {
+                percent,
+                budget_s: None,
+                max_boots: None,
+            });
+            suite.precision = Some(suite::Precision { percent, ..kept });
+        }
+        if self.budget_s.is_none() && self.max_boots.is_none() {
+            return Ok(());
+        }
+        let Some(precision) = suite.precision.as_mut() else {
+            let flag = if self.budget_s.is_some() {
+                "--budget"
+            } else {
+                "--max-boots"
+            };
+            return Err(InputError::new(format!(
+                "{flag} bounds a run with a precision target, and {} has none: add --precision PCT (e.g. 0.5)",
+                suite.path.display()
+            )));
+        };
+        if let Some(budget) = self.budget_s {
+            precision.budget_s = Some(budget);
+        }
+        if let Some(max_boots) = self.max_boots {
+            precision.max_boots =
+                Some(at_least_one(max_boots, "--max-boots").map_err(InputError::new)?);
+        }
+        Ok(())
     }
 }
 

@@ -33,6 +33,11 @@ pub struct Resolved {
     /// Whether the run is a patch series (`--revs BASE..TIP`): its kernels
     /// are then also compared each with the one before.
     pub series: bool,
+    /// Units the plan holds, before any a run with a precision target added
+    /// (a resumed run's additions follow them in `units`).
+    pub planned: usize,
+    /// When the run was asked for: a precision target's budget counts from here.
+    pub started: std::time::Instant,
 }
 
 fn current_dir() -> Result<PathBuf> {
@@ -144,6 +149,10 @@ impl Resolved {
         };
         let source = kernel_source(options.kernel_source.as_deref(), &file)?;
         let mut run = Resolved::planned(&file, overrides, source)?;
+        if let Some((_, meta)) = &resumed {
+            let added = plan::recorded_additions(&run.suite, &run.units, &meta.order);
+            run.units.extend(added);
+        }
         run.resumed = resumed;
         run.qemu = options.qemu.clone().or_else(|| run.suite.qemu.clone());
         run.allow_oversubscribe = options.allow_oversubscribe;
@@ -175,6 +184,8 @@ impl Resolved {
             None => whole,
         };
         Ok(Resolved {
+            planned: units.len(),
+            started: std::time::Instant::now(),
             shard: overrides.shard,
             qemu: suite.qemu.clone(),
             allow_oversubscribe: false,
@@ -191,6 +202,37 @@ impl Resolved {
     pub fn resuming(mut self, dir: &Path, meta: RunMeta) -> Resolved {
         self.resumed = Some((dir.to_path_buf(), meta));
         self
+    }
+
+    /// What decides the blocks a run with a precision target adds, writing
+    /// into `dir`; `None` without a target.
+    pub fn additions<'a>(&'a self, dir: &'a Path) -> Option<super::precision::Additions<'a>> {
+        let precision = self.suite.precision?;
+        let already = self.resumed.as_ref().map_or(0.0, |(_, meta)| meta.wall_s);
+        Some(super::precision::Additions {
+            suite: &self.suite,
+            dir,
+            rule: crate::stats::sequential::FixedWidth::percent_target(precision.percent),
+            cap: precision.boot_cap(self.planned),
+            deadline: precision.budget_s.map(|budget| {
+                let left = (budget as f64 - already).max(0.0);
+                self.started + std::time::Duration::from_secs_f64(left)
+            }),
+            shard: self.shard.map_or((0, 1), |s| (s.index, s.count)),
+        })
+    }
+
+    /// The record a new run with a precision target starts with.
+    pub fn precision_record(&self) -> Option<crate::samples::PrecisionRecord> {
+        let precision = self.suite.precision?;
+        Some(crate::samples::PrecisionRecord {
+            percent: precision.percent,
+            budget_s: precision.budget_s,
+            max_boots: precision.boot_cap(self.planned),
+            min_boots: crate::stats::sequential::MIN_BOOTS,
+            added_boots: 0,
+            stopped: None,
+        })
     }
 
     /// The largest guest of the run, in vCPUs.

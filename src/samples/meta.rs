@@ -283,6 +283,15 @@ pub struct Overrides {
     /// kernel source, one kernel each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revs: Option<crate::images::source::RevSelection>,
+    /// `--precision PCT`: the half-width every point is run to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
+    /// `--budget`: the wall time of a run with a precision target, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
+    /// `--max-boots`: the boots of a run with a precision target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_boots: Option<u32>,
 }
 
 /// `meta.toml`: everything about a run except its samples.
@@ -356,6 +365,52 @@ pub struct RunMeta {
     /// For a merged run (`merge`): the shards it was made of.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<ShardRecord>,
+    /// A run with a precision target: the target, its bounds, the boots it
+    /// added and why it stopped adding them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionRecord>,
+}
+
+/// What a run with a precision target was asked and how it ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionRecord {
+    /// The half-width asked of every point, in percent.
+    pub percent: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
+    /// The cap on the run's boots, planned and added.
+    pub max_boots: usize,
+    /// Boots a side before a point's width may stop the run.
+    pub min_boots: usize,
+    /// Boots added after the planned ones.
+    #[serde(default)]
+    pub added_boots: usize,
+    /// Why no more blocks were added; `None` while the run goes on (or if
+    /// it was interrupted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<PrecisionStop>,
+}
+
+/// Why a run with a precision target stopped adding boots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrecisionStop {
+    /// Every point is within the target.
+    Resolved,
+    /// The next block would have ended after the budget.
+    Budget,
+    /// The next block would have passed the cap on boots.
+    MaxBoots,
+}
+
+impl PrecisionStop {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PrecisionStop::Resolved => "every point within the target",
+            PrecisionStop::Budget => "the budget: the next block would have ended after it",
+            PrecisionStop::MaxBoots => "the cap on boots: the next block would have passed it",
+        }
+    }
 }
 
 /// A shard's run: which of how many, and its pieces of the suite.

@@ -24,6 +24,7 @@ pub mod calibration;
 pub mod correction;
 pub mod hypothesis;
 pub mod outliers;
+pub mod sequential;
 pub mod summary;
 pub mod verdict;
 

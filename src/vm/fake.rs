@@ -31,6 +31,23 @@ pub struct FakeRunner {
     pub online_cpus: Option<String>,
     /// Every request, in order.
     pub requests: Vec<BootRequest>,
+    /// Relative spread of a boot's timings: each boot's runs are scaled by
+    /// one factor in [1 − noise, 1 + noise], drawn from its console log's
+    /// name (unit, variant, boot), so the same unit gives the same figures
+    /// when a run is resumed.
+    pub boot_noise: f64,
+}
+
+/// A number in [−1, 1] drawn from `text` (FNV-1a, then SplitMix64's finaliser).
+fn spread_of(text: &str) -> f64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h >> 11) as f64 / (1u64 << 52) as f64 - 1.0
 }
 
 /// The job text inside an initrd (the appended archive holds it verbatim).
@@ -96,11 +113,16 @@ impl Runner for FakeRunner {
         let mut regions =
             String::from("# markbench-profile 1\nregion\tkind\taddress\tinstructions\n");
         let mut region = 0usize;
+        let name = r
+            .console_log
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let factor = if r.extra_cmdline.contains("slow") {
             self.slow_factor.max(1.0)
         } else {
             1.0
-        };
+        } * (1.0 + self.boot_noise * spread_of(&name));
         for line in job.lines() {
             match Directive::parse_line(line) {
                 Ok(Some(Directive::Run { id, iterations, .. })) => {
