@@ -64,13 +64,18 @@ impl BootLoop<'_> {
         let mut guest = (String::new(), String::new(), String::new());
         let mut sample_error: Option<String> = None;
         let mut write_error: Option<anyhow::Error> = None;
+        let launched = std::time::Instant::now();
+        let mut hello_s = None;
         let outcome = runner.boot(&request, &mut |message| match message {
             Message::Hello {
                 kernel_release,
                 kernel_version,
                 online_cpus,
                 ..
-            } => guest = (kernel_release, online_cpus, kernel_version),
+            } => {
+                hello_s = Some(tenths(launched.elapsed()));
+                guest = (kernel_release, online_cpus, kernel_version)
+            }
             Message::Run(record) => {
                 let Some(step) = unit.step(&record.id) else {
                     sample_error.get_or_insert(format!(
@@ -139,7 +144,7 @@ impl BootLoop<'_> {
             boot: unit.boot,
             status: BootRecord::describe(&end, None),
             ok: end.is_ok(),
-            wall_s: (outcome.wall.as_secs_f64() * 10.0).round() / 10.0,
+            wall_s: tenths(outcome.wall),
             samples,
             console_log: log_name,
             guest_kernel: guest.0,
@@ -147,6 +152,7 @@ impl BootLoop<'_> {
             guest_version: guest.2,
             end: Some(end.clone()),
             retried_after: None,
+            hello_s,
         };
         Ok((record, end))
     }
@@ -181,6 +187,11 @@ impl BootLoop<'_> {
 /// How a unit's boot ended, all told: the runner's ending, unless the host
 /// could not read a run's figures (its reading says more than the agent's)
 /// or the guest saw other CPUs than the unit asked for.
+/// Seconds to a tenth, as boot records keep them.
+fn tenths(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
 fn unit_end(unit: &Unit, end: BootEnd, sample_error: Option<String>, guest_cpus: &str) -> BootEnd {
     // The host's reading of a failed run ("exited with status 3: …") says
     // more than the agent's ("command failed"), so it wins.

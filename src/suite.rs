@@ -986,6 +986,50 @@ loops = 10
     }
 
     #[test]
+    fn a_precision_target_its_budget_and_its_cap_are_read() {
+        let text = GOOD.replace(
+            "warmup = 1",
+            "warmup = 1\nprecision = 0.5\nbudget = \"4m 30s\"\nmax_boots = 40",
+        );
+        let p = parse(&text).unwrap().precision.unwrap();
+        assert_eq!(
+            (p.percent, p.budget_s, p.max_boots),
+            (0.5, Some(270), Some(40))
+        );
+        assert_eq!(p.boot_cap(8), 40);
+        let without_cap = parse(&GOOD.replace("warmup = 1", "warmup = 1\nprecision = 1"))
+            .unwrap()
+            .precision
+            .unwrap();
+        assert_eq!(
+            without_cap.boot_cap(8),
+            8 * Precision::DEFAULT_MAX_BOOTS_FACTOR as usize
+        );
+        assert!(parse(GOOD).unwrap().precision.is_none());
+    }
+
+    #[test]
+    fn a_bad_precision_budget_or_cap_names_its_line() {
+        for (setting, expected) in [
+            ("precision = 0", "s.toml:6:13:"),
+            ("precision = 75", "s.toml:6:13:"),
+            ("precision = 0.5\nbudget = \"soon\"", "s.toml:7:10:"),
+            ("precision = 0.5\nbudget = \"0s\"", "s.toml:7:10:"),
+            ("precision = 0.5\nmax_boots = 0", "s.toml:7:13:"),
+            ("budget = \"5m\"", "s.toml:6:10:"),
+            ("max_boots = 20", "s.toml:6:13:"),
+        ] {
+            let text = GOOD.replace("warmup = 1", &format!("warmup = 1\n{setting}"));
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.starts_with(expected), "{setting}: {e}");
+        }
+        let e = parse(&GOOD.replace("warmup = 1", "warmup = 1\nbudget = \"5m\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("add precision = PCT"), "{e}");
+    }
+
+    #[test]
     fn unknown_workload_lists_valid_choices() {
         let text = GOOD.replace("\"hackbench\"", "\"hackbnch\"");
         let e = parse(&text).unwrap_err().to_string();

@@ -45,6 +45,7 @@ fn meta() -> RunMeta {
             guest_seed: None,
             end: Some(markbench::samples::BootEnd::Completed),
             retried_after: None,
+            hello_s: None,
         })
         .collect();
     RunMeta {

@@ -54,6 +54,7 @@ fn meta() -> RunMeta {
         guest_seed: None,
         end: Some(markbench::samples::BootEnd::Completed),
         retried_after: None,
+        hello_s: None,
     };
     RunMeta {
         suite: "snapshot".into(),

@@ -149,6 +149,13 @@ impl Additions<'_> {
     /// The next block after `units`, from the run directory as it stands.
     pub fn next(&self, units: &[Unit]) -> Result<Addition> {
         let meta = RunMeta::read(self.dir)?;
+        if meta
+            .boots
+            .iter()
+            .any(|b| !b.ok && b.boot >= self.suite.boots)
+        {
+            return Ok(Addition::Stop(PrecisionStop::FailedBoots));
+        }
         let samples = crate::samples::read_samples(self.dir)?;
         let analysis = crate::analysis::analyse_unbootstrapped(&meta, &samples);
         let groups = groups(&analysis, &meta, units, self.rule);

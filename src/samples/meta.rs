@@ -134,6 +134,11 @@ pub struct BootRecord {
     /// How the first attempt ended, when the boot was retried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retried_after: Option<BootEnd>,
+    /// Wall seconds from QEMU's start to the guest agent's hello: the boot
+    /// itself (firmware, kernel, initramfs unpack), paid once a boot. Absent
+    /// in older runs and when the guest never said hello.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hello_s: Option<f64>,
 }
 
 impl BootRecord {
@@ -401,6 +406,9 @@ pub enum PrecisionStop {
     Budget,
     /// The next block would have passed the cap on boots.
     MaxBoots,
+    /// A boot the run added failed: more boots of a guest that fails would
+    /// spend the budget without resolving its points.
+    FailedBoots,
 }
 
 impl PrecisionStop {
@@ -409,6 +417,9 @@ impl PrecisionStop {
             PrecisionStop::Resolved => "every point within the target",
             PrecisionStop::Budget => "the budget: the next block would have ended after it",
             PrecisionStop::MaxBoots => "the cap on boots: the next block would have passed it",
+            PrecisionStop::FailedBoots => {
+                "a failed boot: a boot it added failed, and more of them would not resolve its points"
+            }
         }
     }
 }
@@ -522,6 +533,7 @@ bzimage = "/cache/bzImage"
             retried_after: Some(BootEnd::AgentError {
                 message: "exited with status 3".into(),
             }),
+            hello_s: Some(4.2),
         };
         let meta = RunMeta {
             suite: "quick".into(),
