@@ -121,7 +121,7 @@ fn run_cell(suite: &SuiteHistory, i: usize) -> String {
         .commit(&suite.variant)
         .map(|c| format!(", {}", &c[..12.min(c.len())]))
         .unwrap_or_default();
-    format!("#{} {}{commit}", i + 1, run.name())
+    format!("{}: {}{commit}", i + 1, run.name())
 }
 
 fn view(suite: &SuiteHistory, p: &PointHistory) -> Result<PointView> {
@@ -133,7 +133,7 @@ fn view(suite: &SuiteHistory, p: &PointHistory) -> Result<PointView> {
         .find_map(|(i, v)| v.map(|v| (i, v)));
     let latest_text = latest.map_or("–".into(), |(i, v)| {
         let gap = if i + 1 < p.values.len() {
-            format!(" (run #{})", i + 1)
+            format!(" (run {})", i + 1)
         } else {
             String::new()
         };
@@ -141,7 +141,7 @@ fn view(suite: &SuiteHistory, p: &PointHistory) -> Result<PointView> {
     });
     let since = match p.changes.last() {
         Some(c) => format!(
-            "{} between #{} and #{}",
+            "{} between runs {} and {}",
             step_text(c),
             c.before + 1,
             c.after + 1
@@ -309,7 +309,7 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
                 .map(|(_, why)| format!("new series: {}", why.join("; ")))
                 .unwrap_or_default();
             [
-                format!("#{}", i + 1),
+                format!("{}", i + 1),
                 run.meta.started_at.clone(),
                 run.name(),
                 run.commit(&suite.variant)
