@@ -16,6 +16,8 @@ struct PointView {
     title: String,
     latest: String,
     since: String,
+    /// Whether the last change point made the point worse (by its metric's direction).
+    worse: Option<bool>,
     sparkline: Vec<Option<f64>>,
     svg: String,
     /// Rows of the change-point table: cells as plain text, and the bisect command.
@@ -57,8 +59,8 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;marg
 padding:0 1em;color:#222}table{border-collapse:collapse;margin:.5em 0 1em}\
 td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:middle}\
 td.num{text-align:right;font-variant-numeric:tabular-nums}th{background:#f3f3f3}\
-.up{color:#c03}.down{color:#067}figure{margin:0}figure svg{width:100%;height:auto}\
-code{font-size:.9em}pre{background:#f6f6f6;padding:.5em;overflow-x:auto}\
+.worse{color:#c03}.better{color:#067}figure{margin:0}figure svg{width:100%;height:auto}\
+code{font-size:.9em}pre{background:#f6f6f6;padding:.5em;white-space:pre-wrap;overflow-wrap:anywhere}\
 .note{color:#555}";
 
 fn point_title(p: &PointHistory) -> String {
@@ -219,6 +221,10 @@ fn view(suite: &SuiteHistory, p: &PointHistory) -> Result<PointView> {
         title: point_title(p),
         latest: latest_text,
         since,
+        worse: p
+            .changes
+            .last()
+            .map(|c| (c.step > 0.0) != p.higher_is_better),
         sparkline: p.values.iter().map(|v| v.map(|v| v.mean)).collect(),
         svg: trend_svg(&input)?,
         changes,
@@ -310,7 +316,7 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
                 .unwrap_or_default();
             [
                 format!("{}", i + 1),
-                run.meta.started_at.clone(),
+                when(run),
                 run.name(),
                 run.commit(&suite.variant)
                     .map(|c| c[..12.min(c.len())].to_string())
@@ -321,6 +327,13 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
         .collect()
 }
 
+/// A run's start as "2026-11-03 02:00 UTC", or as recorded when it does not parse.
+fn when(run: &super::Run) -> String {
+    chrono::DateTime::parse_from_rfc3339(&run.meta.started_at)
+        .map(|t| t.to_utc().format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|_| run.meta.started_at.clone())
+}
+
 fn intro(suite: &SuiteHistory) -> String {
     format!(
         "{} runs of suite {}, {} to {}. Each value is {}'s mean over boots with its 95% \
@@ -328,8 +341,8 @@ fn intro(suite: &SuiteHistory) -> String {
          means with a permutation test, within each series.",
         suite.runs.len(),
         suite.suite,
-        suite.runs[0].meta.started_at,
-        suite.runs[suite.runs.len() - 1].meta.started_at,
+        when(&suite.runs[0]),
+        when(&suite.runs[suite.runs.len() - 1]),
         suite.variant,
         suite.baseline_variant
     )
@@ -410,12 +423,10 @@ fn html_section(suite: &SuiteHistory, views: &[PointView], html: &mut String) {
     );
     html.push_str("<table class=\"summary\">\n<tr><th>point</th><th>latest value</th><th>change since the last change point</th><th>trend</th></tr>\n");
     for v in views {
-        let class = if v.since.starts_with('+') {
-            " class=\"up\""
-        } else if v.since.starts_with('-') {
-            " class=\"down\""
-        } else {
-            ""
+        let class = match v.worse {
+            Some(true) => " class=\"worse\"",
+            Some(false) => " class=\"better\"",
+            None => "",
         };
         let _ = writeln!(
             html,
