@@ -35,8 +35,8 @@ impl GateRecord {
         if !path.is_file() {
             return Ok(None);
         }
-        let text =
-            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         let record =
             serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
         Ok(Some(record))

@@ -69,10 +69,7 @@ fn rates(trials: usize, runs: usize, boot_cov: f64, seed: u64) -> (f64, f64) {
             found += 1;
         }
     }
-    (
-        alarms as f64 / trials as f64,
-        found as f64 / trials as f64,
-    )
+    (alarms as f64 / trials as f64, found as f64 / trials as f64)
 }
 
 #[test]

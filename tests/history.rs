@@ -115,8 +115,8 @@ fn write_night(reports: &Path, night: usize, rng: &mut SplitMix64) -> PathBuf {
             for boot in 0..BOOTS {
                 let boot_effect = 0.003 * rng.normal();
                 for iteration in 0..ITERATIONS {
-                    let value = level(night, point, variant)
-                        * (1.0 + boot_effect + 0.001 * rng.normal());
+                    let value =
+                        level(night, point, variant) * (1.0 + boot_effect + 0.001 * rng.normal());
                     let sample = Sample {
                         suite: "quick".into(),
                         workload: "hackbench".into(),
@@ -174,7 +174,8 @@ fn the_step_is_found_between_nights_7_and_8_and_nowhere_else() {
     let reports = tmp.path().join("reports");
     nights(&reports);
     let out = tmp.path().join("history");
-    let histories = markbench::history::history(std::slice::from_ref(&reports), &out, None).unwrap();
+    let histories =
+        markbench::history::history(std::slice::from_ref(&reports), &out, None).unwrap();
     assert_eq!(histories.len(), 1);
     let h = &histories[0];
     assert_eq!((h.runs.len(), h.variant.as_str()), (NIGHTS, "tip"));
@@ -190,7 +191,11 @@ fn the_step_is_found_between_nights_7_and_8_and_nowhere_else() {
             .unwrap()
     };
     assert!(point(FLAT).changes.is_empty(), "{:?}", point(FLAT).changes);
-    assert!(point(GAPPY).changes.is_empty(), "{:?}", point(GAPPY).changes);
+    assert!(
+        point(GAPPY).changes.is_empty(),
+        "{:?}",
+        point(GAPPY).changes
+    );
     let gaps: Vec<usize> = (0..NIGHTS)
         .filter(|&i| point(GAPPY).values[i].is_none())
         .map(|i| i + 1)
@@ -201,7 +206,10 @@ fn the_step_is_found_between_nights_7_and_8_and_nowhere_else() {
     assert_eq!(stepped.changes.len(), 1, "{:?}", stepped.changes);
     let change = &stepped.changes[0];
     // Runs are numbered from 1 on the page, indexed from 0 here.
-    assert_eq!((change.before + 1, change.after + 1), (STEP_AFTER, STEP_AFTER + 1));
+    assert_eq!(
+        (change.before + 1, change.after + 1),
+        (STEP_AFTER, STEP_AFTER + 1)
+    );
     let interval = change.interval.unwrap();
     assert!(interval.lower < STEP && STEP < interval.upper, "{change:?}");
     assert!(stepped.values[STEP_AFTER].unwrap().regressed);
@@ -217,7 +225,10 @@ fn the_step_is_found_between_nights_7_and_8_and_nowhere_else() {
     assert!(md.contains("| point | latest value | change since the last change point | trend |"));
     assert!(md.contains("between runs 7 and 8"), "{md}");
     for p in &h.points {
-        assert!(md.contains(&format!("plots/quick-hackbench-time-{}cpu-{}.svg", p.key.cpus, p.key.param)));
+        assert!(md.contains(&format!(
+            "plots/quick-hackbench-time-{}cpu-{}.svg",
+            p.key.cpus, p.key.param
+        )));
     }
     let html = std::fs::read_to_string(out.join("history.html")).unwrap();
     // Nothing fetched: no script, no link or image elsewhere (the SVG
@@ -258,7 +269,11 @@ fn browser_renders_every_plot(page: &Path, points: usize) {
             .arg(format!("file://{}", page.display()))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let dom = run(&["--dump-dom".to_string()]);
@@ -266,8 +281,15 @@ fn browser_renders_every_plot(page: &Path, points: usize) {
     assert_eq!(figures.len(), points, "one trend figure per point");
     for figure in figures {
         let svg = &figure[..figure.find("</figure>").unwrap()];
-        assert!(svg.trim_start().starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
-        assert!(svg.matches("<circle").count() >= 10, "a plot without its values");
+        assert!(
+            svg.trim_start().starts_with("<svg"),
+            "{}",
+            &svg[..80.min(svg.len())]
+        );
+        assert!(
+            svg.matches("<circle").count() >= 10,
+            "a plot without its values"
+        );
     }
     // A screenshot to look at when the page changes (kept when asked for).
     if let Some(shot) = std::env::var_os("MARKBENCH_HISTORY_SCREENSHOT") {

@@ -348,7 +348,8 @@ fn changes(
 /// `markbench bisect …` between the kernels of two runs, when both are
 /// commits of one git tree.
 fn bisect_command(before: &Run, after: &Run, variant: &str, key: &PointKey) -> Option<String> {
-    let (tree, good, bad) = crate::samples::tree_commits(&before.meta, &after.meta, variant).ok()?;
+    let (tree, good, bad) =
+        crate::samples::tree_commits(&before.meta, &after.meta, variant).ok()?;
     let suite = match after.meta.suite_path.as_str() {
         "" => String::new(),
         path => format!(" --suite {}", shell_word(path)),

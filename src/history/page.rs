@@ -321,7 +321,14 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
                 run.commit(&suite.variant)
                     .map(|c| c[..12.min(c.len())].to_string())
                     .unwrap_or_else(|| "–".into()),
-                format!("{verdict}{}", if new_series.is_empty() { String::new() } else { format!("; {new_series}") }),
+                format!(
+                    "{verdict}{}",
+                    if new_series.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {new_series}")
+                    }
+                ),
             ]
         })
         .collect()
@@ -349,7 +356,12 @@ fn intro(suite: &SuiteHistory) -> String {
 }
 
 fn markdown(suite: &SuiteHistory, views: &[PointView], md: &mut String) {
-    let _ = writeln!(md, "## Suite {}\n\n{}\n", escape_md(&suite.suite), escape_md(&intro(suite)));
+    let _ = writeln!(
+        md,
+        "## Suite {}\n\n{}\n",
+        escape_md(&suite.suite),
+        escape_md(&intro(suite))
+    );
     md.push_str("| point | latest value | change since the last change point | trend |\n|---|---:|---|---|\n");
     for v in views {
         let _ = writeln!(

@@ -236,10 +236,7 @@ mod tests {
         let runs = (0..8)
             .map(|i| TrendRun {
                 label: format!("11-{:02}", i + 1),
-                value: (i != 3).then_some((
-                    if i < 5 { 10.0 } else { 10.3 },
-                    Some((9.95, 10.35)),
-                )),
+                value: (i != 3).then_some((if i < 5 { 10.0 } else { 10.3 }, Some((9.95, 10.35)))),
                 band: Some((9.9, 10.1)),
                 regressed: i == 5,
             })

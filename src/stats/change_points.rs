@@ -102,8 +102,8 @@ pub fn best_split(values: &[f64], min: usize) -> Option<(usize, f64)> {
             right -= to_right;
         }
         let (m, k) = (tau as f64, (n - tau) as f64);
-        let energy = 2.0 * between / (m * k) - left / (m * (m - 1.0) / 2.0)
-            - right / (k * (k - 1.0) / 2.0);
+        let energy =
+            2.0 * between / (m * k) - left / (m * (m - 1.0) / 2.0) - right / (k * (k - 1.0) / 2.0);
         let q = m * k / (m + k) * energy;
         if best.is_none_or(|(_, b)| q > b) {
             best = Some((tau, q));
@@ -200,7 +200,9 @@ mod tests {
 
     #[test]
     fn a_single_spike_is_no_change_point() {
-        let mut v = vec![100.0, 100.1, 99.9, 100.0, 100.2, 99.8, 100.0, 100.1, 99.9, 100.0];
+        let mut v = vec![
+            100.0, 100.1, 99.9, 100.0, 100.2, 99.8, 100.0, 100.1, 99.9, 100.0,
+        ];
         v[5] = 110.0;
         assert!(e_divisive(&v, &ChangePointConfig::default()).is_empty());
     }
@@ -217,7 +219,9 @@ mod tests {
         let direct = |tau: usize| {
             let (x, y) = v.split_at(tau);
             let pairs = |a: &[f64], b: &[f64]| -> f64 {
-                a.iter().flat_map(|p| b.iter().map(move |q| (p - q).abs())).sum()
+                a.iter()
+                    .flat_map(|p| b.iter().map(move |q| (p - q).abs()))
+                    .sum()
             };
             let (m, k) = (x.len() as f64, y.len() as f64);
             let e = 2.0 * pairs(x, y) / (m * k)

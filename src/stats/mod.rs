@@ -21,8 +21,8 @@
 pub mod blocked;
 pub mod bootstrap;
 pub mod calibration;
-pub mod correction;
 pub mod change_points;
+pub mod correction;
 pub mod hypothesis;
 pub mod outliers;
 pub mod sequential;
