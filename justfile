@@ -32,6 +32,11 @@ lint:
 nightly *ARGS:
     cargo run --release -- nightly {{ARGS}}
 
+# Every run in reports/, point by point, with its change points:
+# reports/history/history.html and history.md.
+history:
+    cargo run --release -- history reports --out reports/history
+
 # The noise floor and resolution of icount timing: an A/A and an A/B run of
 # the noise-icount suite, then their figures against the 0.5% targets
 # (markbench noise-floor AA_DIR AB_DIR; exit 1 when a target is missed).

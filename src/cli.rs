@@ -71,6 +71,21 @@ pub enum Command {
         #[arg(long, default_value = "reports")]
         reports: PathBuf,
     },
+    /// Every complete run under the directories, point by point and night
+    /// after night: trend plots, change points, and the `markbench bisect`
+    /// command for each; writes history.md and a self-contained history.html.
+    History {
+        /// Run directories, or directories of them (e.g. a nightly's reports).
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where history.md, history.html and the plots go.
+        #[arg(long)]
+        out: PathBuf,
+        /// The variant whose values are followed (default: each run's
+        /// candidate, the one `nightly` gates).
+        #[arg(long)]
+        variant: Option<String>,
+    },
     /// Print the noise floor of an A/A run (CoV between and within boots) and
     /// the resolution of an A/B run (95% CI half-width), PASS/FAIL against
     /// the targets; exit 1 when one is missed.
@@ -469,6 +484,20 @@ pub fn run(cli: Cli) -> Result<i32> {
                 crate::message::warning(format_args!("{w}"));
             }
             println!("{}", RunDir::new(&out).report().display());
+            Ok(exit::SUCCESS)
+        }
+        Command::History { dirs, out, variant } => {
+            let histories = crate::history::history(&dirs, &out, variant.as_deref())?;
+            for h in &histories {
+                let changes: usize = h.points.iter().map(|p| p.changes.len()).sum();
+                crate::message::note(format_args!(
+                    "{}: {} runs, {} points, {changes} change point(s)",
+                    h.suite,
+                    h.runs.len(),
+                    h.points.len()
+                ));
+            }
+            println!("{}", out.join(crate::history::HTML_FILE).display());
             Ok(exit::SUCCESS)
         }
         Command::NoiseFloor {

@@ -8,10 +8,46 @@
 
 use crate::analysis::param_label;
 use crate::report::format::relative;
+use crate::run_dir::RunDir;
 use crate::samples::RunMeta;
 use crate::stats::Verdict;
-use anyhow::Result;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// The gate's verdict kept in the gated run directory (`gate.json`), so
+/// that later readers (the history) know which nights regressed without
+/// parsing the summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateRecord {
+    /// The baseline run the night was gated against.
+    pub baseline: String,
+    /// The gate's exit status: 0 no regression beyond the margin, 1 one or more.
+    pub code: i32,
+    pub regressed: Vec<RegressedPoint>,
+}
+
+impl GateRecord {
+    /// The record of a gated run; `None` for a run that was never gated
+    /// (or gated before the record was kept).
+    pub fn read(dir: &Path) -> Result<Option<GateRecord>> {
+        let path = RunDir::new(dir).gate();
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let record =
+            serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Some(record))
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = RunDir::new(dir).gate();
+        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))
+    }
+}
 
 /// What the gate decided, and the markdown summary for a CI job page.
 #[derive(Debug, Clone)]
@@ -24,7 +60,7 @@ pub struct Gate {
 }
 
 /// A point that regressed beyond the margin: the variant and the point.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegressedPoint {
     pub variant: String,
     pub workload: String,
@@ -183,8 +219,15 @@ pub fn gate(
     for report in reports {
         summary.push_str(&format!("\nFull comparison: {}\n", report.display()));
     }
+    let code = if regressions.is_empty() { 0 } else { 1 };
+    GateRecord {
+        baseline: baseline.display().to_string(),
+        code,
+        regressed: regressed.clone(),
+    }
+    .write(candidate)?;
     Ok(Gate {
-        code: if regressions.is_empty() { 0 } else { 1 },
+        code,
         summary,
         regressed,
     })

@@ -16,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod exit;
 pub mod gate;
+pub mod history;
 pub mod host;
 pub mod images;
 pub mod machine;

@@ -106,7 +106,8 @@ pub fn requirements() -> Vec<Requirement> {
 }
 
 /// What CI needs beyond the requirements of a run: a one-node Slurm cluster
-/// for the array-job test (tests/slurm.rs, scripts/slurm/local-cluster.sh).
+/// for the array-job test (tests/slurm.rs, scripts/slurm/local-cluster.sh)
+/// and a browser that renders the history page (tests/history.rs).
 /// Not needed to run markbench, so only `setup --ci` installs it.
 pub fn ci_requirements() -> Vec<Requirement> {
     use Check::*;
@@ -130,6 +131,11 @@ pub fn ci_requirements() -> Vec<Requirement> {
             what: "munge (Slurm's authentication)",
             package: "munge",
             check: Program("munged"),
+        },
+        Requirement {
+            what: "Chromium (renders the history page headless in its test)",
+            package: "chromium",
+            check: Program("chromium"),
         },
     ]
 }

@@ -24,6 +24,8 @@ pub const SIZES_FILE: &str = "sizes.toml";
 pub const LOGS_DIR: &str = "logs";
 /// The short markdown a nightly run leaves for a CI job page.
 pub const NIGHTLY_SUMMARY: &str = "nightly-summary.md";
+/// What the nightly gate decided, as data (the history marks regressed nights).
+pub const GATE_FILE: &str = "gate.json";
 /// Held while a markbench writes into the directory.
 pub const LOCK_FILE: &str = ".lock";
 
@@ -88,6 +90,10 @@ impl RunDir {
 
     pub fn nightly_summary(&self) -> PathBuf {
         self.root.join(NIGHTLY_SUMMARY)
+    }
+
+    pub fn gate(&self) -> PathBuf {
+        self.root.join(GATE_FILE)
     }
 
     pub fn lock(&self) -> PathBuf {

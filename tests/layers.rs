@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("report", &["report"]),
     ("commands on run directories", &["diff", "merge", "noise"]),
     ("nightly gate", &["gate"]),
+    ("history of runs", &["history"]),
     ("compare (the orchestrator)", &["compare"]),
     ("bisection", &["bisect"]),
     ("command line", &["cli"]),

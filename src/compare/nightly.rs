@@ -71,6 +71,30 @@ fn step_summary(text: &str) {
     }
 }
 
+/// Where the nightly keeps the history of its reports directory.
+pub const HISTORY_DIR: &str = "history";
+
+/// Rewrites `<reports>/history/` from every run in `reports` and links it
+/// from tonight's summary. The history is for reading: a failure to write
+/// it is reported and leaves the night's verdict as it is.
+fn update_history(reports: &Path, tonight: &Path, variant: Option<&str>) {
+    let out = reports.join(HISTORY_DIR);
+    match crate::history::history(&[reports.to_path_buf()], &out, variant) {
+        Ok(_) => {
+            let page = out.join(crate::history::HTML_FILE);
+            let text = format!(
+                "\nHistory of every night, point by point, with its change points: {} ({})\n",
+                page.display(),
+                out.join(crate::history::MARKDOWN_FILE).display()
+            );
+            if let Err(e) = add_to_summary(tonight, &text) {
+                crate::message::warning(format_args!("linking the history: {e:#}"));
+            }
+        }
+        Err(e) => crate::message::warning(format_args!("the history was not updated: {e:#}")),
+    }
+}
+
 /// Runs `options` and gates the run against `baseline` (default: the newest
 /// earlier complete run of the suite) on `variant`.
 pub fn nightly(
@@ -104,11 +128,13 @@ pub fn nightly(
     let Some(baseline) = baseline else {
         summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
         leave_summary(&dir, &summary)?;
+        update_history(&options.reports, &dir, variant);
         return Ok(Night::ended(exit::SUCCESS));
     };
     let gate = crate::gate::gate(&baseline, &dir, variant, summary)?;
     leave_summary(&dir, &gate.summary)?;
     step_summary(&gate.summary);
+    update_history(&options.reports, &dir, variant);
     Ok(Night {
         code: gate.code,
         runs: Some((dir, baseline)),

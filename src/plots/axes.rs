@@ -82,7 +82,7 @@ pub(super) fn build_chart<'a, DB: DrawingBackend>(
 /// Room left of the y axis for tick labels plus the rotated description: wide
 /// enough for "180000", not so wide that "80" floats far from its description.
 /// Measures the ticks plotters will draw (the same key points the mesh asks for).
-fn y_label_area_width<DB: DrawingBackend>(
+pub(super) fn y_label_area_width<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     y_range: &Range<f64>,
 ) -> Result<u32, DrawingAreaErrorKind<DB::ErrorType>> {

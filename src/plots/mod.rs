@@ -17,8 +17,10 @@ mod header;
 mod metric;
 mod profile;
 mod scale;
+mod trend;
 
 pub use profile::ProfileBars;
+pub use trend::{trend_svg, TrendInput, TrendRun};
 
 use std::path::{Path, PathBuf};
 

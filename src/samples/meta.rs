@@ -485,6 +485,47 @@ impl RunMeta {
     }
 }
 
+/// Why two runs' kernels of `variant` cannot be bisected between, or the
+/// tree and the two commits (`nightly --bisect` and the history's change
+/// points name them).
+pub fn tree_commits(
+    baseline: &RunMeta,
+    tonight: &RunMeta,
+    variant: &str,
+) -> Result<(PathBuf, String, String), String> {
+    let kernel = |meta: &RunMeta| -> Result<KernelMeta, String> {
+        meta.kernels
+            .iter()
+            .find(|k| k.variant == variant)
+            .cloned()
+            .ok_or_else(|| format!("a run has no variant {variant}"))
+    };
+    let (a, b) = (kernel(baseline)?, kernel(tonight)?);
+    let origin = |k: &KernelMeta| {
+        let o = k.origin.clone().unwrap_or_default();
+        match (&o.commit, o.patches.is_empty()) {
+            (Some(c), true) => Ok((PathBuf::from(&o.source), c.clone())),
+            (Some(_), false) => Err("a kernel carries patches on top of its commit".to_string()),
+            (None, _) => Err(format!(
+                "the kernel of {variant} records no git commit (give the variant a `rev` of a \
+                 git tree)"
+            )),
+        }
+    };
+    let ((tree_a, good), (tree_b, bad)) = (origin(&a)?, origin(&b)?);
+    if tree_a != tree_b {
+        return Err(format!(
+            "the kernels come from two trees ({} and {})",
+            tree_a.display(),
+            tree_b.display()
+        ));
+    }
+    if good == bad {
+        return Err("both kernels are the same commit".into());
+    }
+    Ok((tree_a, good, bad))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@
 pub mod blocked;
 pub mod bootstrap;
 pub mod calibration;
+pub mod change_points;
 pub mod correction;
 pub mod hypothesis;
 pub mod outliers;
