@@ -61,8 +61,11 @@ fn dry_run_prints_the_plan_of_the_default_suite() {
         .assert()
         .success()
         .stdout(predicate::str::contains("suite quick"))
-        .stdout(predicate::str::contains("6 boots"))
-        .stdout(predicate::str::contains("order (Abba blocks, seed 0)"));
+        .stdout(predicate::str::contains("8 boots (2 per variant × 2 CPU counts)"))
+        .stdout(predicate::str::contains("order of the planned boots (Abba blocks, seed 0)"))
+        .stdout(predicate::str::contains(
+            "no block starts that would end after 5m of wall time from the start",
+        ));
 }
 
 #[test]
@@ -305,7 +308,7 @@ fn an_endless_suite_file_is_refused_without_reading_it_all() {
 
 #[test]
 fn a_workload_listing_a_param_twice_exits_2_at_the_workload() {
-    let (_dir, suite, text) = quick_with("params = [2]\nloops = 20", "params = [2, 2]\nloops = 20");
+    let (_dir, suite, text) = quick_with("params = [2]\nloops = 5", "params = [2, 2]\nloops = 5");
     let stderr = refused_compare(["--suite".as_ref(), suite.as_os_str()]);
     let (line, col) = position(&text, "[[workload]]");
     assert!(
