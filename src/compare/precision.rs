@@ -113,6 +113,13 @@ pub fn groups(analysis: &Analysis, meta: &RunMeta, units: &[Unit], rule: FixedWi
                 unresolved: unresolved
                     .iter()
                     .map(|s| match s.precision.half_width {
+                        Some(h) if h <= rule.half_width => format!(
+                            "{} ±{:.2}% on {} boots a side (stops from {})",
+                            describe_point(analysis, s),
+                            h * 100.0,
+                            s.precision.boots,
+                            rule.min_boots
+                        ),
                         Some(h) => format!(
                             "{} ±{:.2}% > ±{}%",
                             describe_point(analysis, s),
