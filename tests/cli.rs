@@ -61,8 +61,12 @@ fn dry_run_prints_the_plan_of_the_default_suite() {
         .assert()
         .success()
         .stdout(predicate::str::contains("suite quick"))
-        .stdout(predicate::str::contains("8 boots (2 per variant × 2 CPU counts)"))
-        .stdout(predicate::str::contains("order of the planned boots (Abba blocks, seed 0)"))
+        .stdout(predicate::str::contains(
+            "8 boots (2 per variant × 2 CPU counts)",
+        ))
+        .stdout(predicate::str::contains(
+            "order of the planned boots (Abba blocks, seed 0)",
+        ))
         .stdout(predicate::str::contains(
             "no block starts that would end after 5m of wall time from the start",
         ));
