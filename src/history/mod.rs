@@ -292,6 +292,7 @@ fn short_reason(why: &[String]) -> String {
     let mut what: Vec<&str> = why
         .iter()
         .map(|w| w.split(" differs").next().unwrap_or(w))
+        .map(|w| w.split(" (").next().unwrap_or(w))
         .collect();
     what.dedup();
     what.join(", ")
@@ -393,5 +394,8 @@ mod tests {
             "timing mode differs: baseline \"wall\", candidate \"icount shift=4\"".to_string(),
         ];
         assert_eq!(short_reason(&why), "QEMU, timing mode");
+        let why =
+            vec!["suite file (sha256) differs: baseline \"12aa\", candidate \"401a\"".to_string()];
+        assert_eq!(short_reason(&why), "suite file");
     }
 }

@@ -85,11 +85,21 @@ fn anchor(suite: &str, p: &PointHistory) -> String {
     .collect()
 }
 
-/// "Nov 03 10:15" of a run, or its directory name when it records no time.
-fn run_label(run: &super::Run) -> String {
-    chrono::DateTime::parse_from_rfc3339(&run.meta.started_at)
-        .map(|t| t.format("%m-%d").to_string())
-        .unwrap_or_else(|_| run.name())
+/// The day a run started ("11-03"), with the time ("11-03 10:15") when
+/// another run of the suite started the same day; its directory name when
+/// it records no time.
+fn run_label(run: &super::Run, runs: &[super::Run]) -> String {
+    let day = |r: &super::Run| {
+        chrono::DateTime::parse_from_rfc3339(&r.meta.started_at)
+            .ok()
+            .map(|t| t.format("%m-%d").to_string())
+    };
+    let Ok(started) = chrono::DateTime::parse_from_rfc3339(&run.meta.started_at) else {
+        return run.name();
+    };
+    let same_day = runs.iter().filter(|r| day(r) == day(run)).count() > 1;
+    let format = if same_day { "%m-%d %H:%M" } else { "%m-%d" };
+    started.format(format).to_string()
 }
 
 fn with_interval(mean: f64, interval: Option<(f64, f64)>, unit: &str) -> String {
@@ -187,7 +197,7 @@ fn view(suite: &SuiteHistory, p: &PointHistory) -> Result<PointView> {
             .iter()
             .zip(&suite.runs)
             .map(|(v, run)| TrendRun {
-                label: run_label(run),
+                label: run_label(run, &suite.runs),
                 value: v.map(|v| (v.mean, v.interval)),
                 band: v.and_then(|v| v.band),
                 regressed: v.is_some_and(|v| v.regressed),
