@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 /// that stopping on it picks runs whose boots happened to agree, and the
 /// interval covers less than it says: simulated at the 1-vCPU hackbench
 /// point's noise with a ±0.5% target, stopping from 3 boots a side covers
-/// about 94.2%, from 4 about 94.7%, from 5 or more 95.2%
+/// about 94.0%, from 4 about 94.8%, from 5 95.1% and from 6 95.5%
 /// (`cargo test --release --test stats_monte_carlo -- --ignored --nocapture`).
 pub const MIN_BOOTS: usize = 5;
 
