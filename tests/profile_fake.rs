@@ -203,7 +203,7 @@ fn the_dry_run_lists_the_profiled_boots_and_builds_and_boots_nothing() {
         "{text}"
     );
     assert!(
-        text.contains("  markers-on on 2 CPUs: hackbench 2 (6 measured + 1 warm-up)"),
+        text.contains("  markers-on on 2 CPUs: hackbench 2 (12 measured + 1 warm-up)"),
         "{text}"
     );
     assert!(
