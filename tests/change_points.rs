@@ -13,27 +13,9 @@
 
 use markbench::stats::change_points::{e_divisive, ChangePointConfig};
 
-/// SplitMix64 with Box–Muller: cheap in an unoptimised test build.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    fn standard_normal(&mut self) -> f64 {
-        let (u1, u2) = (self.uniform(), self.uniform());
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
-}
+#[path = "common/split_mix.rs"]
+mod split_mix;
+use split_mix::SplitMix64;
 
 /// Boots per run of the quick suite.
 const BOOTS: f64 = 4.0;

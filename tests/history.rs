@@ -27,24 +27,9 @@ const FLAT: (u32, u64) = (1, 4);
 const STEPPED: (u32, u64) = (2, 4);
 const GAPPY: (u32, u64) = (1, 8);
 
-/// SplitMix64 with Box–Muller: reproducible noise without a dependency.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn normal(&mut self) -> f64 {
-        let u = |r: &mut Self| ((r.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        let (u1, u2) = (u(self), u(self));
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
-}
+#[path = "common/split_mix.rs"]
+mod split_mix;
+use split_mix::SplitMix64;
 
 fn commit(night: usize) -> String {
     format!("{night:02}").repeat(20)
@@ -113,10 +98,10 @@ fn write_night(reports: &Path, night: usize, rng: &mut SplitMix64) -> PathBuf {
         // 0.3% between boots as measured on the 1-vCPU point, 0.1% within.
         for variant in VARIANTS {
             for boot in 0..BOOTS {
-                let boot_effect = 0.003 * rng.normal();
+                let boot_effect = 0.003 * rng.standard_normal();
                 for iteration in 0..ITERATIONS {
-                    let value =
-                        level(night, point, variant) * (1.0 + boot_effect + 0.001 * rng.normal());
+                    let value = level(night, point, variant)
+                        * (1.0 + boot_effect + 0.001 * rng.standard_normal());
                     let sample = Sample {
                         suite: "quick".into(),
                         workload: "hackbench".into(),
