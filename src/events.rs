@@ -152,10 +152,11 @@ impl RunObserver for Terminal {
             } => {
                 if let Some(progress) = &self.progress {
                     progress.finish_boot(&format!(
-                        "boot {}/{total} ({} on {} CPUs, boot {}): {} in {:.1} s, {} samples, host load {:.1} → {:.1}",
+                        "boot {}/{total} ({} on {} CPU{}, boot {}): {} in {:.1} s, {} samples, host load {:.1} → {:.1}",
                         unit.index + 1,
                         unit.variant,
                         unit.cpus,
+                        plural(unit.cpus),
                         unit.boot,
                         record.status,
                         record.wall_s,

@@ -68,7 +68,7 @@ fn dry_run_prints_the_plan_of_the_default_suite() {
             "order of the planned boots (Abba blocks, seed 0)",
         ))
         .stdout(predicate::str::contains(
-            "no block starts that would end after 5m of wall time from the start",
+            "no block starts that would end after 5m of wall time from the first boot",
         ));
 }
 
@@ -85,7 +85,7 @@ fn a_dry_run_of_three_variants_names_the_baseline_and_each_candidate() {
         ))
         .stdout(predicate::str::contains("9 boots (3 per variant × 1 CPU count)"))
         .stdout(predicate::str::contains(
-            "    0  markers-off          1 CPUs  boot 0\n    1  markers-on           1 CPUs  boot 0\n    2  markers-on-full      1 CPUs  boot 0\n    3  markers-on-full      1 CPUs  boot 1",
+            "    0  markers-off          1 CPU   boot 0\n    1  markers-on           1 CPU   boot 0\n    2  markers-on-full      1 CPU   boot 0\n    3  markers-on-full      1 CPU   boot 1",
         ));
 }
 

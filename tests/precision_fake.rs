@@ -212,11 +212,13 @@ fn a_run_whose_budget_is_spent_adds_nothing_and_says_so() {
         tmp.path(),
         &PRECISE.replace("precision = 1.0", "precision = 1.0\nbudget = \"1m\""),
     );
-    let mut run: Resolved = resolved_with(&suite, Overrides::default());
-    // Asked two minutes ago: the planned boots are all the budget allows.
-    run.started -= std::time::Duration::from_secs(120);
+    let run: Resolved = resolved_with(&suite, Overrides::default());
     let dir = run_dir(tmp.path(), "run");
-    let mut runner = noisy();
+    // Eight planned boots of 10 s: 80 s, past the minute of the budget.
+    let mut runner = FakeRunner {
+        boot_wall: Some(std::time::Duration::from_secs(10)),
+        ..noisy()
+    };
     let meta = execute(
         &run,
         &images(tmp.path()),
@@ -236,7 +238,48 @@ fn a_run_whose_budget_is_spent_adds_nothing_and_says_so() {
     assert_eq!(meta.boots.len(), 8);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("the budget"), "{report}");
+    assert!(report.contains("from the first boot"), "{report}");
     assert!(report.contains("**missed**"), "{report}");
+}
+
+#[test]
+fn only_the_boots_spend_the_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = load(
+        tmp.path(),
+        &PRECISE.replace("precision = 1.0", "precision = 1.0\nbudget = \"2m\""),
+    );
+    let run: Resolved = resolved_with(&suite, Overrides::default());
+    let dir = run_dir(tmp.path(), "run");
+    // Boots of 10 s: the eight planned take 80 s, and two blocks of two
+    // boots fit in the 40 s left: the boots' own time is what counts, not
+    // the time before the first (a cold cache's kernel builds).
+    let mut runner = FakeRunner {
+        boot_wall: Some(std::time::Duration::from_secs(10)),
+        ..noisy()
+    };
+    let meta = execute(
+        &run,
+        &images(tmp.path()),
+        &machine(),
+        &mut runner,
+        &dir,
+        None,
+    )
+    .unwrap();
+    let precision = meta.precision.as_ref().unwrap();
+    assert_eq!(
+        precision.stopped,
+        Some(PrecisionStop::Budget),
+        "{precision:?}"
+    );
+    assert_eq!(precision.added_boots, 4, "{precision:?}");
+    assert_eq!(
+        precision.budget_scope,
+        markbench::samples::BudgetScope::Boots
+    );
+    let spent: f64 = meta.boots.iter().map(|b| b.wall_s).sum();
+    assert!(spent <= 120.0, "{spent}");
 }
 
 #[test]

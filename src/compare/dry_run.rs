@@ -168,8 +168,11 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     );
     for u in units {
         println!(
-            "  {:>3}  {:<20} {} CPUs  boot {}",
-            u.index, u.variant, u.cpus, u.boot
+            "  {:>3}  {:<20} {:<7} boot {}",
+            u.index,
+            u.variant,
+            format!("{} CPU{}", u.cpus, if u.cpus == 1 { "" } else { "s" }),
+            u.boot
         );
     }
     for line in precision_rule(run) {
@@ -190,8 +193,11 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     );
     if suite.accel != AccelChoice::Kvm {
         println!(
-            "note: without working KVM the guests run under TCG (software emulation): timings are \
-             several times slower and noisier than on hardware"
+            "note: without working KVM the guests run under TCG (software emulation), several \
+             times slower than on hardware. Under icount (the default there) guest time counts \
+             executed instructions: a boot's figures repeat exactly whatever the host's load, \
+             and they measure code-path length, not cache, memory or timing effects; under wall \
+             time they are noisier than on hardware"
         );
     }
     Ok(())
@@ -204,7 +210,8 @@ fn precision_rule(run: &Resolved) -> Vec<String> {
     };
     let budget = match p.budget_s {
         Some(s) => format!(
-            "no block starts that would end after {} of wall time from the start",
+            "no block starts that would end after {} of wall time from the first boot \
+             (the boots' own time: kernel builds and image preparation are not counted)",
             humantime::format_duration(std::time::Duration::from_secs(s))
         ),
         None => "no budget of time".to_string(),

@@ -8,7 +8,7 @@
 //! before the budget goes to one that needs many more boots than it can
 //! get. A block starts only when its boots fit under the cap and its
 //! expected wall time (the mean of the boots at that CPU count so far)
-//! fits in what is left of the budget.
+//! fits in what is left of the budget, which only boots spend.
 
 use crate::analysis::precision::{standings, Standing};
 use crate::analysis::Analysis;
@@ -18,7 +18,6 @@ use crate::stats::sequential::FixedWidth;
 use crate::suite::Suite;
 use anyhow::Result;
 use std::path::Path;
-use std::time::Instant;
 
 /// One CPU count's standing: what it still needs and what a block of it costs.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,8 +143,11 @@ pub struct Additions<'a> {
     pub rule: FixedWidth,
     /// The most boots the run may have, planned and added.
     pub cap: usize,
-    /// When the budget ends, if there is one.
-    pub deadline: Option<Instant>,
+    /// The budget, if there is one: seconds of the boots' wall time. Only
+    /// the boots spend it (a resumed run's included), so kernel builds,
+    /// image preparation and trial boots before them do not, and a cold
+    /// run gets the same boots as a warm one.
+    pub budget_s: Option<f64>,
     /// This run's shard (index, count); (0, 1) for a whole run. Shards of
     /// one sweep number their added boots apart, so they never collide
     /// when merged.
@@ -167,9 +169,8 @@ impl Additions<'_> {
         let analysis = crate::analysis::analyse_unbootstrapped(&meta, &samples);
         let groups = groups(&analysis, &meta, units, self.rule);
         let variants = self.suite.variants.len();
-        let time_left = self
-            .deadline
-            .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64());
+        let spent: f64 = meta.boots.iter().map(|b| b.wall_s).sum();
+        let time_left = self.budget_s.map(|budget| budget - spent);
         let cpus = match choose(
             &groups,
             variants,

@@ -36,8 +36,6 @@ pub struct Resolved {
     /// Units the plan holds, before any a run with a precision target added
     /// (a resumed run's additions follow them in `units`).
     pub planned: usize,
-    /// When the run was asked for: a precision target's budget counts from here.
-    pub started: std::time::Instant,
 }
 
 fn current_dir() -> Result<PathBuf> {
@@ -185,7 +183,6 @@ impl Resolved {
         };
         Ok(Resolved {
             planned: units.len(),
-            started: std::time::Instant::now(),
             shard: overrides.shard,
             qemu: suite.qemu.clone(),
             allow_oversubscribe: false,
@@ -208,16 +205,12 @@ impl Resolved {
     /// into `dir`; `None` without a target.
     pub fn additions<'a>(&'a self, dir: &'a Path) -> Option<super::precision::Additions<'a>> {
         let precision = self.suite.precision?;
-        let already = self.resumed.as_ref().map_or(0.0, |(_, meta)| meta.wall_s);
         Some(super::precision::Additions {
             suite: &self.suite,
             dir,
             rule: crate::stats::sequential::FixedWidth::percent_target(precision.percent),
             cap: precision.boot_cap(self.planned),
-            deadline: precision.budget_s.map(|budget| {
-                let left = (budget as f64 - already).max(0.0);
-                self.started + std::time::Duration::from_secs_f64(left)
-            }),
+            budget_s: precision.budget_s.map(|s| s as f64),
             shard: self.shard.map_or((0, 1), |s| (s.index, s.count)),
         })
     }
@@ -228,6 +221,7 @@ impl Resolved {
         Some(crate::samples::PrecisionRecord {
             percent: precision.percent,
             budget_s: precision.budget_s,
+            budget_scope: crate::samples::BudgetScope::Boots,
             max_boots: precision.boot_cap(self.planned),
             min_boots: crate::stats::sequential::MIN_BOOTS,
             added_boots: 0,

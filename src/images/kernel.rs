@@ -111,7 +111,7 @@ impl KernelBase {
 }
 
 /// A built, verified kernel in the cache.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Default, Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KernelImage {
     pub name: String,
     pub key: String,
@@ -138,6 +138,14 @@ pub struct KernelImage {
     /// before they were recorded).
     #[serde(default)]
     pub origin: OriginRecord,
+    /// Objects `make bzImage` compiled or assembled (its `CC` and `AS`
+    /// lines), and whether the build started from an empty build
+    /// directory: a later first build of a configuration takes the count
+    /// as what to expect (none for kernels cached before it was counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects_compiled: Option<u64>,
+    #[serde(default)]
+    pub first_build: bool,
 }
 
 impl KernelImage {
@@ -394,26 +402,41 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
             mirrored
         }
     };
-    crate::message::note(format_args!(
-        "{} of {} source files differ from the last build in {} (mirrored in {:.0} s)",
-        mirrored.written,
-        mirrored.written + mirrored.unchanged,
-        workspace.tree().display(),
-        mirroring.elapsed().as_secs_f64()
-    ));
+    let first_build = mirrored.unchanged == 0;
+    if first_build {
+        crate::message::note(format_args!(
+            "the first build of this configuration: {} source files copied to {} in {:.0} s",
+            mirrored.written,
+            workspace.tree().display(),
+            mirroring.elapsed().as_secs_f64()
+        ));
+    } else {
+        crate::message::note(format_args!(
+            "{} of {} source files differ from the last build in {} (mirrored in {:.0} s)",
+            mirrored.written,
+            mirrored.written + mirrored.unchanged,
+            workspace.tree().display(),
+            mirroring.elapsed().as_secs_f64()
+        ));
+    }
+    let expected = first_build.then(|| expected_objects(spec)).flatten();
     let source = origin.source.path().to_path_buf();
-    if let Err(e) = build_in(
+    let objects = match build_in(
         &workspace,
         &origin.describe(),
         &partial,
         spec,
         &expectations,
+        expected,
     ) {
-        if e.is::<BuildFailed>() {
-            workspace.finish(&format!("a failed build of {identity}"))?;
+        Ok(objects) => objects,
+        Err(e) => {
+            if e.is::<BuildFailed>() {
+                workspace.finish(&format!("a failed build of {identity}"))?;
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     workspace.finish(identity)?;
     let copy = Command::new("cp")
         .arg("-a")
@@ -457,16 +480,123 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         base: spec.base.describe(),
         source_files_rebuilt: Some(mirrored.written),
         origin: origin.record(),
+        objects_compiled: Some(objects),
+        first_build,
     };
     std::fs::write(partial.join(RECORD), toml::to_string(&image)?)?;
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(&partial, &dir)
         .with_context(|| format!("moving {} to {}", partial.display(), dir.display()))?;
     crate::message::note(format_args!(
-        "built kernel {} in {:.0} s",
+        "built kernel {} in {:.0} s ({objects} objects compiled)",
         spec.name, image.build_seconds
     ));
     Ok(image)
+}
+
+/// How many objects the first build of `spec`'s configuration is
+/// expected to compile: the count of the last first build of a kernel of
+/// that name, else of the largest first build on the same base, else the
+/// figure measured for markbench's own tinyconfig-based kernels.
+fn expected_objects(spec: &KernelSpec) -> Option<u64> {
+    let base = spec.base.describe();
+    let firsts: Vec<KernelImage> = cached_kernels()
+        .into_iter()
+        .filter(|k| k.first_build && k.objects_compiled.is_some())
+        .collect();
+    let by_name = firsts
+        .iter()
+        .filter(|k| k.name == spec.name)
+        .filter_map(|k| k.objects_compiled)
+        .max();
+    let by_base = || {
+        firsts
+            .iter()
+            .filter(|k| k.base == base)
+            .filter_map(|k| k.objects_compiled)
+            .max()
+    };
+    by_name
+        .or_else(by_base)
+        .or((spec.base == KernelBase::Tinyconfig).then_some(TINYCONFIG_OBJECTS))
+}
+
+/// Objects a first build of the quick suite's kernels compiles
+/// (tinyconfig, `base.config` and a markers fragment), from their build
+/// logs: a first estimate for a configuration never built here.
+const TINYCONFIG_OBJECTS: u64 = 1000;
+
+/// Whether a line of Kbuild's output says it compiled or assembled an
+/// object (`  CC      kernel/fork.o`, `  AS      arch/x86/…/head_64.o`).
+pub fn is_object_line(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    matches!(words.next(), Some("CC" | "AS"))
+        && line.starts_with(' ')
+        && words.last().is_some_and(|w| w.ends_with(".o"))
+}
+
+/// Runs `command` with its output appended to `log_path`, as [`logged`]
+/// does, counting the objects Kbuild says it compiled into `step` as the
+/// log grows; returns the count.
+fn logged_counting(
+    log_path: &Path,
+    command: &mut Command,
+    step: &mut crate::progress::Step,
+) -> Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_path)?;
+    writeln!(log, "$ {command:?}")?;
+    let from = log.stream_position()?;
+    let mut child = command
+        .stdout(Stdio::from(log.try_clone()?))
+        .stderr(Stdio::from(log.try_clone()?))
+        .stdin(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {command:?}"))?;
+    let mut reader = std::fs::File::open(log_path)?;
+    reader.seek(SeekFrom::Start(from))?;
+    let mut pending = Vec::new();
+    let mut objects = 0u64;
+    let count_new = |reader: &mut std::fs::File, pending: &mut Vec<u8>| -> Result<u64> {
+        let mut chunk = Vec::new();
+        reader.read_to_end(&mut chunk)?;
+        pending.extend_from_slice(&chunk);
+        // Only whole lines: the last may still be being written.
+        let Some(end) = pending.iter().rposition(|&b| b == b'\n') else {
+            return Ok(0);
+        };
+        let whole: Vec<u8> = pending.drain(..=end).collect();
+        Ok(String::from_utf8_lossy(&whole)
+            .lines()
+            .filter(|l| is_object_line(l))
+            .count() as u64)
+    };
+    let status = loop {
+        let exited = child.try_wait()?;
+        objects += count_new(&mut reader, &mut pending)?;
+        step.set(objects);
+        if let Some(status) = exited {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    step.finish();
+    if !status.success() {
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(25).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(Exited {
+            command: format!("{command:?}"),
+            status,
+            log: log_path.to_path_buf(),
+            tail: tail.join("\n"),
+        }
+        .into());
+    }
+    Ok(objects)
 }
 
 /// Configures and builds one kernel in `workspace` (its tree mirrors
@@ -481,7 +611,8 @@ fn build_in(
     partial: &Path,
     spec: &KernelSpec,
     expectations: &[Expectation],
-) -> Result<()> {
+    expected_objects: Option<u64>,
+) -> Result<u64> {
     let log = partial.join("build.log");
     crate::message::note(format_args!(
         "building kernel {} from {}; log: {} (moved beside the kernel when done)",
@@ -541,7 +672,12 @@ fn build_in(
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut bz = make(&build, "bzImage");
     bz.arg(format!("-j{jobs}"));
-    let exited = logged(&log, &mut bz);
+    let mut step = crate::progress::Step::start(
+        format!("building kernel {}", spec.name),
+        "objects",
+        expected_objects,
+    );
+    let exited = logged_counting(&log, &mut bz, &mut step);
     match exited {
         Err(e)
             if e.downcast_ref::<Exited>()

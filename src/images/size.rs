@@ -1035,7 +1035,7 @@ mod tests {
             config_sha256: "0".into(),
             build_seconds: 0.0,
             source_files_rebuilt: None,
-            origin: Default::default(),
+            ..Default::default()
         }
     }
 

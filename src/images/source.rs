@@ -812,6 +812,64 @@ pub fn find_hunk(text: &str, file: &str, old_line: u64) -> Option<Hunk> {
     None
 }
 
+/// Unpacks `tarball` into `dest`, feeding tar through a pipe so the share
+/// of the (compressed) file read so far is the step's progress.
+fn unpack(tarball: &Path, dest: &Path) -> Result<()> {
+    let name = tarball.to_string_lossy();
+    let filter = [
+        (".xz", "-J"),
+        (".txz", "-J"),
+        (".gz", "-z"),
+        (".tgz", "-z"),
+        (".bz2", "-j"),
+        (".zst", "--zstd"),
+    ]
+    .iter()
+    .find(|(ext, _)| name.ends_with(ext))
+    .map(|(_, flag)| *flag);
+    let mut file =
+        std::fs::File::open(tarball).with_context(|| format!("opening {}", tarball.display()))?;
+    let size_mb = file.metadata()?.len().div_ceil(1 << 20);
+    let mut tar = Command::new("tar");
+    tar.arg("-x")
+        .args(filter)
+        .arg("-f")
+        .arg("-")
+        .arg("-C")
+        .arg(dest);
+    let mut child = tar
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .context("starting tar")?;
+    let mut stdin = child.stdin.take().context("tar's input")?;
+    let file_name = tarball
+        .file_name()
+        .map_or(name.to_string(), |n| n.to_string_lossy().into_owned());
+    let mut step =
+        crate::progress::Step::start(format!("unpacking {file_name}"), "MiB", Some(size_mb));
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut read = 0u64;
+    let fed: std::io::Result<()> = (|| {
+        use std::io::{Read, Write};
+        loop {
+            let n = file.read(&mut buffer)?;
+            if n == 0 {
+                return Ok(());
+            }
+            stdin.write_all(&buffer[..n])?;
+            read += n as u64;
+            step.set(read >> 20);
+        }
+    })();
+    drop(stdin);
+    step.finish();
+    let status = child.wait().context("waiting for tar")?;
+    if !status.success() {
+        bail!("unpacking {} failed ({status})", tarball.display());
+    }
+    fed.with_context(|| format!("reading {} into tar", tarball.display()))
+}
+
 /// Unpacks a tarball into the cache once; returns the source tree.
 fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
     let dir = cache_dir()
@@ -823,16 +881,7 @@ fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
         let _ = std::fs::remove_dir_all(&partial);
         std::fs::create_dir_all(&partial)?;
         crate::message::note(format_args!("unpacking {} …", tarball.display()));
-        let status = Command::new("tar")
-            .arg("-xf")
-            .arg(tarball)
-            .arg("-C")
-            .arg(&partial)
-            .status()
-            .context("starting tar")?;
-        if !status.success() {
-            bail!("unpacking {} failed ({status})", tarball.display());
-        }
+        unpack(tarball, &partial)?;
         std::fs::write(partial.join(".markbench-unpacked"), identity)?;
         if std::fs::rename(&partial, &dir).is_err() {
             // Another process unpacked it first; use theirs.

@@ -112,9 +112,17 @@ impl Workspace {
             .with_context(|| format!("writing {}", self.root.join(FINISHED).display()))
     }
 
-    /// Mirrors `from` into the workspace's tree.
+    /// Mirrors `from` into the workspace's tree, showing the files compared
+    /// so far while it goes.
     pub fn mirror(&self, from: &Path) -> Result<MirrorStats> {
-        mirror(from, &self.tree())
+        let mut step = crate::progress::Step::start(
+            format!("mirroring {} into the workspace", from.display()),
+            "files compared",
+            None,
+        );
+        let stats = mirror_counting(from, &self.tree(), &mut |n| step.set(n));
+        step.finish();
+        stats
     }
 }
 
@@ -129,6 +137,12 @@ fn not_the_kernels(name: &OsStr) -> bool {
 /// the entries [`not_the_kernels`]), writing only what differs: a file whose
 /// bytes and mode are already there keeps its time stamp.
 pub fn mirror(from: &Path, to: &Path) -> Result<MirrorStats> {
+    mirror_counting(from, to, &mut |_| {})
+}
+
+/// [`mirror`], telling `compared` how many entries it has compared so far
+/// (about every thousand).
+fn mirror_counting(from: &Path, to: &Path, compared: &mut dyn FnMut(u64)) -> Result<MirrorStats> {
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     let mut stats = MirrorStats::default();
     let mut seen = HashSet::new();
@@ -167,6 +181,9 @@ pub fn mirror(from: &Path, to: &Path) -> Result<MirrorStats> {
             stats.written += 1;
         }
         seen.insert(rel);
+        if seen.len() % 1024 == 0 {
+            compared(seen.len() as u64);
+        }
     }
     let mut walk = WalkDir::new(to).min_depth(1).into_iter();
     while let Some(entry) = walk.next() {

@@ -383,6 +383,9 @@ pub struct PrecisionRecord {
     pub percent: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_s: Option<u64>,
+    /// What spent the budget.
+    #[serde(default, skip_serializing_if = "BudgetScope::is_run")]
+    pub budget_scope: BudgetScope,
     /// The cap on the run's boots, planned and added.
     pub max_boots: usize,
     /// Boots a side before a point's width may stop the run.
@@ -394,6 +397,38 @@ pub struct PrecisionRecord {
     /// it was interrupted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<PrecisionStop>,
+}
+
+/// What a precision run's budget counts. Runs recorded before the budget
+/// was the boots' counted the whole command from its start, builds
+/// included; their reports keep saying so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetScope {
+    /// The command's wall time from when the run was asked for: kernel
+    /// builds and image preparation spent it too.
+    #[default]
+    Run,
+    /// The boots' wall time, from the first boot on: only booting and
+    /// measuring spend it.
+    Boots,
+}
+
+impl BudgetScope {
+    fn is_run(&self) -> bool {
+        *self == BudgetScope::Run
+    }
+
+    /// How a report says what the budget counted.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BudgetScope::Run => "of wall time",
+            BudgetScope::Boots => {
+                "of wall time from the first boot (the boots' own time: kernel builds and image \
+                 preparation are not counted)"
+            }
+        }
+    }
 }
 
 /// Why a run with a precision target stopped adding boots.

@@ -36,6 +36,9 @@ pub struct FakeRunner {
     /// name (unit, variant, boot), so the same unit gives the same figures
     /// when a run is resumed.
     pub boot_noise: f64,
+    /// The wall time each completed boot reports (10 ms when unset), for
+    /// tests of what a budget of wall time allows.
+    pub boot_wall: Option<Duration>,
 }
 
 /// A number in [−1, 1] drawn from `text` (FNV-1a, then SplitMix64's finaliser).
@@ -175,7 +178,7 @@ impl Runner for FakeRunner {
         }
         BootOutcome {
             end: BootEnd::Completed,
-            wall: Duration::from_millis(10),
+            wall: self.boot_wall.unwrap_or(Duration::from_millis(10)),
         }
     }
 }

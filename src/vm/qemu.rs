@@ -204,6 +204,15 @@ fn ending(r: &BootRequest, seen: Watched, qemu_stderr: &str, console: &str) -> B
                 qemu_stderr.trim()
             ),
         }
+    } else if console.trim().is_empty() {
+        // Firmware that finds no kernel to start, or an image that is not
+        // one, leaves the serial console empty: name what was booted.
+        BootEnd::Vanished {
+            detail: format!(
+                "the guest printed nothing on its console: is {} a kernel image?",
+                r.kernel.display()
+            ),
+        }
     } else {
         BootEnd::Vanished {
             detail: format!("console ends with: {}", console_tail(console, 3)),

@@ -60,7 +60,7 @@ pub fn images(dir: &Path) -> Images {
         build_seconds: 0.0,
         base: String::new(),
         source_files_rebuilt: None,
-        origin: Default::default(),
+        ..Default::default()
     };
     Images {
         kernels: vec![kernel("markers-off"), kernel("markers-on")],

@@ -17,8 +17,9 @@ pub(super) fn section(run: &RunReport) -> String {
     let mut r = String::from("## Precision\n\n");
     let budget = match record.budget_s {
         Some(s) => format!(
-            "a budget of {} of wall time",
-            humantime::format_duration(std::time::Duration::from_secs(s))
+            "a budget of {} {}",
+            humantime::format_duration(std::time::Duration::from_secs(s)),
+            record.budget_scope.describe()
         ),
         None => "no budget of time".into(),
     };
