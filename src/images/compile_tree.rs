@@ -33,7 +33,7 @@
 //! instants keep the host's build time out of the guest.
 
 use super::fragments::Fragment;
-use super::kernel::{logged, KernelSource};
+use super::kernel::{logged, logged_counting, KernelSource};
 use super::{cache_dir, key_of, tool_version};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -246,7 +246,12 @@ pub fn ensure_compile_tree(
         config.write_all(fragment)?;
     }
     logged(&log, &mut make(&["olddefconfig"]))?;
-    logged(&log, &mut make(&[&format!("-j{jobs}"), "prepare"]))?;
+    let mut step = crate::progress::Step::start("preparing the compile tree", "objects", None);
+    logged_counting(
+        &log,
+        &mut make(&[&format!("-j{jobs}"), "prepare"]),
+        &mut step,
+    )?;
     std::fs::write(
         build.join(PREPARED_MARKER),
         "made right after `make prepare`\n",
@@ -265,7 +270,16 @@ pub fn ensure_compile_tree(
         .arg(format!("-j{jobs}"))
         .args(BUILD_IDENTITY)
         .args(targets);
-    logged(&log, &mut reference).context("the reference build of the compile targets failed")?;
+    let mut step = crate::progress::Step::start(
+        format!(
+            "the compile tree's reference build of {}",
+            targets.join(" ")
+        ),
+        "objects",
+        None,
+    );
+    logged_counting(&log, &mut reference, &mut step)
+        .context("the reference build of the compile targets failed")?;
     let reference_build_seconds = started.elapsed().as_secs_f64();
 
     let files = files_to_ship(&src, &build, prepared_at, targets)?;

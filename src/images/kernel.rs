@@ -538,7 +538,7 @@ pub fn is_object_line(line: &str) -> bool {
 /// Runs `command` with its output appended to `log_path`, as [`logged`]
 /// does, counting the objects Kbuild says it compiled into `step` as the
 /// log grows; returns the count.
-fn logged_counting(
+pub(crate) fn logged_counting(
     log_path: &Path,
     command: &mut Command,
     step: &mut crate::progress::Step,
@@ -780,6 +780,50 @@ mod tests {
 
     fn expect(text: &str) -> Vec<Expectation> {
         parse_fragment("frag.config", text).unwrap()
+    }
+
+    #[test]
+    fn kbuild_lines_that_compile_an_object_are_counted_and_no_others() {
+        for line in [
+            "  CC      kernel/fork.o",
+            "  AS      arch/x86/kernel/head_64.o",
+            "  CC [M]  fs/ext4/inode.o",
+        ] {
+            assert!(is_object_line(line), "{line}");
+        }
+        for line in [
+            "  LD      vmlinux.o",
+            "  CC      scripts/mod/empty.s",
+            "CC kernel/fork.o",
+            "  HOSTCC  scripts/basic/fixdep",
+            "kernel/fork.c:12: warning: CC unused",
+        ] {
+            assert!(!is_object_line(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_build_counts_the_objects_of_its_log_as_it_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("build.log");
+        let mut script = Command::new("sh");
+        script.arg("-c").arg(
+            "printf '  CC      a.o\\n  HOSTCC  fixdep\\n'; sleep 1; printf '  AS      b.o\\n  LD      vmlinux.o\\n'",
+        );
+        let mut step = crate::progress::Step::with_target(
+            "building kernel k",
+            "objects",
+            Some(2),
+            Some(indicatif::ProgressDrawTarget::hidden()),
+            crate::progress::Step::LOG_EVERY,
+        );
+        assert_eq!(logged_counting(&log, &mut script, &mut step).unwrap(), 2);
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("  LD      vmlinux.o"), "{text}");
+        let mut failing = Command::new("sh");
+        failing.arg("-c").arg("printf '  CC      c.o\\n'; exit 2");
+        let e = logged_counting(&log, &mut failing, &mut step).unwrap_err();
+        assert!(e.downcast_ref::<Exited>().is_some(), "{e:#}");
     }
 
     #[test]
