@@ -440,6 +440,28 @@ mod tests {
     }
 
     #[test]
+    fn a_guest_that_printed_nothing_is_told_apart_and_its_kernel_named() {
+        let seen = || Watched {
+            interrupted: false,
+            timed_out: false,
+            done: false,
+            agent_error: None,
+            status: None,
+        };
+        let BootEnd::Vanished { detail } = ending(&request(), seen(), "", " \n") else {
+            panic!("not a vanished boot");
+        };
+        assert!(detail.contains("printed nothing"), "{detail}");
+        assert!(detail.contains("/k/bzImage"), "{detail}");
+        let BootEnd::Vanished { detail } =
+            ending(&request(), seen(), "", "Linux version 6.1\nRun /init\n")
+        else {
+            panic!("not a vanished boot");
+        };
+        assert_eq!(detail, "console ends with: Linux version 6.1\nRun /init");
+    }
+
+    #[test]
     fn panics_are_found_on_the_console() {
         let console =
             "[    1.0] foo\n[    2.1] Kernel panic - not syncing: sysrq triggered crash\n";
