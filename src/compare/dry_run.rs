@@ -45,7 +45,14 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     if !suite.description.is_empty() {
         println!("  {}", suite.description);
     }
-    println!("kernel source: {:?}", run.source);
+    println!(
+        "kernel source: {}",
+        match &run.source {
+            kernel::KernelSource::Tarball(path) =>
+                format!("{} (a release tarball)", path.display()),
+            kernel::KernelSource::Tree(path) => format!("{} (a source tree)", path.display()),
+        }
+    );
     println!(
         "kernel configuration: {} + base.config + the variant's fragment",
         suite.kernel_base.describe()
@@ -138,7 +145,7 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
         ),
         None if suite.kernel_base == kernel::KernelBase::Tinyconfig => println!(
             "estimated time: unknown (no earlier complete run of this suite here); a minimal \
-             kernel build takes about 6 minutes on 2 cores"
+             kernel build not in the cache takes about 8 minutes on 2 idle cores"
         ),
         None => println!(
             "estimated time: unknown (no earlier complete run of this suite here); a kernel on \
@@ -188,8 +195,9 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
         );
     }
     println!(
-        "timing: {:?} (icount shift {} when icount is used)",
-        suite.timing, suite.icount_shift
+        "timing: {} (icount shift {} when icount is used)",
+        format!("{:?}", suite.timing).to_lowercase(),
+        suite.icount_shift
     );
     if suite.accel != AccelChoice::Kvm {
         println!(
