@@ -2,16 +2,15 @@
 //! their relative difference; per profiled point, its largest differences
 //! by function.
 
-use super::{profile, Export, RunReport, PLOTS_DIR};
+use super::{profile, RunReport, PLOTS_DIR};
 use crate::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use crate::plots::{PlotInput, RelPoint, SidePoint};
 use anyhow::Result;
 use std::path::Path;
 
-pub(super) struct Plots;
-
-impl Export for Plots {
-    fn export(&self, run: &RunReport, dir: &Path) -> Result<()> {
+/// Draws every plot into `dir/plots/`. Not an [`super::Export`]: the
+/// plotting backends write their files themselves.
+pub(super) fn write(run: &RunReport, dir: &Path) -> Result<()> {
         let plots_dir = dir.join(PLOTS_DIR);
         let analysis = run.analysis;
         for (key, points) in &analysis.tables {
@@ -30,7 +29,6 @@ impl Export for Plots {
             }
         }
         Ok(())
-    }
 }
 
 /// `s` with everything but letters, digits and '-' replaced, for a file name.
