@@ -1,5 +1,6 @@
-//! The bisection's answer: `bisect.md` for a person and `bisect.json` for
-//! scripts, written after every step (what is known so far) and at the end.
+//! The bisection's answer: `bisect.md` for a person, `bisect.txt` for a
+//! mail and `bisect.json` for scripts, written after every step (what is
+//! known so far) and at the end.
 //! First the first bad commit (or the narrowest range), then every commit
 //! measured in range order, the builds, and with a profile the first bad
 //! commit against its parent function by function.
@@ -7,6 +8,7 @@
 use super::decide::{Class, Ending, Relative, Search, Step};
 use super::{Build, Plan};
 use crate::report::format::{self, escape_md};
+use crate::report::plain::{self, Align};
 use crate::samples::RunMeta;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -255,16 +257,8 @@ pub fn markdown(answer: &Answer) -> String {
         "| # | commit | subject | value{unit} | 95% CI | vs GOOD | 95% CI | vs BAD | 95% CI | \
          class | boots |\n|---:|---|---|---:|---|---:|---|---:|---|---|---:|"
     );
-    let mut rows: Vec<&Step> = answer
-        .search
-        .as_ref()
-        .map(|s| s.ends.iter().collect())
-        .unwrap_or_default();
-    rows.extend(&answer.steps_so_far);
-    rows.sort_by_key(|s| s.index);
-    rows.dedup_by_key(|s| s.index);
     let last = commits.len() - 1;
-    for s in rows {
+    for s in measured_steps(answer) {
         let c = &commits[s.index];
         let (g, gci) = cell_relative(s.vs_good.as_ref());
         let (b, bci) = cell_relative(s.vs_bad.as_ref());
@@ -372,10 +366,188 @@ fn profile_section(run: &Path) -> Option<String> {
     ))
 }
 
-/// Writes `bisect.md` and `bisect.json` into `dir`; returns the markdown's path.
+/// The answer as plain text for a mail (ASCII, 72 columns): the answer,
+/// BAD against GOOD, the first bad commit's stat and the commits measured.
+pub fn text(answer: &Answer) -> String {
+    let plan = &answer.plan;
+    let commits = &plan.commits;
+    let last = commits.len() - 1;
+    let mut r = plain::heading(&format!("Bisection: {}", answer.headline()), '=');
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        &format!(
+            "GOOD {} ({}) to BAD {} ({}) in {}: {} commits after GOOD, on the \
+             first-parent line. Point {} of suite {}, {} boots a round, at most {} rounds \
+             a commit; a regression is bisected when BAD is significantly worse than GOOD \
+             by at least {:.2}%.",
+            commits[0].short_id(),
+            commits[0].subject,
+            commits[last].short_id(),
+            commits[last].subject,
+            plan.tree.display(),
+            last,
+            plan.point,
+            plan.suite
+                .as_deref()
+                .map_or("quick (the default)".into(), |p| p.display().to_string()),
+            plan.boots,
+            plan.max_rounds,
+            100.0 * plan.threshold
+        ),
+        "",
+    ));
+    if let Some(search) = &answer.search {
+        let c = &search.confirmation;
+        let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
+        r.push('\n');
+        r.push_str(&plain::wrap(
+            &format!(
+                "BAD against GOOD: {d} (95% CI {ci}), {}{}.",
+                c.verdict,
+                if c.confirmed {
+                    ": bisected".to_string()
+                } else {
+                    format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
+                }
+            ),
+            "",
+        ));
+    }
+    if let (Some(Ending::FirstBad { index }), Some(stat)) = (
+        answer.search.as_ref().map(|s| &s.ending),
+        &answer.first_bad_stat,
+    ) {
+        let c = &commits[*index];
+        r.push('\n');
+        r.push_str(&plain::heading("First bad commit", '-'));
+        r.push('\n');
+        r.push_str(&plain::wrap(
+            &format!("{} {}, by {}", c.short_id(), c.subject, c.author),
+            "",
+        ));
+        r.push('\n');
+        for line in stat.trim_end().lines() {
+            r.push_str(&plain::verbatim(line, "    "));
+            r.push('\n');
+        }
+    }
+    r.push('\n');
+    r.push_str(&plain::heading("Commits measured", '-'));
+    r.push('\n');
+    let rows_of = measured_steps(answer);
+    let unit = if answer.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", answer.unit)
+    };
+    let value_header = format!("value{unit}");
+    let rows: Vec<Vec<String>> = rows_of
+        .iter()
+        .map(|s| {
+            let (g, gci) = cell_relative(s.vs_good.as_ref());
+            let class = match s.index {
+                0 => "GOOD".to_string(),
+                i if i == last => "BAD".to_string(),
+                _ if s.class == Class::Skipped => "skipped".to_string(),
+                _ => s.class.as_str().to_string(),
+            };
+            vec![
+                s.index.to_string(),
+                commits[s.index].short_id().to_string(),
+                s.mean.map_or("-".into(), |m| number(m, &answer.unit)),
+                g,
+                gci,
+                class,
+                s.boots.to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "#",
+        "commit",
+        value_header.as_str(),
+        "vs GOOD",
+        "95% CI",
+        "class",
+        "boots",
+    ];
+    let align = [
+        Align::Right,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+        Align::Left,
+        Align::Right,
+    ];
+    match plain::table("  ", &header, &align, &rows) {
+        Some(t) => r.push_str(&t),
+        None => {
+            for row in &rows {
+                r.push_str(&plain::wrap_hanging(
+                    &format!(
+                        "{} {}: {} {}, vs GOOD {} (95% CI {}), {}, {} boots",
+                        row[0], row[1], value_header, row[2], row[3], row[4], row[5], row[6]
+                    ),
+                    "  ",
+                    "      ",
+                ));
+            }
+        }
+    }
+    r.push('\n');
+    for s in &rows_of {
+        let c = &commits[s.index];
+        r.push_str(&plain::wrap_hanging(
+            &c.subject,
+            &format!("  {:>2} {}  ", s.index, c.short_id()),
+            &" ".repeat(20),
+        ));
+    }
+    if let Some(search) = &answer.search {
+        let order: Vec<String> = search
+            .steps
+            .iter()
+            .map(|s| format!("{} {}", commits[s.index].short_id(), s.class.as_str()))
+            .collect();
+        if !order.is_empty() {
+            r.push('\n');
+            r.push_str(&plain::wrap(
+                &format!("Steps, in the order taken: {}.", order.join(", ")),
+                "",
+            ));
+        }
+    }
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        "A commit is bad when its whole 95% interval against GOOD lies beyond half the \
+         regression (the geometric midpoint of GOOD's and BAD's means), good when it lies \
+         wholly on GOOD's side; a commit that does not build or boot is skipped.",
+        "",
+    ));
+    r
+}
+
+/// Every commit measured so far, in range order.
+fn measured_steps(answer: &Answer) -> Vec<&Step> {
+    let mut rows: Vec<&Step> = answer
+        .search
+        .as_ref()
+        .map(|s| s.ends.iter().collect())
+        .unwrap_or_default();
+    rows.extend(&answer.steps_so_far);
+    rows.sort_by_key(|s| s.index);
+    rows.dedup_by_key(|s| s.index);
+    rows
+}
+
+/// Writes `bisect.md`, `bisect.txt` and `bisect.json` into `dir`; returns
+/// the markdown's path.
 pub fn write(dir: &Path, answer: &Answer) -> Result<PathBuf> {
     let md = dir.join("bisect.md");
     std::fs::write(&md, markdown(answer)).with_context(|| format!("writing {}", md.display()))?;
+    let txt = dir.join("bisect.txt");
+    std::fs::write(&txt, text(answer)).with_context(|| format!("writing {}", txt.display()))?;
     let json = dir.join("bisect.json");
     std::fs::write(&json, serde_json::to_string_pretty(answer)?)
         .with_context(|| format!("writing {}", json.display()))?;
