@@ -501,7 +501,7 @@ pub fn text(answer: &Answer) -> String {
         r.push_str(&plain::wrap_hanging(
             &c.subject,
             &format!("  {:>2} {}  ", s.index, c.short_id()),
-            &" ".repeat(20),
+            &" ".repeat(19),
         ));
     }
     if let Some(search) = &answer.search {
@@ -552,4 +552,137 @@ pub fn write(dir: &Path, answer: &Answer) -> Result<PathBuf> {
     std::fs::write(&json, serde_json::to_string_pretty(answer)?)
         .with_context(|| format!("writing {}", json.display()))?;
     Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bisect::decide::Confirmation;
+    use crate::bisect::range::RangeCommit;
+    use crate::report::plain::WIDTH;
+    use crate::stats::{Interval, Verdict};
+
+    fn commit(i: usize, subject: &str) -> RangeCommit {
+        RangeCommit {
+            id: format!("{i:x}").repeat(40)[..40].to_string(),
+            subject: subject.into(),
+            author: "A. Developer <a@example.org>".into(),
+            merge: false,
+        }
+    }
+
+    fn relative(difference: f64) -> Relative {
+        Relative {
+            difference,
+            interval: Some(Interval {
+                lower: difference - 0.005,
+                upper: difference + 0.005,
+                level: 0.95,
+            }),
+            p_value: Some(0.001),
+        }
+    }
+
+    fn step(index: usize, class: Class, mean: f64, vs_good: f64) -> Step {
+        Step {
+            index,
+            class,
+            rounds: 1,
+            boots: 4,
+            mean: Some(mean),
+            interval: Some(Interval {
+                lower: mean - 0.01,
+                upper: mean + 0.01,
+                level: 0.95,
+            }),
+            vs_good: Some(relative(vs_good)),
+            vs_bad: None,
+            build_error: None,
+        }
+    }
+
+    fn answer() -> Answer {
+        let plan = Plan {
+            tree: "/src/linux".into(),
+            good: "v6.1".into(),
+            bad: "HEAD".into(),
+            suite: None,
+            suite_sha256: String::new(),
+            point: "hackbench:time@1cpu:2".into(),
+            variant: String::new(),
+            threshold: 0.02,
+            boots: 4,
+            iterations: None,
+            max_rounds: 3,
+            profile: false,
+            commits: vec![
+                commit(1, "linux-source-6.1 as Debian ships it"),
+                commit(2, "sched: comment schedule()"),
+                commit(
+                    3,
+                    &format!(
+                        "af_unix: spin in unix_stream_sendmsg {}",
+                        "and more ".repeat(8)
+                    ),
+                ),
+            ],
+        };
+        let search = Search {
+            confirmation: Confirmation {
+                bad_vs_good: Some(relative(0.17)),
+                verdict: Verdict::Regression,
+                confirmed: true,
+                why_not: None,
+            },
+            ends: vec![
+                step(0, Class::Good, 2.173, 0.0),
+                step(2, Class::Bad, 2.550, 0.17),
+            ],
+            steps: vec![step(1, Class::Good, 2.171, -0.001)],
+            ending: Ending::FirstBad { index: 2 },
+        };
+        let mut answer = Answer::finished(&plan, search, "s");
+        answer.first_bad_stat = Some(format!(
+            " net/unix/af_unix.c | 3 +++\n 1 file changed, 3 insertions(+)\n {}",
+            "x".repeat(100)
+        ));
+        answer
+    }
+
+    #[test]
+    fn bisect_txt_gives_the_answer_the_commits_and_the_stat_within_72_columns() {
+        let text = text(&answer());
+        for line in text.lines() {
+            assert!(line.len() <= WIDTH, "{line:?}");
+            assert!(line.is_ascii(), "{line:?}");
+        }
+        assert!(
+            text.starts_with("Bisection: first bad commit: 333333333333 (af_unix: spin"),
+            "{text}"
+        );
+        let flowing = text.replace('\n', " ");
+        assert!(
+            flowing.contains(
+                "BAD against GOOD: +17.00% (95% CI +16.50% ... +17.50%), regression: bisected."
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n     net/unix/af_unix.c | 3 +++\n"),
+            "{text}"
+        );
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("  ") && l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+            })
+            .map(|l| l.split_whitespace().collect())
+            .filter(|cells: &Vec<&str>| cells.len() >= 7 && cells[2].parse::<f64>().is_ok())
+            .collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert_eq!(rows[0][..3], ["0", "111111111111", "2.173"]);
+        assert_eq!(rows[1][..4], ["1", "222222222222", "2.171", "-0.10%"]);
+        assert_eq!(rows[2][..4], ["2", "333333333333", "2.550", "+17.00%"]);
+        assert!(rows[2].contains(&"BAD"), "{:?}", rows[2]);
+    }
 }

@@ -82,7 +82,10 @@ pub(super) fn series(meta: &RunMeta, analysis: &Analysis) -> Vec<Series> {
                     higher_is_better: p.higher_is_better,
                     value,
                     interval,
-                    boots: p.sides.get(side).map_or(0, |b| b.iter().filter(|v| !v.is_empty()).count()),
+                    boots: p
+                        .sides
+                        .get(side)
+                        .map_or(0, |b| b.iter().filter(|v| !v.is_empty()).count()),
                     values: p.n(side),
                     against_baseline: against_baseline(analysis, key, j, side),
                 });
@@ -97,18 +100,23 @@ fn measure(key: &TableKey, unit: &str) -> String {
 }
 
 fn against_baseline(analysis: &Analysis, key: &TableKey, j: usize, side: usize) -> Option<String> {
-    let i = analysis.comparisons.iter().position(|c| c.candidate == side)?;
+    let i = analysis
+        .comparisons
+        .iter()
+        .position(|c| c.candidate == side)?;
     let a = analysis.results_of(i, key)?.get(j)?;
     let rel = a.relative_difference?;
     let base = &analysis.variants[analysis.comparisons[i].baseline];
     Some(format!(
         "{}% against {base}{}, {}",
         super::format::relative(rel),
-        a.relative_difference_ci.as_ref().map_or(String::new(), |ci| format!(
-            " (95% CI {}% .. {}%)",
-            super::format::relative(ci.lower),
-            super::format::relative(ci.upper)
-        )),
+        a.relative_difference_ci
+            .as_ref()
+            .map_or(String::new(), |ci| format!(
+                " (95% CI {}% .. {}%)",
+                super::format::relative(ci.lower),
+                super::format::relative(ci.upper)
+            )),
         a.verdict.as_str()
     ))
 }

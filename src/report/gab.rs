@@ -51,10 +51,7 @@ impl Export for Gab {
             .filter(|s| s.higher_is_better == self.bigger_is_better)
             .map(|s| {
                 let d = decimals(&s.unit, s.value);
-                let mut extra = format!(
-                    "{}: {} boots, {} values",
-                    s.measure, s.boots, s.values
-                );
+                let mut extra = format!("{}: {} boots, {} values", s.measure, s.boots, s.values);
                 if let Some((lower, upper)) = s.interval {
                     extra.push_str(&format!(
                         "; 95% CI {} .. {}",

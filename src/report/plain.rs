@@ -72,14 +72,11 @@ pub fn verbatim(line: &str, indent: &str) -> String {
     }
 }
 
-/// A heading and its underline.
+/// A heading, wrapped, and its underline as long as its longest line.
 pub fn heading(title: &str, underline: char) -> String {
-    let title = ascii(title);
-    let title: String = title.chars().take(WIDTH).collect();
-    format!(
-        "{title}\n{}\n",
-        underline.to_string().repeat(title.len().max(1))
-    )
+    let title = wrap(title, "");
+    let width = title.lines().map(str::len).max().unwrap_or(0).max(1);
+    format!("{title}{}\n", underline.to_string().repeat(width))
 }
 
 /// How a column's cells are aligned.
@@ -179,8 +176,16 @@ mod tests {
     #[test]
     fn a_table_aligns_its_columns_or_declines_when_too_wide() {
         let rows = vec![
-            vec!["2".to_string(), "2.170".to_string(), "regression".to_string()],
-            vec!["16".to_string(), "12.5".to_string(), "equivalent".to_string()],
+            vec![
+                "2".to_string(),
+                "2.170".to_string(),
+                "regression".to_string(),
+            ],
+            vec![
+                "16".to_string(),
+                "12.5".to_string(),
+                "equivalent".to_string(),
+            ],
         ];
         let t = table(
             "  ",

@@ -152,7 +152,12 @@ fn what_was_compared(run: &RunReport) -> String {
     let same_source = meta.kernels.windows(2).all(|w| w[0].source == w[1].source);
     for (side, k) in sides.iter().zip(&meta.kernels) {
         let label = format!("{side}:");
-        let mut what = format!("{} (kernel {}", k.variant, k.kernel);
+        let mut what = format!(
+            "{} (kernel {}, built from {}",
+            k.variant,
+            k.kernel,
+            config_of(k)
+        );
         if !k.cmdline.is_empty() {
             let _ = write!(what, ", command line {}", k.cmdline);
         }
@@ -187,7 +192,10 @@ fn what_was_compared(run: &RunReport) -> String {
         }
         Some(_) => {
             r.push('\n');
-            r.push_str(&plain::wrap("The kernels' configurations are identical.", ""));
+            r.push_str(&plain::wrap(
+                "The kernels' configurations are identical.",
+                "",
+            ));
         }
         None => {}
     }
@@ -201,6 +209,26 @@ fn what_was_compared(run: &RunReport) -> String {
         r.push_str(&quoted(text, crate::run_dir::SOURCE_DIFF_FILE));
     }
     r
+}
+
+/// The configuration a kernel was built from: its base and fragments, the
+/// base fragment first, as the build applies them.
+fn config_of(k: &KernelMeta) -> String {
+    let base = if k.config_base.is_empty() {
+        "tinyconfig"
+    } else {
+        k.config_base.as_str()
+    };
+    let first = crate::images::fragments::BASE;
+    let fragments = k
+        .fragments
+        .keys()
+        .filter(|f| f.as_str() == first)
+        .chain(k.fragments.keys().filter(|f| f.as_str() != first));
+    std::iter::once(base)
+        .chain(fragments.map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }
 
 /// `text` with every long hexadecimal hash cut to its first 16 digits, as
@@ -316,7 +344,8 @@ fn results(analysis: &Analysis) -> String {
         r.push_str("\nNo samples were measured.\n");
         return r;
     }
-    let sides = sides(analysis);
+    // Each table sets one candidate against the baseline, as the mails did.
+    let sides = ["without", "with"];
     for (key, points) in &analysis.tables {
         let first = &points[0];
         r.push('\n');
@@ -342,13 +371,7 @@ fn results(analysis: &Analysis) -> String {
                 r.push_str(&plain::wrap(&format!("{cand} against {base}:"), "  "));
             }
             r.push('\n');
-            r.push_str(&table(
-                key,
-                points,
-                c,
-                analysis.results_of(i, key),
-                [&sides[c.baseline], &sides[c.candidate]],
-            ));
+            r.push_str(&table(key, points, c, analysis.results_of(i, key), sides));
         }
     }
     r.push('\n');
@@ -425,7 +448,10 @@ mod tests {
                 .iter()
                 .map(|v| KernelMeta {
                     variant: v.to_string(),
-                    kernel: format!("{v} – with a name “too long” for one line {}", "x".repeat(90)),
+                    kernel: format!(
+                        "{v} – with a name “too long” for one line {}",
+                        "x".repeat(90)
+                    ),
                     ..Default::default()
                 })
                 .collect(),
@@ -467,13 +493,16 @@ mod tests {
         );
         assert!(text.contains("  on against off:"), "{text}");
         assert!(text.contains("  generic against off:"), "{text}");
-        assert!(text.contains("candidate 1:"), "{text}");
+        assert!(text.contains("candidate 1: on (kernel on"), "{text}");
         let rows: Vec<&str> = text
             .lines()
             .filter(|l| l.trim_start().starts_with("4 "))
             .collect();
         assert_eq!(rows.len(), 2, "{text}");
-        assert!(rows[0].contains("+10") && rows[0].contains("REGRESSION"), "{text}");
+        assert!(
+            rows[0].contains("+10") && rows[0].contains("REGRESSION"),
+            "{text}"
+        );
         assert!(rows[1].contains("+0"), "{text}");
     }
 }
