@@ -204,6 +204,43 @@ fn open(
 ) -> String {
     let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
     let attrs = attributes(e);
+    // The elements and attributes of the JUnit schema that Jenkins,
+    // GitLab and the GitHub reporters read; anything else is ignored by
+    // some of them.
+    let allowed: &[&str] = match name.as_str() {
+        "testsuites" => &["name", "tests", "failures", "errors", "skipped", "time"],
+        "testsuite" => &[
+            "name",
+            "tests",
+            "failures",
+            "errors",
+            "skipped",
+            "time",
+            "timestamp",
+            "hostname",
+        ],
+        "properties" | "system-out" => &[],
+        "property" => &["name", "value"],
+        "testcase" => &["name", "classname", "time"],
+        "failure" | "error" => &["message", "type"],
+        "skipped" => &["message"],
+        other => panic!("<{other}> is not a JUnit element"),
+    };
+    for key in attrs.keys() {
+        assert!(allowed.contains(&key.as_str()), "<{name} {key}>");
+    }
+    if let Some(t) = attrs.get("timestamp") {
+        let pattern = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$").unwrap();
+        assert!(pattern.is_match(t), "timestamp {t}");
+    }
+    for key in ["tests", "failures", "errors", "skipped"] {
+        if let Some(n) = attrs.get(key) {
+            n.parse::<usize>().unwrap();
+        }
+    }
+    if let Some(t) = attrs.get("time") {
+        assert!(t.parse::<f64>().unwrap() >= 0.0, "time {t}");
+    }
     match name.as_str() {
         "testsuites" => *root = attrs,
         "testsuite" => suites.push(TestSuite {

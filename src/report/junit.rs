@@ -219,7 +219,9 @@ fn write_xml(meta: &RunMeta, margin: f64, cases: &[Case]) -> Result<String> {
         ("skipped", skipped.as_str()),
         ("time", time.as_str()),
     ];
-    let timestamp = xml_text(&meta.started_at);
+    // The JUnit schema's timestamp is ISO 8601 without a zone; markbench
+    // records UTC with a `Z`.
+    let timestamp = xml_text(meta.started_at.trim_end_matches('Z'));
     let hostname = xml_text(&meta.host.hostname);
     let properties: Vec<(&str, String)> = vec![
         ("suite", meta.suite.clone()),
