@@ -550,6 +550,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn plain_lines_give_each_candidates_difference_in_bytes_and_percent() {
+        // off: text 1000, data 200, total 1200, bzImage 2000; on: text
+        // 1100, total 1300, bzImage 2200.
+        let lines = plain_lines(Some(&record()));
+        assert_eq!(
+            lines,
+            [
+                "Size (on against off): vmlinux 1200 -> 1300 bytes, +100 B (+8.33%); \
+              text +100 B (+10%); bzImage +200 B (+10%)."
+            ]
+        );
+        assert_eq!(
+            plain_lines(None),
+            ["Size: not recorded for this run (it has no sizes.toml)."]
+        );
+    }
+
     fn record() -> SizeRecord {
         let mut off = kernel("off", 1000, &[(".text", 1000), (".data", 200)]);
         let mut on = kernel(
