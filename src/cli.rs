@@ -24,16 +24,54 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The formats `markbench report DIR --format` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// report.md.
+    Markdown,
+    /// summary.json.
+    Json,
+    /// report.txt: plain ASCII within 72 columns, for a mail.
+    Text,
+    /// junit.xml: one test case per point and candidate.
+    Junit,
+    /// bmf.json: Bencher Metric Format.
+    Bmf,
+    /// github-action-benchmark.json: the points where smaller is better.
+    Gab,
+    /// github-action-benchmark-bigger.json: the points where bigger is better.
+    GabBigger,
+}
+
+impl From<ReportFormat> for report::Format {
+    fn from(f: ReportFormat) -> report::Format {
+        match f {
+            ReportFormat::Markdown => report::Format::Markdown,
+            ReportFormat::Json => report::Format::Json,
+            ReportFormat::Text => report::Format::Text,
+            ReportFormat::Junit => report::Format::Junit,
+            ReportFormat::Bmf => report::Format::Bmf,
+            ReportFormat::Gab => report::Format::Gab,
+            ReportFormat::GabBigger => report::Format::GabBigger,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Build both kernels of a suite, boot them in turn, measure, and write a report.
     Compare(CompareArgs),
     /// Build the suite's kernels and the guest initramfs into the cache, or list the cache.
     Images(ImagesArgs),
-    /// Re-render report.md of a run directory from its samples.csv and meta.toml.
+    /// Re-render report.md (and report.txt, summary.json, junit.xml, bmf.json,
+    /// github-action-benchmark*.json, the plots) of a run directory from its
+    /// samples.csv and meta.toml; with --format, print one format instead.
     Report {
         /// A run directory, e.g. reports/20261130-101500-quick.
         dir: PathBuf,
+        /// Print this format on standard output and write nothing.
+        #[arg(long, value_enum)]
+        format: Option<ReportFormat>,
     },
     /// Run a suite, compare it with a baseline run and exit 1 on a significant
     /// regression beyond the suite's margin (0 none, 2 input error, 3 infrastructure failure).
@@ -457,10 +495,12 @@ pub fn run(cli: Cli) -> Result<i32> {
             );
             Ok(exit::SUCCESS)
         }
-        Command::Report { dir } => {
+        Command::Report { dir, format } => {
             crate::samples::require_run_dir(&dir)?;
-            let path = report::write(&dir)?;
-            println!("{}", path.display());
+            match format {
+                Some(format) => print!("{}", report::render_dir(&dir, format.into())?),
+                None => println!("{}", report::write(&dir)?.display()),
+            }
             Ok(exit::SUCCESS)
         }
         Command::Diff {

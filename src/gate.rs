@@ -10,7 +10,6 @@ use crate::analysis::param_label;
 use crate::report::format::relative;
 use crate::run_dir::RunDir;
 use crate::samples::RunMeta;
-use crate::stats::Verdict;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -127,10 +126,6 @@ pub fn gate(
         // A diff compares one variant across the two runs: one comparison.
         for (key, list) in results.iter().flatten() {
             for (a, p) in list.iter().zip(&analysis.tables[key]) {
-                let beyond = a.relative_difference.is_some_and(|r| {
-                    let worse = if p.higher_is_better { -r } else { r };
-                    worse > margin
-                });
                 if a.a.n_boots == 0 || a.b.n_boots == 0 {
                     let which = match (several, variant) {
                         (true, Some(v)) => format!("{v}: "),
@@ -149,7 +144,7 @@ pub fn gate(
                         p.param
                     ));
                 }
-                if a.verdict == Verdict::Regression && beyond {
+                if a.regressed_beyond(margin) {
                     regressed.push(RegressedPoint {
                         variant: gated_variant.clone(),
                         workload: key.workload.clone(),

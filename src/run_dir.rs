@@ -18,6 +18,18 @@ pub const DIFFCONFIG_FILE: &str = "diffconfig.txt";
 /// `git diff --stat`, patches), for kernels from revisions or patches.
 pub const SOURCE_DIFF_FILE: &str = "source-diff.txt";
 pub const SUMMARY_FILE: &str = "summary.json";
+/// The report as plain text for a mail.
+pub const REPORT_TEXT_FILE: &str = "report.txt";
+/// One test case per point and candidate, for a CI's test reporter.
+pub const JUNIT_FILE: &str = "junit.xml";
+/// Bencher Metric Format, for `bencher run --adapter json`.
+pub const BMF_FILE: &str = "bmf.json";
+/// github-action-benchmark's custom format, the points where smaller is
+/// better (`tool: customSmallerIsBetter`).
+pub const GAB_FILE: &str = "github-action-benchmark.json";
+/// The same for the points where bigger is better (`customBiggerIsBetter`):
+/// the action reads one direction a file.
+pub const GAB_BIGGER_FILE: &str = "github-action-benchmark-bigger.json";
 pub const PLOTS_DIR: &str = "plots";
 pub const SIZES_FILE: &str = "sizes.toml";
 /// The console log of every boot.

@@ -61,6 +61,36 @@ fn a_run_writes_every_sample_in_abba_order_and_a_report() {
     );
     assert!(dir.join("summary.json").is_file());
     assert!(dir.join("plots/hackbench-time-2cpu-metric.png").is_file());
+    // Beside it, the report for a mail and the files CI systems and
+    // continuous-benchmarking services read (tests/exports.rs reads them
+    // as those do).
+    let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    assert!(
+        text.lines().all(|l| l.len() <= 72 && l.is_ascii()),
+        "{text}"
+    );
+    assert!(text.contains("REGRESSION"), "{text}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    // Every point (3 on each of 2 CPU counts) regressed by 20%, beyond the
+    // 2% margin: every case fails.
+    assert!(
+        junit.contains(r#"tests="6" failures="6" errors="0" skipped="0""#),
+        "{junit}"
+    );
+    for file in [
+        "bmf.json",
+        "github-action-benchmark.json",
+        "github-action-benchmark-bigger.json",
+    ] {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+        let empty = match &doc {
+            serde_json::Value::Object(o) => o.is_empty(),
+            serde_json::Value::Array(a) => a.is_empty(),
+            _ => true,
+        };
+        assert!(!empty, "{file}: {doc}");
+    }
     // The sizes measured with the images are the run directory's record,
     // rendered after What was compared.
     assert_eq!(

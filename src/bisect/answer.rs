@@ -1,5 +1,6 @@
-//! The bisection's answer: `bisect.md` for a person and `bisect.json` for
-//! scripts, written after every step (what is known so far) and at the end.
+//! The bisection's answer: `bisect.md` for a person, `bisect.txt` for a
+//! mail and `bisect.json` for scripts, written after every step (what is
+//! known so far) and at the end.
 //! First the first bad commit (or the narrowest range), then every commit
 //! measured in range order, the builds, and with a profile the first bad
 //! commit against its parent function by function.
@@ -7,6 +8,7 @@
 use super::decide::{Class, Ending, Relative, Search, Step};
 use super::{Build, Plan};
 use crate::report::format::{self, escape_md};
+use crate::report::plain::{self, Align};
 use crate::samples::RunMeta;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -255,16 +257,8 @@ pub fn markdown(answer: &Answer) -> String {
         "| # | commit | subject | value{unit} | 95% CI | vs GOOD | 95% CI | vs BAD | 95% CI | \
          class | boots |\n|---:|---|---|---:|---|---:|---|---:|---|---|---:|"
     );
-    let mut rows: Vec<&Step> = answer
-        .search
-        .as_ref()
-        .map(|s| s.ends.iter().collect())
-        .unwrap_or_default();
-    rows.extend(&answer.steps_so_far);
-    rows.sort_by_key(|s| s.index);
-    rows.dedup_by_key(|s| s.index);
     let last = commits.len() - 1;
-    for s in rows {
+    for s in measured_steps(answer) {
         let c = &commits[s.index];
         let (g, gci) = cell_relative(s.vs_good.as_ref());
         let (b, bci) = cell_relative(s.vs_bad.as_ref());
@@ -372,12 +366,323 @@ fn profile_section(run: &Path) -> Option<String> {
     ))
 }
 
-/// Writes `bisect.md` and `bisect.json` into `dir`; returns the markdown's path.
+/// The answer as plain text for a mail (ASCII, 72 columns): the answer,
+/// BAD against GOOD, the first bad commit's stat and the commits measured.
+pub fn text(answer: &Answer) -> String {
+    let plan = &answer.plan;
+    let commits = &plan.commits;
+    let last = commits.len() - 1;
+    let mut r = plain::heading(&format!("Bisection: {}", answer.headline()), '=');
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        &format!(
+            "GOOD {} ({}) to BAD {} ({}) in {}: {} commits after GOOD, on the \
+             first-parent line. Point {} of suite {}, {} boots a round, at most {} rounds \
+             a commit; a regression is bisected when BAD is significantly worse than GOOD \
+             by at least {:.2}%.",
+            commits[0].short_id(),
+            commits[0].subject,
+            commits[last].short_id(),
+            commits[last].subject,
+            plan.tree.display(),
+            last,
+            plan.point,
+            plan.suite
+                .as_deref()
+                .map_or("quick (the default)".into(), |p| p.display().to_string()),
+            plan.boots,
+            plan.max_rounds,
+            100.0 * plan.threshold
+        ),
+        "",
+    ));
+    if let Some(search) = &answer.search {
+        let c = &search.confirmation;
+        let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
+        r.push('\n');
+        r.push_str(&plain::wrap(
+            &format!(
+                "BAD against GOOD: {d} (95% CI {ci}), {}{}.",
+                c.verdict,
+                if c.confirmed {
+                    ": bisected".to_string()
+                } else {
+                    format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
+                }
+            ),
+            "",
+        ));
+    }
+    if let (Some(Ending::FirstBad { index }), Some(stat)) = (
+        answer.search.as_ref().map(|s| &s.ending),
+        &answer.first_bad_stat,
+    ) {
+        let c = &commits[*index];
+        r.push('\n');
+        r.push_str(&plain::heading("First bad commit", '-'));
+        r.push('\n');
+        r.push_str(&plain::wrap(
+            &format!("{} {}, by {}", c.short_id(), c.subject, c.author),
+            "",
+        ));
+        r.push('\n');
+        for line in stat.trim_end().lines() {
+            r.push_str(&plain::verbatim(line, "    "));
+            r.push('\n');
+        }
+    }
+    r.push('\n');
+    r.push_str(&plain::heading("Commits measured", '-'));
+    r.push('\n');
+    let rows_of = measured_steps(answer);
+    let unit = if answer.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", answer.unit)
+    };
+    let value_header = format!("value{unit}");
+    let rows: Vec<Vec<String>> = rows_of
+        .iter()
+        .map(|s| {
+            let (g, gci) = cell_relative(s.vs_good.as_ref());
+            let class = match s.index {
+                0 => "GOOD".to_string(),
+                i if i == last => "BAD".to_string(),
+                _ if s.class == Class::Skipped => "skipped".to_string(),
+                _ => s.class.as_str().to_string(),
+            };
+            vec![
+                s.index.to_string(),
+                commits[s.index].short_id().to_string(),
+                s.mean.map_or("-".into(), |m| number(m, &answer.unit)),
+                g,
+                gci,
+                class,
+                s.boots.to_string(),
+            ]
+        })
+        .collect();
+    let header = [
+        "#",
+        "commit",
+        value_header.as_str(),
+        "vs GOOD",
+        "95% CI",
+        "class",
+        "boots",
+    ];
+    let align = [
+        Align::Right,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+        Align::Left,
+        Align::Right,
+    ];
+    match plain::table("  ", &header, &align, &rows) {
+        Some(t) => r.push_str(&t),
+        None => {
+            for row in &rows {
+                r.push_str(&plain::wrap_hanging(
+                    &format!(
+                        "{} {}: {} {}, vs GOOD {} (95% CI {}), {}, {} boots",
+                        row[0], row[1], value_header, row[2], row[3], row[4], row[5], row[6]
+                    ),
+                    "  ",
+                    "      ",
+                ));
+            }
+        }
+    }
+    r.push('\n');
+    for s in &rows_of {
+        let c = &commits[s.index];
+        r.push_str(&plain::wrap_hanging(
+            &c.subject,
+            &format!("  {:>2} {}  ", s.index, c.short_id()),
+            &" ".repeat(19),
+        ));
+    }
+    if let Some(search) = &answer.search {
+        let order: Vec<String> = search
+            .steps
+            .iter()
+            .map(|s| format!("{} {}", commits[s.index].short_id(), s.class.as_str()))
+            .collect();
+        if !order.is_empty() {
+            r.push('\n');
+            r.push_str(&plain::wrap(
+                &format!("Steps, in the order taken: {}.", order.join(", ")),
+                "",
+            ));
+        }
+    }
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        "A commit is bad when its whole 95% interval against GOOD lies beyond half the \
+         regression (the geometric midpoint of GOOD's and BAD's means), good when it lies \
+         wholly on GOOD's side; a commit that does not build or boot is skipped.",
+        "",
+    ));
+    r
+}
+
+/// Every commit measured so far, in range order.
+fn measured_steps(answer: &Answer) -> Vec<&Step> {
+    let mut rows: Vec<&Step> = answer
+        .search
+        .as_ref()
+        .map(|s| s.ends.iter().collect())
+        .unwrap_or_default();
+    rows.extend(&answer.steps_so_far);
+    rows.sort_by_key(|s| s.index);
+    rows.dedup_by_key(|s| s.index);
+    rows
+}
+
+/// Writes `bisect.md`, `bisect.txt` and `bisect.json` into `dir`; returns
+/// the markdown's path.
 pub fn write(dir: &Path, answer: &Answer) -> Result<PathBuf> {
     let md = dir.join("bisect.md");
     std::fs::write(&md, markdown(answer)).with_context(|| format!("writing {}", md.display()))?;
+    let txt = dir.join("bisect.txt");
+    std::fs::write(&txt, text(answer)).with_context(|| format!("writing {}", txt.display()))?;
     let json = dir.join("bisect.json");
     std::fs::write(&json, serde_json::to_string_pretty(answer)?)
         .with_context(|| format!("writing {}", json.display()))?;
     Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bisect::decide::Confirmation;
+    use crate::bisect::range::RangeCommit;
+    use crate::report::plain::WIDTH;
+    use crate::stats::{Interval, Verdict};
+
+    fn commit(i: usize, subject: &str) -> RangeCommit {
+        RangeCommit {
+            id: format!("{i:x}").repeat(40)[..40].to_string(),
+            subject: subject.into(),
+            author: "A. Developer <a@example.org>".into(),
+            merge: false,
+        }
+    }
+
+    fn relative(difference: f64) -> Relative {
+        Relative {
+            difference,
+            interval: Some(Interval {
+                lower: difference - 0.005,
+                upper: difference + 0.005,
+                level: 0.95,
+            }),
+            p_value: Some(0.001),
+        }
+    }
+
+    fn step(index: usize, class: Class, mean: f64, vs_good: f64) -> Step {
+        Step {
+            index,
+            class,
+            rounds: 1,
+            boots: 4,
+            mean: Some(mean),
+            interval: Some(Interval {
+                lower: mean - 0.01,
+                upper: mean + 0.01,
+                level: 0.95,
+            }),
+            vs_good: Some(relative(vs_good)),
+            vs_bad: None,
+            build_error: None,
+        }
+    }
+
+    fn answer() -> Answer {
+        let plan = Plan {
+            tree: "/src/linux".into(),
+            good: "v6.1".into(),
+            bad: "HEAD".into(),
+            suite: None,
+            suite_sha256: String::new(),
+            point: "hackbench:time@1cpu:2".into(),
+            variant: String::new(),
+            threshold: 0.02,
+            boots: 4,
+            iterations: None,
+            max_rounds: 3,
+            profile: false,
+            commits: vec![
+                commit(1, "linux-source-6.1 as Debian ships it"),
+                commit(2, "sched: comment schedule()"),
+                commit(
+                    3,
+                    &format!(
+                        "af_unix: spin in unix_stream_sendmsg {}",
+                        "and more ".repeat(8)
+                    ),
+                ),
+            ],
+        };
+        let search = Search {
+            confirmation: Confirmation {
+                bad_vs_good: Some(relative(0.17)),
+                verdict: Verdict::Regression,
+                confirmed: true,
+                why_not: None,
+            },
+            ends: vec![
+                step(0, Class::Good, 2.173, 0.0),
+                step(2, Class::Bad, 2.550, 0.17),
+            ],
+            steps: vec![step(1, Class::Good, 2.171, -0.001)],
+            ending: Ending::FirstBad { index: 2 },
+        };
+        let mut answer = Answer::finished(&plan, search, "s");
+        answer.first_bad_stat = Some(format!(
+            " net/unix/af_unix.c | 3 +++\n 1 file changed, 3 insertions(+)\n {}",
+            "x".repeat(100)
+        ));
+        answer
+    }
+
+    #[test]
+    fn bisect_txt_gives_the_answer_the_commits_and_the_stat_within_72_columns() {
+        let text = text(&answer());
+        for line in text.lines() {
+            assert!(line.len() <= WIDTH, "{line:?}");
+            assert!(line.is_ascii(), "{line:?}");
+        }
+        assert!(
+            text.starts_with("Bisection: first bad commit: 333333333333 (af_unix: spin"),
+            "{text}"
+        );
+        let flowing = text.replace('\n', " ");
+        assert!(
+            flowing.contains(
+                "BAD against GOOD: +17.00% (95% CI +16.50% ... +17.50%), regression: bisected."
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n     net/unix/af_unix.c | 3 +++\n"),
+            "{text}"
+        );
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .filter(|l| {
+                l.starts_with("  ") && l.trim_start().starts_with(|c: char| c.is_ascii_digit())
+            })
+            .map(|l| l.split_whitespace().collect())
+            .filter(|cells: &Vec<&str>| cells.len() >= 7 && cells[2].parse::<f64>().is_ok())
+            .collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert_eq!(rows[0][..3], ["0", "111111111111", "2.173"]);
+        assert_eq!(rows[1][..4], ["1", "222222222222", "2.171", "-0.10%"]);
+        assert_eq!(rows[2][..4], ["2", "333333333333", "2.550", "+17.00%"]);
+        assert!(rows[2].contains(&"BAD"), "{:?}", rows[2]);
+    }
 }

@@ -8,12 +8,15 @@ use crate::samples::RunMeta;
 use crate::stats::{AnalysisConfig, PointAnalysis, Verdict};
 use anyhow::Result;
 use serde::Serialize;
-use std::path::Path;
 
 pub(super) struct Json;
 
 impl Export for Json {
-    fn export(&self, run: &RunReport, dir: &Path) -> Result<()> {
+    fn file(&self) -> &'static str {
+        SUMMARY_FILE
+    }
+
+    fn render(&self, run: &RunReport) -> Result<String> {
         // A run of two keeps the one object it always had; several
         // candidates give one per candidate.
         let profile = match run.profiles {
@@ -23,9 +26,7 @@ impl Export for Json {
                 views.iter().map(super::profile::json).collect(),
             )),
         };
-        let text = Summary::new(run.meta, run.analysis, run.files.sizes, profile).to_json()?;
-        std::fs::write(dir.join(SUMMARY_FILE), text)?;
-        Ok(())
+        Summary::new(run.meta, run.analysis, run.files.sizes, profile).to_json()
     }
 }
 

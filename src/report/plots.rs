@@ -2,35 +2,33 @@
 //! their relative difference; per profiled point, its largest differences
 //! by function.
 
-use super::{profile, Export, RunReport, PLOTS_DIR};
+use super::{profile, RunReport, PLOTS_DIR};
 use crate::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use crate::plots::{PlotInput, RelPoint, SidePoint};
 use anyhow::Result;
 use std::path::Path;
 
-pub(super) struct Plots;
-
-impl Export for Plots {
-    fn export(&self, run: &RunReport, dir: &Path) -> Result<()> {
-        let plots_dir = dir.join(PLOTS_DIR);
-        let analysis = run.analysis;
-        for (key, points) in &analysis.tables {
-            for (i, c) in analysis.comparisons.iter().enumerate() {
-                let input = plot_input(key, points, analysis, i, c);
-                crate::plots::render(&input, &plots_dir, &plot_stem(key, analysis, c))?;
-            }
+/// Draws every plot into `dir/plots/`. Not an [`super::Export`]: the
+/// plotting backends write their files themselves.
+pub(super) fn write(run: &RunReport, dir: &Path) -> Result<()> {
+    let plots_dir = dir.join(PLOTS_DIR);
+    let analysis = run.analysis;
+    for (key, points) in &analysis.tables {
+        for (i, c) in analysis.comparisons.iter().enumerate() {
+            let input = plot_input(key, points, analysis, i, c);
+            crate::plots::render(&input, &plots_dir, &plot_stem(key, analysis, c))?;
         }
-        for view in run.profiles {
-            for p in &view.points {
-                crate::plots::render_profile(
-                    &profile::plot_input(view, p),
-                    &plots_dir,
-                    &profile::plot_stem(view, p),
-                )?;
-            }
-        }
-        Ok(())
     }
+    for view in run.profiles {
+        for p in &view.points {
+            crate::plots::render_profile(
+                &profile::plot_input(view, p),
+                &plots_dir,
+                &profile::plot_stem(view, p),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// `s` with everything but letters, digits and '-' replaced, for a file name.

@@ -119,6 +119,54 @@ pub fn section(record: Option<&SizeRecord>) -> String {
     r
 }
 
+/// The sizes as plain-text lines, one per candidate against the baseline:
+/// vmlinux's total and text and the bzImage, each with its difference.
+pub fn plain_lines(record: Option<&SizeRecord>) -> Vec<String> {
+    let Some(record) = record.filter(|r| !r.kernels.is_empty()) else {
+        return vec!["Size: not recorded for this run (it has no sizes.toml).".into()];
+    };
+    let change = |fa: &[Option<u64>; 5], fb: &[Option<u64>; 5], i: usize| match diff(fa[i], fb[i]) {
+        Some(d) => {
+            let pct = diff_pct(fa[i], fb[i]);
+            if pct == "–" {
+                format!("{} B", signed_bytes(d))
+            } else {
+                format!("{} B ({pct}%)", signed_bytes(d))
+            }
+        }
+        None => "not measured".into(),
+    };
+    let mut lines = Vec::new();
+    for c in &record.comparisons {
+        let (Some(a), Some(b)) = (record.kernel(&c.baseline), record.kernel(&c.candidate)) else {
+            continue;
+        };
+        let (fa, fb) = (figures(a), figures(b));
+        lines.push(format!(
+            "Size ({} against {}): vmlinux {} -> {} bytes, {}; text {}; bzImage {}.",
+            c.candidate,
+            c.baseline,
+            bytes(fa[3]),
+            bytes(fb[3]),
+            change(&fa, &fb, 3),
+            change(&fa, &fb, 0),
+            change(&fa, &fb, 4)
+        ));
+    }
+    if lines.is_empty() {
+        for k in &record.kernels {
+            let f = figures(k);
+            lines.push(format!(
+                "Size of {}: vmlinux {} bytes, bzImage {} bytes.",
+                k.variant,
+                bytes(f[3]),
+                bytes(f[4])
+            ));
+        }
+    }
+    lines
+}
+
 /// One candidate against the baseline: bloat-o-meter, then the sections.
 fn comparison(r: &mut String, record: &SizeRecord, c: &SizeComparison) {
     let (a, b) = (escape_md(&c.baseline), escape_md(&c.candidate));
@@ -500,6 +548,24 @@ mod tests {
             after: (1000 + up as i64 - down as i64) as u64,
             rows,
         }
+    }
+
+    #[test]
+    fn plain_lines_give_each_candidates_difference_in_bytes_and_percent() {
+        // off: text 1000, data 200, total 1200, bzImage 2000; on: text
+        // 1100, total 1300, bzImage 2200.
+        let lines = plain_lines(Some(&record()));
+        assert_eq!(
+            lines,
+            [
+                "Size (on against off): vmlinux 1200 -> 1300 bytes, +100 B (+8.33%); \
+              text +100 B (+10%); bzImage +200 B (+10%)."
+            ]
+        );
+        assert_eq!(
+            plain_lines(None),
+            ["Size: not recorded for this run (it has no sizes.toml)."]
+        );
     }
 
     fn record() -> SizeRecord {

@@ -172,6 +172,18 @@ impl PointAnalysis {
     pub fn p_value(&self) -> Option<f64> {
         self.welch.map(|w| w.p_value)
     }
+
+    /// The nightly gate's rule, which JUnit's failures follow too: a
+    /// significant regression whose relative difference is worse than
+    /// `margin` in the point's direction. A significant slowdown within the
+    /// margin does not fail.
+    pub fn regressed_beyond(&self, margin: f64) -> bool {
+        self.verdict == Verdict::Regression
+            && self.relative_difference.is_some_and(|r| {
+                let worse = if self.higher_is_better { -r } else { r };
+                worse > margin
+            })
+    }
 }
 
 /// Analyses every point of a sweep and adjusts the Welch p-values over the

@@ -10,20 +10,24 @@ mod results;
 mod series;
 mod significance;
 
+pub(super) use results::decimals_of;
+
 use super::format::escape_md;
 use super::{profile, sizes, Export, RunReport, REPORT_FILE};
 use crate::analysis::{param_label, Analysis, TableKey};
 use crate::samples::KernelMeta;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::Path;
 
 pub(super) struct Markdown;
 
 impl Export for Markdown {
-    fn export(&self, run: &RunReport, dir: &Path) -> anyhow::Result<()> {
-        std::fs::write(dir.join(REPORT_FILE), render(run))?;
-        Ok(())
+    fn file(&self) -> &'static str {
+        REPORT_FILE
+    }
+
+    fn render(&self, run: &RunReport) -> anyhow::Result<String> {
+        Ok(render(run))
     }
 }
 

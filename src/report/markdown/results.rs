@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 /// The decimals every value of `points` is shown with: enough for the
 /// largest mean of any variant.
-pub(super) fn decimals_of(points: &[Point]) -> usize {
+pub(crate) fn decimals_of(points: &[Point]) -> usize {
     let unit = points.first().map_or("", |p| p.unit.as_str());
     let magnitude = points
         .iter()
