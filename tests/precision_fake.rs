@@ -252,8 +252,8 @@ fn only_the_boots_spend_the_budget() {
     let run: Resolved = resolved_with(&suite, Overrides::default());
     let dir = run_dir(tmp.path(), "run");
     // Boots of 10 s: the eight planned take 80 s, and two blocks of two
-    // boots fit in the 40 s left: the boots' own time is what counts, not
-    // the time before the first (a cold cache's kernel builds).
+    // boots fit in the 40 s left; the time before the first boot (a cold
+    // cache's kernel builds) is not counted.
     let mut runner = FakeRunner {
         boot_wall: Some(std::time::Duration::from_secs(10)),
         ..noisy()

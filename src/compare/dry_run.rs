@@ -219,7 +219,7 @@ fn precision_rule(run: &Resolved) -> Vec<String> {
     let budget = match p.budget_s {
         Some(s) => format!(
             "no block starts that would end after {} of wall time from the first boot \
-             (the boots' own time: kernel builds and image preparation are not counted)",
+             (kernel builds and image preparation are not counted)",
             humantime::format_duration(std::time::Duration::from_secs(s))
         ),
         None => "no budget of time".to_string(),

@@ -32,7 +32,9 @@ pub fn execute(
             Some(profiler) => profiler.run(&run.suite, images, machine, runner, events, dir),
             None => Ok(()),
         };
-    let additions = run.additions(dir);
+    // Everything before here (builds, images, trial boots, the profiler)
+    // prepares the run; the budget is the boots'.
+    let additions = run.additions(dir, std::time::Instant::now());
     let mut more_boots = |units: &[crate::plan::Unit]| match &additions {
         Some(additions) => additions.next(units),
         None => Ok(crate::plan::Addition::Stop(

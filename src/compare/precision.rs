@@ -8,7 +8,7 @@
 //! before the budget goes to one that needs many more boots than it can
 //! get. A block starts only when its boots fit under the cap and its
 //! expected wall time (the mean of the boots at that CPU count so far)
-//! fits in what is left of the budget, which only boots spend.
+//! fits in what is left of the budget, counted from the first boot.
 
 use crate::analysis::precision::{standings, Standing};
 use crate::analysis::Analysis;
@@ -143,11 +143,14 @@ pub struct Additions<'a> {
     pub rule: FixedWidth,
     /// The most boots the run may have, planned and added.
     pub cap: usize,
-    /// The budget, if there is one: seconds of the boots' wall time. Only
-    /// the boots spend it (a resumed run's included), so kernel builds,
-    /// image preparation and trial boots before them do not, and a cold
-    /// run gets the same boots as a warm one.
+    /// The budget, if there is one, in seconds of wall time from the
+    /// first boot: kernel builds, image preparation and trial boots before
+    /// it do not spend it, so a cold run gets the same boots as a warm one.
     pub budget_s: Option<f64>,
+    /// When this process's first boot started.
+    pub first_boot: std::time::Instant,
+    /// Wall time a resumed run's earlier boots spent.
+    pub already_s: f64,
     /// This run's shard (index, count); (0, 1) for a whole run. Shards of
     /// one sweep number their added boots apart, so they never collide
     /// when merged.
@@ -169,7 +172,12 @@ impl Additions<'_> {
         let analysis = crate::analysis::analyse_unbootstrapped(&meta, &samples);
         let groups = groups(&analysis, &meta, units, self.rule);
         let variants = self.suite.variants.len();
-        let spent: f64 = meta.boots.iter().map(|b| b.wall_s).sum();
+        // The clock since the first boot, which counts the gaps between
+        // boots too; never less than the boots' own recorded wall time
+        // (which is all a guest that reports its time, as the fake one
+        // does, has spent).
+        let booted: f64 = meta.boots.iter().map(|b| b.wall_s).sum();
+        let spent = (self.already_s + self.first_boot.elapsed().as_secs_f64()).max(booted);
         let time_left = self.budget_s.map(|budget| budget - spent);
         let cpus = match choose(
             &groups,

@@ -202,15 +202,26 @@ impl Resolved {
     }
 
     /// What decides the blocks a run with a precision target adds, writing
-    /// into `dir`; `None` without a target.
-    pub fn additions<'a>(&'a self, dir: &'a Path) -> Option<super::precision::Additions<'a>> {
+    /// into `dir`, its budget counted from `first_boot` (a resumed run's
+    /// earlier boots have spent their wall time of it); `None` without a
+    /// target.
+    pub fn additions<'a>(
+        &'a self,
+        dir: &'a Path,
+        first_boot: std::time::Instant,
+    ) -> Option<super::precision::Additions<'a>> {
         let precision = self.suite.precision?;
+        let already_s = self.resumed.as_ref().map_or(0.0, |(_, meta)| {
+            meta.boots.iter().map(|b| b.wall_s).sum::<f64>()
+        });
         Some(super::precision::Additions {
             suite: &self.suite,
             dir,
             rule: crate::stats::sequential::FixedWidth::percent_target(precision.percent),
             cap: precision.boot_cap(self.planned),
             budget_s: precision.budget_s.map(|s| s as f64),
+            first_boot,
+            already_s,
             shard: self.shard.map_or((0, 1), |s| (s.index, s.count)),
         })
     }

@@ -409,8 +409,8 @@ pub enum BudgetScope {
     /// builds and image preparation spent it too.
     #[default]
     Run,
-    /// The boots' wall time, from the first boot on: only booting and
-    /// measuring spend it.
+    /// Wall time from the first boot on: only booting and measuring
+    /// spend it.
     Boots,
 }
 
@@ -424,8 +424,8 @@ impl BudgetScope {
         match self {
             BudgetScope::Run => "of wall time",
             BudgetScope::Boots => {
-                "of wall time from the first boot (the boots' own time: kernel builds and image \
-                 preparation are not counted)"
+                "of wall time from the first boot (kernel builds and image preparation are not \
+                 counted)"
             }
         }
     }
