@@ -10,15 +10,28 @@ use crate::run_dir::RunDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-/// The newest complete run of `suite` in `reports`, other than `except`.
+/// The newest complete run of `suite` in `reports`, other than `except`,
+/// whose files read: a directory that cannot be read is named on the
+/// screen and passed over, and the night is gated against the next one.
 fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf> {
-    crate::samples::runs_newest_first(reports)
-        .find(|(dir, meta)| {
+    let (runs, skipped) = crate::samples::scan_runs(reports);
+    for s in &skipped {
+        crate::message::warning(format_args!("baseline: {s}"));
+    }
+    runs.into_iter()
+        .filter(|(dir, meta)| {
             // A single shard ran part of the suite: never a baseline for all of it.
             dir.file_name() != except.file_name()
                 && meta.complete
                 && meta.suite == suite
                 && meta.shard.is_none()
+        })
+        .find(|(dir, _)| match crate::samples::read_sample_file(dir) {
+            Ok(_) => true,
+            Err(e) => {
+                crate::message::warning(format_args!("baseline: skipped {}: {e:#}", dir.display()));
+                false
+            }
         })
         .map(|(dir, _)| dir)
 }

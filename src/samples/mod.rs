@@ -5,7 +5,7 @@
 mod meta;
 mod upgrade;
 
-pub use upgrade::runs_newest_first;
+pub use upgrade::{scan_runs, SkippedRun};
 
 pub use meta::*;
 
@@ -188,9 +188,14 @@ impl SampleWriter {
     pub fn open_as(dir: &Path, host: &str) -> Result<SampleWriter> {
         let path = dir.join(SAMPLES_FILE);
         let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
-        if exists && !has_host_column(&path)? {
+        if exists {
+            crate::input_file::check(&path, crate::input_file::Bound::Samples)?;
+        }
+        if exists && (!has_host_column(&path)? || !ends_in_newline(&path)?) {
             // A run begun before samples named their host (resumed now):
-            // give its rows the column, empty, so new rows line up with the header.
+            // give its rows the column, empty, so new rows line up with the
+            // header. A torn last line is left out, so the next row does
+            // not continue it.
             retain_samples(dir, |_| true)?;
         }
         let file = OpenOptions::new()
@@ -221,6 +226,15 @@ impl SampleWriter {
         self.writer.get_ref().sync_data()?;
         Ok(())
     }
+}
+
+fn ends_in_newline(path: &Path) -> Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
 }
 
 fn has_host_column(path: &Path) -> Result<bool> {
@@ -258,20 +272,97 @@ pub fn read_samples(dir: &Path) -> Result<Vec<Sample>> {
 }
 
 /// Reads every sample of a run directory with the host that measured it
-/// (empty for files written before samples named their host).
+/// (empty for files written before samples named their host); a torn last
+/// line is left out with a warning ([`read_sample_file`]).
 pub fn read_samples_with_hosts(dir: &Path) -> Result<Vec<(Sample, String)>> {
+    Ok(read_sample_file(dir)?.rows)
+}
+
+/// A last line of `samples.csv` that was left out: the file ends without a
+/// newline in a row too short or unreadable, what a write cut short (a
+/// power loss, a killed run, a full disk) leaves behind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TornLine {
+    /// Its line number in the file.
+    pub line: u64,
+    /// Why it cannot be a sample.
+    pub why: String,
+}
+
+/// What `samples.csv` holds: its rows, and the torn last line left out.
+#[derive(Debug, Clone, Default)]
+pub struct SampleFile {
+    pub rows: Vec<(Sample, String)>,
+    pub torn: Option<TornLine>,
+}
+
+/// Reads `samples.csv` (none: no samples). A last line without its newline
+/// that has too few fields or does not read as a sample is the tail of a
+/// write cut short: it is left out, with a warning naming it, and the rest
+/// is the run. Any other malformed line is an input error naming the file
+/// and the line. A complete last line without its newline is kept: the
+/// host is the last field and every field before it is whole.
+pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
     let path = dir.join(SAMPLES_FILE);
-    if !path.exists() {
-        return Ok(Vec::new());
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(SampleFile::default());
     }
-    let mut reader =
-        csv::Reader::from_path(&path).with_context(|| format!("opening {}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, row) in reader.deserialize::<SampleRow>().enumerate() {
-        out.push(
-            row.with_context(|| format!("{}:{}: malformed sample row", path.display(), i + 2))?
-                .split(),
-        );
+    let bytes = crate::input_file::read(&path, crate::input_file::Bound::Samples)?;
+    let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
+    let malformed = |line: u64, why: &dyn std::fmt::Display| {
+        crate::error::InputError::new(format!(
+            "{}:{line}: malformed sample row: {why}",
+            path.display()
+        ))
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(bytes.as_slice());
+    let headers = match reader.headers() {
+        Ok(h) => h.clone(),
+        Err(e) => return Err(malformed(1, &e).into()),
+    };
+    let mut out = SampleFile::default();
+    let mut records = reader.into_byte_records().peekable();
+    while let Some(record) = records.next() {
+        let last = records.peek().is_none();
+        let record = record.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line());
+            malformed(line, &e)
+        })?;
+        let line = record.position().map_or(0, |p| p.line());
+        let row = if record.len() < headers.len() {
+            Err(format!(
+                "{} fields where the header names {}",
+                record.len(),
+                headers.len()
+            ))
+        } else if record.len() > headers.len() {
+            Err(format!(
+                "{} fields where the header names only {}",
+                record.len(),
+                headers.len()
+            ))
+        } else {
+            csv::StringRecord::from_byte_record(record)
+                .map_err(|e| e.to_string())
+                .and_then(|r| {
+                    r.deserialize::<SampleRow>(Some(&headers))
+                        .map_err(|e| e.to_string())
+                })
+        };
+        match row {
+            Ok(row) => out.rows.push(row.split()),
+            Err(why) if last && unterminated => {
+                crate::message::warning(format_args!(
+                    "{}:{line}: the last line is incomplete ({why}, no newline): \
+                     read without it, a write cut short",
+                    path.display()
+                ));
+                out.torn = Some(TornLine { line, why });
+            }
+            Err(why) => return Err(malformed(line, &why).into()),
+        }
     }
     Ok(out)
 }
