@@ -1036,6 +1036,7 @@ mod tests {
             build_seconds: 0.0,
             source_files_rebuilt: None,
             origin: Default::default(),
+            seals: Default::default(),
         }
     }
 

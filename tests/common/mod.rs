@@ -61,6 +61,7 @@ pub fn images(dir: &Path) -> Images {
         base: String::new(),
         source_files_rebuilt: None,
         origin: Default::default(),
+        seals: Default::default(),
     };
     Images {
         kernels: vec![kernel("markers-off"), kernel("markers-on")],
