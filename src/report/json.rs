@@ -24,7 +24,9 @@ impl Export for Json {
             )),
         };
         let text = Summary::new(run.meta, run.analysis, run.files.sizes, profile).to_json()?;
-        std::fs::write(dir.join(SUMMARY_FILE), text)?;
+        let path = dir.join(SUMMARY_FILE);
+        std::fs::write(&path, text)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
         Ok(())
     }
 }

@@ -296,6 +296,11 @@ pub struct SampleFile {
     pub torn: Option<TornLine>,
 }
 
+/// The longest field a row of `samples.csv` may have: names, numbers, a
+/// time and a host name are all far shorter. A longer one is damage (and
+/// would end up in file names of plots, and in every table).
+const MAX_FIELD_BYTES: usize = 4096;
+
 /// Reads `samples.csv` (none: no samples). A last line without its newline
 /// that has too few fields or does not read as a sample is the tail of a
 /// write cut short: it is left out, with a warning naming it, and the rest
@@ -323,6 +328,9 @@ pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
         Err(e) => return Err(malformed(1, &e).into()),
     };
     let mut out = SampleFile::default();
+    // Where each sample was first read: one measurement is one row.
+    let mut first_line: std::collections::HashMap<SampleKey, u64> =
+        std::collections::HashMap::new();
     let mut records = reader.into_byte_records().peekable();
     while let Some(record) = records.next() {
         let last = records.peek().is_none();
@@ -331,7 +339,17 @@ pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
             malformed(line, &e)
         })?;
         let line = record.position().map_or(0, |p| p.line());
-        let row = if record.len() < headers.len() {
+        let long_field = record
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.len() > MAX_FIELD_BYTES);
+        let row = if let Some((i, field)) = long_field {
+            Err(format!(
+                "field {} is {} bytes long, more than the {MAX_FIELD_BYTES} a sample's field may be",
+                i + 1,
+                field.len()
+            ))
+        } else if record.len() < headers.len() {
             Err(format!(
                 "{} fields where the header names {}",
                 record.len(),
@@ -352,7 +370,27 @@ pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
                 })
         };
         match row {
-            Ok(row) => out.rows.push(row.split()),
+            Ok(row) => {
+                let (sample, host) = row.split();
+                if let Some(first) = first_line.insert(sample.key(), line) {
+                    return Err(malformed(
+                        line,
+                        &format_args!(
+                            "the sample of line {first} recorded twice (boot {} of {} at {} \
+                             CPUs, {} {} param {}, iteration {})",
+                            sample.boot,
+                            sample.variant,
+                            sample.cpus,
+                            sample.workload,
+                            sample.metric,
+                            sample.param,
+                            sample.iteration
+                        ),
+                    )
+                    .into());
+                }
+                out.rows.push((sample, host));
+            }
             Err(why) if last && unterminated => {
                 crate::message::warning(format_args!(
                     "{}:{line}: the last line is incomplete ({why}, no newline): \

@@ -22,7 +22,9 @@ pub(super) struct Markdown;
 
 impl Export for Markdown {
     fn export(&self, run: &RunReport, dir: &Path) -> anyhow::Result<()> {
-        std::fs::write(dir.join(REPORT_FILE), render(run))?;
+        let path = dir.join(REPORT_FILE);
+        std::fs::write(&path, render(run))
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
         Ok(())
     }
 }
