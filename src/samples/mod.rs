@@ -487,4 +487,47 @@ mod tests {
         let e = format!("{:#}", read_samples(dir.path()).unwrap_err());
         assert!(e.contains("samples.csv:3: malformed"), "{e}");
     }
+
+    #[test]
+    fn a_torn_last_line_is_left_out_and_the_next_row_starts_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SampleWriter::open(dir.path()).unwrap();
+        w.append(&sample(0)).unwrap();
+        w.append(&sample(1)).unwrap();
+        drop(w);
+        let path = dir.path().join(SAMPLES_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The write of the second row cut short in its value.
+        let torn = &text[..text.len() - 40];
+        std::fs::write(&path, torn).unwrap();
+        let file = read_sample_file(dir.path()).unwrap();
+        assert_eq!(file.rows.len(), 1);
+        assert_eq!(file.torn.as_ref().map(|t| t.line), Some(3));
+        // A resumed run appends after the rows that are whole.
+        let mut w = SampleWriter::open(dir.path()).unwrap();
+        w.append(&sample(2)).unwrap();
+        drop(w);
+        let file = read_sample_file(dir.path()).unwrap();
+        assert_eq!(file.torn, None);
+        let read: Vec<Sample> = file.rows.into_iter().map(|(s, _)| s).collect();
+        assert_eq!(read, vec![sample(0), sample(2)]);
+    }
+
+    #[test]
+    fn a_short_line_that_is_not_the_last_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SampleWriter::open(dir.path()).unwrap();
+        w.append(&sample(0)).unwrap();
+        drop(w);
+        let path = dir.path().join(SAMPLES_FILE);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("quick,hackbench,time\n");
+        std::fs::write(&path, &text).unwrap();
+        let e = read_sample_file(dir.path()).unwrap_err();
+        assert!(crate::exit::is_input(&e));
+        assert!(format!("{e:#}").contains("samples.csv:3: malformed sample row: 3 fields"));
+        // Without its newline it is a torn tail.
+        std::fs::write(&path, text.trim_end()).unwrap();
+        assert_eq!(read_sample_file(dir.path()).unwrap().rows.len(), 1);
+    }
 }
