@@ -23,7 +23,9 @@ fn bzimage(paragraphs: u32) -> Vec<u8> {
 /// A kernel entry as `ensure_kernel` leaves it; `sealed`: with the seals
 /// it records now, else as kernels cached before them.
 fn kernel_entry(cache: &Path, name: &str, sealed: bool) -> std::path::PathBuf {
-    let dir = cache.join("kernels").join(format!("{name}-0123456789abcdef"));
+    let dir = cache
+        .join("kernels")
+        .join(format!("{name}-0123456789abcdef"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("bzImage"), bzimage(4096)).unwrap();
     std::fs::write(dir.join("config"), "CONFIG_TRACEPOINTS=y\n").unwrap();
@@ -88,7 +90,10 @@ fn a_truncated_sealed_bzimage_is_damaged_and_never_served() {
     let Verdict::Damaged(why) = verdict else {
         panic!("a truncated bzImage went unnoticed");
     };
-    assert!(why.contains("bzImage") && why.contains("when it was made"), "{why}");
+    assert!(
+        why.contains("bzImage") && why.contains("when it was made"),
+        "{why}"
+    );
 
     // Same length, other bytes: the hash tells.
     let mut bytes = bzimage(4096);
@@ -130,7 +135,9 @@ fn cache_verify_names_the_damaged_entries_and_prune_removes_debris() {
     let bad = kernel_entry(cache, "markers-on", true);
     cut_short(&bad.join("bzImage"), 512);
     // What a killed build left: a pid no process has (above pid_max).
-    let debris = cache.join("kernels").join("markers-on-fedcba9876543210.partial-99999999");
+    let debris = cache
+        .join("kernels")
+        .join("markers-on-fedcba9876543210.partial-99999999");
     std::fs::create_dir_all(&debris).unwrap();
     std::fs::write(debris.join("build.log"), "make: *** killed\n").unwrap();
     let images = cache.join("initramfs");
@@ -146,21 +153,33 @@ fn cache_verify_names_the_damaged_entries_and_prune_removes_debris() {
             .unwrap_or_else(|| panic!("{name} not listed:\n{stdout}"))
             .to_string()
     };
-    assert!(line("markers-off-0123456789abcdef").starts_with("ok "), "{stdout}");
+    assert!(
+        line("markers-off-0123456789abcdef").starts_with("ok "),
+        "{stdout}"
+    );
     let damaged = line("markers-on-0123456789abcdef");
     assert!(
         damaged.starts_with("DAMAGED ") && damaged.contains("bzImage"),
         "{stdout}"
     );
-    assert!(line(".partial-99999999").starts_with("DAMAGED "), "{stdout}");
-    assert!(line("base-0123456789abcdef.cpio").starts_with("sealed "), "{stdout}");
+    assert!(
+        line(".partial-99999999").starts_with("DAMAGED "),
+        "{stdout}"
+    );
+    assert!(
+        line("base-0123456789abcdef.cpio").starts_with("sealed "),
+        "{stdout}"
+    );
     assert!(stderr.contains("2 of 4 entries damaged"), "{stderr}");
 
     let (code, stdout, stderr) = markbench(cache, &["cache", "prune"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("what a killed build left"), "{stdout}");
     assert!(!debris.exists());
-    assert!(good.exists() && bad.exists(), "prune without limits removes only debris");
+    assert!(
+        good.exists() && bad.exists(),
+        "prune without limits removes only debris"
+    );
 
     std::fs::write(bad.join("bzImage"), bzimage(4096)).unwrap();
     let (code, stdout, _) = markbench(cache, &["cache", "--verify"]);
