@@ -1197,6 +1197,6 @@ mod tests {
         assert_eq!(SizeRecord::read(dir.path()).unwrap(), Some(record));
         std::fs::write(dir.path().join(SIZES_FILE), "[[kernel]]\nvariant = 3\n").unwrap();
         let e = format!("{:#}", SizeRecord::read(dir.path()).unwrap_err());
-        assert!(e.contains("sizes.toml: malformed size record"), "{e}");
+        assert!(e.contains("sizes.toml:2:11: malformed size record"), "{e}");
     }
 }
