@@ -228,6 +228,23 @@ impl SampleWriter {
     }
 }
 
+/// What is wrong with a row that does not read as a sample, by the
+/// column's number (from 1) and name.
+fn field_error(e: &csv::Error, headers: &csv::StringRecord) -> String {
+    match e.kind() {
+        csv::ErrorKind::Deserialize { err, .. } => match err.field() {
+            Some(i) => format!(
+                "field {} ({}): {}",
+                i + 1,
+                headers.get(i as usize).unwrap_or("?"),
+                err.kind()
+            ),
+            None => err.kind().to_string(),
+        },
+        _ => e.to_string(),
+    }
+}
+
 fn ends_in_newline(path: &Path) -> Result<bool> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -366,7 +383,7 @@ pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
                 .map_err(|e| e.to_string())
                 .and_then(|r| {
                     r.deserialize::<SampleRow>(Some(&headers))
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| field_error(&e, &headers))
                 })
         };
         match row {
