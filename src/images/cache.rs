@@ -271,7 +271,8 @@ pub struct Checked {
 }
 
 /// Checks every sealed entry of the cache at `root` (kernels, guest
-/// images, compile trees, the profile plugin) against its seals, sealing
+/// images, snapshots of commits, compile trees, the profile plugin)
+/// against its seals, sealing
 /// those made before seals were kept; the debris of killed builds is
 /// reported as damaged (`cache prune` removes it).
 pub fn verify(root: &Path) -> Vec<Checked> {
@@ -310,6 +311,17 @@ pub fn verify(root: &Path) -> Vec<Checked> {
             out.push(d);
         } else if name.ends_with(".cpio") && !is_partial(&path) {
             let verdict = check_file_entry(&path);
+            out.push(Checked { path, verdict });
+        }
+    }
+    for path in children("src") {
+        let tree = path.join("linux");
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("rev-"))
+            && tree.is_dir()
+        {
+            let verdict = super::seal::check_tree(&tree, &path.join("tree.seal"));
             out.push(Checked { path, verdict });
         }
     }

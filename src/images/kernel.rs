@@ -383,8 +383,9 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         spec.name,
         &workspace_key(spec, &compiler)[..16]
     )))?;
-    // Another process may have built it while this one waited.
-    if let Some(image) = cached(&dir) {
+    // Another process may have built it while this one waited (a damage
+    // found above was named there already).
+    if let (Some(image), Verdict::Sound | Verdict::SealedNow) = check_entry(&dir) {
         return Ok(image);
     }
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));

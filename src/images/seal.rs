@@ -151,6 +151,69 @@ pub fn usable_file_entry(path: &Path, what: &str) -> bool {
     }
 }
 
+/// What a source tree held when it was made: its regular files' count and
+/// total size. A tree of a commit is some 70,000 files; hashing them at
+/// each use would cost more than the build it saves, while a count and a
+/// sum of sizes (metadata alone, a fraction of a second) find a tree cut
+/// short by a full disk or a killed extraction, and files removed or
+/// emptied by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeSeal {
+    pub files: u64,
+    pub bytes: u64,
+}
+
+/// The seal of the tree under `dir` (links not followed).
+pub fn tree_seal_of(dir: &Path) -> TreeSeal {
+    let mut seal = TreeSeal { files: 0, bytes: 0 };
+    for meta in walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+    {
+        seal.files += 1;
+        seal.bytes += meta.len();
+    }
+    seal
+}
+
+/// Checks the tree under `dir` against the seal kept in `seal_file`; a
+/// tree made before seals were kept is sealed as it is.
+pub fn check_tree(dir: &Path, seal_file: &Path) -> Verdict {
+    let now = tree_seal_of(dir);
+    match std::fs::read_to_string(seal_file) {
+        Ok(text) => match toml::from_str::<TreeSeal>(&text) {
+            Ok(seal) if seal == now => Verdict::Sound,
+            Ok(seal) => Verdict::Damaged(format!(
+                "{}: {} files of {} bytes, {} of {} when it was made",
+                dir.display(),
+                now.files,
+                now.bytes,
+                seal.files,
+                seal.bytes
+            )),
+            Err(e) => Verdict::Damaged(format!("{}: malformed seal: {e}", seal_file.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match write_tree_seal(&now, seal_file) {
+                Ok(()) => Verdict::SealedNow,
+                Err(e) => Verdict::Damaged(format!("{e:#}")),
+            }
+        }
+        Err(e) => Verdict::Damaged(format!("{}: {e}", seal_file.display())),
+    }
+}
+
+/// Writes `seal` to `seal_file` (through a file beside it, renamed).
+pub fn write_tree_seal(seal: &TreeSeal, seal_file: &Path) -> Result<()> {
+    let tmp = seal_file.with_extension(format!("seal.partial-{}", std::process::id()));
+    std::fs::write(&tmp, toml::to_string(seal)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, seal_file).with_context(|| format!("writing {}", seal_file.display()))
+}
+
 /// What a `bzImage`'s own header says about it, for a kernel entry made
 /// before seals were kept: the boot protocol's `HdrS` signature, and a
 /// length at least the setup sectors and the protected-mode part it
@@ -208,6 +271,26 @@ mod tests {
         assert!(why.contains("its header declares 2048"), "{why}");
         std::fs::write(&path, b"not a kernel").unwrap();
         assert!(bzimage_header_damage(&path).is_some());
+    }
+
+    #[test]
+    fn a_tree_cut_short_or_emptied_is_told_by_its_seal() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("linux");
+        std::fs::create_dir_all(tree.join("kernel")).unwrap();
+        std::fs::write(tree.join("Makefile"), "VERSION = 6\n").unwrap();
+        std::fs::write(tree.join("kernel/fork.c"), "int x;\n").unwrap();
+        let seal = dir.path().join("tree.seal");
+        assert_eq!(check_tree(&tree, &seal), Verdict::SealedNow);
+        assert_eq!(check_tree(&tree, &seal), Verdict::Sound);
+        std::fs::write(tree.join("kernel/fork.c"), "").unwrap();
+        let Verdict::Damaged(why) = check_tree(&tree, &seal) else {
+            panic!("an emptied file went unnoticed");
+        };
+        assert!(
+            why.contains("2 files of 12 bytes, 2 of 19 when it was made"),
+            "{why}"
+        );
     }
 
     #[test]
