@@ -298,13 +298,19 @@ impl OverrideArgs {
 pub struct CacheArgs {
     #[command(subcommand)]
     pub action: Option<CacheAction>,
+    /// Check every kernel, guest image, compile tree and the profile
+    /// plugin against the size and SHA-256 recorded when it was made, one
+    /// line each; exit 1 naming those that are damaged.
+    #[arg(long)]
+    pub verify: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum CacheAction {
-    /// Remove entries not used for a while, then the least recently used
-    /// until the cache fits a size; never what a running markbench holds,
-    /// never ccache's objects (ccache keeps its own size).
+    /// Remove what killed builds left (`….partial-PID` of processes that
+    /// are gone), entries not used for a while, then the least recently
+    /// used until the cache fits a size; never what a running markbench
+    /// holds, never ccache's objects (ccache keeps its own size).
     Prune {
         /// Remove entries last used longer ago than this (e.g. 30d, 12h).
         #[arg(long, value_name = "D", value_parser = humantime::parse_duration)]
@@ -638,10 +644,55 @@ fn ago(t: std::time::SystemTime) -> String {
     }
 }
 
+/// `cache --verify`: one line per sealed entry, and the exit status: 0
+/// when every entry is sound, 1 when one is damaged.
+fn verify_cache(root: &Path) -> i32 {
+    use crate::images::seal::Verdict;
+    let checked = crate::images::cache::verify(root);
+    let mut damaged = 0;
+    for c in &checked {
+        let shown = c.path.strip_prefix(root).unwrap_or(&c.path).display();
+        match &c.verdict {
+            Verdict::Sound => println!("ok       {shown}"),
+            Verdict::SealedNow => {
+                println!("sealed   {shown} (made before seals were kept; checked and sealed now)")
+            }
+            Verdict::Damaged(why) => {
+                damaged += 1;
+                println!("DAMAGED  {shown}: {why}");
+            }
+        }
+    }
+    if damaged == 0 {
+        crate::message::note(format_args!(
+            "cache {}: {} entries checked, all sound",
+            root.display(),
+            checked.len()
+        ));
+        exit::SUCCESS
+    } else {
+        crate::message::error(format_args!(
+            "cache {}: {damaged} of {} entries damaged; the next run that needs one builds it again",
+            root.display(),
+            checked.len()
+        ));
+        exit::FAILED
+    }
+}
+
 /// `cache`: the listing, or `cache prune`.
 fn cache(args: CacheArgs) -> Result<i32> {
     use crate::images::cache::{self, Kind};
     let root = cache::root();
+    if args.verify {
+        if args.action.is_some() {
+            return Err(crate::error::InputError::new(
+                "cache: --verify checks the cache; give it without prune",
+            )
+            .into());
+        }
+        return Ok(verify_cache(&root));
+    }
     let entries = cache::entries(&root);
     let size = |b: u64| bytesize::ByteSize(b).display().iec().to_string();
     let total: u64 = entries.iter().map(|e| e.bytes).sum();
@@ -681,18 +732,18 @@ fn cache(args: CacheArgs) -> Result<i32> {
                     size(e.bytes),
                     ago(e.last_use),
                     e.path.strip_prefix(&root).unwrap_or(&e.path).display(),
-                    if e.in_use { "  (in use)" } else { "" }
+                    if e.in_use {
+                        "  (in use)"
+                    } else if e.debris {
+                        "  (what a killed build left)"
+                    } else {
+                        ""
+                    }
                 );
             }
         }
         return Ok(exit::SUCCESS);
     };
-    if older_than.is_none() && max_size.is_none() {
-        return Err(crate::error::InputError::new(
-            "cache prune: give --older-than D, --max-size S or both",
-        )
-        .into());
-    }
     let chosen = cache::to_prune(
         &entries,
         std::time::SystemTime::now(),
@@ -702,19 +753,16 @@ fn cache(args: CacheArgs) -> Result<i32> {
     let mut freed = 0;
     for e in entries.iter().filter(|e| chosen.contains(&e.path)) {
         let shown = e.path.strip_prefix(&root).unwrap_or(&e.path).display();
+        let why = if e.debris {
+            format!("{}, what a killed build left", size(e.bytes))
+        } else {
+            format!("{}, last used {}", size(e.bytes), ago(e.last_use))
+        };
         if dry_run {
-            println!(
-                "would remove {shown} ({}, last used {})",
-                size(e.bytes),
-                ago(e.last_use)
-            );
+            println!("would remove {shown} ({why})");
             freed += e.bytes;
         } else if cache::remove(e)? {
-            println!(
-                "removed {shown} ({}, last used {})",
-                size(e.bytes),
-                ago(e.last_use)
-            );
+            println!("removed {shown} ({why})");
             freed += e.bytes;
         } else {
             println!("kept {shown}: a running markbench holds it");

@@ -31,13 +31,19 @@ impl GateRecord {
     /// (or gated before the record was kept).
     pub fn read(dir: &Path) -> Result<Option<GateRecord>> {
         let path = RunDir::new(dir).gate();
-        if !path.is_file() {
+        let Some(text) =
+            crate::input_file::read_text_if_present(&path, crate::input_file::Bound::Record)?
+        else {
             return Ok(None);
-        }
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let record =
-            serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+        };
+        let record = serde_json::from_str(&text).map_err(|e| {
+            crate::error::InputError::new(format!(
+                "{}:{}:{}: malformed gate record: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            ))
+        })?;
         Ok(Some(record))
     }
 

@@ -19,6 +19,7 @@ pub mod gate;
 pub mod history;
 pub mod host;
 pub mod images;
+pub mod input_file;
 pub mod machine;
 pub mod merge;
 pub mod message;

@@ -385,6 +385,11 @@ impl Suite {
         };
         // Read at most one byte past the limit: `--suite /dev/zero` (or a
         // log given by mistake) must not fill the memory.
+        // A FIFO would block the open, a device never end: refused by name
+        // first (a missing file is told below, as a suite that cannot be read).
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            crate::input_file::check(path, crate::input_file::Bound::Record)?;
+        }
         let mut bytes = Vec::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_end(&mut bytes))

@@ -18,7 +18,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "pure libraries",
         &[
-            "exit", "protocol", "run_dir", "stats", "plots", "progress", "prereq",
+            "exit",
+            "input_file",
+            "protocol",
+            "run_dir",
+            "stats",
+            "plots",
+            "progress",
+            "prereq",
         ],
     ),
     ("host probes", &["host"]),

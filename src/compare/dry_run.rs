@@ -13,7 +13,11 @@ fn earlier_seconds_per_boot(
     suite: &Suite,
     overrides: &[String],
 ) -> Option<(f64, String)> {
-    crate::samples::runs_newest_first(reports).find_map(|(dir, meta)| {
+    let (runs, skipped) = crate::samples::scan_runs(reports);
+    for s in &skipped {
+        crate::message::warning(s);
+    }
+    runs.into_iter().find_map(|(dir, meta)| {
         (meta.complete
             && meta.suite == suite.name
             && meta.suite_sha256 == suite.sha256

@@ -10,15 +10,28 @@ use crate::run_dir::RunDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-/// The newest complete run of `suite` in `reports`, other than `except`.
+/// The newest complete run of `suite` in `reports`, other than `except`,
+/// whose files read: a directory that cannot be read is named on the
+/// screen and passed over, and the night is gated against the next one.
 fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf> {
-    crate::samples::runs_newest_first(reports)
-        .find(|(dir, meta)| {
+    let (runs, skipped) = crate::samples::scan_runs(reports);
+    for s in &skipped {
+        crate::message::warning(format_args!("baseline: {s}"));
+    }
+    runs.into_iter()
+        .filter(|(dir, meta)| {
             // A single shard ran part of the suite: never a baseline for all of it.
             dir.file_name() != except.file_name()
                 && meta.complete
                 && meta.suite == suite
                 && meta.shard.is_none()
+        })
+        .find(|(dir, _)| match crate::samples::read_sample_file(dir) {
+            Ok(_) => true,
+            Err(e) => {
+                crate::message::warning(format_args!("baseline: skipped {}: {e:#}", dir.display()));
+                false
+            }
         })
         .map(|(dir, _)| dir)
 }
@@ -140,4 +153,44 @@ pub fn nightly(
         runs: Some((dir, baseline)),
         regressed: gate.regressed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of the real run kept as a fixture, complete, as `reports/name`.
+    fn run(reports: &Path, name: &str) -> PathBuf {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/before-format-number");
+        let dir = reports.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in std::fs::read_dir(&fixture).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+        let meta = dir.join(crate::samples::META_FILE);
+        let text = std::fs::read_to_string(&meta).unwrap();
+        std::fs::write(
+            &meta,
+            text.replace("\ncomplete = false\n", "\ncomplete = true\n"),
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_baseline_is_the_newest_run_that_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let reports = tmp.path();
+        let good = run(reports, "20261201-000000-quick");
+        let zero = run(reports, "20261202-000000-quick");
+        let samples = zero.join(crate::samples::SAMPLES_FILE);
+        std::fs::remove_file(&samples).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &samples).unwrap();
+        let garbage = run(reports, "20261203-000000-quick");
+        std::fs::write(garbage.join(crate::samples::META_FILE), "format = [").unwrap();
+        let tonight = run(reports, "20261204-000000-quick");
+        assert_eq!(newest_baseline(reports, "quick", &tonight), Some(good));
+    }
 }

@@ -21,7 +21,7 @@ mod page;
 
 use crate::error::InputError;
 use crate::gate::GateRecord;
-use crate::samples::{PointKey, RunMeta};
+use crate::samples::{PointKey, RunMeta, SkippedRun};
 use crate::stats::change_points::{e_divisive, ChangePointConfig};
 use crate::stats::hypothesis::LogRatio;
 use crate::stats::Interval;
@@ -41,6 +41,7 @@ pub struct Run {
     pub dir: PathBuf,
     pub meta: RunMeta,
     pub gate: Option<GateRecord>,
+    pub samples: Vec<crate::samples::Sample>,
 }
 
 impl Run {
@@ -120,40 +121,75 @@ pub struct SuiteHistory {
 }
 
 /// Reads the runs under `dirs`, writes `history.md` and `history.html`
-/// into `out` and returns the histories.
+/// into `out` and returns the histories. A directory that looks like a run
+/// but cannot be read is named on the screen and on the page, and left out.
 pub fn history(dirs: &[PathBuf], out: &Path, variant: Option<&str>) -> Result<Vec<SuiteHistory>> {
-    let runs = collect(dirs)?;
+    let (runs, skipped) = collect(dirs)?;
+    for s in &skipped {
+        crate::message::warning(s);
+    }
     let histories = by_suite(runs)
         .into_iter()
         .map(|runs| suite_history(runs, variant))
         .collect::<Result<Vec<_>>>()?;
-    page::write(&histories, out)?;
+    page::write(&histories, &skipped, out)?;
     Ok(histories)
 }
 
 /// Every complete, whole (not a single shard's) run under `dirs`: each a
-/// run directory or a directory of runs. An input error names a directory
-/// with none.
-pub fn collect(dirs: &[PathBuf]) -> Result<Vec<Run>> {
+/// run directory or a directory of runs, with its samples; and the
+/// directories passed over because they cannot be read, each with why. An
+/// input error names a directory with no readable run.
+pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
     let mut runs = Vec::new();
+    let mut skipped = Vec::new();
     for dir in dirs {
-        let found: Vec<(PathBuf, RunMeta)> = if dir.join(crate::samples::META_FILE).is_file() {
-            vec![(dir.clone(), RunMeta::read(dir)?)]
+        let (found, unreadable) = if std::fs::symlink_metadata(dir.join(crate::samples::META_FILE))
+            .is_ok()
+        {
+            match RunMeta::read(dir) {
+                Ok(meta) => (vec![(dir.clone(), meta)], Vec::new()),
+                Err(e) => (
+                    Vec::new(),
+                    vec![SkippedRun {
+                        dir: dir.clone(),
+                        why: format!("{e:#}"),
+                    }],
+                ),
+            }
         } else if dir.is_dir() {
-            crate::samples::runs_newest_first(dir).collect()
+            crate::samples::scan_runs(dir)
         } else {
             return Err(InputError::new(format!("{}: no such directory", dir.display())).into());
         };
+        skipped.extend(unreadable);
         let before = runs.len();
         for (dir, meta) in found {
-            if meta.complete && meta.shard.is_none() {
-                let gate = GateRecord::read(&dir)?;
-                runs.push(Run { dir, meta, gate });
+            if !(meta.complete && meta.shard.is_none()) {
+                continue;
+            }
+            let read = GateRecord::read(&dir)
+                .and_then(|gate| Ok((gate, crate::samples::read_samples(&dir)?)));
+            match read {
+                Ok((gate, samples)) => runs.push(Run {
+                    dir,
+                    meta,
+                    gate,
+                    samples,
+                }),
+                Err(e) => skipped.push(SkippedRun {
+                    dir,
+                    why: format!("{e:#}"),
+                }),
             }
         }
         if runs.len() == before {
+            let why = skipped
+                .iter()
+                .map(|s| format!("\n  {s}"))
+                .collect::<String>();
             return Err(InputError::new(format!(
-                "{}: no complete run here (a run directory with meta.toml, or a directory of them)",
+                "{}: no complete run here (a run directory with meta.toml, or a directory of them){why}",
                 dir.display()
             ))
             .into());
@@ -162,7 +198,9 @@ pub fn collect(dirs: &[PathBuf]) -> Result<Vec<Run>> {
     // The same run named twice (a directory and a run in it) counts once.
     runs.sort_by(|a, b| a.dir.cmp(&b.dir));
     runs.dedup_by(|a, b| a.dir.canonicalize().ok() == b.dir.canonicalize().ok());
-    Ok(runs)
+    skipped.sort_by(|a, b| a.dir.cmp(&b.dir));
+    skipped.dedup_by(|a, b| a.dir.canonicalize().ok() == b.dir.canonicalize().ok());
+    Ok((runs, skipped))
 }
 
 /// The runs grouped by suite, each group in time order.
@@ -214,8 +252,7 @@ fn suite_history(runs: Vec<Run>, variant: Option<&str>) -> Result<SuiteHistory> 
 
     let mut points: BTreeMap<PointKey, PointHistory> = BTreeMap::new();
     for (i, run) in runs.iter().enumerate() {
-        let samples = crate::samples::read_samples(&run.dir)?;
-        let analysis = crate::analysis::analyse_unbootstrapped(&run.meta, &samples);
+        let analysis = crate::analysis::analyse_unbootstrapped(&run.meta, &run.samples);
         let side = |name: &str| analysis.variants.iter().position(|v| v == name);
         let Some(tracked) = side(&variant) else {
             continue;

@@ -6,6 +6,7 @@ use super::{Change, PointHistory, SuiteHistory, HTML_FILE, MARKDOWN_FILE, PLOTS_
 use crate::analysis::param_label;
 use crate::plots::{trend_svg, TrendInput, TrendRun};
 use crate::report::format::{decimals, escape_md, relative, value};
+use crate::samples::SkippedRun;
 use anyhow::{Context, Result};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -25,7 +26,7 @@ struct PointView {
     gaps: usize,
 }
 
-pub(super) fn write(histories: &[SuiteHistory], out: &Path) -> Result<()> {
+pub(super) fn write(histories: &[SuiteHistory], skipped: &[SkippedRun], out: &Path) -> Result<()> {
     let plots = out.join(PLOTS_DIR);
     std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
     let mut md = String::from("# markbench history\n\n");
@@ -42,6 +43,27 @@ pub(super) fn write(histories: &[SuiteHistory], out: &Path) -> Result<()> {
         }
         markdown(suite, &views, &mut md);
         html_section(suite, &views, &mut html);
+    }
+    if !skipped.is_empty() {
+        md.push_str("## Skipped directories\n\nThese look like runs but cannot be read; the history leaves them out.\n\n| directory | why |\n|---|---|\n");
+        html.push_str("<h2>Skipped directories</h2>\n<p class=\"note\">These look like runs but cannot be read; the history leaves them out.</p>\n<table>\n<tr><th>directory</th><th>why</th></tr>\n");
+        for s in skipped {
+            let dir = s.dir.display().to_string();
+            let _ = writeln!(
+                md,
+                "| {} | {} |",
+                escape_md(&dir),
+                escape_md(&s.why.replace('\n', " "))
+            );
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                escape_html(&dir),
+                escape_html(&s.why)
+            );
+        }
+        md.push('\n');
+        html.push_str("</table>\n");
     }
     let page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

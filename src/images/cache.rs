@@ -58,6 +58,9 @@ pub struct Entry {
     /// A running markbench holds it (or, for a partial build, its builder
     /// is still alive).
     pub in_use: bool,
+    /// What a killed build left (`….partial-PID` of a process that is
+    /// gone): `cache prune` always removes it.
+    pub debris: bool,
 }
 
 /// The lock a user of an entry holds (shared) while it uses it, touched at
@@ -161,6 +164,7 @@ pub fn entries(root: &Path) -> Vec<Entry> {
             bytes: size_of(&path),
             last_use,
             in_use: held(kind, &path),
+            debris: partial_build_alive(&path) == Some(false),
             path,
         });
     };
@@ -174,8 +178,11 @@ pub fn entries(root: &Path) -> Vec<Entry> {
         if let Ok(list) = std::fs::read_dir(dir.path()) {
             for child in list.flatten() {
                 let child_name = child.file_name().to_string_lossy().into_owned();
-                // Locks beside entries are part of them.
-                if child_name.ends_with(".lock") || child_name.ends_with(IN_USE) {
+                // Locks and seals beside entries are part of them.
+                if child_name.ends_with(".lock")
+                    || child_name.ends_with(IN_USE)
+                    || child_name.ends_with(super::seal::SEAL_SUFFIX)
+                {
                     continue;
                 }
                 add(kind, child.path());
@@ -186,9 +193,9 @@ pub fn entries(root: &Path) -> Vec<Entry> {
     out
 }
 
-/// What `prune` may remove: entries older than `older_than`, then the
-/// least recently used until the cache is at most `max_bytes`; never one
-/// in use, never the kind `Other`.
+/// What `prune` may remove: the debris of killed builds, entries older
+/// than `older_than`, then the least recently used until the cache is at
+/// most `max_bytes`; never one in use, never the kind `Other`.
 pub fn to_prune(
     entries: &[Entry],
     now: SystemTime,
@@ -200,10 +207,11 @@ pub fn to_prune(
         .iter()
         .filter(prunable)
         .filter(|e| {
-            older_than.is_some_and(|age| {
-                now.duration_since(e.last_use)
-                    .is_ok_and(|since| since >= age)
-            })
+            e.debris
+                || older_than.is_some_and(|age| {
+                    now.duration_since(e.last_use)
+                        .is_ok_and(|since| since >= age)
+                })
         })
         .collect();
     if let Some(max) = max_bytes {
@@ -249,9 +257,88 @@ pub fn remove(entry: &Entry) -> Result<bool> {
     } else {
         std::fs::remove_file(&entry.path)
             .with_context(|| format!("removing {}", entry.path.display()))?;
+        let _ = std::fs::remove_file(super::seal::seal_path(&entry.path));
         let _ = std::fs::remove_file(&lock_file);
     }
     Ok(true)
+}
+
+/// One entry as `cache --verify` found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub path: PathBuf,
+    pub verdict: super::seal::Verdict,
+}
+
+/// Checks every sealed entry of the cache at `root` (kernels, guest
+/// images, snapshots of commits, compile trees, the profile plugin)
+/// against its seals, sealing
+/// those made before seals were kept; the debris of killed builds is
+/// reported as damaged (`cache prune` removes it).
+pub fn verify(root: &Path) -> Vec<Checked> {
+    use super::seal::{check_file_entry, Verdict};
+    let mut out = Vec::new();
+    let children = |dir: &str| -> Vec<PathBuf> {
+        let mut list: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        list.sort();
+        list
+    };
+    let debris = |path: &Path| {
+        (partial_build_alive(path) == Some(false)).then(|| Checked {
+            path: path.to_path_buf(),
+            verdict: Verdict::Damaged(
+                "what a killed build left; `markbench cache prune` removes it".into(),
+            ),
+        })
+    };
+    let is_partial = |path: &Path| partial_build_alive(path).is_some();
+    for path in children("kernels") {
+        if let Some(d) = debris(&path) {
+            out.push(d);
+        } else if path.is_dir() && !is_partial(&path) {
+            let (_, verdict) = super::kernel::check_entry(&path);
+            out.push(Checked { path, verdict });
+        }
+    }
+    for path in children("initramfs") {
+        let name = path.to_string_lossy();
+        if let Some(d) = debris(&path) {
+            out.push(d);
+        } else if name.ends_with(".cpio") && !is_partial(&path) {
+            let verdict = check_file_entry(&path);
+            out.push(Checked { path, verdict });
+        }
+    }
+    for path in children("src") {
+        let tree = path.join("linux");
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("rev-"))
+            && tree.is_dir()
+        {
+            let verdict = super::seal::check_tree(&tree, &path.join("tree.seal"));
+            out.push(Checked { path, verdict });
+        }
+    }
+    for path in children("compile-tree") {
+        if path.is_dir() {
+            let (_, verdict) = super::compile_tree::check_entry(&path);
+            out.push(Checked { path, verdict });
+        }
+    }
+    for dir in children("plugin") {
+        let path = dir.join(super::plugin::PLUGIN_FILE);
+        if path.is_file() {
+            let verdict = check_file_entry(&path);
+            out.push(Checked { path, verdict });
+        }
+    }
+    out
 }
 
 /// The cache's root, for the listing's header.
@@ -270,6 +357,7 @@ mod tests {
             bytes: mib << 20,
             last_use: SystemTime::UNIX_EPOCH + Duration::from_secs((100 - days_ago) * 86_400),
             in_use,
+            debris: false,
         }
     }
 

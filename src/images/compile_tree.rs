@@ -34,6 +34,7 @@
 
 use super::fragments::Fragment;
 use super::kernel::{logged, logged_counting, KernelSource};
+use super::seal::{Seal, Verdict};
 use super::{cache_dir, key_of, tool_version};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -155,6 +156,10 @@ pub struct CompileTree {
     pub compiler: String,
     /// Host time of the reference build of the targets (after `prepare`).
     pub reference_build_seconds: f64,
+    /// The archive's size and SHA-256 as made (absent for trees cached
+    /// before seals were kept: checked by `archive_bytes`, then sealed).
+    #[serde(default)]
+    pub archive_seal: Option<Seal>,
 }
 
 const RECORD: &str = "compile-tree.toml";
@@ -325,9 +330,11 @@ pub fn ensure_compile_tree(
     // cached build directory identical to what the guest starts from.
     remove_compile_outputs(&build, prepared_at)?;
 
+    let archive_seal = super::seal::seal_of(&archive)?;
     let tree = CompileTree {
         key: key.clone(),
-        archive_bytes: std::fs::metadata(&archive)?.len(),
+        archive_bytes: archive_seal.bytes,
+        archive_seal: Some(archive_seal),
         archive,
         targets: targets.to_vec(),
         source_identity: identity.to_string(),
@@ -343,11 +350,71 @@ pub fn ensure_compile_tree(
     Ok(tree)
 }
 
-/// The tree recorded as complete in `dir`, if its archive is there.
+/// The tree recorded as complete in `dir`, if its archive is there whole;
+/// a damaged one is named on the screen and built again.
 fn cached_tree(dir: &Path) -> Option<CompileTree> {
-    let text = std::fs::read_to_string(dir.join(RECORD)).ok()?;
-    let tree = toml::from_str::<CompileTree>(&text).ok()?;
-    tree.archive.is_file().then_some(tree)
+    if !dir.join(RECORD).exists() {
+        return None;
+    }
+    match check_entry(dir) {
+        (Some(tree), Verdict::Sound | Verdict::SealedNow) => Some(tree),
+        (_, verdict) => {
+            if let Verdict::Damaged(why) = verdict {
+                crate::message::warning(format_args!(
+                    "cached kernel-compile tree {} is damaged ({why}): building it again",
+                    dir.display()
+                ));
+            }
+            None
+        }
+    }
+}
+
+/// Checks the compile-tree entry `dir`: its record, then its archive's
+/// size and hash; a tree cached before seals were kept is checked by the
+/// size its record gives, then sealed.
+pub fn check_entry(dir: &Path) -> (Option<CompileTree>, Verdict) {
+    let record = dir.join(RECORD);
+    let mut tree: CompileTree = match crate::input_file::read_toml(
+        &record,
+        crate::input_file::Bound::Record,
+        "compile-tree record",
+    ) {
+        Ok(tree) => tree,
+        Err(e) => return (None, Verdict::Damaged(e.to_string())),
+    };
+    let archive = dir.join(tree.archive.file_name().unwrap_or_default());
+    match &tree.archive_seal {
+        Some(seal) => match super::seal::damage(&archive, seal) {
+            Some(why) => (None, Verdict::Damaged(why)),
+            None => (Some(tree), Verdict::Sound),
+        },
+        None => {
+            let unsealed = Seal {
+                bytes: tree.archive_bytes,
+                sha256: String::new(),
+            };
+            let len = std::fs::metadata(&archive).map(|m| m.len()).ok();
+            if len != Some(unsealed.bytes) {
+                return (
+                    None,
+                    Verdict::Damaged(format!(
+                        "{}: {} bytes, {} when it was made",
+                        archive.display(),
+                        len.map_or("no".to_string(), |l| l.to_string()),
+                        unsealed.bytes
+                    )),
+                );
+            }
+            match super::seal::seal_of(&archive).and_then(|seal| {
+                tree.archive_seal = Some(seal);
+                Ok(std::fs::write(&record, toml::to_string(&tree)?)?)
+            }) {
+                Ok(()) => (Some(tree), Verdict::SealedNow),
+                Err(e) => (None, Verdict::Damaged(format!("{e:#}"))),
+            }
+        }
+    }
 }
 
 /// Gives every entry under the staging `root` its fixed time: the build

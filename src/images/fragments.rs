@@ -189,9 +189,7 @@ impl FragmentSearch {
         for dir in &self.dirs {
             let path = dir.path.join(file_name);
             if path.is_file() {
-                let text = std::fs::read_to_string(&path).map_err(|e| {
-                    InputError::new(format!("{}: cannot read fragment: {e}", path.display()))
-                })?;
+                let text = crate::input_file::read_text(&path, crate::input_file::Bound::Record)?;
                 return Ok(Some(Fragment {
                     file_name: file_name.to_string(),
                     origin: Origin::File(path),

@@ -207,7 +207,7 @@ pub fn ensure_base() -> Result<BaseImage> {
     let key = image_key(b"initramfs v3, fixed times", agent()?, &key_parts(&hashed));
     let dir = cache_dir().join("initramfs");
     let path = dir.join(format!("base-{}.cpio", &key[..16]));
-    if path.is_file() {
+    if super::seal::usable_file_entry(&path, "guest image") {
         return Ok(BaseImage {
             path,
             key,
@@ -238,6 +238,7 @@ pub fn ensure_base() -> Result<BaseImage> {
     fix_times(&root)?;
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
     pack_cpio(&root, &partial)?;
+    super::seal::seal_file_entry(&partial, &path)?;
     std::fs::rename(&partial, &path)?;
     Ok(BaseImage {
         path,
@@ -283,7 +284,7 @@ fn additions_in(
         path,
         files: hashed,
     };
-    if additions.path.is_file() {
+    if super::seal::usable_file_entry(&additions.path, "guest image") {
         return Ok(Some(additions));
     }
     std::fs::create_dir_all(dir)?;
@@ -318,6 +319,7 @@ fn additions_in(
         .path
         .with_extension(format!("partial-{}", std::process::id()));
     pack_cpio(&root, &partial)?;
+    super::seal::seal_file_entry(&partial, &additions.path)?;
     std::fs::rename(&partial, &additions.path)?;
     Ok(Some(additions))
 }

@@ -11,6 +11,7 @@
 //! whole comparison a lie.
 
 use super::fragments::Fragment;
+use super::seal::{Seal, Verdict};
 pub use super::source::KernelSource;
 use super::source::{OriginRecord, ResolvedOrigin};
 use super::workspace::Workspace;
@@ -146,7 +147,15 @@ pub struct KernelImage {
     pub objects_compiled: Option<u64>,
     #[serde(default)]
     pub first_build: bool,
+    /// The size and SHA-256 of the files a boot reads (`bzImage`,
+    /// `config`), by name in the entry, as built; empty for kernels cached
+    /// before they were kept, which are sealed on first use.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub seals: BTreeMap<String, Seal>,
 }
+
+/// The files of a kernel entry that are sealed: what a boot and the report read.
+pub const SEALED_FILES: [&str; 2] = ["bzImage", "config"];
 
 impl KernelImage {
     /// The kernel's `O=` build directory, kept in the cache beside it
@@ -382,8 +391,9 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         spec.name,
         &workspace_key(spec, &compiler)[..16]
     )))?;
-    // Another process may have built it while this one waited.
-    if let Some(image) = cached(&dir) {
+    // Another process may have built it while this one waited (a damage
+    // found above was named there already).
+    if let (Some(image), Verdict::Sound | Verdict::SealedNow) = check_entry(&dir) {
         return Ok(image);
     }
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
@@ -482,6 +492,10 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         origin: origin.record(),
         objects_compiled: Some(objects),
         first_build,
+        seals: SEALED_FILES
+            .iter()
+            .map(|f| Ok((f.to_string(), super::seal::seal_of(&partial.join(f))?)))
+            .collect::<Result<_>>()?,
     };
     std::fs::write(partial.join(RECORD), toml::to_string(&image)?)?;
     let _ = std::fs::remove_dir_all(&dir);
@@ -733,22 +747,76 @@ pub fn merged_config(base: &str, fragments: &[Fragment]) -> String {
     text
 }
 
-/// The kernel cached in `dir`, if it is complete.
+/// The kernel cached in `dir`, if it is there whole: its record reads and
+/// its files match their seals. A damaged entry is named on the screen and
+/// passed over (the caller builds it again, replacing it), never booted.
 fn cached(dir: &Path) -> Option<KernelImage> {
-    let text = std::fs::read_to_string(dir.join(RECORD)).ok()?;
-    let image = toml::from_str::<KernelImage>(&text).ok()?;
-    image.bzimage.is_file().then_some(image)
+    if !dir.join(RECORD).exists() {
+        return None;
+    }
+    match check_entry(dir) {
+        (Some(image), Verdict::Sound | Verdict::SealedNow) => Some(image),
+        (_, verdict) => {
+            if let Verdict::Damaged(why) = verdict {
+                crate::message::warning(format_args!(
+                    "cached kernel {} is damaged ({why}): building it again",
+                    dir.display()
+                ));
+            }
+            None
+        }
+    }
 }
 
-/// Every kernel in the cache.
+/// Checks the kernel entry `dir`: its record, then the size and hash of
+/// each sealed file. An entry cached before seals were kept is checked by
+/// its `bzImage`'s boot header (a truncated copy is shorter than the header
+/// declares), then sealed: its record is rewritten with the seals.
+pub fn check_entry(dir: &Path) -> (Option<KernelImage>, Verdict) {
+    let record = dir.join(RECORD);
+    let mut image: KernelImage = match crate::input_file::read_toml(
+        &record,
+        crate::input_file::Bound::Record,
+        "kernel record",
+    ) {
+        Ok(image) => image,
+        Err(e) => return (None, Verdict::Damaged(e.to_string())),
+    };
+    if image.seals.is_empty() {
+        if let Some(why) = super::seal::bzimage_header_damage(&dir.join("bzImage")) {
+            return (None, Verdict::Damaged(why));
+        }
+        let seals: Result<BTreeMap<String, Seal>> = SEALED_FILES
+            .iter()
+            .map(|f| Ok((f.to_string(), super::seal::seal_of(&dir.join(f))?)))
+            .collect();
+        match seals.and_then(|seals| {
+            image.seals = seals;
+            Ok(std::fs::write(&record, toml::to_string(&image)?)?)
+        }) {
+            Ok(()) => return (Some(image), Verdict::SealedNow),
+            Err(e) => return (None, Verdict::Damaged(format!("{e:#}"))),
+        }
+    }
+    for (file, seal) in &image.seals {
+        if let Some(why) = super::seal::damage(&dir.join(file), seal) {
+            return (None, Verdict::Damaged(why));
+        }
+    }
+    (Some(image), Verdict::Sound)
+}
+
+/// Every kernel in the cache (a damaged entry's record is still listed).
 pub fn cached_kernels() -> Vec<KernelImage> {
     let mut out = Vec::new();
     if let Ok(entries) = std::fs::read_dir(cache_dir().join("kernels")) {
         for e in entries.flatten() {
-            if let Ok(text) = std::fs::read_to_string(e.path().join(RECORD)) {
-                if let Ok(image) = toml::from_str::<KernelImage>(&text) {
-                    out.push(image);
-                }
+            if let Ok(image) = crate::input_file::read_toml::<KernelImage>(
+                &e.path().join(RECORD),
+                crate::input_file::Bound::Record,
+                "kernel record",
+            ) {
+                out.push(image);
             }
         }
     }

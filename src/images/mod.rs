@@ -7,6 +7,7 @@ pub mod fragments;
 pub mod initramfs;
 pub mod kernel;
 pub mod plugin;
+pub mod seal;
 pub mod size;
 pub mod source;
 pub mod workspace;

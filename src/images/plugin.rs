@@ -97,7 +97,7 @@ pub fn ensure_plugin_at(dir: &Path, root: &Path) -> Result<ProfilePlugin> {
     let key = plugin_key(dir)?;
     let root = root.to_path_buf();
     let path = root.join(&key[..16]).join(PLUGIN_FILE);
-    if path.is_file() {
+    if super::seal::usable_file_entry(&path, "profile plugin") {
         return Ok(ProfilePlugin { path, key });
     }
     crate::message::note("building the profile plugin …");
@@ -146,6 +146,7 @@ pub fn ensure_plugin_at(dir: &Path, root: &Path) -> Result<ProfilePlugin> {
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
     std::fs::copy(&built, &partial)
         .with_context(|| format!("copying {} to {}", built.display(), partial.display()))?;
+    super::seal::seal_file_entry(&partial, &path)?;
     std::fs::rename(&partial, &path).with_context(|| format!("writing {}", path.display()))?;
     Ok(ProfilePlugin { path, key })
 }

@@ -248,14 +248,14 @@ impl SizeRecord {
     /// were recorded.
     pub fn read(dir: &Path) -> Result<Option<SizeRecord>> {
         let path = dir.join(SIZES_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        };
-        toml::from_str(&text)
-            .map(Some)
-            .with_context(|| format!("{}: malformed size record", path.display()))
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(crate::input_file::read_toml(
+            &path,
+            crate::input_file::Bound::Record,
+            "size record",
+        )?))
     }
 }
 
@@ -1196,6 +1196,6 @@ mod tests {
         assert_eq!(SizeRecord::read(dir.path()).unwrap(), Some(record));
         std::fs::write(dir.path().join(SIZES_FILE), "[[kernel]]\nvariant = 3\n").unwrap();
         let e = format!("{:#}", SizeRecord::read(dir.path()).unwrap_err());
-        assert!(e.contains("sizes.toml: malformed size record"), "{e}");
+        assert!(e.contains("sizes.toml:2:11: malformed size record"), "{e}");
     }
 }

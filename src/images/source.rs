@@ -13,6 +13,7 @@
 //! the files they touch, so a patch that does not apply is an input error
 //! (naming the patch, the file and the hunk) in seconds, also in a dry run.
 
+use super::seal::Verdict;
 use super::{cache_dir, key_of};
 use crate::error::InputError;
 use anyhow::{bail, Context, Result};
@@ -564,12 +565,31 @@ pub fn snapshot_dir(commit: &str) -> PathBuf {
     cache_dir().join("src").join(format!("rev-{commit}"))
 }
 
-/// The snapshot of a commit in the cache (`git archive`, made once).
+/// The seal of a commit's snapshot ([`super::seal::TreeSeal`]), beside its tree.
+pub fn snapshot_seal(commit: &str) -> PathBuf {
+    snapshot_dir(commit).join("tree.seal")
+}
+
+/// The snapshot of a commit in the cache (`git archive`, made once),
+/// checked against its seal at each use.
 fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     let dir = snapshot_dir(commit).join("linux");
+    let seal = snapshot_seal(commit);
     if dir.join(DONE).is_file() {
-        super::cache::used(&snapshot_dir(commit));
-        return Ok(dir);
+        match super::seal::check_tree(&dir, &seal) {
+            Verdict::Sound | Verdict::SealedNow => {
+                super::cache::used(&snapshot_dir(commit));
+                return Ok(dir);
+            }
+            Verdict::Damaged(why) => {
+                crate::message::warning(format_args!(
+                    "cached snapshot {} is damaged ({why}): making it again",
+                    dir.display()
+                ));
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("removing {}", dir.display()))?;
+            }
+        }
     }
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
@@ -581,6 +601,7 @@ fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     ));
     archive_into(repo, commit, &[], &partial)?;
     std::fs::write(partial.join(DONE), commit)?;
+    super::seal::write_tree_seal(&super::seal::tree_seal_of(&partial), &seal)?;
     if std::fs::rename(&partial, &dir).is_err() {
         let _ = std::fs::remove_dir_all(&partial);
     }

@@ -95,8 +95,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
 
 /// Reads and parses the plugin's output file.
 pub fn read(path: &Path) -> Result<Vec<Region>, InputError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+    let text = crate::input_file::read_text(path, crate::input_file::Bound::Text)?;
     parse(&text, path)
 }
 

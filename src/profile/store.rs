@@ -77,10 +77,10 @@ impl Manifest {
     /// The manifest of a run directory, `None` when the run has no profiles.
     pub fn read(run: &Path) -> Result<Option<Manifest>, InputError> {
         let path = dir(run).join(MANIFEST_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(InputError::new(format!("reading {}: {e}", path.display()))),
+        let Some(text) =
+            crate::input_file::read_text_if_present(&path, crate::input_file::Bound::Record)?
+        else {
+            return Ok(None);
         };
         toml::from_str(&text).map(Some).map_err(|e| {
             let at = e.span().map_or(0, |s| s.start);
@@ -189,14 +189,14 @@ pub fn write_names(path: &Path, names: &BTreeSet<String>) -> Result<()> {
 
 /// A name list; a missing file is an empty list (a kernel with nothing of its own).
 pub fn read_names(path: &Path) -> Result<BTreeSet<String>, InputError> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(t
+    match crate::input_file::read_text_if_present(path, crate::input_file::Bound::Text) {
+        Ok(Some(t)) => Ok(t
             .lines()
             .filter(|l| !l.is_empty())
             .map(str::to_string)
             .collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
-        Err(e) => Err(InputError::new(format!("reading {}: {e}", path.display()))),
+        Ok(None) => Ok(BTreeSet::new()),
+        Err(e) => Err(e),
     }
 }
 

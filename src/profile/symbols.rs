@@ -87,8 +87,7 @@ impl SymbolMap {
 
     /// Reads and parses a System.map file.
     pub fn read(path: &Path) -> Result<SymbolMap, InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+        let text = crate::input_file::read_text(path, crate::input_file::Bound::Text)?;
         SymbolMap::parse(&text, path)
     }
 

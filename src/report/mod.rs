@@ -34,7 +34,7 @@ pub use json::summary_json;
 
 use crate::analysis::Analysis;
 use crate::images::size::SizeRecord;
-use crate::samples::{RunMeta, Sample};
+use crate::samples::{RunMeta, Sample, TornLine};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -53,6 +53,8 @@ pub struct RunFiles<'a> {
     pub source_diff: Option<&'a str>,
     /// `sizes.toml`; `None` for a run made before sizes were recorded.
     pub sizes: Option<&'a SizeRecord>,
+    /// The torn last line of `samples.csv` the samples were read without.
+    pub torn: Option<&'a TornLine>,
 }
 
 /// Everything a format renders: the run as recorded and its analysis.
@@ -168,6 +170,7 @@ struct Loaded {
     diffconfig: Option<String>,
     source_diff: Option<String>,
     sizes: Option<SizeRecord>,
+    torn: Option<TornLine>,
     analysis: Analysis,
     profiles: Vec<profile::ProfileView>,
 }
@@ -175,13 +178,13 @@ struct Loaded {
 impl Loaded {
     fn read(dir: &Path) -> Result<Loaded> {
         let meta = RunMeta::read(dir)?;
-        let (samples, hosts) = crate::samples::hosts_or(
-            crate::samples::read_samples_with_hosts(dir)?,
-            &meta.host.hostname,
-        );
-        let diffconfig = std::fs::read_to_string(dir.join(DIFFCONFIG_FILE)).ok();
-        let source_diff =
-            std::fs::read_to_string(crate::run_dir::RunDir::new(dir).source_diff()).ok();
+        let sample_file = crate::samples::read_sample_file(dir)?;
+        let (samples, hosts) = crate::samples::hosts_or(sample_file.rows, &meta.host.hostname);
+        let text = |path: PathBuf| {
+            crate::input_file::read_text_if_present(&path, crate::input_file::Bound::Text)
+        };
+        let diffconfig = text(dir.join(DIFFCONFIG_FILE))?;
+        let source_diff = text(crate::run_dir::RunDir::new(dir).source_diff())?;
         let sizes = SizeRecord::read(dir)?;
         let analysis = crate::analysis::analyse_with_hosts(&meta, &samples, &hosts);
         let profiles = profile::load(dir, &meta)?;
@@ -191,6 +194,7 @@ impl Loaded {
             diffconfig,
             source_diff,
             sizes,
+            torn: sample_file.torn,
             analysis,
             profiles,
         })
@@ -204,6 +208,7 @@ impl Loaded {
                 diffconfig: self.diffconfig.as_deref(),
                 source_diff: self.source_diff.as_deref(),
                 sizes: self.sizes.as_ref(),
+                torn: self.torn.as_ref(),
             },
             analysis: &self.analysis,
             profiles: &self.profiles,

@@ -5,7 +5,7 @@
 mod meta;
 mod upgrade;
 
-pub use upgrade::runs_newest_first;
+pub use upgrade::{scan_runs, SkippedRun};
 
 pub use meta::*;
 
@@ -188,9 +188,14 @@ impl SampleWriter {
     pub fn open_as(dir: &Path, host: &str) -> Result<SampleWriter> {
         let path = dir.join(SAMPLES_FILE);
         let exists = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
-        if exists && !has_host_column(&path)? {
+        if exists {
+            crate::input_file::check(&path, crate::input_file::Bound::Samples)?;
+        }
+        if exists && (!has_host_column(&path)? || !ends_in_newline(&path)?) {
             // A run begun before samples named their host (resumed now):
-            // give its rows the column, empty, so new rows line up with the header.
+            // give its rows the column, empty, so new rows line up with the
+            // header. A torn last line is left out, so the next row does
+            // not continue it.
             retain_samples(dir, |_| true)?;
         }
         let file = OpenOptions::new()
@@ -221,6 +226,32 @@ impl SampleWriter {
         self.writer.get_ref().sync_data()?;
         Ok(())
     }
+}
+
+/// What is wrong with a row that does not read as a sample, by the
+/// column's number (from 1) and name.
+fn field_error(e: &csv::Error, headers: &csv::StringRecord) -> String {
+    match e.kind() {
+        csv::ErrorKind::Deserialize { err, .. } => match err.field() {
+            Some(i) => format!(
+                "field {} ({}): {}",
+                i + 1,
+                headers.get(i as usize).unwrap_or("?"),
+                err.kind()
+            ),
+            None => err.kind().to_string(),
+        },
+        _ => e.to_string(),
+    }
+}
+
+fn ends_in_newline(path: &Path) -> Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
 }
 
 fn has_host_column(path: &Path) -> Result<bool> {
@@ -258,20 +289,135 @@ pub fn read_samples(dir: &Path) -> Result<Vec<Sample>> {
 }
 
 /// Reads every sample of a run directory with the host that measured it
-/// (empty for files written before samples named their host).
+/// (empty for files written before samples named their host); a torn last
+/// line is left out with a warning ([`read_sample_file`]).
 pub fn read_samples_with_hosts(dir: &Path) -> Result<Vec<(Sample, String)>> {
+    Ok(read_sample_file(dir)?.rows)
+}
+
+/// A last line of `samples.csv` that was left out: the file ends without a
+/// newline in a row too short or unreadable, what a write cut short (a
+/// power loss, a killed run, a full disk) leaves behind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TornLine {
+    /// Its line number in the file.
+    pub line: u64,
+    /// Why it cannot be a sample.
+    pub why: String,
+}
+
+/// What `samples.csv` holds: its rows, and the torn last line left out.
+#[derive(Debug, Clone, Default)]
+pub struct SampleFile {
+    pub rows: Vec<(Sample, String)>,
+    pub torn: Option<TornLine>,
+}
+
+/// The longest field a row of `samples.csv` may have: names, numbers, a
+/// time and a host name are all far shorter. A longer one is damage (and
+/// would end up in file names of plots, and in every table).
+const MAX_FIELD_BYTES: usize = 4096;
+
+/// Reads `samples.csv` (none: no samples). A last line without its newline
+/// that has too few fields or does not read as a sample is the tail of a
+/// write cut short: it is left out, with a warning naming it, and the rest
+/// is the run. Any other malformed line is an input error naming the file
+/// and the line. A complete last line without its newline is kept: the
+/// host is the last field and every field before it is whole.
+pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
     let path = dir.join(SAMPLES_FILE);
-    if !path.exists() {
-        return Ok(Vec::new());
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(SampleFile::default());
     }
-    let mut reader =
-        csv::Reader::from_path(&path).with_context(|| format!("opening {}", path.display()))?;
-    let mut out = Vec::new();
-    for (i, row) in reader.deserialize::<SampleRow>().enumerate() {
-        out.push(
-            row.with_context(|| format!("{}:{}: malformed sample row", path.display(), i + 2))?
-                .split(),
-        );
+    let bytes = crate::input_file::read(&path, crate::input_file::Bound::Samples)?;
+    let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
+    let malformed = |line: u64, why: &dyn std::fmt::Display| {
+        crate::error::InputError::new(format!(
+            "{}:{line}: malformed sample row: {why}",
+            path.display()
+        ))
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(bytes.as_slice());
+    let headers = match reader.headers() {
+        Ok(h) => h.clone(),
+        Err(e) => return Err(malformed(1, &e).into()),
+    };
+    let mut out = SampleFile::default();
+    // Where each sample was first read: one measurement is one row.
+    let mut first_line: std::collections::HashMap<SampleKey, u64> =
+        std::collections::HashMap::new();
+    let mut records = reader.into_byte_records().peekable();
+    while let Some(record) = records.next() {
+        let last = records.peek().is_none();
+        let record = record.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line());
+            malformed(line, &e)
+        })?;
+        let line = record.position().map_or(0, |p| p.line());
+        let long_field = record
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.len() > MAX_FIELD_BYTES);
+        let row = if let Some((i, field)) = long_field {
+            Err(format!(
+                "field {} is {} bytes long, more than the {MAX_FIELD_BYTES} a sample's field may be",
+                i + 1,
+                field.len()
+            ))
+        } else if record.len() < headers.len() {
+            Err(format!(
+                "{} fields where the header names {}",
+                record.len(),
+                headers.len()
+            ))
+        } else if record.len() > headers.len() {
+            Err(format!(
+                "{} fields where the header names only {}",
+                record.len(),
+                headers.len()
+            ))
+        } else {
+            csv::StringRecord::from_byte_record(record)
+                .map_err(|e| e.to_string())
+                .and_then(|r| {
+                    r.deserialize::<SampleRow>(Some(&headers))
+                        .map_err(|e| field_error(&e, &headers))
+                })
+        };
+        match row {
+            Ok(row) => {
+                let (sample, host) = row.split();
+                if let Some(first) = first_line.insert(sample.key(), line) {
+                    return Err(malformed(
+                        line,
+                        &format_args!(
+                            "the sample of line {first} recorded twice (boot {} of {} at {} \
+                             CPUs, {} {} param {}, iteration {})",
+                            sample.boot,
+                            sample.variant,
+                            sample.cpus,
+                            sample.workload,
+                            sample.metric,
+                            sample.param,
+                            sample.iteration
+                        ),
+                    )
+                    .into());
+                }
+                out.rows.push((sample, host));
+            }
+            Err(why) if last && unterminated => {
+                crate::message::warning(format_args!(
+                    "{}:{line}: the last line is incomplete ({why}, no newline): \
+                     read without it, a write cut short",
+                    path.display()
+                ));
+                out.torn = Some(TornLine { line, why });
+            }
+            Err(why) => return Err(malformed(line, &why).into()),
+        }
     }
     Ok(out)
 }
@@ -357,5 +503,48 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let e = format!("{:#}", read_samples(dir.path()).unwrap_err());
         assert!(e.contains("samples.csv:3: malformed"), "{e}");
+    }
+
+    #[test]
+    fn a_torn_last_line_is_left_out_and_the_next_row_starts_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SampleWriter::open(dir.path()).unwrap();
+        w.append(&sample(0)).unwrap();
+        w.append(&sample(1)).unwrap();
+        drop(w);
+        let path = dir.path().join(SAMPLES_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The write of the second row cut short in its value.
+        let torn = &text[..text.len() - 40];
+        std::fs::write(&path, torn).unwrap();
+        let file = read_sample_file(dir.path()).unwrap();
+        assert_eq!(file.rows.len(), 1);
+        assert_eq!(file.torn.as_ref().map(|t| t.line), Some(3));
+        // A resumed run appends after the rows that are whole.
+        let mut w = SampleWriter::open(dir.path()).unwrap();
+        w.append(&sample(2)).unwrap();
+        drop(w);
+        let file = read_sample_file(dir.path()).unwrap();
+        assert_eq!(file.torn, None);
+        let read: Vec<Sample> = file.rows.into_iter().map(|(s, _)| s).collect();
+        assert_eq!(read, vec![sample(0), sample(2)]);
+    }
+
+    #[test]
+    fn a_short_line_that_is_not_the_last_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = SampleWriter::open(dir.path()).unwrap();
+        w.append(&sample(0)).unwrap();
+        drop(w);
+        let path = dir.path().join(SAMPLES_FILE);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("quick,hackbench,time\n");
+        std::fs::write(&path, &text).unwrap();
+        let e = read_sample_file(dir.path()).unwrap_err();
+        assert!(crate::exit::is_input(&e));
+        assert!(format!("{e:#}").contains("samples.csv:3: malformed sample row: 3 fields"));
+        // Without its newline it is a torn tail.
+        std::fs::write(&path, text.trim_end()).unwrap();
+        assert_eq!(read_sample_file(dir.path()).unwrap().rows.len(), 1);
     }
 }

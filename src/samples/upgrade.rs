@@ -17,7 +17,7 @@
 
 use super::meta::{RunFormat, RunMeta, TimingDecision, RUN_FORMAT};
 use super::META_FILE;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 impl RunMeta {
@@ -25,10 +25,8 @@ impl RunMeta {
     /// was written in; a run of a newer format is an input error.
     pub fn read(dir: &Path) -> Result<RunMeta> {
         let path = dir.join(META_FILE);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let meta: RunMeta = toml::from_str(&text)
-            .with_context(|| format!("{}: malformed run metadata", path.display()))?;
+        let meta: RunMeta =
+            crate::input_file::read_toml(&path, crate::input_file::Bound::Record, "run metadata")?;
         if meta.format.0 > RUN_FORMAT {
             return Err(crate::error::InputError::new(format!(
                 "{}: written in run format {} by a newer markbench; this one reads formats up to {RUN_FORMAT}",
@@ -41,21 +39,54 @@ impl RunMeta {
     }
 }
 
+/// A directory that looked like a run and could not be read, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkippedRun {
+    pub dir: PathBuf,
+    pub why: String,
+}
+
+impl std::fmt::Display for SkippedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "skipped {}: {}", self.dir.display(), self.why)
+    }
+}
+
 /// The runs under `reports` with their metadata, newest first (a run
-/// directory's name begins with its start time); the `latest` link and
-/// directories that hold no readable run are passed over.
-pub fn runs_newest_first(reports: &Path) -> impl Iterator<Item = (PathBuf, RunMeta)> {
+/// directory's name begins with its start time), and the directories that
+/// look like runs (they hold a `meta.toml` or a `samples.csv`) but cannot
+/// be read, each with why: one damaged run costs only itself. The `latest`
+/// link and directories that are no run at all are passed over.
+pub fn scan_runs(reports: &Path) -> (Vec<(PathBuf, RunMeta)>, Vec<SkippedRun>) {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(reports)
         .into_iter()
         .flatten()
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.is_dir() && !p.ends_with("latest"))
+        .filter(|p| {
+            std::fs::symlink_metadata(p.join(META_FILE)).is_ok()
+                || std::fs::symlink_metadata(p.join(super::SAMPLES_FILE)).is_ok()
+        })
         .collect();
     dirs.sort();
-    dirs.into_iter()
-        .rev()
-        .filter_map(|dir| RunMeta::read(&dir).ok().map(|meta| (dir, meta)))
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    for dir in dirs.into_iter().rev() {
+        let read = if std::fs::symlink_metadata(dir.join(META_FILE)).is_err() {
+            Err(anyhow::anyhow!("no {META_FILE}"))
+        } else {
+            RunMeta::read(&dir)
+        };
+        match read {
+            Ok(meta) => runs.push((dir, meta)),
+            Err(e) => skipped.push(SkippedRun {
+                why: format!("{e:#}"),
+                dir,
+            }),
+        }
+    }
+    (runs, skipped)
 }
 
 /// `meta` in the current format.

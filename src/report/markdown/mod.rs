@@ -15,7 +15,7 @@ pub(super) use results::decimals_of;
 use super::format::escape_md;
 use super::{profile, sizes, Export, RunReport, REPORT_FILE};
 use crate::analysis::{param_label, Analysis, TableKey};
-use crate::samples::KernelMeta;
+use crate::samples::{KernelMeta, SAMPLES_FILE};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
@@ -147,6 +147,15 @@ fn header(run: &RunReport) -> String {
     }
     for w in &meta.warnings {
         let _ = writeln!(r, "> **Warning**: {}\n", escape_md(w));
+    }
+    if let Some(torn) = run.files.torn {
+        let _ = writeln!(
+            r,
+            "> **Missing sample**: line {} of {SAMPLES_FILE} is incomplete ({}, no newline: a write \
+             cut short); the tables are made without it.\n",
+            torn.line,
+            escape_md(&torn.why)
+        );
     }
     if !meta.description.is_empty() {
         let _ = writeln!(r, "{}\n", escape_md(&meta.description));
