@@ -396,11 +396,39 @@ fn size_line(run: &RunReport) -> String {
 /// verdict is reached.
 fn method(run: &RunReport) -> String {
     let (meta, cfg) = (run.meta, &run.analysis.config);
+    // What the run did, not what its suite planned: a run to a precision
+    // adds boots, a partial run has fewer, and workloads set their own runs.
+    let mut boots: std::collections::BTreeMap<(&str, u32), usize> = Default::default();
+    for b in meta.boots.iter().filter(|b| b.ok) {
+        *boots.entry((b.variant.as_str(), b.cpus)).or_default() += 1;
+    }
+    let mut runs: std::collections::BTreeMap<_, usize> = Default::default();
+    for s in run.samples.iter().filter(|s| !s.warmup) {
+        let key = (&s.workload, &s.metric, s.param, s.cpus, &s.variant, s.boot);
+        *runs.entry(key).or_default() += 1;
+    }
+    let span = |counts: &mut dyn Iterator<Item = usize>, planned: usize| {
+        let counts: Vec<usize> = counts.collect();
+        match (counts.iter().min(), counts.iter().max()) {
+            (Some(lo), Some(hi)) if lo == hi => lo.to_string(),
+            (Some(lo), Some(hi)) => format!("{lo} to {hi}"),
+            _ => planned.to_string(),
+        }
+    };
+    let mut boots_text = format!(
+        "{} boots of each kernel per CPU count",
+        span(&mut boots.values().copied(), meta.boots_per_variant as usize)
+    );
+    if let Some(p) = meta.precision.as_ref().filter(|p| p.added_boots > 0) {
+        boots_text.push_str(&format!(
+            " ({} planned, the rest added to reach +/-{}%)",
+            meta.boots_per_variant, p.percent
+        ));
+    }
     let measured = format!(
-        "{} boots of each kernel per CPU count, interleaved in balanced blocks, {} \
+        "{boots_text}, interleaved in balanced blocks, {} \
          measured runs (+{} warm-up) per point and boot, timed by {}",
-        meta.boots_per_variant,
-        meta.iterations,
+        span(&mut runs.values().copied(), meta.iterations as usize),
         meta.warmup,
         meta.timing_mode()
     );
