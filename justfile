@@ -27,8 +27,8 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --all-targets -- -D warnings
 
-# Run the suite, compare with the newest earlier run, exit 1 on a regression
-# beyond the suite's margin (0 none, 2 input error, 3 infrastructure failure).
+# Run the suite, compare with the newest earlier run, exit 4 on a regression
+# beyond the suite's margin (0 none; every code: docs/commands.md#exit-status).
 nightly *ARGS:
     cargo run --release -- nightly {{ARGS}}
 
@@ -39,7 +39,7 @@ history:
 
 # The noise floor and resolution of icount timing: an A/A and an A/B run of
 # the noise-icount suite, then their figures against the 0.5% targets
-# (markbench noise-floor AA_DIR AB_DIR; exit 1 when a target is missed).
+# (markbench noise-floor AA_DIR AB_DIR; exit 6 when a target is missed).
 noise-floor *ARGS:
     #!/usr/bin/env bash
     set -euo pipefail

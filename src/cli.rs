@@ -2,12 +2,13 @@
 //! into the stage modules (`compare` for compare, nightly and run-shard).
 
 use crate::compare::{self, Options};
+use crate::exit::ExitStatus;
 use crate::images::cache_dir;
 use crate::images::kernel::{self, KernelSource};
 use crate::run_dir::RunDir;
 use crate::samples::{Overrides, ShardSel};
 use crate::suite::{AccelChoice, Suite, TimingChoice};
-use crate::{exit, prereq, report};
+use crate::{prereq, report};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
@@ -73,8 +74,9 @@ pub enum Command {
         #[arg(long, value_enum)]
         format: Option<ReportFormat>,
     },
-    /// Run a suite, compare it with a baseline run and exit 1 on a significant
-    /// regression beyond the suite's margin (0 none, 2 input error, 3 infrastructure failure).
+    /// Run a suite, compare it with a baseline run and exit 4 on a significant
+    /// regression beyond the suite's margin (0 none; 3 a boot failed, 130
+    /// interrupted: not gated; docs/commands.md lists every exit status).
     Nightly(NightlyArgs),
     /// Compare two result sets run separately (e.g. last night's and tonight's):
     /// one variant of BASELINE_DIR against the same variant of CANDIDATE_DIR.
@@ -126,7 +128,7 @@ pub enum Command {
     },
     /// Print the noise floor of an A/A run (CoV between and within boots) and
     /// the resolution of an A/B run (95% CI half-width), PASS/FAIL against
-    /// the targets; exit 1 when one is missed.
+    /// the targets; exit 6 when one is missed.
     NoiseFloor {
         /// A run made with `compare --aa`.
         aa_dir: PathBuf,
@@ -139,7 +141,7 @@ pub enum Command {
     /// Find the commit that made a regression: measure GOOD and BAD of a git
     /// kernel tree, confirm the regression, then build, boot and classify
     /// the commit in the middle until one is left (exit 0), or say there is
-    /// no regression to bisect (exit 1).
+    /// no regression to bisect (exit 5).
     Bisect(BisectArgs),
     /// List what the cache holds by kind (kernels, workspaces, sources and
     /// snapshots, guest images) with sizes and last use; `cache prune`
@@ -300,7 +302,7 @@ pub struct CacheArgs {
     pub action: Option<CacheAction>,
     /// Check every kernel, guest image, compile tree and the profile
     /// plugin against the size and SHA-256 recorded when it was made, one
-    /// line each; exit 1 naming those that are damaged.
+    /// line each; exit 7 naming those that are damaged.
     #[arg(long)]
     pub verify: bool,
 }
@@ -410,7 +412,7 @@ pub struct NightlyArgs {
     pub variant: Option<String>,
     /// On a regression, when the baseline's and tonight's kernels are two
     /// commits of one git tree, bisect between them and name the first bad
-    /// commit in the summary (the exit status stays 1).
+    /// commit in the summary (the exit status stays 4).
     #[arg(long)]
     pub bisect: bool,
 }
@@ -491,7 +493,9 @@ fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
     Ok((suite, source))
 }
 
-pub fn run(cli: Cli) -> Result<i32> {
+/// Runs the command; its exit status (a failure is mapped by
+/// [`ExitStatus::of_error`], the one mapping of an error to a status).
+pub fn run(cli: Cli) -> Result<ExitStatus> {
     match cli.command {
         Command::Setup { check, ci } => {
             prereq::setup(check, ci)?;
@@ -499,7 +503,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                 "{}",
                 crate::message::line("all prerequisites are installed")
             );
-            Ok(exit::SUCCESS)
+            Ok(ExitStatus::Success)
         }
         Command::Report { dir, format } => {
             crate::samples::require_run_dir(&dir)?;
@@ -507,7 +511,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                 Some(format) => print!("{}", report::render_dir(&dir, format.into())?),
                 None => println!("{}", report::write(&dir)?.display()),
             }
-            Ok(exit::SUCCESS)
+            Ok(ExitStatus::Success)
         }
         Command::Diff {
             baseline_dir,
@@ -530,7 +534,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                 crate::message::warning(format_args!("{w}"));
             }
             println!("{}", RunDir::new(&out).report().display());
-            Ok(exit::SUCCESS)
+            Ok(ExitStatus::Success)
         }
         Command::History { dirs, out, variant } => {
             let histories = crate::history::history(&dirs, &out, variant.as_deref())?;
@@ -544,7 +548,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                 ));
             }
             println!("{}", out.join(crate::history::HTML_FILE).display());
-            Ok(exit::SUCCESS)
+            Ok(ExitStatus::Success)
         }
         Command::NoiseFloor {
             aa_dir,
@@ -565,7 +569,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             if args.bisect {
                 crate::bisect::nightly::after(&night, &options)?;
             }
-            Ok(night.code)
+            Ok(night.status)
         }
         Command::Plan(args) => shard_plan(args),
         Command::RunShard(args) => {
@@ -573,7 +577,7 @@ pub fn run(cli: Cli) -> Result<i32> {
                 index: args.index,
                 count: args.shards,
             };
-            Ok(compare::compare(&args.compare.options(Some(sel), args.out))?.code)
+            Ok(compare::compare(&args.compare.options(Some(sel), args.out))?.status)
         }
         Command::Merge { dirs, out, reports } => {
             let out = match out {
@@ -593,20 +597,16 @@ pub fn run(cli: Cli) -> Result<i32> {
                 out.display()
             );
             println!("report: {}", RunDir::new(&out).report().display());
-            Ok(if !merged.meta.complete || failed > 0 {
-                exit::INFRASTRUCTURE
-            } else {
-                exit::SUCCESS
-            })
+            Ok(merged.status())
         }
         Command::Images(args) => images(args),
         Command::Bisect(args) => crate::bisect::bisect(&args.request()),
         Command::Cache(args) => cache(args),
-        Command::Compare(args) => Ok(compare::compare(&args.options(None, None))?.code),
+        Command::Compare(args) => Ok(compare::compare(&args.options(None, None))?.status),
     }
 }
 
-fn images(args: ImagesArgs) -> Result<i32> {
+fn images(args: ImagesArgs) -> Result<ExitStatus> {
     if args.list {
         println!("cache: {}", cache_dir().display());
         for k in kernel::cached_kernels() {
@@ -618,7 +618,7 @@ fn images(args: ImagesArgs) -> Result<i32> {
                 k.bzimage.display()
             );
         }
-        return Ok(exit::SUCCESS);
+        return Ok(ExitStatus::Success);
     }
     let (suite, source) = load_suite(&args.suite)?;
     prereq::ensure(false)?;
@@ -627,7 +627,7 @@ fn images(args: ImagesArgs) -> Result<i32> {
         println!("kernel {:<20} {}", k.name, k.bzimage.display());
     }
     println!("initramfs {}", images.base.path.display());
-    Ok(exit::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// How long ago `t` was, in words.
@@ -644,9 +644,9 @@ fn ago(t: std::time::SystemTime) -> String {
     }
 }
 
-/// `cache --verify`: one line per sealed entry, and the exit status: 0
-/// when every entry is sound, 1 when one is damaged.
-fn verify_cache(root: &Path) -> i32 {
+/// `cache --verify`: one line per sealed entry, and the exit status
+/// (`images::cache::verify_status`).
+fn verify_cache(root: &Path) -> ExitStatus {
     use crate::images::seal::Verdict;
     let checked = crate::images::cache::verify(root);
     let mut damaged = 0;
@@ -669,19 +669,18 @@ fn verify_cache(root: &Path) -> i32 {
             root.display(),
             checked.len()
         ));
-        exit::SUCCESS
     } else {
         crate::message::error(format_args!(
             "cache {}: {damaged} of {} entries damaged; the next run that needs one builds it again",
             root.display(),
             checked.len()
         ));
-        exit::FAILED
     }
+    crate::images::cache::verify_status(&checked)
 }
 
 /// `cache`: the listing, or `cache prune`.
-fn cache(args: CacheArgs) -> Result<i32> {
+fn cache(args: CacheArgs) -> Result<ExitStatus> {
     use crate::images::cache::{self, Kind};
     let root = cache::root();
     if args.verify {
@@ -742,7 +741,7 @@ fn cache(args: CacheArgs) -> Result<i32> {
                 );
             }
         }
-        return Ok(exit::SUCCESS);
+        return Ok(ExitStatus::Success);
     };
     let chosen = cache::to_prune(
         &entries,
@@ -774,11 +773,11 @@ fn cache(args: CacheArgs) -> Result<i32> {
         size(freed),
         size(total)
     );
-    Ok(exit::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// `plan --shards N`: the split of the suite, printed and optionally written.
-fn shard_plan(args: PlanArgs) -> Result<i32> {
+fn shard_plan(args: PlanArgs) -> Result<ExitStatus> {
     let (file, _) = load_suite(&args.suite)?;
     let overrides = args.overrides.settings(None);
     let suite = overrides.apply(&file)?;
@@ -793,7 +792,7 @@ fn shard_plan(args: PlanArgs) -> Result<i32> {
         std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
         println!("written to {}", out.display());
     }
-    Ok(exit::SUCCESS)
+    Ok(ExitStatus::Success)
 }
 
 /// The default directory of a merged run: named after the first shard's suite.

@@ -1,6 +1,7 @@
-//! Errors that are the user's to fix (bad suite, unknown workload, missing
-//! kernel source). They exit with status 2; everything else exits with 1
-//! (or 3 for infrastructure failures reported by the run itself).
+//! The errors a caller branches on: input the user must fix (bad suite,
+//! unknown workload, missing kernel source; exit status 2) and a stop by
+//! Ctrl-C (130). Every other error is a failure of the machinery (1);
+//! `exit::ExitStatus::of_error` is the one mapping.
 
 use std::path::Path;
 
@@ -23,6 +24,22 @@ impl InputError {
     pub fn at(path: &Path, text: &str, offset: usize, message: impl std::fmt::Display) -> Self {
         let (line, col) = line_col(text, offset);
         InputError::new(format!("{}:{line}:{col}: {message}", path.display()))
+    }
+}
+
+/// The user stopped the work with Ctrl-C: what was measured is kept, and
+/// the message says how to continue.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Interrupted {
+    pub message: String,
+}
+
+impl Interrupted {
+    pub fn new(message: impl Into<String>) -> Self {
+        Interrupted {
+            message: message.into(),
+        }
     }
 }
 

@@ -1,12 +1,14 @@
 //! The nightly gate: a finished run against a baseline run of the same
-//! suite. Exit code 1 only for a significant regression beyond the suite's
-//! margin; a point that is significantly slower but within the margin, or
-//! not significant, does not fail the night.
+//! suite. Its verdict is a regression (exit status 4, `ExitStatus::Regression`)
+//! only for a significant regression beyond the suite's margin; a point that
+//! is significantly slower but within the margin, or not significant, does
+//! not fail the night.
 //!
 //! Each candidate variant of the run is gated on its own: its samples
 //! tonight against its samples in the baseline run ([`crate::diff`]).
 
 use crate::analysis::param_label;
+use crate::exit::ExitStatus;
 use crate::report::format::relative;
 use crate::run_dir::RunDir;
 use crate::samples::RunMeta;
@@ -21,7 +23,9 @@ use std::path::{Path, PathBuf};
 pub struct GateRecord {
     /// The baseline run the night was gated against.
     pub baseline: String,
-    /// The gate's exit status: 0 no regression beyond the margin, 1 one or more.
+    /// The gate's exit status: 0 no regression beyond the margin, else one
+    /// or more (4 since each exit status has one meaning; records written
+    /// before say 1). Readers take any other value than 0 as a regression.
     pub code: i32,
     pub regressed: Vec<RegressedPoint>,
 }
@@ -57,8 +61,8 @@ impl GateRecord {
 /// What the gate decided, and the markdown summary for a CI job page.
 #[derive(Debug, Clone)]
 pub struct Gate {
-    /// 0: no regression beyond the margin; 1: at least one.
-    pub code: i32,
+    /// Success: no regression beyond the margin; `Regression`: at least one.
+    pub status: ExitStatus,
     pub summary: String,
     /// Each point that regressed beyond the margin, as a bisection names it.
     pub regressed: Vec<RegressedPoint>,
@@ -97,6 +101,15 @@ fn gated_variants(
             (Some(k.variant.clone()), dir)
         })
         .collect())
+}
+
+/// The gate's verdict: a regression when a point regressed beyond the margin.
+pub fn verdict(regressed: bool) -> ExitStatus {
+    if regressed {
+        ExitStatus::Regression
+    } else {
+        ExitStatus::Success
+    }
 }
 
 /// Compares `candidate` with `baseline` (`markbench diff`, written into
@@ -220,15 +233,15 @@ pub fn gate(
     for report in reports {
         summary.push_str(&format!("\nFull comparison: {}\n", report.display()));
     }
-    let code = if regressions.is_empty() { 0 } else { 1 };
+    let status = verdict(!regressions.is_empty());
     GateRecord {
         baseline: baseline.display().to_string(),
-        code,
+        code: status.code(),
         regressed: regressed.clone(),
     }
     .write(candidate)?;
     Ok(Gate {
-        code,
+        status,
         summary,
         regressed,
     })

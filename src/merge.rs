@@ -10,6 +10,7 @@
 //! statistics use as a blocking factor (`stats::blocked`).
 
 use crate::error::InputError;
+use crate::exit::ExitStatus;
 use crate::samples::{
     hosts_or, read_samples_with_hosts, RunMeta, SampleWriter, ShardRecord, META_FILE,
 };
@@ -23,6 +24,18 @@ pub struct Merged {
     pub meta: RunMeta,
     /// Doubts about the merge, also at the top of the report.
     pub warnings: Vec<String>,
+}
+
+impl Merged {
+    /// The merge's exit status: incomplete when a shard did not finish or
+    /// a boot failed (the merge itself finished), else success.
+    pub fn status(&self) -> ExitStatus {
+        if !self.meta.complete || self.meta.boots.iter().any(|b| !b.ok) {
+            ExitStatus::Incomplete
+        } else {
+            ExitStatus::Success
+        }
+    }
 }
 
 /// One shard's run directory and its metadata.
@@ -364,4 +377,37 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     meta.write(out)?;
     crate::report::write(out)?;
     Ok(Merged { meta, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::samples::BootRecord;
+
+    fn merged(complete: bool, oks: &[bool]) -> Merged {
+        Merged {
+            meta: RunMeta {
+                complete,
+                boots: oks
+                    .iter()
+                    .map(|&ok| BootRecord {
+                        ok,
+                        ..BootRecord::default()
+                    })
+                    .collect(),
+                ..RunMeta::default()
+            },
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_merge_of_a_partial_shard_or_a_failed_boot_is_incomplete() {
+        assert_eq!(merged(true, &[true, true]).status(), ExitStatus::Success);
+        assert_eq!(
+            merged(true, &[true, false]).status(),
+            ExitStatus::Incomplete
+        );
+        assert_eq!(merged(false, &[true]).status(), ExitStatus::Incomplete);
+    }
 }

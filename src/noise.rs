@@ -12,6 +12,7 @@
 
 use crate::analysis::{param_label, Analysis, TableKey};
 use crate::error::InputError;
+use crate::exit::ExitStatus;
 use crate::report::format::{percent_2dp, signed_percent_2dp};
 use crate::samples::{read_samples, RunMeta};
 use anyhow::Result;
@@ -375,9 +376,19 @@ fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
     )
 }
 
+/// The exit status of a noise floor: success when every target is met
+/// (and there was one to meet), else a missed target.
+pub fn status(rows: &[Row]) -> ExitStatus {
+    if all_met(rows) {
+        ExitStatus::Success
+    } else {
+        ExitStatus::TargetMissed
+    }
+}
+
 /// `markbench noise-floor AA_DIR [AB_DIR]`: prints the figures and returns
-/// the exit status, 0 when every target is met and 1 when one is not.
-pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<i32> {
+/// the exit status ([`status`]).
+pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<ExitStatus> {
     let (aa_meta, aa_analysis) = load(aa_dir)?;
     if !is_aa(&aa_meta) {
         return Err(InputError::new(format!(
@@ -416,7 +427,7 @@ pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Resul
     println!();
     let rows = evaluate(&aa, &ab, targets);
     print!("{}", render(&rows, targets));
-    Ok(if all_met(&rows) { 0 } else { 1 })
+    Ok(status(&rows))
 }
 
 #[cfg(test)]
@@ -507,12 +518,14 @@ mod tests {
         assert_eq!(rows[0].between_ok, Some(true));
         assert_eq!(rows[0].ci_ok, None);
         assert!(all_met(&rows));
+        assert_eq!(status(&rows), ExitStatus::Success);
 
         // One noisy side is enough to miss the A/A target.
         let mixed = aa_points(&analysis(&aa_meta, &mixed_aa)).unwrap();
         let rows = evaluate(&mixed, &[], &targets);
         assert_eq!(rows[0].between_ok, Some(false));
         assert!(!all_met(&rows));
+        assert_eq!(status(&rows), ExitStatus::TargetMissed);
         assert!(render(&rows, &targets).contains("FAIL: 0 of 1 targets met"));
     }
 
@@ -565,6 +578,7 @@ mod tests {
     #[test]
     fn no_figures_is_not_a_pass() {
         assert!(!all_met(&[]));
+        assert_eq!(status(&[]), ExitStatus::TargetMissed);
     }
 
     #[test]

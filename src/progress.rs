@@ -1,25 +1,23 @@
-//! Progress of a run: indicatif bars for the whole run (with ETA) and the
-//! current boot when stderr is a terminal; plain, self-contained log lines
-//! otherwise (CI logs), one when a boot starts and one when it ends.
+//! Progress of a run on a terminal: indicatif bars for the whole run (with
+//! ETA) and the current boot. Where stderr is not a terminal (CI logs) the
+//! run's observer (`events::Terminal`) writes plain lines instead.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
 
-pub enum Progress {
-    Bars {
-        _multi: MultiProgress,
-        overall: ProgressBar,
-        current: ProgressBar,
-    },
-    Plain,
+pub struct Progress {
+    _multi: MultiProgress,
+    overall: ProgressBar,
+    current: ProgressBar,
 }
 
 impl Progress {
-    /// `total` boots in the run, `done` of them already finished (a resume).
-    pub fn new(total: usize, done: usize) -> Progress {
+    /// The bars of a run of `total` boots, `done` of them already finished
+    /// (a resume); `None` when stderr is not a terminal.
+    pub fn new(total: usize, done: usize) -> Option<Progress> {
         if !std::io::stderr().is_terminal() {
-            return Progress::Plain;
+            return None;
         }
         let multi = MultiProgress::new();
         let overall = multi.add(ProgressBar::new(total as u64));
@@ -36,53 +34,36 @@ impl Progress {
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         current.enable_steady_tick(Duration::from_millis(200));
-        Progress::Bars {
+        Some(Progress {
             _multi: multi,
             overall,
             current,
-        }
+        })
     }
 
     /// The run now has `total` boots (a run with a precision target adds some).
     pub fn grow(&self, total: usize) {
-        if let Progress::Bars { overall, .. } = self {
-            overall.set_length(total as u64);
-        }
+        self.overall.set_length(total as u64);
     }
 
     pub fn start_boot(&self, text: &str) {
-        match self {
-            Progress::Bars { current, .. } => {
-                current.reset_elapsed();
-                current.set_message(text.to_string());
-            }
-            Progress::Plain => crate::message::note(format_args!("{text} …")),
-        }
+        self.current.reset_elapsed();
+        self.current.set_message(text.to_string());
     }
 
-    /// A line that stays (above the bars on a terminal).
+    /// A line that stays, above the bars.
     pub fn note(&self, text: &str) {
-        match self {
-            Progress::Bars { overall, .. } => overall.println(crate::message::line(text)),
-            Progress::Plain => crate::message::note(format_args!("{text}")),
-        }
+        self.overall.println(crate::message::line(text));
     }
 
     pub fn finish_boot(&self, text: &str) {
         self.note(text);
-        if let Progress::Bars { overall, .. } = self {
-            overall.inc(1);
-        }
+        self.overall.inc(1);
     }
 
     pub fn finish(&self) {
-        if let Progress::Bars {
-            overall, current, ..
-        } = self
-        {
-            current.finish_and_clear();
-            overall.finish();
-        }
+        self.current.finish_and_clear();
+        self.overall.finish();
     }
 }
 

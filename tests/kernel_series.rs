@@ -24,7 +24,7 @@
 //! second), a typo that breaks the build and the commit that mends it. It
 //! must name the busy loop with at most ⌈log₂ 8⌉ + 3 = 6 kernels, list the
 //! typo as skipped, resume a finished bisection without measuring anything
-//! again, and refuse (exit 1) a range that holds no regression.
+//! again, and refuse (exit 5) a range that holds no regression.
 
 use assert_cmd::Command;
 use sha2::{Digest, Sha256};
@@ -358,7 +358,7 @@ fn bisect_the_branch(repo: &Path, cache: &Path, normal: &Path, dir: &Path) {
             .unwrap();
     assert_eq!(resumed["search"], answer["search"]);
 
-    // A comment only: no regression to bisect, exit 1, saying so.
+    // A comment only: no regression to bisect, exit 5, saying so.
     let none = bisect(&[
         "--good",
         "series~2",
@@ -368,6 +368,6 @@ fn bisect_the_branch(repo: &Path, cache: &Path, normal: &Path, dir: &Path) {
         dir.join("no-regression").to_str().unwrap(),
     ]);
     let text = String::from_utf8_lossy(&none.stdout);
-    assert_eq!(none.status.code(), Some(1), "{text}");
+    assert_eq!(none.status.code(), Some(5), "{text}");
     assert!(text.contains("no regression to bisect"), "{text}");
 }

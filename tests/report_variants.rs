@@ -315,8 +315,8 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
     let gate = markbench::gate::gate(&baseline, &candidate, None, String::new()).unwrap();
     // Only markers-on got slower, at 2 groups.
     assert_eq!(
-        (gate.code, gate.regressed.len()),
-        (1, 1),
+        (gate.status, gate.regressed.len()),
+        (markbench::exit::ExitStatus::Regression, 1),
         "{}",
         gate.summary
     );

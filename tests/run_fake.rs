@@ -5,6 +5,7 @@ mod common;
 
 use common::execute;
 use common::{images, machine, SUITE};
+use markbench::exit::ExitStatus;
 use markbench::images::size::{SizeRecord, SIZES_FILE};
 use markbench::run::{Images, RunLock};
 use markbench::samples::{read_samples, RunMeta, SampleWriter};
@@ -347,8 +348,8 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
 
     let same = markbench::gate::gate(&baseline, &run("same", 1.0), None, header()).unwrap();
     assert_eq!(
-        (same.code, same.regressed.len()),
-        (0, 0),
+        (same.status, same.regressed.len()),
+        (ExitStatus::Success, 0),
         "{}",
         same.summary
     );
@@ -359,7 +360,8 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
     );
 
     let slower = markbench::gate::gate(&baseline, &run("slower", 1.3), None, header()).unwrap();
-    assert_eq!(slower.code, 1, "{}", slower.summary);
+    assert_eq!(slower.status, ExitStatus::Regression, "{}", slower.summary);
+    assert_eq!(slower.status.code(), 4);
     // Every hackbench point at both CPU counts, and the ping flood.
     assert_eq!(slower.regressed.len(), 6, "{}", slower.summary);
     assert!(slower
@@ -379,7 +381,7 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
         .any(|p| p.workload == "hackbench" && p.cpus == 2 && p.metric == "time"));
 
     let within = markbench::gate::gate(&baseline, &run("within", 1.01), None, header()).unwrap();
-    assert_eq!(within.code, 0, "{}", within.summary);
+    assert_eq!(within.status, ExitStatus::Success, "{}", within.summary);
 }
 
 #[test]

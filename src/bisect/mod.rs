@@ -16,11 +16,12 @@ pub mod point;
 pub mod range;
 
 use crate::compare::{self, Resolved};
-use crate::error::InputError;
+use crate::error::{InputError, Interrupted};
+use crate::exit::ExitStatus;
 use crate::images::kernel::{BuildFailed, KernelSource};
 use crate::samples::{Overrides, RunMeta};
 use crate::suite::Suite;
-use crate::{exit, message, run_dir::RunDir, vm};
+use crate::{message, run_dir::RunDir, vm};
 use anyhow::{Context, Result};
 use decide::{Boots, Measured, Rules};
 use point::PointSpec;
@@ -99,29 +100,24 @@ const BUILD_FILE: &str = "build.toml";
 /// a round's boots completed.
 const UNTESTABLE_FILE: &str = "untestable.txt";
 
-/// Runs a bisection; its exit status: 0 the first bad commit (or the
-/// narrowest range) found, 1 no regression between GOOD and BAD, 2 input
-/// to fix, 3 the machinery failed (a build that was not a compile error, a
-/// missing QEMU), 130 interrupted: never 1 for anything but the answer.
-pub fn bisect(request: &Request) -> Result<i32> {
-    match run(request) {
-        Ok((code, _, _)) => Ok(code),
-        Err(e) if exit::is_input(&e) => Err(e),
-        Err(e) => {
-            message::error(format_args!("{e:#}"));
-            Ok(
-                if vm::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-                    exit::INTERRUPTED
-                } else {
-                    exit::INFRASTRUCTURE
-                },
-            )
-        }
+/// Runs a bisection; its exit status ([`status_of`]). A failure is the
+/// caller's to map, as for every command: input to fix, the machinery (a
+/// build that was not a compile error, a missing QEMU), or interrupted.
+pub fn bisect(request: &Request) -> Result<ExitStatus> {
+    Ok(run(request)?.0)
+}
+
+/// The exit status of a bisection that ended with `ending`: success with
+/// the first bad commit or the narrowest range, or no regression to bisect.
+pub fn status_of(ending: &decide::Ending) -> ExitStatus {
+    match ending {
+        decide::Ending::NoRegression => ExitStatus::NoRegression,
+        decide::Ending::FirstBad { .. } | decide::Ending::Range { .. } => ExitStatus::Success,
     }
 }
 
 /// Runs a bisection: its exit status, directory and answer.
-pub fn run(request: &Request) -> Result<(i32, PathBuf, answer::Answer)> {
+pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
     let (dir, plan) = start(request)?;
     let suite = suite_of(&plan)?;
     println!("bisection directory: {}", dir.display());
@@ -177,11 +173,14 @@ pub fn run(request: &Request) -> Result<(i32, PathBuf, answer::Answer)> {
         written.display(),
         started.elapsed().as_secs_f64()
     );
-    let code = match answer.search.as_ref().map(|s| &s.ending) {
-        Some(decide::Ending::NoRegression) | None => exit::FAILED,
-        _ => exit::SUCCESS,
-    };
-    Ok((code, dir, answer))
+    let status = status_of(
+        &answer
+            .search
+            .as_ref()
+            .context("the search has no ending")?
+            .ending,
+    );
+    Ok((status, dir, answer))
 }
 
 /// The bisection's directory and plan: a resumed one's, or a new one
@@ -502,11 +501,12 @@ impl<'a> Bench<'a> {
         );
         let meta = self.execute(&suite, &images, overrides, run, meta, &what)?;
         if !meta.complete {
-            anyhow::bail!(
+            return Err(Interrupted::new(format!(
                 "{}: the round was interrupted; continue with markbench bisect --resume {}",
                 run.display(),
                 self.dir.display()
-            );
+            ))
+            .into());
         }
         Ok(meta)
     }
@@ -665,5 +665,25 @@ fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
                 message::warning(format_args!("removing {}: {e}", dir.display()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_success_and_no_regression_a_verdict_of_its_own() {
+        assert_eq!(
+            status_of(&decide::Ending::FirstBad { index: 3 }),
+            ExitStatus::Success
+        );
+        assert_eq!(
+            status_of(&decide::Ending::Range { good: 1, bad: 4 }),
+            ExitStatus::Success
+        );
+        let none = status_of(&decide::Ending::NoRegression);
+        assert_eq!(none, ExitStatus::NoRegression);
+        assert_ne!(none.code(), ExitStatus::Machinery.code());
     }
 }

@@ -5,8 +5,9 @@
 use super::Request;
 use crate::compare::nightly::{add_to_summary, Night};
 use crate::compare::Options;
+use crate::exit::ExitStatus;
+use crate::message;
 use crate::samples::{tree_commits as revisions, RunMeta};
-use crate::{exit, message};
 use anyhow::Result;
 
 /// Bisects the night's first regressed point, when it can be, and adds the
@@ -15,7 +16,7 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
     let (Some((tonight, baseline)), Some(point)) = (&night.runs, night.regressed.first()) else {
         return Ok(());
     };
-    if night.code != exit::FAILED {
+    if night.status != ExitStatus::Regression {
         return Ok(());
     }
     let metas = RunMeta::read(baseline).and_then(|b| Ok((b, RunMeta::read(tonight)?)));

@@ -24,17 +24,18 @@ pub use options::Options;
 pub use resolved::{kernel_source, read_suite, Resolved};
 
 use crate::error::InputError;
+use crate::exit::ExitStatus;
 use crate::images::kernel::KernelSource;
 use crate::run_dir::RunDir;
 use crate::samples::RunMeta;
 use crate::suite::{AccelChoice, TimingChoice};
-use crate::{exit, prereq, vm};
+use crate::{prereq, vm};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
 /// How a compare ended: its exit status and, unless it was a dry run, the run.
 pub struct Outcome {
-    pub code: i32,
+    pub status: ExitStatus,
     pub run: Option<(PathBuf, RunMeta)>,
 }
 
@@ -101,7 +102,7 @@ pub fn compare(options: &Options) -> Result<Outcome> {
     dry_run::print_plan(&run, &options.reports)?;
     if options.dry_run {
         return Ok(Outcome {
-            code: exit::SUCCESS,
+            status: ExitStatus::Success,
             run: None,
         });
     }
@@ -138,9 +139,9 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         let _ = std::fs::remove_file(&latest);
         let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
     }
-    let code = ending(&dir, &meta, started);
+    let status = ending(&dir, &meta, started);
     Ok(Outcome {
-        code,
+        status,
         run: Some((dir, meta)),
     })
 }
@@ -222,9 +223,20 @@ fn announce(run: &Resolved, dir: &std::path::Path, machine: &vm::Machine) {
     );
 }
 
-/// The run's summary line and its exit status: interrupted (resume it),
-/// some boot failed, or success.
-fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) -> i32 {
+/// The exit status of a run that ended with `meta`: interrupted (it is
+/// partial; resume it), incomplete (some boot failed), or success.
+pub fn status_of_run(meta: &RunMeta) -> ExitStatus {
+    if !meta.complete {
+        ExitStatus::Interrupted
+    } else if meta.boots.iter().any(|b| !b.ok) {
+        ExitStatus::Incomplete
+    } else {
+        ExitStatus::Success
+    }
+}
+
+/// The run's summary line and its exit status ([`status_of_run`]).
+fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) -> ExitStatus {
     let failed = meta.boots.iter().filter(|b| !b.ok).count();
     println!(
         "report: {}\n{} boots, {} failed, {:.0} s in all",
@@ -233,18 +245,54 @@ fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) ->
         failed,
         started.elapsed().as_secs_f64()
     );
-    if !meta.complete {
-        crate::message::note(format_args!(
+    let status = status_of_run(meta);
+    match status {
+        ExitStatus::Interrupted => crate::message::note(format_args!(
             "the run is partial; continue it with: markbench compare --resume {}",
             dir.display()
-        ));
-        exit::INTERRUPTED
-    } else if failed > 0 {
-        crate::message::note(format_args!(
+        )),
+        ExitStatus::Incomplete => crate::message::note(format_args!(
             "{failed} boot(s) failed; see the Boots table in the report"
-        ));
-        exit::INFRASTRUCTURE
-    } else {
-        exit::SUCCESS
+        )),
+        _ => {}
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::samples::BootRecord;
+
+    fn run(complete: bool, oks: &[bool]) -> RunMeta {
+        RunMeta {
+            complete,
+            boots: oks
+                .iter()
+                .map(|&ok| BootRecord {
+                    ok,
+                    ..BootRecord::default()
+                })
+                .collect(),
+            ..RunMeta::default()
+        }
+    }
+
+    #[test]
+    fn a_run_ends_as_success_incomplete_or_interrupted() {
+        assert_eq!(
+            status_of_run(&run(true, &[true, true])),
+            ExitStatus::Success
+        );
+        assert_eq!(
+            status_of_run(&run(true, &[true, false])),
+            ExitStatus::Incomplete
+        );
+        // A partial run is an interruption, whatever its boots did.
+        assert_eq!(
+            status_of_run(&run(false, &[true, false])),
+            ExitStatus::Interrupted
+        );
+        assert_eq!(status_of_run(&run(false, &[])), ExitStatus::Interrupted);
     }
 }

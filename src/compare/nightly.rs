@@ -1,11 +1,10 @@
 //! `nightly`: run the suite, compare it with a baseline run, leave a short
-//! summary for a CI job page, and end with 0 (no regression), 1 (a
-//! significant regression beyond the suite's margin), 2 (input error) or 3
-//! (infrastructure failure: a boot that failed, a kernel that would not
-//! build).
+//! summary for a CI job page, and end with the exit status of
+//! [`night_status`]: the gate's verdict when the run measured everything,
+//! else the run's own status (an error is the caller's, as in `compare`).
 
 use super::Options;
-use crate::exit;
+use crate::exit::ExitStatus;
 use crate::run_dir::RunDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -44,20 +43,31 @@ fn leave_summary(dir: &Path, summary: &str) -> Result<()> {
 
 /// How a night ended: its exit status, and when it was gated, the two runs
 /// and what regressed.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Night {
-    pub code: i32,
+    pub status: ExitStatus,
     /// Tonight's run and the baseline run it was gated against.
     pub runs: Option<(PathBuf, PathBuf)>,
     pub regressed: Vec<crate::gate::RegressedPoint>,
 }
 
 impl Night {
-    fn ended(code: i32) -> Night {
+    fn ended(status: ExitStatus) -> Night {
         Night {
-            code,
-            ..Night::default()
+            status,
+            runs: None,
+            regressed: Vec::new(),
         }
+    }
+}
+
+/// The night's exit status: the run's own when it did not measure
+/// everything (interrupted, or a boot failed), else the gate's verdict
+/// (`None`: a night without a baseline, not gated).
+pub fn night_status(run: ExitStatus, gate: Option<ExitStatus>) -> ExitStatus {
+    match run {
+        ExitStatus::Success => gate.unwrap_or(ExitStatus::Success),
+        run => run,
     }
 }
 
@@ -115,41 +125,46 @@ pub fn nightly(
     baseline: Option<PathBuf>,
     variant: Option<&str>,
 ) -> Result<Night> {
-    let outcome = match super::compare(options) {
-        Ok(o) => o,
-        Err(e) if exit::is_input(&e) => return Err(e),
-        Err(e) => {
-            crate::message::error(format_args!("{e:#}"));
-            return Ok(Night::ended(exit::INFRASTRUCTURE));
-        }
-    };
+    // A failure of the run is the command's: the caller maps it to its
+    // exit status as it does for `compare` (input, machinery, interrupted).
+    let outcome = super::compare(options)?;
     let Some((dir, meta)) = outcome.run else {
-        return Ok(Night::ended(outcome.code));
+        return Ok(Night::ended(outcome.status));
     };
     let mut summary = format!("## markbench nightly: {}\n\n", meta.suite);
-    if outcome.code != exit::SUCCESS {
-        summary.push_str(&format!(
-            "**Infrastructure failure**: {} of {} boots failed or the run is partial; see {}.\n",
-            meta.boots.iter().filter(|b| !b.ok).count(),
-            meta.boots.len(),
-            RunDir::new(&dir).report().display()
-        ));
+    if outcome.status != ExitStatus::Success {
+        let report = RunDir::new(&dir).report();
+        let failed = meta.boots.iter().filter(|b| !b.ok).count();
+        summary.push_str(&match outcome.status {
+            ExitStatus::Interrupted => format!(
+                "**Interrupted**: the run is partial ({} boots, {failed} failed), not gated; \
+                 continue it with markbench nightly --resume {}; see {}.\n",
+                meta.boots.len(),
+                dir.display(),
+                report.display()
+            ),
+            _ => format!(
+                "**Infrastructure failure**: {failed} of {} boots failed, not gated; see {}.\n",
+                meta.boots.len(),
+                report.display()
+            ),
+        });
         leave_summary(&dir, &summary)?;
-        return Ok(Night::ended(exit::INFRASTRUCTURE));
+        return Ok(Night::ended(night_status(outcome.status, None)));
     }
     let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite, &dir));
     let Some(baseline) = baseline else {
         summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
         leave_summary(&dir, &summary)?;
         update_history(&options.reports, &dir, variant);
-        return Ok(Night::ended(exit::SUCCESS));
+        return Ok(Night::ended(night_status(ExitStatus::Success, None)));
     };
     let gate = crate::gate::gate(&baseline, &dir, variant, summary)?;
     leave_summary(&dir, &gate.summary)?;
     step_summary(&gate.summary);
     update_history(&options.reports, &dir, variant);
     Ok(Night {
-        code: gate.code,
+        status: night_status(outcome.status, Some(gate.status)),
         runs: Some((dir, baseline)),
         regressed: gate.regressed,
     })
@@ -177,6 +192,23 @@ mod tests {
         )
         .unwrap();
         dir
+    }
+
+    #[test]
+    fn a_night_ends_with_the_gates_verdict_only_when_everything_was_measured() {
+        let regressed = Some(crate::gate::verdict(true));
+        let held = Some(crate::gate::verdict(false));
+        assert_eq!(night_status(ExitStatus::Success, None), ExitStatus::Success);
+        assert_eq!(night_status(ExitStatus::Success, held), ExitStatus::Success);
+        assert_eq!(
+            night_status(ExitStatus::Success, regressed),
+            ExitStatus::Regression
+        );
+        // Not gated: the run's own status, Ctrl-C included.
+        for run in [ExitStatus::Incomplete, ExitStatus::Interrupted] {
+            assert_eq!(night_status(run, None), run);
+            assert_eq!(night_status(run, regressed), run);
+        }
     }
 
     #[test]

@@ -541,7 +541,10 @@ mod tests {
         text.push_str("quick,hackbench,time\n");
         std::fs::write(&path, &text).unwrap();
         let e = read_sample_file(dir.path()).unwrap_err();
-        assert!(crate::exit::is_input(&e));
+        assert_eq!(
+            crate::exit::ExitStatus::of_error(&e, false),
+            crate::exit::ExitStatus::Input
+        );
         assert!(format!("{e:#}").contains("samples.csv:3: malformed sample row: 3 fields"));
         // Without its newline it is a torn tail.
         std::fs::write(&path, text.trim_end()).unwrap();
