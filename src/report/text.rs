@@ -417,7 +417,10 @@ fn method(run: &RunReport) -> String {
     };
     let mut boots_text = format!(
         "{} boots of each kernel per CPU count",
-        span(&mut boots.values().copied(), meta.boots_per_variant as usize)
+        span(
+            &mut boots.values().copied(),
+            meta.boots_per_variant as usize
+        )
     );
     if let Some(p) = meta.precision.as_ref().filter(|p| p.added_boots > 0) {
         boots_text.push_str(&format!(
