@@ -217,13 +217,15 @@ pub fn added_block(
 /// precision target added, rebuilt for its resume with the steps of the
 /// planned units at their CPU count.
 pub fn recorded_additions(suite: &Suite, planned: &[Unit], order: &[String]) -> Vec<Unit> {
+    // The variant's name sits between the index and the last two words,
+    // and may itself hold spaces.
     let parse = |line: &str| -> Option<(usize, String, u32, u32)> {
-        let mut words = line.split_whitespace();
-        let index = words.next()?.parse().ok()?;
-        let variant = words.next()?.to_string();
-        let cpus = words.next()?.strip_suffix("cpu")?.parse().ok()?;
-        let boot = words.next()?.strip_prefix("boot")?.parse().ok()?;
-        Some((index, variant, cpus, boot))
+        let (index, rest) = line.split_once(' ')?;
+        let mut from_the_end = rest.rsplitn(3, ' ');
+        let boot = from_the_end.next()?.strip_prefix("boot")?.parse().ok()?;
+        let cpus = from_the_end.next()?.strip_suffix("cpu")?.parse().ok()?;
+        let variant = from_the_end.next()?.to_string();
+        Some((index.parse().ok()?, variant, cpus, boot))
     };
     order
         .iter()
@@ -304,6 +306,22 @@ mod tests {
             .replace("cpus = [2]", &format!("cpus = {cpus}"))
             .replace("params = [2, 4]", "params = [2, 4, 8]");
         Suite::parse(Path::new("t.toml"), &text, &crate::suite::tests::lookup()).unwrap()
+    }
+
+    #[test]
+    fn recorded_additions_of_a_variant_whose_name_has_spaces_are_kept() {
+        let text = crate::suite::tests::GOOD
+            .replace("name = \"on\"", "name = \"markers  on\"")
+            .replace("cpus = [2]", "cpus = [1, 2]");
+        let suite = Suite::parse(Path::new("t.toml"), &text, &lookup()).unwrap();
+        let planned = expand(&suite);
+        let added = added_block(&suite, &planned, 1, 2, planned.len() / 2, planned.len());
+        let order: Vec<String> = planned.iter().chain(&added).map(describe_unit).collect();
+        assert!(
+            order.iter().any(|l| l.contains("markers  on 1cpu boot2")),
+            "{order:?}"
+        );
+        assert_eq!(recorded_additions(&suite, &planned, &order), added);
     }
 
     #[test]

@@ -284,8 +284,20 @@ fn only_the_boots_spend_the_budget() {
 
 #[test]
 fn a_resumed_run_adds_the_blocks_it_would_have_added_uninterrupted() {
+    resumes_as_if_uninterrupted(PRECISE);
+}
+
+#[test]
+fn a_resumed_run_of_a_variant_whose_name_has_spaces_loses_no_boot() {
+    resumes_as_if_uninterrupted(&PRECISE.replace("name = \"on\"", "name = \"markers on\""));
+}
+
+/// Runs `suite_text` whole, then again with the host dying two boots into
+/// the added blocks and a resume: the resumed run has the same boots and
+/// the same samples as the whole one.
+fn resumes_as_if_uninterrupted(suite_text: &str) {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), PRECISE);
+    let suite = load(tmp.path(), suite_text);
     let whole_dir = run_dir(tmp.path(), "whole");
     let whole = execute(
         &suite,

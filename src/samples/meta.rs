@@ -345,7 +345,8 @@ pub struct RunMeta {
     pub memory_mib: u32,
     /// Baseline first, candidate second.
     pub kernels: Vec<KernelMeta>,
-    /// Run order: one entry per unit, "index variant cpus boot".
+    /// Run order: one entry per unit, "index variant Ncpu bootB" (the
+    /// variant's name may hold spaces).
     pub order: Vec<String>,
     pub boots: Vec<BootRecord>,
     /// Each workload as a person reads it (its command line, runs a boot,
@@ -614,7 +615,7 @@ bzimage = "/cache/bzImage"
         let meta = RunMeta {
             suite: "quick".into(),
             seed: 7,
-            order: vec!["0 a 2 0".into()],
+            order: vec!["0 a 2cpu boot0".into()],
             boots: vec![boot],
             ..Default::default()
         };
