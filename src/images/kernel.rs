@@ -275,16 +275,7 @@ pub(crate) fn logged(log_path: &Path, command: &mut Command) -> Result<()> {
         .status()
         .with_context(|| format!("starting {command:?}"))?;
     if !status.success() {
-        let text = std::fs::read_to_string(log_path).unwrap_or_default();
-        let tail: Vec<&str> = text.lines().rev().take(25).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(Exited {
-            command: format!("{command:?}"),
-            status,
-            log: log_path.to_path_buf(),
-            tail: tail.join("\n"),
-        }
-        .into());
+        return Err(Exited::from_log(command, status, log_path).into());
     }
     Ok(())
 }
@@ -600,16 +591,7 @@ pub(crate) fn logged_counting(
     };
     step.finish();
     if !status.success() {
-        let text = std::fs::read_to_string(log_path).unwrap_or_default();
-        let tail: Vec<&str> = text.lines().rev().take(25).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(Exited {
-            command: format!("{command:?}"),
-            status,
-            log: log_path.to_path_buf(),
-            tail: tail.join("\n"),
-        }
-        .into());
+        return Err(Exited::from_log(command, status, log_path).into());
     }
     Ok(objects)
 }
@@ -732,6 +714,21 @@ pub struct Exited {
     pub status: std::process::ExitStatus,
     pub log: PathBuf,
     pub tail: String,
+}
+
+impl Exited {
+    /// `command` ended with `status`; the last 25 lines of its log say why.
+    fn from_log(command: &Command, status: std::process::ExitStatus, log_path: &Path) -> Exited {
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(25).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Exited {
+            command: format!("{command:?}"),
+            status,
+            log: log_path.to_path_buf(),
+            tail: tail.join("\n"),
+        }
+    }
 }
 
 /// The configuration `olddefconfig` completes: the base's, then each
