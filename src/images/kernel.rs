@@ -13,8 +13,8 @@
 use super::fragments::Fragment;
 use super::seal::{Seal, Verdict};
 pub use super::source::KernelSource;
-use super::source::{OriginRecord, ResolvedOrigin};
-use super::workspace::Workspace;
+use super::source::{Delta, OriginRecord, ResolvedOrigin, TreeState};
+use super::workspace::{MirrorStats, Workspace};
 use super::{cache_dir, key_of, tool_version};
 use crate::error::InputError;
 use anyhow::{bail, Context, Result};
@@ -377,11 +377,15 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         expectations.extend(parse_fragment(&f.label(), &f.text)?);
     }
     let started = std::time::Instant::now();
-    let workspace = Workspace::lock(cache_dir().join("workspaces").join(format!(
-        "{}-{}",
-        spec.name,
-        &workspace_key(spec, &compiler)[..16]
-    )))?;
+    let want = origin.tree_state()?;
+    let workspace = Workspace::lock(super::workspace::choose_slot(
+        &cache_dir().join("workspaces").join(format!(
+            "{}-{}",
+            spec.name,
+            &workspace_key(spec, &compiler)[..16]
+        )),
+        &want,
+    ))?;
     // Another process may have built it while this one waited (a damage
     // found above was named there already).
     if let (Some(image), Verdict::Sound | Verdict::SealedNow) = check_entry(&dir) {
@@ -392,19 +396,18 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     std::fs::create_dir_all(&partial)?;
     workspace.begin()?;
     let mirroring = std::time::Instant::now();
-    let mirrored = match origin.existing_tree()? {
-        Some(tree) => workspace.mirror(&tree)?,
-        None => {
-            let incoming = workspace.incoming()?;
-            origin.write_tree(&incoming)?;
-            let mirrored = workspace.mirror(&incoming)?;
-            std::fs::remove_dir_all(&incoming)
-                .with_context(|| format!("removing {}", incoming.display()))?;
-            mirrored
-        }
-    };
-    let first_build = mirrored.unchanged == 0;
-    if first_build {
+    let (mirrored, whole) = bring_tree(&workspace, origin, &want)?;
+    let first_build = whole && mirrored.unchanged == 0;
+    if !whole {
+        crate::message::note(format_args!(
+            "{} file(s) written and {} removed in {} ({} of the paths already held it) in {:.1} s",
+            mirrored.written,
+            mirrored.removed,
+            workspace.tree().display(),
+            mirrored.unchanged,
+            mirroring.elapsed().as_secs_f64()
+        ));
+    } else if first_build {
         crate::message::note(format_args!(
             "the first build of this configuration: {} source files copied to {} in {:.0} s",
             mirrored.written,
@@ -497,6 +500,64 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         spec.name, image.build_seconds
     ));
     Ok(image)
+}
+
+/// Brings the workspace's mirror to the tree `origin` builds: by the paths
+/// that differ from the tree it holds when it knows that tree and git or
+/// the patches can name them, else by comparing every file. Says which and
+/// why; returns what it wrote and whether the whole tree was compared.
+fn bring_tree(
+    workspace: &Workspace,
+    origin: &ResolvedOrigin,
+    want: &TreeState,
+) -> Result<(MirrorStats, bool)> {
+    let delta = match workspace.state() {
+        None if workspace.tree().is_dir() => {
+            Delta::Whole("the workspace holds no record of its tree".to_string())
+        }
+        None => Delta::Whole(String::new()),
+        Some(held) => match origin.delta_from(&held)? {
+            Delta::Paths { paths, why } => match workspace.changed_since_recorded()? {
+                Some(changed) => Delta::Whole(format!(
+                    "{} changed since the workspace recorded its tree",
+                    changed.display()
+                )),
+                None => Delta::Paths { paths, why },
+            },
+            whole => whole,
+        },
+    };
+    workspace.forget_state()?;
+    let stats = match delta {
+        Delta::Paths { paths, why } => {
+            crate::message::note(format_args!("{}: {why} …", origin.describe()));
+            let incoming = workspace.incoming()?;
+            origin.write_paths(&paths, &incoming)?;
+            let stats = workspace.write_paths(&paths, &incoming)?;
+            std::fs::remove_dir_all(&incoming)
+                .with_context(|| format!("removing {}", incoming.display()))?;
+            workspace.record_state(want)?;
+            return Ok((stats, false));
+        }
+        Delta::Whole(why) => {
+            if !why.is_empty() {
+                crate::message::note(format_args!("{why}: comparing the whole tree"));
+            }
+            match origin.existing_tree()? {
+                Some(tree) => workspace.mirror(&tree)?,
+                None => {
+                    let incoming = workspace.incoming()?;
+                    origin.write_tree(&incoming)?;
+                    let mirrored = workspace.mirror(&incoming)?;
+                    std::fs::remove_dir_all(&incoming)
+                        .with_context(|| format!("removing {}", incoming.display()))?;
+                    mirrored
+                }
+            }
+        }
+    };
+    workspace.record_state(want)?;
+    Ok((stats, true))
 }
 
 /// How many objects the first build of `spec`'s configuration is

@@ -407,6 +407,245 @@ impl ResolvedOrigin {
     }
 }
 
+/// Which tree a workspace's mirror holds, as far as bringing it to another
+/// tree goes: a commit of a git repository and a tarball's files are known
+/// without reading them, so the way from one to another is the paths that
+/// differ; a tree as it is can have changed anywhere since.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Lineage {
+    /// A commit of the git repository at `repository` (canonical path).
+    Git { repository: PathBuf, commit: String },
+    /// An unpacked tarball, by its identity (name and SHA-256).
+    Tarball { identity: String },
+    /// A tree read as it is, uncommitted changes included.
+    Tree { path: PathBuf },
+}
+
+impl Lineage {
+    /// Whether two lineages are of one source (one repository, one tarball,
+    /// one tree), so a workspace holding one is the place to build the other.
+    pub fn same_source(&self, other: &Lineage) -> bool {
+        match (self, other) {
+            (Lineage::Git { repository: a, .. }, Lineage::Git { repository: b, .. }) => a == b,
+            (Lineage::Tarball { identity: a }, Lineage::Tarball { identity: b }) => a == b,
+            (Lineage::Tree { path: a }, Lineage::Tree { path: b }) => a == b,
+            _ => false,
+        }
+    }
+
+    /// A few words for messages: the repository at a commit, the tarball.
+    pub fn describe(&self) -> String {
+        match self {
+            Lineage::Git { repository, commit } => format!(
+                "{} at {}",
+                repository.display(),
+                &commit[..commit.len().min(12)]
+            ),
+            Lineage::Tarball { identity } => identity
+                .split(" sha256 ")
+                .next()
+                .unwrap_or(identity)
+                .to_string(),
+            Lineage::Tree { path } => format!("{} as it was", path.display()),
+        }
+    }
+}
+
+/// The tree a workspace's mirror holds: its lineage, the patches applied on
+/// top (by SHA-256, in order) and every path they touch, so that the next
+/// build knows which files to take back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeState {
+    pub lineage: Lineage,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub touched: Vec<String>,
+}
+
+/// How a workspace's mirror is brought to the tree a build wants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delta {
+    /// Only these paths (relative to the tree) can differ: each is written
+    /// from the wanted tree, or removed when that tree has no such path.
+    Paths {
+        paths: Vec<String>,
+        /// Where the paths came from, for the step's message.
+        why: String,
+    },
+    /// Every file has to be compared: the reason, for the step's message.
+    Whole(String),
+}
+
+/// Beyond this many paths, writing them one by one is no faster than
+/// mirroring the whole tree (and their names would not fit one command line).
+const MOST_PATHS: usize = 4000;
+
+impl ResolvedOrigin {
+    /// The tree this origin builds, as a workspace records it.
+    pub fn tree_state(&self) -> Result<TreeState> {
+        let lineage = match (&self.commit, &self.source) {
+            (Some(commit), KernelSource::Tree(repo)) => Lineage::Git {
+                repository: std::fs::canonicalize(repo).unwrap_or_else(|_| repo.clone()),
+                commit: commit.id.clone(),
+            },
+            (_, KernelSource::Tarball(_)) => Lineage::Tarball {
+                identity: self.source_identity.clone(),
+            },
+            (None, KernelSource::Tree(path)) => Lineage::Tree {
+                path: std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()),
+            },
+        };
+        Ok(TreeState {
+            lineage,
+            patches: self.patches.iter().map(|(_, p)| p.sha256.clone()).collect(),
+            touched: self.touched_by_patches()?,
+        })
+    }
+
+    /// Every path the patches name, once, in the order first named.
+    fn touched_by_patches(&self) -> Result<Vec<String>> {
+        let mut touched = Vec::new();
+        for (path, _) in &self.patches {
+            for file in touched_files(path)? {
+                if !touched.contains(&file) {
+                    touched.push(file);
+                }
+            }
+        }
+        Ok(touched)
+    }
+
+    /// The way from the tree a workspace holds to this origin's: the paths
+    /// `git diff` names between the two commits (or none, between two
+    /// builds of one tarball) and the paths both trees' patches touch; the
+    /// whole tree when the two are of different sources, the source is a
+    /// tree as it is, or git cannot say.
+    pub fn delta_from(&self, held: &TreeState) -> Result<Delta> {
+        let want = self.tree_state()?;
+        if !want.lineage.same_source(&held.lineage) {
+            return Ok(Delta::Whole(format!(
+                "the workspace holds {}",
+                held.lineage.describe()
+            )));
+        }
+        let (mut paths, mut why) = match (&held.lineage, &want.lineage) {
+            (
+                Lineage::Git {
+                    repository,
+                    commit: from,
+                },
+                Lineage::Git { commit: to, .. },
+            ) => match changed_paths(repository, from, to) {
+                Ok(paths) => {
+                    let why = format!(
+                        "{} path(s) differ between {} and {} (git diff)",
+                        paths.len(),
+                        &from[..from.len().min(12)],
+                        &to[..to.len().min(12)]
+                    );
+                    (paths, why)
+                }
+                Err(e) => {
+                    return Ok(Delta::Whole(format!(
+                        "git cannot compare the workspace's {} with {}: {e:#}",
+                        &from[..from.len().min(12)],
+                        &to[..to.len().min(12)]
+                    )))
+                }
+            },
+            (Lineage::Tarball { .. }, Lineage::Tarball { .. }) => {
+                (Vec::new(), "the same tarball".to_string())
+            }
+            _ => {
+                return Ok(Delta::Whole(format!(
+                    "{} may have changed anywhere since the last build",
+                    want.lineage.describe()
+                )))
+            }
+        };
+        let patched: Vec<&String> = held.touched.iter().chain(&want.touched).collect();
+        if !patched.is_empty() {
+            why.push_str(&format!(
+                ", {} path(s) the patches touch (the last build's and this one's)",
+                held.touched.len() + want.touched.len()
+            ));
+        }
+        for path in patched {
+            if !paths.contains(path) {
+                paths.push(path.clone());
+            }
+        }
+        if paths.len() > MOST_PATHS {
+            return Ok(Delta::Whole(format!(
+                "{} paths differ from the workspace's tree",
+                paths.len()
+            )));
+        }
+        Ok(Delta::Paths { paths, why })
+    }
+
+    /// Writes into `dest` (an empty directory) those of `paths` the tree to
+    /// build holds, as it holds them: from git's objects for a commit, from
+    /// the unpacked tarball otherwise; then applies the patches, which
+    /// touch only paths among them.
+    pub fn write_paths(&self, paths: &[String], dest: &Path) -> Result<()> {
+        match (&self.commit, &self.source) {
+            (Some(commit), KernelSource::Tree(repo)) => {
+                copy_from_commit(repo, &commit.id, paths, dest)?
+            }
+            _ => {
+                let base = self.base_tree()?;
+                for file in paths {
+                    let from = base.path.join(file);
+                    let Ok(meta) = std::fs::symlink_metadata(&from) else {
+                        continue;
+                    };
+                    let to = dest.join(file);
+                    if let Some(parent) = to.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    if meta.is_symlink() {
+                        std::os::unix::fs::symlink(std::fs::read_link(&from)?, &to)?;
+                    } else if meta.is_file() {
+                        std::fs::copy(&from, &to)
+                            .with_context(|| format!("copying {}", from.display()))?;
+                    }
+                }
+            }
+        }
+        for (path, _) in &self.patches {
+            apply(dest, path).map_err(|m| anyhow::anyhow!("{m}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// The paths that differ between two commits: `git diff --name-only
+/// --no-renames` (a rename is its old path removed and its new one added;
+/// a change of mode is a change), without rename detection's cost.
+fn changed_paths(repo: &Path, from: &str, to: &str) -> Result<Vec<String>> {
+    let out = git(
+        repo,
+        &[
+            "diff",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            "--no-ext-diff",
+            from,
+            to,
+            "--",
+        ],
+    )?;
+    Ok(out
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
 /// Marks a finished tree in the cache.
 const DONE: &str = ".markbench-tree";
 
@@ -615,7 +854,7 @@ fn archive_into(repo: &Path, commit: &str, paths: &[String], dest: &Path) -> Res
     archive
         .arg("-C")
         .arg(repo)
-        .args(["archive", "--format=tar", commit]);
+        .args(["--literal-pathspecs", "archive", "--format=tar", commit]);
     if !paths.is_empty() {
         archive.arg("--").args(paths);
     }
@@ -647,9 +886,21 @@ fn archive_into(repo: &Path, commit: &str, paths: &[String], dest: &Path) -> Res
 
 /// Those of `files` that exist at `commit`, extracted into `dest`.
 fn copy_from_commit(repo: &Path, commit: &str, files: &[String], dest: &Path) -> Result<()> {
-    let mut args = vec!["ls-tree", "-r", "--name-only", commit, "--"];
+    let mut args = vec![
+        "--literal-pathspecs",
+        "ls-tree",
+        "-r",
+        "-z",
+        "--name-only",
+        commit,
+        "--",
+    ];
     args.extend(files.iter().map(String::as_str));
-    let present: Vec<String> = git(repo, &args)?.lines().map(str::to_string).collect();
+    let present: Vec<String> = git(repo, &args)?
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
     if present.is_empty() {
         return Ok(());
     }
@@ -1006,6 +1257,173 @@ mod tests {
             run(&["commit", "-q", "-am", &format!("change {c}")]);
         }
         dir
+    }
+
+    fn git_in(p: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(p)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{:?}", out);
+    }
+
+    fn origin_at(repo: &Path, rev: &str, patches: &[PathBuf]) -> ResolvedOrigin {
+        ResolvedOrigin::resolve(&KernelOrigin {
+            source: KernelSource::Tree(repo.to_path_buf()),
+            rev: Some(rev.into()),
+            patches: patches.to_vec(),
+        })
+        .unwrap()
+    }
+
+    /// Brings `workspace` to `origin`'s tree as a build does when it knows
+    /// the tree held: by the delta, which must be a list of paths.
+    fn step(workspace: &crate::images::workspace::Workspace, origin: &ResolvedOrigin) -> usize {
+        let held = workspace.state().expect("a recorded tree");
+        let Delta::Paths { paths, .. } = origin.delta_from(&held).unwrap() else {
+            panic!("a whole-tree delta between two commits of one repository");
+        };
+        assert_eq!(workspace.changed_since_recorded().unwrap(), None);
+        workspace.forget_state().unwrap();
+        let incoming = workspace.incoming().unwrap();
+        origin.write_paths(&paths, &incoming).unwrap();
+        workspace.write_paths(&paths, &incoming).unwrap();
+        workspace
+            .record_state(&origin.tree_state().unwrap())
+            .unwrap();
+        paths.len()
+    }
+
+    /// Whether the workspace's tree is, file for file, what a whole mirror
+    /// of `origin`'s tree makes: mirroring it again changes nothing.
+    fn holds_exactly(workspace: &crate::images::workspace::Workspace, origin: &ResolvedOrigin) {
+        let full = tempfile::tempdir().unwrap();
+        origin.write_tree(full.path()).unwrap();
+        let again = crate::images::workspace::mirror(full.path(), &workspace.tree()).unwrap();
+        assert_eq!(
+            (again.written, again.removed),
+            (0, 0),
+            "the tree stepped to {} differs from its whole mirror",
+            origin.describe()
+        );
+    }
+
+    #[test]
+    fn a_step_between_commits_writes_what_git_names_and_leaves_the_tree_a_whole_mirror_makes() {
+        use std::os::unix::fs::PermissionsExt;
+        let r = repo(1);
+        let p = r.path();
+        std::fs::create_dir_all(p.join("drivers/old")).unwrap();
+        std::fs::write(p.join("drivers/old/gone.c"), "int gone;\n").unwrap();
+        std::fs::write(p.join("scripts.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::write(p.join("moved.c"), "int moved;\n").unwrap();
+        std::fs::write(p.join("becomes"), "a file, then a directory\n").unwrap();
+        std::os::unix::fs::symlink("kernel/fork.c", p.join("link")).unwrap();
+        git_in(p, &["add", "-A"]);
+        git_in(p, &["commit", "-q", "-m", "more files"]);
+        // The next commit: a change, a deletion that empties a directory, a
+        // rename, a mode change, a new file in a new directory, a link moved
+        // and a file replaced by a directory.
+        std::fs::write(p.join("kernel/fork.c"), "int changed;\n").unwrap();
+        std::fs::remove_dir_all(p.join("drivers/old")).unwrap();
+        std::fs::rename(p.join("moved.c"), p.join("kernel/moved.c")).unwrap();
+        std::fs::set_permissions(p.join("scripts.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::fs::create_dir_all(p.join("net/new")).unwrap();
+        std::fs::write(p.join("net/new/added.c"), "int added;\n").unwrap();
+        std::fs::remove_file(p.join("link")).unwrap();
+        std::os::unix::fs::symlink("Makefile", p.join("link")).unwrap();
+        std::fs::remove_file(p.join("becomes")).unwrap();
+        std::fs::create_dir_all(p.join("becomes")).unwrap();
+        std::fs::write(p.join("becomes/inside.c"), "int inside;\n").unwrap();
+        git_in(p, &["add", "-A"]);
+        git_in(p, &["commit", "-q", "-m", "the step"]);
+        let patch = p.join("0001-kconfig.patch");
+        std::fs::write(
+            &patch,
+            "--- a/Kconfig\n+++ b/Kconfig\n@@ -0,0 +1 @@\n+config MARKBENCH_PATCHED\n",
+        )
+        .unwrap();
+
+        let cache = tempfile::tempdir().unwrap();
+        let workspace = crate::images::workspace::Workspace::lock(cache.path().join("ws")).unwrap();
+        let (before, after) = (origin_at(p, "main~1", &[]), origin_at(p, "main", &[]));
+        let whole = tempfile::tempdir().unwrap();
+        before.write_tree(whole.path()).unwrap();
+        crate::images::workspace::mirror(whole.path(), &workspace.tree()).unwrap();
+        workspace
+            .record_state(&before.tree_state().unwrap())
+            .unwrap();
+        let untouched = workspace.tree().join("Makefile");
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&untouched)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+
+        assert!(step(&workspace, &after) >= 8);
+        holds_exactly(&workspace, &after);
+        assert_eq!(
+            std::fs::metadata(&untouched).unwrap().modified().unwrap(),
+            old,
+            "a file no commit touched was rewritten"
+        );
+        // A patch on top, then the plain commit again, then back where it began.
+        let patched = origin_at(p, "main", std::slice::from_ref(&patch));
+        assert_eq!(step(&workspace, &patched), 1);
+        holds_exactly(&workspace, &patched);
+        assert_eq!(step(&workspace, &after), 1);
+        holds_exactly(&workspace, &after);
+        step(&workspace, &before);
+        holds_exactly(&workspace, &before);
+    }
+
+    #[test]
+    fn a_tree_changed_behind_the_record_or_another_source_means_the_whole_tree() {
+        let r = repo(2);
+        let other = repo(1);
+        let cache = tempfile::tempdir().unwrap();
+        let workspace = crate::images::workspace::Workspace::lock(cache.path().join("ws")).unwrap();
+        let first = origin_at(r.path(), "main~1", &[]);
+        let whole = tempfile::tempdir().unwrap();
+        first.write_tree(whole.path()).unwrap();
+        crate::images::workspace::mirror(whole.path(), &workspace.tree()).unwrap();
+        workspace
+            .record_state(&first.tree_state().unwrap())
+            .unwrap();
+        let held = workspace.state().unwrap();
+        assert!(matches!(
+            origin_at(other.path(), "main", &[]).delta_from(&held).unwrap(),
+            Delta::Whole(why) if why.contains("the workspace holds")
+        ));
+        assert_eq!(workspace.changed_since_recorded().unwrap(), None);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(workspace.tree().join("Kconfig"), "edited by hand\n").unwrap();
+        assert_eq!(
+            workspace.changed_since_recorded().unwrap(),
+            Some(workspace.tree().join("Kconfig"))
+        );
+        // An unknown commit (a repository rewritten since) is not a delta.
+        let gone = TreeState {
+            lineage: Lineage::Git {
+                repository: std::fs::canonicalize(r.path()).unwrap(),
+                commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            },
+            patches: vec![],
+            touched: vec![],
+        };
+        assert!(matches!(
+            origin_at(r.path(), "main", &[]).delta_from(&gone).unwrap(),
+            Delta::Whole(why) if why.contains("git cannot compare")
+        ));
     }
 
     #[test]

@@ -12,7 +12,15 @@
 //! A build that did not finish (killed, failed) leaves objects nobody can
 //! vouch for: the workspace records a finished build, and one without that
 //! record starts from an empty build directory.
+//!
+//! The workspace also records which tree its mirror holds (a commit of a
+//! repository, a tarball, and the patches on top), so the next build of
+//! the same source writes only the paths git's diff and the patches name,
+//! without reading the other eighty thousand files. A configuration keeps
+//! a few workspaces, each holding the tree last built in it, so builds that
+//! alternate between two sources each find their own.
 
+use super::source::TreeState;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -39,6 +47,72 @@ pub struct MirrorStats {
 }
 
 const FINISHED: &str = "finished";
+
+/// The record of the tree the mirror holds, written once it holds it.
+const TREE_STATE: &str = "tree.toml";
+
+/// How many workspaces one configuration keeps (`NAME-KEY`, `NAME-KEY.2`, …).
+pub const SLOTS: usize = 3;
+
+/// The workspaces a configuration may use, the first the one of old.
+pub fn slots(first: &Path) -> Vec<PathBuf> {
+    let mut all = vec![first.to_path_buf()];
+    for n in 2..=SLOTS {
+        let mut name = first.as_os_str().to_os_string();
+        name.push(format!(".{n}"));
+        all.push(PathBuf::from(name));
+    }
+    all
+}
+
+/// The tree state recorded in a workspace at `root`; `None` when there is
+/// none or it cannot be read (the whole tree is then compared).
+fn recorded_state(root: &Path) -> Option<TreeState> {
+    let path = root.join(TREE_STATE);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match toml::from_str(&text) {
+        Ok(state) => Some(state),
+        Err(e) => {
+            crate::message::warning(format_args!(
+                "{} cannot be read ({}); the whole tree will be compared",
+                path.display(),
+                e.message()
+            ));
+            None
+        }
+    }
+}
+
+/// Which of a configuration's workspaces builds `want`: the one holding
+/// that very tree, else the one most recently used for the same source,
+/// else one never used (or one of an earlier version, which holds a tree
+/// but not its record), else the least recently used.
+pub fn choose_slot(first: &Path, want: &TreeState) -> PathBuf {
+    let used = |root: &Path| -> i128 {
+        std::fs::metadata(root.join(TREE_STATE))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i128)
+    };
+    slots(first)
+        .into_iter()
+        .enumerate()
+        .max_by_key(|(i, root)| {
+            let (tier, recency) = match recorded_state(root) {
+                Some(held) if held == *want => (4, used(root)),
+                Some(held) if held.lineage.same_source(&want.lineage) => (3, used(root)),
+                None if root.join("linux").is_dir() => (2, 0),
+                None => (1, 0),
+                // Of the workspaces holding other sources, the least
+                // recently used.
+                Some(_) => (0, -used(root)),
+            };
+            // Ties go to the earlier workspace.
+            (tier, recency, std::cmp::Reverse(*i))
+        })
+        .map_or_else(|| first.to_path_buf(), |(_, root)| root)
+}
 
 impl Workspace {
     /// Locks `root`, made if missing; waits while another build holds it.
@@ -110,6 +184,121 @@ impl Workspace {
     pub fn finish(&self, identity: &str) -> Result<()> {
         std::fs::write(self.root.join(FINISHED), identity)
             .with_context(|| format!("writing {}", self.root.join(FINISHED).display()))
+    }
+
+    /// The tree the mirror holds, when the last build recorded it.
+    pub fn state(&self) -> Option<TreeState> {
+        recorded_state(&self.root)
+    }
+
+    /// Forgets which tree the mirror holds, before it is changed: a
+    /// mirroring cut short leaves a tree nobody can name.
+    pub fn forget_state(&self) -> Result<()> {
+        let path = self.root.join(TREE_STATE);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing {}", path.display()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Records the tree the mirror now holds.
+    pub fn record_state(&self, state: &TreeState) -> Result<()> {
+        let path = self.root.join(TREE_STATE);
+        let partial = self.root.join(format!("{TREE_STATE}.partial"));
+        std::fs::write(&partial, toml::to_string(state)?)
+            .with_context(|| format!("writing {}", partial.display()))?;
+        std::fs::rename(&partial, &path).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// A file of the mirror changed since its tree was recorded (by hand, or
+    /// by something that is not a build), if any: its record no longer
+    /// names what the tree holds.
+    pub fn changed_since_recorded(&self) -> Result<Option<PathBuf>> {
+        let recorded = std::fs::metadata(self.root.join(TREE_STATE))
+            .and_then(|m| m.modified())
+            .with_context(|| format!("reading {}", self.root.join(TREE_STATE).display()))?;
+        let tree = self.tree();
+        let entries = WalkDir::new(&tree)
+            .min_depth(1)
+            .into_iter()
+            .filter_entry(|e| e.depth() != 1 || !not_the_kernels(e.file_name()));
+        for entry in entries {
+            let entry = entry.with_context(|| format!("reading {}", tree.display()))?;
+            let meta = entry
+                .metadata()
+                .with_context(|| format!("reading {}", entry.path().display()))?;
+            if meta.modified().is_ok_and(|m| m > recorded) {
+                return Ok(Some(entry.path().to_path_buf()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Brings the named `paths` of the tree to what `from` holds (a
+    /// directory with only those of them the new tree has): a path `from`
+    /// lacks is removed, with the directories it leaves empty; one whose
+    /// bytes and mode are already there keeps its time stamp.
+    pub fn write_paths(&self, paths: &[String], from: &Path) -> Result<MirrorStats> {
+        let tree = self.tree();
+        let mut stats = MirrorStats::default();
+        let (present, gone): (Vec<&String>, Vec<&String>) = paths
+            .iter()
+            // git names files and links, never directories: a directory
+            // at a path means the file there is gone and files are below.
+            .partition(|p| std::fs::symlink_metadata(from.join(p)).is_ok_and(|m| !m.is_dir()));
+        for path in gone {
+            let dest = tree.join(path);
+            if std::fs::symlink_metadata(&dest).is_err() {
+                continue;
+            }
+            remove_any(&dest)?;
+            stats.removed += 1;
+            let mut dir = dest.parent();
+            while let Some(d) = dir.filter(|d| *d != tree) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        for path in present {
+            let src = from.join(path);
+            let dest = tree.join(path);
+            // A file where the new tree has a directory on the way.
+            let mut up = dest.parent();
+            while let Some(d) = up.filter(|d| d.starts_with(&tree) && *d != tree) {
+                if std::fs::symlink_metadata(d).is_ok_and(|m| !m.is_dir()) {
+                    remove_any(d)?;
+                }
+                up = d.parent();
+            }
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            let meta = std::fs::symlink_metadata(&src)?;
+            if meta.is_symlink() {
+                let target = std::fs::read_link(&src)?;
+                if std::fs::read_link(&dest).is_ok_and(|t| t == target) {
+                    stats.unchanged += 1;
+                } else {
+                    remove_any(&dest)?;
+                    std::os::unix::fs::symlink(&target, &dest)
+                        .with_context(|| format!("linking {}", dest.display()))?;
+                    stats.written += 1;
+                }
+            } else if same_file(&src, &dest)? {
+                stats.unchanged += 1;
+            } else {
+                remove_any(&dest)?;
+                std::fs::copy(&src, &dest)
+                    .with_context(|| format!("copying {} to {}", src.display(), dest.display()))?;
+                stats.written += 1;
+            }
+        }
+        Ok(stats)
     }
 
     /// Mirrors `from` into the workspace's tree, showing the files compared
@@ -335,6 +524,59 @@ mod tests {
                 unchanged: 4
             }
         );
+    }
+
+    #[test]
+    fn a_build_goes_to_the_workspace_of_its_tree_else_of_its_source_else_a_free_one() {
+        use crate::images::source::Lineage;
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("markers-off-0123");
+        let git = |commit: &str| TreeState {
+            lineage: Lineage::Git {
+                repository: "/src/linux".into(),
+                commit: commit.into(),
+            },
+            patches: vec![],
+            touched: vec![],
+        };
+        let tarball = |name: &str| TreeState {
+            lineage: Lineage::Tarball {
+                identity: format!("tarball {name} sha256 00"),
+            },
+            patches: vec![],
+            touched: vec![],
+        };
+        let hold = |root: &Path, state: &TreeState| {
+            let w = Workspace::lock(root.to_path_buf()).unwrap();
+            std::fs::create_dir_all(w.tree()).unwrap();
+            w.record_state(state).unwrap();
+        };
+        let [one, two, three] = <[PathBuf; 3]>::try_from(slots(&first)).unwrap();
+        assert_eq!(choose_slot(&first, &git("a")), one, "a fresh configuration");
+        hold(&one, &tarball("linux-6.1"));
+        assert_eq!(choose_slot(&first, &tarball("linux-6.1")), one);
+        assert_eq!(
+            choose_slot(&first, &git("a")),
+            two,
+            "another source, a free one"
+        );
+        hold(&two, &git("a"));
+        assert_eq!(choose_slot(&first, &git("b")), two, "the same repository");
+        hold(&three, &tarball("linux-6.12"));
+        std::thread::sleep(Duration::from_millis(20));
+        hold(&one, &tarball("linux-6.1"));
+        assert_eq!(
+            choose_slot(&first, &tarball("linux-7.0")),
+            two,
+            "all taken: the least recently used"
+        );
+        // A workspace of an earlier version holds a tree but no record: it
+        // is taken before an empty one, its files likely the same source's.
+        let old = dir.path().join("markers-on-4567");
+        std::fs::create_dir_all(old.join("linux")).unwrap();
+        assert_eq!(choose_slot(&old, &git("a")), old);
+        std::fs::write(old.join(TREE_STATE), "garbage = [").unwrap();
+        assert_eq!(Workspace::lock(old.clone()).unwrap().state(), None);
     }
 
     #[test]
