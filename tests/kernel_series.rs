@@ -9,8 +9,10 @@
 //!   source tarball, and its kernel, built from a git snapshot into another
 //!   cache's workspace, is byte-identical (bzImage and vmlinux) to the
 //!   markers-off kernel of the usual cache, built from the unpacked tarball;
-//! - a commit costs what it changes: each further kernel rebuilds the one
-//!   source file its commit touches in the configuration's workspace;
+//! - a commit costs what it changes: each further kernel writes only the
+//!   path git's diff names into the configuration's workspace and rebuilds
+//!   that one source file, and the tip built this way is byte-identical to
+//!   the tip built from its whole tree in another fresh cache;
 //! - the measurement sees a change and no more: the comment's kernel is
 //!   shown within the equivalence margin, the busy loop's a regression
 //!   against the baseline and against the kernel before it.
@@ -159,39 +161,44 @@ fn a_series_is_built_commit_by_commit_and_its_costs_found() {
         );
         assert_eq!(record["source_files_rebuilt"].as_integer(), Some(1));
     }
-    // Rebuilt in place, they are what a clean build gives: checked against
-    // the usual cache when it holds the same kernels (same key: commit and
-    // configuration), built there from an empty build directory.
-    for commit in &commits[1..] {
-        let (dir, record) = of(commit);
-        let elsewhere = normal.join("kernels").join(dir.file_name().unwrap());
-        if !elsewhere.join("bzImage").is_file() || elsewhere == *dir {
-            eprintln!("{}: no other build of it to compare with", &commit[..12]);
-            continue;
-        }
-        let clean: toml::Value =
-            toml::from_str(&std::fs::read_to_string(elsewhere.join("kernel.toml")).unwrap())
-                .unwrap();
-        if clean
-            .get("source_files_rebuilt")
-            .and_then(|n| n.as_integer())
-            == Some(1)
-        {
-            eprintln!(
-                "{}: the usual cache's build was incremental too",
-                &commit[..12]
-            );
-            continue;
-        }
-        assert_eq!(record["key"], clean["key"]);
-        for file in ["bzImage", "build/vmlinux"] {
-            assert_eq!(
-                sha256(&dir.join(file)),
-                sha256(&elsewhere.join(file)),
-                "{file} of {} rebuilt in place differs from a clean build",
-                &commit[..12]
-            );
-        }
+    // Each step wrote only the paths git's diff names, without reading the
+    // rest of the tree.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("1 path(s) differ between").count(),
+        2,
+        "two steps by git's diff:\n{stderr}"
+    );
+    // Stepped to, the tip is what a whole tree gives: built again in another
+    // fresh cache, its commit's files all written into an empty workspace,
+    // from ccache.
+    let whole = dir.path().join("whole-tree-cache");
+    let tip = &commits[2];
+    let out = markbench()
+        .args(["images", "--suite", "tests/fixtures/series.toml"])
+        .arg("--kernel-source")
+        .arg(&repo)
+        .args(["--revs", &format!("{tip},{tip}")])
+        .env("MARKBENCH_CACHE", &whole)
+        .env("MARKBENCH_CCACHE_DIR", normal.join("ccache"))
+        .output()
+        .unwrap();
+    succeeded("images of the tip from its whole tree", &out);
+    let (stepped, record) = of(tip);
+    let clean = whole.join("kernels").join(stepped.file_name().unwrap());
+    let clean_record: toml::Value =
+        toml::from_str(&std::fs::read_to_string(clean.join("kernel.toml")).unwrap()).unwrap();
+    assert_eq!(record["key"], clean_record["key"]);
+    assert_eq!(clean_record["first_build"].as_bool(), Some(true));
+    for file in ["bzImage", "build/vmlinux"] {
+        let (a, b) = (sha256(&stepped.join(file)), sha256(&clean.join(file)));
+        eprintln!("{file}: sha256 {a} (stepped to), {b} (whole tree)");
+        assert_eq!(
+            a,
+            b,
+            "{file} of {} stepped to by git's diff differs from its whole tree's",
+            &tip[..12]
+        );
     }
 
     let run = std::fs::read_dir(&reports)
