@@ -22,7 +22,7 @@ pub fn decide(
     runner: &mut dyn Runner,
 ) -> Result<Machine> {
     use crate::vm::accel;
-    let trials = crate::images::cache_dir().join("trials");
+    let trials = crate::images::Cache::here().trials();
     std::fs::create_dir_all(&trials).with_context(|| format!("creating {}", trials.display()))?;
     let initrd = trials.join(format!("trial-{}.initrd", std::process::id()));
     initramfs::write_boot_initrd(&images.base, &[], &initrd)?;

@@ -5,9 +5,8 @@
 //! holds while it uses the entry, so pruning never removes what a run, a
 //! build or a bisection is using.
 
-use super::cache_dir;
+use super::lock::EntryLock;
 use anyhow::{Context, Result};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -81,7 +80,7 @@ fn in_use_file(path: &Path) -> PathBuf {
 
 /// The locks this process holds on the entries it has used: kept until it
 /// exits, as runs use their kernels and images until the end.
-static HELD: Mutex<Vec<File>> = Mutex::new(Vec::new());
+static HELD: Mutex<Vec<EntryLock>> = Mutex::new(Vec::new());
 
 /// Records a use of the entry at `path` (a directory or file in the
 /// cache): touches its in-use lock, which dates its last use, and holds the
@@ -91,11 +90,9 @@ pub fn used(path: &Path) {
     if !path.exists() {
         return;
     }
-    if let Ok(lock) = File::create(in_use_file(path)) {
-        if lock.lock_shared().is_ok() {
-            if let Ok(mut held) = HELD.lock() {
-                held.push(lock);
-            }
+    if let Ok(lock) = EntryLock::shared(&in_use_file(path)) {
+        if let Ok(mut held) = HELD.lock() {
+            held.push(lock);
         }
     }
 }
@@ -136,14 +133,7 @@ fn held(kind: Kind, path: &Path) -> bool {
     } else {
         in_use_file(path)
     };
-    match File::open(&lock_file) {
-        Ok(f) => {
-            let free = f.try_lock().is_ok();
-            let _ = f.unlock();
-            !free
-        }
-        Err(_) => false,
-    }
+    EntryLock::is_held(&lock_file)
 }
 
 /// Every entry of the cache at `root`.
@@ -246,11 +236,9 @@ pub fn remove(entry: &Entry) -> Result<bool> {
         in_use_file(&entry.path)
     };
     // Taken and kept while removing, so no run starts using it meanwhile.
-    let lock =
-        File::create(&lock_file).with_context(|| format!("locking {}", lock_file.display()))?;
-    if lock.try_lock().is_err() {
+    let Some(_lock) = EntryLock::exclusive_now(&lock_file)? else {
         return Ok(false);
-    }
+    };
     if entry.path.is_dir() {
         std::fs::remove_dir_all(&entry.path)
             .with_context(|| format!("removing {}", entry.path.display()))?;
@@ -357,12 +345,13 @@ pub fn verify(root: &Path) -> Vec<Checked> {
 
 /// The cache's root, for the listing's header.
 pub fn root() -> PathBuf {
-    cache_dir()
+    super::Cache::here().root().to_path_buf()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     #[test]
     fn a_damaged_entry_makes_the_verdict_of_the_check() {

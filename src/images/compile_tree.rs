@@ -35,7 +35,7 @@
 use super::fragments::Fragment;
 use super::kernel::{logged, logged_counting, KernelSource};
 use super::seal::{Seal, Verdict};
-use super::{cache_dir, key_of, tool_version};
+use super::{key_of, tool_version, Cache};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -202,24 +202,19 @@ pub fn ensure_compile_tree(
         &tool_version("make"),
         targets,
     );
-    let dir = cache_dir().join("compile-tree").join(&key[..16]);
+    let dir = Cache::here().compile_tree(&key);
     if let Some(tree) = cached_tree(&dir) {
         return Ok(tree);
     }
     // Two runs that need the same tree (a test beside a compare) must not
     // build it into one directory at once: the second waits, then finds it.
-    let lock_path = dir.with_extension("lock");
-    std::fs::create_dir_all(dir.parent().unwrap_or(&dir))?;
-    let lock = std::fs::File::create(&lock_path)
-        .with_context(|| format!("creating {}", lock_path.display()))?;
-    if lock.try_lock().is_err() {
-        crate::message::note(format_args!(
-            "waiting for another run preparing the kernel-compile tree {} …",
+    let _lock = super::lock::EntryLock::exclusive(
+        &dir.with_extension("lock"),
+        &format!(
+            "another run preparing the kernel-compile tree {}",
             &key[..16]
-        ));
-        lock.lock()
-            .with_context(|| format!("locking {}", lock_path.display()))?;
-    }
+        ),
+    )?;
     if let Some(tree) = cached_tree(&dir) {
         return Ok(tree);
     }

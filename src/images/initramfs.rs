@@ -3,7 +3,7 @@
 //! cpio archive. A boot's job rides in a second small archive appended to it
 //! (the kernel unpacks concatenated archives), so nothing is rebuilt per boot.
 
-use super::{cache_dir, key_of};
+use super::{key_of, Cache};
 use crate::protocol::{Directive, JOB_HEADER};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -205,7 +205,7 @@ pub fn ensure_base() -> Result<BaseImage> {
     let files = with_libraries(&base_programs())?;
     let hashed = contents(&files)?;
     let key = image_key(b"initramfs v3, fixed times", agent()?, &key_parts(&hashed));
-    let dir = cache_dir().join("initramfs");
+    let dir = Cache::here().initramfs();
     let path = dir.join(format!("base-{}.cpio", &key[..16]));
     if super::seal::usable_file_entry(&path, "guest image") {
         return Ok(BaseImage {
@@ -258,7 +258,7 @@ pub struct CarriedFile {
 /// programs with their libraries, and their files), appended after it;
 /// `None` when they add nothing. Keyed by content like the base.
 pub fn ensure_additions(programs: &[PathBuf], files: &[CarriedFile]) -> Result<Option<Additions>> {
-    additions_in(&cache_dir().join("initramfs"), programs, files)
+    additions_in(&Cache::here().initramfs(), programs, files)
 }
 
 /// [`ensure_additions`] with its archives kept in `dir`.

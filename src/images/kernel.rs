@@ -15,7 +15,7 @@ use super::seal::{Seal, Verdict};
 pub use super::source::KernelSource;
 use super::source::{Delta, OriginRecord, ResolvedOrigin, TreeState};
 use super::workspace::{MirrorStats, Workspace};
-use super::{cache_dir, key_of, tool_version};
+use super::{key_of, tool_version, Cache};
 use crate::error::InputError;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -322,7 +322,7 @@ fn ccache() -> Option<PathBuf> {
     installed.then(|| {
         std::env::var_os(CCACHE_ENV)
             .filter(|d| !d.is_empty())
-            .map_or_else(|| cache_dir().join("ccache"), PathBuf::from)
+            .map_or_else(|| Cache::here().ccache(), PathBuf::from)
     })
 }
 
@@ -366,9 +366,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let identity = origin.identity.as_str();
     let compiler = tool_version("gcc");
     let key = kernel_key(spec, identity, &compiler);
-    let dir = cache_dir()
-        .join("kernels")
-        .join(format!("{}-{}", spec.name, &key[..16]));
+    let dir = Cache::here().kernel(&spec.name, &key);
     if let Some(image) = cached(&dir) {
         return Ok(image);
     }
@@ -379,11 +377,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let started = std::time::Instant::now();
     let want = origin.tree_state()?;
     let workspace = Workspace::lock(super::workspace::choose_slot(
-        &cache_dir().join("workspaces").join(format!(
-            "{}-{}",
-            spec.name,
-            &workspace_key(spec, &compiler)[..16]
-        )),
+        &Cache::here().workspace(&spec.name, &workspace_key(spec, &compiler)),
         &want,
     ))?;
     // Another process may have built it while this one waited (a damage
@@ -867,7 +861,7 @@ pub fn check_entry(dir: &Path) -> (Option<KernelImage>, Verdict) {
 /// Every kernel in the cache (a damaged entry's record is still listed).
 pub fn cached_kernels() -> Vec<KernelImage> {
     let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(cache_dir().join("kernels")) {
+    if let Ok(entries) = std::fs::read_dir(Cache::here().kernels()) {
         for e in entries.flatten() {
             if let Ok(image) = crate::input_file::read_toml::<KernelImage>(
                 &e.path().join(RECORD),

@@ -6,6 +6,7 @@ pub mod compile_tree;
 pub mod fragments;
 pub mod initramfs;
 pub mod kernel;
+pub mod lock;
 pub mod plugin;
 pub mod seal;
 pub mod size;
@@ -13,7 +14,7 @@ pub mod source;
 pub mod workspace;
 
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Environment variable overriding the cache directory.
 pub const CACHE_ENV: &str = "MARKBENCH_CACHE";
@@ -29,6 +30,112 @@ pub fn cache_dir() -> PathBuf {
     }
     let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
     PathBuf::from(home).join(".cache").join("markbench")
+}
+
+/// The cache's layout: where each kind of entry lives under the root, as
+/// [`crate::run_dir::RunDir`] knows a run directory's. Entries named by a
+/// key use its first 16 hex digits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+/// The first 16 hex digits of a key, the part entry names carry.
+fn short(key: &str) -> &str {
+    &key[..key.len().min(16)]
+}
+
+impl Cache {
+    /// The cache this process uses ([`cache_dir`]).
+    pub fn here() -> Cache {
+        Cache::at(cache_dir())
+    }
+
+    pub fn at(root: PathBuf) -> Cache {
+        Cache { root }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// A top-level folder of the cache.
+    fn folder(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Built kernels, one folder each.
+    pub fn kernels(&self) -> PathBuf {
+        self.folder("kernels")
+    }
+
+    /// The folder of the kernel `name` with build key `key`.
+    pub fn kernel(&self, name: &str, key: &str) -> PathBuf {
+        self.kernels().join(format!("{name}-{}", short(key)))
+    }
+
+    /// The first workspace of configuration `name` with workspace key `key`
+    /// (the others are named after it, see [`workspace::slots`]).
+    pub fn workspace(&self, name: &str, key: &str) -> PathBuf {
+        self.folder("workspaces")
+            .join(format!("{name}-{}", short(key)))
+    }
+
+    /// Sources: unpacked tarballs, commit snapshots, patched copies.
+    pub fn sources(&self) -> PathBuf {
+        self.folder("src")
+    }
+
+    /// An unpacked tarball, by the key of its identity.
+    pub fn unpacked(&self, key: &str) -> PathBuf {
+        self.sources().join(short(key))
+    }
+
+    /// A commit's snapshot (its tree in `linux/`).
+    pub fn snapshot(&self, commit: &str) -> PathBuf {
+        self.sources().join(format!("rev-{commit}"))
+    }
+
+    /// A base with patches applied, by the key of the origin.
+    pub fn patched(&self, key: &str) -> PathBuf {
+        self.sources().join(format!("patched-{}", short(key)))
+    }
+
+    /// The profile plugin's builds and their sources.
+    pub fn plugin(&self) -> PathBuf {
+        self.folder("plugin")
+    }
+
+    /// ccache's objects, shared by every kernel build.
+    pub fn ccache(&self) -> PathBuf {
+        self.folder("ccache")
+    }
+
+    /// The compile workload's prepared tree, by key.
+    pub fn compile_tree(&self, key: &str) -> PathBuf {
+        self.folder("compile-tree").join(short(key))
+    }
+
+    /// Guest initramfs images.
+    pub fn initramfs(&self) -> PathBuf {
+        self.folder("initramfs")
+    }
+
+    /// Scratch files of the trial boots.
+    pub fn trials(&self) -> PathBuf {
+        self.folder("trials")
+    }
+
+    /// What QEMU was found able to do (SMP under icount), by its key.
+    pub fn qemu_verdict(&self, key: &str) -> PathBuf {
+        self.folder("qemu")
+            .join(format!("smp-icount-{}.toml", short(key)))
+    }
+
+    /// The accelerator decided for a host and QEMU, by their key.
+    pub fn accel_verdict(&self, key: &str) -> PathBuf {
+        self.folder("accel").join(format!("{key}.toml"))
+    }
 }
 
 /// Hex SHA-256 of a sequence of labelled parts (labels keep `ab`+`c` apart from `a`+`bc`).

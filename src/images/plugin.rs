@@ -2,7 +2,7 @@
 //! under GPL-2.0-or-later that QEMU loads; markbench never links it), built
 //! with cargo once into the cache, keyed by its source and toolchain.
 
-use super::{cache_dir, key_of, tool_version};
+use super::{key_of, tool_version, Cache};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,8 +32,8 @@ pub fn plugin_dir() -> Result<PathBuf> {
         .iter()
         .map(|(name, text)| (*name, text.as_bytes()))
         .collect();
-    let dir = cache_dir()
-        .join("plugin")
+    let dir = Cache::here()
+        .plugin()
         .join(format!("src-{}", &key_of(&parts)[..16]));
     for (name, text) in PLUGIN_SOURCES {
         let path = dir.join(name);
@@ -89,7 +89,7 @@ fn cargo() -> String {
 /// Returns the plugin built from the source tree's `plugin/`, building it
 /// when its key is not in the cache.
 pub fn ensure_plugin() -> Result<ProfilePlugin> {
-    ensure_plugin_at(&plugin_dir()?, &cache_dir().join("plugin"))
+    ensure_plugin_at(&plugin_dir()?, &Cache::here().plugin())
 }
 
 /// Builds the plugin crate in `dir` into the cache directory `root`.

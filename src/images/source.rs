@@ -14,7 +14,7 @@
 //! (naming the patch, the file and the hunk) in seconds, also in a dry run.
 
 use super::seal::Verdict;
-use super::{cache_dir, key_of};
+use super::{key_of, Cache};
 use crate::error::InputError;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -291,12 +291,8 @@ impl ResolvedOrigin {
             return Ok(base);
         }
         self.check_patches()?;
-        let dir = cache_dir()
-            .join("src")
-            .join(format!(
-                "patched-{}",
-                &key_of(&[("origin", self.identity.as_bytes())])[..16]
-            ))
+        let dir = Cache::here()
+            .patched(&key_of(&[("origin", self.identity.as_bytes())]))
             .join("linux");
         if dir.join(DONE).is_file() {
             return Ok(BuildTree { path: dir });
@@ -801,7 +797,7 @@ pub fn commits(repo: &Path, selection: &RevSelection) -> Result<Vec<Commit>> {
 /// Where the snapshot of a commit is kept in the cache: `src/rev-<commit>`
 /// (the tree in its `linux/`).
 pub fn snapshot_dir(commit: &str) -> PathBuf {
-    cache_dir().join("src").join(format!("rev-{commit}"))
+    Cache::here().snapshot(commit)
 }
 
 /// The seal of a commit's snapshot ([`super::seal::TreeSeal`]), beside its tree.
@@ -1144,9 +1140,7 @@ fn unpack(tarball: &Path, dest: &Path) -> Result<()> {
 
 /// Unpacks a tarball into the cache once; returns the source tree.
 fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
-    let dir = cache_dir()
-        .join("src")
-        .join(&key_of(&[("source", identity.as_bytes())])[..16]);
+    let dir = Cache::here().unpacked(&key_of(&[("source", identity.as_bytes())]));
     let done = dir.join(".markbench-unpacked");
     if !done.exists() {
         let partial = dir.with_extension(format!("partial-{}", std::process::id()));

@@ -24,7 +24,6 @@ use super::source::TreeState;
 use anyhow::{Context, Result};
 use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
@@ -32,7 +31,7 @@ use walkdir::WalkDir;
 #[derive(Debug)]
 pub struct Workspace {
     root: PathBuf,
-    _lock: File,
+    _lock: super::lock::EntryLock,
 }
 
 /// What mirroring a tree into a workspace did.
@@ -118,17 +117,10 @@ impl Workspace {
     /// Locks `root`, made if missing; waits while another build holds it.
     pub fn lock(root: PathBuf) -> Result<Workspace> {
         std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
-        let lock_path = root.join("lock");
-        let lock = File::create(&lock_path)
-            .with_context(|| format!("creating {}", lock_path.display()))?;
-        if lock.try_lock().is_err() {
-            crate::message::note(format_args!(
-                "waiting for another build in {} …",
-                root.display()
-            ));
-            lock.lock()
-                .with_context(|| format!("locking {}", lock_path.display()))?;
-        }
+        let lock = super::lock::EntryLock::exclusive(
+            &root.join("lock"),
+            &format!("another build in {}", root.display()),
+        )?;
         Ok(Workspace { root, _lock: lock })
     }
 
@@ -425,6 +417,7 @@ fn remove_any(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
     use std::os::unix::fs::PermissionsExt;
     use std::time::{Duration, SystemTime};
 

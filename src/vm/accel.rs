@@ -6,7 +6,7 @@
 
 use super::qemu::QemuBinary;
 use super::{BootEnd, BootRequest, Runner};
-use crate::images::{cache_dir, key_of};
+use crate::images::{key_of, Cache};
 use crate::protocol::Message;
 use crate::samples::Accel;
 /// The decision's recorded form belongs to the run directory (`samples`).
@@ -47,9 +47,7 @@ fn smp_verdict_path(qemu: &QemuBinary) -> PathBuf {
         ("path", qemu.path.to_string_lossy().as_bytes()),
         ("sha256", qemu.sha256.as_bytes()),
     ]);
-    cache_dir()
-        .join("qemu")
-        .join(format!("smp-icount-{}.toml", &key[..16]))
+    Cache::here().qemu_verdict(&key)
 }
 
 /// Boots `kernel` with an empty job on [`TRIAL_CPUS`] vCPUs under icount and
@@ -242,9 +240,7 @@ fn host_key(qemu: &QemuBinary) -> String {
 }
 
 fn verdict_path(qemu: &QemuBinary) -> PathBuf {
-    cache_dir()
-        .join("accel")
-        .join(format!("{}.toml", host_key(qemu)))
+    Cache::here().accel_verdict(&host_key(qemu))
 }
 
 /// Decides the accelerator. `trial` boots the given kernel and initrd (an
