@@ -171,14 +171,15 @@ fn a_series_is_built_commit_by_commit_and_its_costs_found() {
     );
     // Stepped to, the tip is what a whole tree gives: built again in another
     // fresh cache, its commit's files all written into an empty workspace,
-    // from ccache.
+    // from ccache (as the pair's baseline it is built first; the comment's
+    // kernel after it is a step back).
     let whole = dir.path().join("whole-tree-cache");
     let tip = &commits[2];
     let out = markbench()
         .args(["images", "--suite", "tests/fixtures/series.toml"])
         .arg("--kernel-source")
         .arg(&repo)
-        .args(["--revs", &format!("{tip},{tip}")])
+        .args(["--revs", &format!("{tip},{}", commits[1])])
         .env("MARKBENCH_CACHE", &whole)
         .env("MARKBENCH_CCACHE_DIR", normal.join("ccache"))
         .output()
