@@ -473,7 +473,8 @@ fn a_nightly_junit_fails_exactly_the_points_its_gate_fails() {
         _ => 1.0,
     });
     let candidate = run_dir(tmp.path(), "tonight", &m, &tonight);
-    let gate = markbench::gate::gate(&baseline, &candidate, None, String::new()).unwrap();
+    let gate = markbench::commands::nightly::gate::gate(&baseline, &candidate, None, String::new())
+        .unwrap();
     assert_eq!(
         gate.status,
         markbench::exit::ExitStatus::Regression,

@@ -312,7 +312,8 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
         .filter(|s| !(s.variant == "markers-generic" && s.param == 4))
         .collect();
     let candidate = run_dir(tmp.path(), "cand", &m, &tonight);
-    let gate = markbench::gate::gate(&baseline, &candidate, None, String::new()).unwrap();
+    let gate = markbench::commands::nightly::gate::gate(&baseline, &candidate, None, String::new())
+        .unwrap();
     // Only markers-on got slower, at 2 groups.
     assert_eq!(
         (gate.status, gate.regressed.len()),
@@ -429,7 +430,7 @@ fn noise_floor_reads_ab_runs_with_several_candidates() {
         assert!(report.contains(&line), "{report}");
     }
     // The command takes the pair of runs as they are.
-    markbench::noise::command(&aa_dir, Some(&ab_dir), &Default::default()).unwrap();
+    markbench::commands::noise_floor::run(&aa_dir, Some(&ab_dir), &Default::default()).unwrap();
 }
 
 #[test]

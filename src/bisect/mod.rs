@@ -11,7 +11,6 @@
 
 pub mod answer;
 pub mod decide;
-pub mod nightly;
 pub mod point;
 pub mod range;
 
@@ -99,13 +98,6 @@ const BUILD_FILE: &str = "build.toml";
 /// Why a commit cannot be measured: its kernel does not build, or none of
 /// a round's boots completed.
 const UNTESTABLE_FILE: &str = "untestable.txt";
-
-/// Runs a bisection; its exit status ([`status_of`]). A failure is the
-/// caller's to map, as for every command: input to fix, the machinery (a
-/// build that was not a compile error, a missing QEMU), or interrupted.
-pub fn bisect(request: &Request) -> Result<ExitStatus> {
-    Ok(run(request)?.0)
-}
 
 /// The exit status of a bisection that ended with `ending`: success with
 /// the first bad commit or the narrowest range, or no regression to bisect.
