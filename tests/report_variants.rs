@@ -314,6 +314,11 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
     let candidate = run_dir(tmp.path(), "cand", &m, &tonight);
     let gate = markbench::commands::nightly::gate::gate(&baseline, &candidate, None, String::new())
         .unwrap();
+    // The summary a CI job page shows, every line of it.
+    insta::assert_snapshot!(
+        "gate_summary_of_three_variants",
+        gate.summary.replace(&tmp.path().display().to_string(), "TMP")
+    );
     // Only markers-on got slower, at 2 groups.
     assert_eq!(
         (gate.status, gate.regressed.len()),
