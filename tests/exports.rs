@@ -478,7 +478,8 @@ fn a_nightly_junit_fails_exactly_the_points_its_gate_fails() {
     // The summary a CI job page shows, every line of it.
     insta::assert_snapshot!(
         "gate_summary_of_two_regressions",
-        gate.summary.replace(&tmp.path().display().to_string(), "TMP")
+        gate.summary
+            .replace(&tmp.path().display().to_string(), "TMP")
     );
     assert_eq!(
         gate.status,

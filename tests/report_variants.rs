@@ -317,7 +317,8 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
     // The summary a CI job page shows, every line of it.
     insta::assert_snapshot!(
         "gate_summary_of_three_variants",
-        gate.summary.replace(&tmp.path().display().to_string(), "TMP")
+        gate.summary
+            .replace(&tmp.path().display().to_string(), "TMP")
     );
     // Only markers-on got slower, at 2 groups.
     assert_eq!(
