@@ -649,6 +649,48 @@ mod tests {
         answer
     }
 
+    /// bisect.md of a first bad commit that is a merge, with a kernel
+    /// built, one from the cache and one that did not build: every section.
+    #[test]
+    fn bisect_md_shows_every_section() {
+        let mut answer = answer();
+        answer.plan.commits[2].merge = true;
+        answer.builds = vec![
+            (
+                0,
+                BuildOutcome::Built(Build {
+                    seconds: None,
+                    source_files_rebuilt: None,
+                    kernel_dir: "/cache/k0".into(),
+                }),
+            ),
+            (
+                1,
+                BuildOutcome::Failed {
+                    error: "make: *** [Makefile:1] Error 2".into(),
+                },
+            ),
+            (
+                2,
+                BuildOutcome::Built(Build {
+                    seconds: Some(412.4),
+                    source_files_rebuilt: Some(3),
+                    kernel_dir: "/cache/k2".into(),
+                }),
+            ),
+        ];
+        insta::assert_snapshot!(markdown(&answer));
+        let mut unconfirmed = self::answer();
+        if let Some(search) = &mut unconfirmed.search {
+            search.confirmation.confirmed = false;
+            search.confirmation.why_not = Some("BAD is not worse than GOOD".into());
+            search.ending = Ending::NoRegression;
+            search.steps.clear();
+        }
+        unconfirmed.first_bad_stat = None;
+        insta::assert_snapshot!("bisect_md_of_no_regression", markdown(&unconfirmed));
+    }
+
     #[test]
     fn bisect_txt_gives_the_answer_the_commits_and_the_stat_within_72_columns() {
         let text = text(&answer());
