@@ -719,6 +719,8 @@ mod tests {
         }
         unconfirmed.first_bad_stat = None;
         insta::assert_snapshot!("bisect_md_of_no_regression", markdown(&unconfirmed));
+        insta::assert_snapshot!("bisect_txt_shows_every_section", text(&answer));
+        insta::assert_snapshot!("bisect_txt_of_no_regression", text(&unconfirmed));
     }
 
     #[test]
