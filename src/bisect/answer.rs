@@ -399,10 +399,31 @@ fn profile_section(run: &Path) -> Option<String> {
 /// The answer as plain text for a mail (ASCII, 72 columns): the answer,
 /// BAD against GOOD, the first bad commit's stat and the commits measured.
 pub fn text(answer: &Answer) -> String {
+    let mut r = String::new();
+    txt_heading(&mut r, answer);
+    txt_confirmation(&mut r, answer);
+    txt_first_bad(&mut r, answer);
+    txt_commits(&mut r, answer);
+    txt_steps(&mut r, answer);
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        "A commit is bad when its whole 95% interval against GOOD lies beyond half the \
+         regression (the geometric midpoint of GOOD's and BAD's means), good when it lies \
+         wholly on GOOD's side; a commit that does not build or boot is skipped.",
+        "",
+    ));
+    r
+}
+
+/// The headline and what was bisected: the range, the point, the rules.
+fn txt_heading(r: &mut String, answer: &Answer) {
     let plan = &answer.plan;
     let commits = &plan.commits;
     let last = commits.len() - 1;
-    let mut r = plain::heading(&format!("Bisection: {}", answer.headline()), '=');
+    r.push_str(&plain::heading(
+        &format!("Bisection: {}", answer.headline()),
+        '=',
+    ));
     r.push('\n');
     r.push_str(&plain::wrap(
         &format!(
@@ -426,41 +447,59 @@ pub fn text(answer: &Answer) -> String {
         ),
         "",
     ));
-    if let Some(search) = &answer.search {
-        let c = &search.confirmation;
-        let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
-        r.push('\n');
-        r.push_str(&plain::wrap(
-            &format!(
-                "BAD against GOOD: {d} (95% CI {ci}), {}{}.",
-                c.verdict,
-                if c.confirmed {
-                    ": bisected".to_string()
-                } else {
-                    format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
-                }
-            ),
-            "",
-        ));
-    }
-    if let (Some(Ending::FirstBad { index }), Some(stat)) = (
+}
+
+/// BAD against GOOD, and whether that was a regression to bisect.
+fn txt_confirmation(r: &mut String, answer: &Answer) {
+    let Some(search) = &answer.search else {
+        return;
+    };
+    let c = &search.confirmation;
+    let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        &format!(
+            "BAD against GOOD: {d} (95% CI {ci}), {}{}.",
+            c.verdict,
+            if c.confirmed {
+                ": bisected".to_string()
+            } else {
+                format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
+            }
+        ),
+        "",
+    ));
+}
+
+/// "First bad commit": the commit, its author and stat. Nothing unless
+/// the search found one.
+fn txt_first_bad(r: &mut String, answer: &Answer) {
+    let (Some(Ending::FirstBad { index }), Some(stat)) = (
         answer.search.as_ref().map(|s| &s.ending),
         &answer.first_bad_stat,
-    ) {
-        let c = &commits[*index];
+    ) else {
+        return;
+    };
+    let c = &answer.plan.commits[*index];
+    r.push('\n');
+    r.push_str(&plain::heading("First bad commit", '-'));
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        &format!("{} {}, by {}", c.short_id(), c.subject, c.author),
+        "",
+    ));
+    r.push('\n');
+    for line in stat.trim_end().lines() {
+        r.push_str(&plain::verbatim(line, "    "));
         r.push('\n');
-        r.push_str(&plain::heading("First bad commit", '-'));
-        r.push('\n');
-        r.push_str(&plain::wrap(
-            &format!("{} {}, by {}", c.short_id(), c.subject, c.author),
-            "",
-        ));
-        r.push('\n');
-        for line in stat.trim_end().lines() {
-            r.push_str(&plain::verbatim(line, "    "));
-            r.push('\n');
-        }
     }
+}
+
+/// "Commits measured": a table of the commits (one paragraph a commit when
+/// the table is too wide), then each commit's subject.
+fn txt_commits(r: &mut String, answer: &Answer) {
+    let commits = &answer.plan.commits;
+    let last = commits.len() - 1;
     r.push('\n');
     r.push_str(&plain::heading("Commits measured", '-'));
     r.push('\n');
@@ -534,28 +573,31 @@ pub fn text(answer: &Answer) -> String {
             &" ".repeat(19),
         ));
     }
-    if let Some(search) = &answer.search {
-        let order: Vec<String> = search
-            .steps
-            .iter()
-            .map(|s| format!("{} {}", commits[s.index].short_id(), s.class.as_str()))
-            .collect();
-        if !order.is_empty() {
-            r.push('\n');
-            r.push_str(&plain::wrap(
-                &format!("Steps, in the order taken: {}.", order.join(", ")),
-                "",
-            ));
-        }
+}
+
+/// The steps in the order taken, when there were any.
+fn txt_steps(r: &mut String, answer: &Answer) {
+    let Some(search) = &answer.search else {
+        return;
+    };
+    let order: Vec<String> = search
+        .steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                answer.plan.commits[s.index].short_id(),
+                s.class.as_str()
+            )
+        })
+        .collect();
+    if !order.is_empty() {
+        r.push('\n');
+        r.push_str(&plain::wrap(
+            &format!("Steps, in the order taken: {}.", order.join(", ")),
+            "",
+        ));
     }
-    r.push('\n');
-    r.push_str(&plain::wrap(
-        "A commit is bad when its whole 95% interval against GOOD lies beyond half the \
-         regression (the geometric midpoint of GOOD's and BAD's means), good when it lies \
-         wholly on GOOD's side; a commit that does not build or boot is skipped.",
-        "",
-    ));
-    r
 }
 
 /// Every commit measured so far, in range order.
