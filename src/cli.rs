@@ -1,17 +1,15 @@
-//! The command line. Parsing (clap) stays here; every command is a thin call
-//! into the stage modules (`compare` for compare, nightly and run-shard).
+//! The command line: parsing (clap) into typed values, and the dispatch of
+//! each command to its handler in [`crate::commands`], which does the rest.
 
-use crate::compare::{self, Options};
+use crate::commands;
+use crate::compare::Options;
 use crate::exit::ExitStatus;
-use crate::images::cache_dir;
-use crate::images::kernel::{self, KernelSource};
-use crate::run_dir::RunDir;
+use crate::report;
 use crate::samples::{Overrides, ShardSel};
-use crate::suite::{AccelChoice, Suite, TimingChoice};
-use crate::{prereq, report};
-use anyhow::{Context, Result};
+use crate::suite::{AccelChoice, TimingChoice};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -479,328 +477,77 @@ pub struct ImagesArgs {
     pub list: bool,
 }
 
-/// The suite and kernel source `args` name (see `compare::read_suite`),
-/// its kernels made from the source when `--patch` or `--revs` ask.
-fn load_suite(args: &SuiteArgs) -> Result<(Suite, KernelSource)> {
-    let file = compare::read_suite(args.suite.as_deref())?;
-    let source = compare::kernel_source(args.kernel_source.as_deref(), &file)?;
-    let from_source = Overrides {
-        patches: args.patches.clone(),
-        revs: args.revs.clone(),
-        ..Overrides::default()
-    };
-    let suite = compare::source_variants::apply(&file, &from_source, &source)?;
-    Ok((suite, source))
+impl SuiteArgs {
+    fn choice(&self) -> commands::SuiteChoice {
+        commands::SuiteChoice {
+            suite: self.suite.clone(),
+            kernel_source: self.kernel_source.clone(),
+            patches: self.patches.clone(),
+            revs: self.revs.clone(),
+        }
+    }
 }
 
 /// Runs the command; its exit status (a failure is mapped by
 /// [`ExitStatus::of_error`], the one mapping of an error to a status).
 pub fn run(cli: Cli) -> Result<ExitStatus> {
     match cli.command {
-        Command::Setup { check, ci } => {
-            prereq::setup(check, ci)?;
-            println!(
-                "{}",
-                crate::message::line("all prerequisites are installed")
-            );
-            Ok(ExitStatus::Success)
-        }
-        Command::Report { dir, format } => {
-            crate::samples::require_run_dir(&dir)?;
-            match format {
-                Some(format) => print!("{}", report::render_dir(&dir, format.into())?),
-                None => println!("{}", report::write(&dir)?.display()),
-            }
-            Ok(ExitStatus::Success)
-        }
+        Command::Setup { check, ci } => commands::setup::run(check, ci),
+        Command::Report { dir, format } => commands::report::run(&dir, format.map(Into::into)),
         Command::Diff {
             baseline_dir,
             candidate_dir,
             variant,
             out,
-        } => {
-            let out = out.unwrap_or_else(|| {
-                candidate_dir.join(format!(
-                    "diff-{}",
-                    baseline_dir
-                        .file_name()
-                        .unwrap_or_default()
-                        .to_string_lossy()
-                ))
-            });
-            let warnings =
-                crate::diff::diff(&baseline_dir, &candidate_dir, variant.as_deref(), &out)?;
-            for w in &warnings {
-                crate::message::warning(format_args!("{w}"));
-            }
-            println!("{}", RunDir::new(&out).report().display());
-            Ok(ExitStatus::Success)
-        }
+        } => commands::diff::run(&baseline_dir, &candidate_dir, variant.as_deref(), out),
         Command::History { dirs, out, variant } => {
-            let histories = crate::history::history(&dirs, &out, variant.as_deref())?;
-            for h in &histories {
-                let changes: usize = h.points.iter().map(|p| p.changes.len()).sum();
-                crate::message::note(format_args!(
-                    "{}: {} runs, {} points, {changes} change point(s)",
-                    h.suite,
-                    h.runs.len(),
-                    h.points.len()
-                ));
-            }
-            println!("{}", out.join(crate::history::HTML_FILE).display());
-            Ok(ExitStatus::Success)
+            commands::history::run(&dirs, &out, variant.as_deref())
         }
         Command::NoiseFloor {
             aa_dir,
             ab_dir,
             target_pct,
-        } => crate::noise::command(
+        } => commands::noise_floor::run(
             &aa_dir,
             ab_dir.as_deref(),
             &crate::noise::Targets::at_pct(target_pct)?,
         ),
-        Command::Nightly(args) => {
-            let options = args.compare.options(None, None);
-            let night = compare::nightly::nightly(
-                &options,
-                args.baseline.clone(),
-                args.variant.as_deref(),
-            )?;
-            if args.bisect {
-                crate::bisect::nightly::after(&night, &options)?;
-            }
-            Ok(night.status)
-        }
-        Command::Plan(args) => shard_plan(args),
+        Command::Nightly(args) => commands::nightly::run(
+            &args.compare.options(None, None),
+            args.baseline,
+            args.variant.as_deref(),
+            args.bisect,
+        ),
+        Command::Plan(args) => commands::plan::run(
+            &args.suite.choice(),
+            &args.overrides.settings(None),
+            args.shards,
+            args.out.as_deref(),
+        ),
         Command::RunShard(args) => {
             let sel = ShardSel {
                 index: args.index,
                 count: args.shards,
             };
-            Ok(compare::compare(&args.compare.options(Some(sel), args.out))?.status)
+            commands::run_shard::run(&args.compare.options(Some(sel), args.out))
         }
-        Command::Merge { dirs, out, reports } => {
-            let out = match out {
-                Some(out) => out,
-                None => merged_dir(&reports, &dirs)?,
-            };
-            let merged = crate::merge::merge(&dirs, &out)?;
-            for w in &merged.warnings {
-                crate::message::warning(format_args!("{w}"));
-            }
-            let failed = merged.meta.boots.iter().filter(|b| !b.ok).count();
-            println!(
-                "merged {} shards ({} boots, {} failed) into {}",
-                merged.meta.shards.len(),
-                merged.meta.boots.len(),
-                failed,
-                out.display()
+        Command::Merge { dirs, out, reports } => commands::merge::run(&dirs, out, &reports),
+        Command::Images(args) => commands::images::run(&args.suite.choice(), args.list),
+        Command::Bisect(args) => commands::bisect::run(&args.request()),
+        Command::Cache(args) => {
+            let prune = args.action.map(
+                |CacheAction::Prune {
+                     older_than,
+                     max_size,
+                     dry_run,
+                 }| commands::cache::Prune {
+                    older_than,
+                    max_size: max_size.map(|s| s.as_u64()),
+                    dry_run,
+                },
             );
-            println!("report: {}", RunDir::new(&out).report().display());
-            Ok(merged.status())
+            commands::cache::run(args.verify, prune)
         }
-        Command::Images(args) => images(args),
-        Command::Bisect(args) => crate::bisect::bisect(&args.request()),
-        Command::Cache(args) => cache(args),
-        Command::Compare(args) => Ok(compare::compare(&args.options(None, None))?.status),
+        Command::Compare(args) => commands::compare::run(&args.options(None, None)),
     }
-}
-
-fn images(args: ImagesArgs) -> Result<ExitStatus> {
-    if args.list {
-        println!("cache: {}", cache_dir().display());
-        for k in kernel::cached_kernels() {
-            println!(
-                "kernel {:<20} {}  built in {:>4.0} s  {}",
-                k.name,
-                &k.key[..16],
-                k.build_seconds,
-                k.bzimage.display()
-            );
-        }
-        return Ok(ExitStatus::Success);
-    }
-    let (suite, source) = load_suite(&args.suite)?;
-    prereq::ensure(false)?;
-    let images = crate::run_images::prepare_images(&suite, &source)?;
-    for k in &images.kernels {
-        println!("kernel {:<20} {}", k.name, k.bzimage.display());
-    }
-    println!("initramfs {}", images.base.path.display());
-    Ok(ExitStatus::Success)
-}
-
-/// How long ago `t` was, in words.
-fn ago(t: std::time::SystemTime) -> String {
-    let since = std::time::SystemTime::now()
-        .duration_since(t)
-        .unwrap_or_default()
-        .as_secs();
-    match since {
-        s if s < 120 => format!("{s} s ago"),
-        s if s < 7200 => format!("{} min ago", s / 60),
-        s if s < 172_800 => format!("{} h ago", s / 3600),
-        s => format!("{} days ago", s / 86_400),
-    }
-}
-
-/// `cache --verify`: one line per sealed entry, and the exit status
-/// (`images::cache::verify_status`).
-fn verify_cache(root: &Path) -> ExitStatus {
-    use crate::images::seal::Verdict;
-    let checked = crate::images::cache::verify(root);
-    let mut damaged = 0;
-    for c in &checked {
-        let shown = c.path.strip_prefix(root).unwrap_or(&c.path).display();
-        match &c.verdict {
-            Verdict::Sound => println!("ok       {shown}"),
-            Verdict::SealedNow => {
-                println!("sealed   {shown} (made before seals were kept; checked and sealed now)")
-            }
-            Verdict::Damaged(why) => {
-                damaged += 1;
-                println!("DAMAGED  {shown}: {why}");
-            }
-        }
-    }
-    if damaged == 0 {
-        crate::message::note(format_args!(
-            "cache {}: {} entries checked, all sound",
-            root.display(),
-            checked.len()
-        ));
-    } else {
-        crate::message::error(format_args!(
-            "cache {}: {damaged} of {} entries damaged; the next run that needs one builds it again",
-            root.display(),
-            checked.len()
-        ));
-    }
-    crate::images::cache::verify_status(&checked)
-}
-
-/// `cache`: the listing, or `cache prune`.
-fn cache(args: CacheArgs) -> Result<ExitStatus> {
-    use crate::images::cache::{self, Kind};
-    let root = cache::root();
-    if args.verify {
-        if args.action.is_some() {
-            return Err(crate::error::InputError::new(
-                "cache: --verify checks the cache; give it without prune",
-            )
-            .into());
-        }
-        return Ok(verify_cache(&root));
-    }
-    let entries = cache::entries(&root);
-    let size = |b: u64| bytesize::ByteSize(b).display().iec().to_string();
-    let total: u64 = entries.iter().map(|e| e.bytes).sum();
-    let Some(CacheAction::Prune {
-        older_than,
-        max_size,
-        dry_run,
-    }) = args.action
-    else {
-        println!("cache: {} ({} in all)", root.display(), size(total));
-        let kinds = [
-            Kind::Kernel,
-            Kind::Workspace,
-            Kind::Source,
-            Kind::GuestImage,
-            Kind::Other,
-        ];
-        for kind in kinds {
-            let of: Vec<_> = entries.iter().filter(|e| e.kind == kind).collect();
-            if of.is_empty() {
-                continue;
-            }
-            println!(
-                "\n{} ({}, {}){}",
-                kind.as_str(),
-                of.len(),
-                size(of.iter().map(|e| e.bytes).sum()),
-                if kind == Kind::Other {
-                    ", never pruned"
-                } else {
-                    ""
-                }
-            );
-            for e in of {
-                println!(
-                    "  {:>10}  {:<14}  {}{}",
-                    size(e.bytes),
-                    ago(e.last_use),
-                    e.path.strip_prefix(&root).unwrap_or(&e.path).display(),
-                    if e.in_use {
-                        "  (in use)"
-                    } else if e.debris {
-                        "  (what a killed build left)"
-                    } else {
-                        ""
-                    }
-                );
-            }
-        }
-        return Ok(ExitStatus::Success);
-    };
-    let chosen = cache::to_prune(
-        &entries,
-        std::time::SystemTime::now(),
-        older_than,
-        max_size.map(|s| s.as_u64()),
-    );
-    let mut freed = 0;
-    for e in entries.iter().filter(|e| chosen.contains(&e.path)) {
-        let shown = e.path.strip_prefix(&root).unwrap_or(&e.path).display();
-        let why = if e.debris {
-            format!("{}, what a killed build left", size(e.bytes))
-        } else {
-            format!("{}, last used {}", size(e.bytes), ago(e.last_use))
-        };
-        if dry_run {
-            println!("would remove {shown} ({why})");
-            freed += e.bytes;
-        } else if cache::remove(e)? {
-            println!("removed {shown} ({why})");
-            freed += e.bytes;
-        } else {
-            println!("kept {shown}: a running markbench holds it");
-        }
-    }
-    println!(
-        "{} {} of {}",
-        if dry_run { "would free" } else { "freed" },
-        size(freed),
-        size(total)
-    );
-    Ok(ExitStatus::Success)
-}
-
-/// `plan --shards N`: the split of the suite, printed and optionally written.
-fn shard_plan(args: PlanArgs) -> Result<ExitStatus> {
-    let (file, _) = load_suite(&args.suite)?;
-    let overrides = args.overrides.settings(None);
-    let suite = overrides.apply(&file)?;
-    let plan = crate::shard::plan(&suite, &overrides.describe(), args.shards)?;
-    print!("{}", crate::shard::describe(&plan));
-    if let Some(out) = &args.out {
-        let text = if out.extension().is_some_and(|e| e == "json") {
-            serde_json::to_string_pretty(&plan)? + "\n"
-        } else {
-            toml::to_string(&plan)?
-        };
-        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
-        println!("written to {}", out.display());
-    }
-    Ok(ExitStatus::Success)
-}
-
-/// The default directory of a merged run: named after the first shard's suite.
-fn merged_dir(reports: &Path, dirs: &[PathBuf]) -> Result<PathBuf> {
-    let suite = dirs
-        .first()
-        .and_then(|d| crate::samples::RunMeta::read(d).ok())
-        .map_or_else(|| "merged".to_string(), |m| m.suite);
-    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-    Ok(reports.join(format!("{stamp}-{suite}-merged")))
 }

@@ -10,12 +10,12 @@
 pub mod analysis;
 pub mod bisect;
 pub mod cli;
+pub mod commands;
 pub mod compare;
 pub mod diff;
 pub mod error;
 pub mod events;
 pub mod exit;
-pub mod gate;
 pub mod history;
 pub mod host;
 pub mod images;

@@ -1,5 +1,6 @@
-//! `markbench noise-floor`: the figures that say how finely a timing mode
-//! resolves a kernel change on this machine, checked against targets.
+//! The figures of `markbench noise-floor` (`commands::noise_floor`): how
+//! finely a timing mode resolves a kernel change on this machine, checked
+//! against targets.
 //!
 //! Two run directories go in. An A/A run (`compare --aa`: the same kernel on
 //! both sides) gives, per point, the coefficient of variation of the boot
@@ -334,14 +335,27 @@ pub fn render(rows: &[Row], targets: &Targets) -> String {
 }
 
 /// The same kernel and command line for every variant?
-fn is_aa(meta: &RunMeta) -> bool {
+pub fn is_aa(meta: &RunMeta) -> bool {
     meta.kernels.len() >= 2
         && meta.kernels.iter().all(|k| {
             k.build_key == meta.kernels[0].build_key && k.cmdline == meta.kernels[0].cmdline
         })
 }
 
-fn load(dir: &Path) -> Result<(RunMeta, Analysis)> {
+/// Input error unless `meta`, read from `dir`, is an A/A run.
+pub fn require_aa(dir: &Path, meta: &RunMeta) -> Result<(), InputError> {
+    if is_aa(meta) {
+        return Ok(());
+    }
+    Err(InputError::new(format!(
+        "{}: not an A/A run (its variants are different kernels or command lines); \
+         make one with `markbench compare --aa`",
+        dir.display()
+    )))
+}
+
+/// A run directory's metadata and analysis.
+pub fn load(dir: &Path) -> Result<(RunMeta, Analysis)> {
     crate::samples::require_run_dir(dir)?;
     let meta = RunMeta::read(dir)?;
     let samples = read_samples(dir)?;
@@ -349,7 +363,8 @@ fn load(dir: &Path) -> Result<(RunMeta, Analysis)> {
     Ok((meta, analysis))
 }
 
-fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
+/// One line naming a run: its suite, variants, size and timing mode.
+pub fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
     format!(
         "{label}: {} ({}: {} vs {}; {} boots × {} iterations a side{}; {})",
         dir.display(),
@@ -384,50 +399,6 @@ pub fn status(rows: &[Row]) -> ExitStatus {
     } else {
         ExitStatus::TargetMissed
     }
-}
-
-/// `markbench noise-floor AA_DIR [AB_DIR]`: prints the figures and returns
-/// the exit status ([`status`]).
-pub fn command(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<ExitStatus> {
-    let (aa_meta, aa_analysis) = load(aa_dir)?;
-    if !is_aa(&aa_meta) {
-        return Err(InputError::new(format!(
-            "{}: not an A/A run (its variants are different kernels or command lines); \
-             make one with `markbench compare --aa`",
-            aa_dir.display()
-        ))
-        .into());
-    }
-    let aa = aa_points(&aa_analysis)
-        .map_err(|e| InputError::new(format!("{}: {e}", aa_dir.display())))?;
-    println!("{}", describe("A/A", aa_dir, &aa_meta));
-    let ab = match ab_dir {
-        Some(dir) => {
-            let (meta, analysis) = load(dir)?;
-            if is_aa(&meta) {
-                crate::message::warning(format_args!(
-                    "{} is an A/A run: its interval is the noise, not a difference",
-                    dir.display()
-                ));
-            }
-            if meta.suite != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
-                crate::message::warning(format_args!(
-                    "the two runs differ in suite or timing mode ({} / {} against {} / {})",
-                    aa_meta.suite,
-                    aa_meta.timing_mode(),
-                    meta.suite,
-                    meta.timing_mode()
-                ));
-            }
-            println!("{}", describe("A/B", dir, &meta));
-            ab_points(&analysis).map_err(|e| InputError::new(format!("{}: {e}", dir.display())))?
-        }
-        None => Vec::new(),
-    };
-    println!();
-    let rows = evaluate(&aa, &ab, targets);
-    print!("{}", render(&rows, targets));
-    Ok(status(&rows))
 }
 
 #[cfg(test)]
@@ -582,7 +553,7 @@ mod tests {
     }
 
     #[test]
-    fn the_command_refuses_an_ab_run_as_the_aa_run() {
+    fn an_ab_run_is_refused_as_the_aa_run() {
         let dir = tempfile::tempdir().unwrap();
         meta(AB, ["k1", "k2"]).write(dir.path()).unwrap();
         let mut w = crate::samples::SampleWriter::open(dir.path()).unwrap();
@@ -590,8 +561,8 @@ mod tests {
             w.append(&s).unwrap();
         }
         drop(w);
-        let e = command(dir.path(), None, &Targets::default()).unwrap_err();
-        assert!(e.downcast_ref::<InputError>().is_some(), "{e:#}");
+        let (read, _) = load(dir.path()).unwrap();
+        let e = require_aa(dir.path(), &read).unwrap_err();
         assert!(format!("{e}").contains("not an A/A run"), "{e}");
     }
 }

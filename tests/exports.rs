@@ -473,7 +473,14 @@ fn a_nightly_junit_fails_exactly_the_points_its_gate_fails() {
         _ => 1.0,
     });
     let candidate = run_dir(tmp.path(), "tonight", &m, &tonight);
-    let gate = markbench::gate::gate(&baseline, &candidate, None, String::new()).unwrap();
+    let gate = markbench::commands::nightly::gate::gate(&baseline, &candidate, None, String::new())
+        .unwrap();
+    // The summary a CI job page shows, every line of it.
+    insta::assert_snapshot!(
+        "gate_summary_of_two_regressions",
+        gate.summary
+            .replace(&tmp.path().display().to_string(), "TMP")
+    );
     assert_eq!(
         gate.status,
         markbench::exit::ExitStatus::Regression,

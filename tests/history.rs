@@ -4,8 +4,8 @@
 //! point must lie between nights 7 and 8 and nowhere else, and the page must
 //! render every plot in a real browser (Debian's chromium, headless).
 
-use markbench::gate::{GateRecord, RegressedPoint};
 use markbench::images::source::OriginRecord;
+use markbench::samples::{GateRecord, RegressedPoint};
 use markbench::samples::{HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
 use markbench::vm::accel::TimingDecision;
 use std::path::{Path, PathBuf};

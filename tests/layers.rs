@@ -43,10 +43,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("analysis", &["analysis"]),
     ("report", &["report"]),
     ("commands on run directories", &["diff", "merge", "noise"]),
-    ("nightly gate", &["gate"]),
     ("history of runs", &["history"]),
     ("compare (the orchestrator)", &["compare"]),
     ("bisection", &["bisect"]),
+    ("command handlers (nightly among them)", &["commands"]),
     ("command line", &["cli"]),
 ];
 

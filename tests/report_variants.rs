@@ -312,7 +312,14 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
         .filter(|s| !(s.variant == "markers-generic" && s.param == 4))
         .collect();
     let candidate = run_dir(tmp.path(), "cand", &m, &tonight);
-    let gate = markbench::gate::gate(&baseline, &candidate, None, String::new()).unwrap();
+    let gate = markbench::commands::nightly::gate::gate(&baseline, &candidate, None, String::new())
+        .unwrap();
+    // The summary a CI job page shows, every line of it.
+    insta::assert_snapshot!(
+        "gate_summary_of_three_variants",
+        gate.summary
+            .replace(&tmp.path().display().to_string(), "TMP")
+    );
     // Only markers-on got slower, at 2 groups.
     assert_eq!(
         (gate.status, gate.regressed.len()),
@@ -429,7 +436,7 @@ fn noise_floor_reads_ab_runs_with_several_candidates() {
         assert!(report.contains(&line), "{report}");
     }
     // The command takes the pair of runs as they are.
-    markbench::noise::command(&aa_dir, Some(&ab_dir), &Default::default()).unwrap();
+    markbench::commands::noise_floor::run(&aa_dir, Some(&ab_dir), &Default::default()).unwrap();
 }
 
 #[test]

@@ -346,7 +346,9 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
     let baseline = run("baseline", 1.0);
     let header = || "## nightly\n\n".to_string();
 
-    let same = markbench::gate::gate(&baseline, &run("same", 1.0), None, header()).unwrap();
+    let same =
+        markbench::commands::nightly::gate::gate(&baseline, &run("same", 1.0), None, header())
+            .unwrap();
     assert_eq!(
         (same.status, same.regressed.len()),
         (ExitStatus::Success, 0),
@@ -359,7 +361,9 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
         same.summary
     );
 
-    let slower = markbench::gate::gate(&baseline, &run("slower", 1.3), None, header()).unwrap();
+    let slower =
+        markbench::commands::nightly::gate::gate(&baseline, &run("slower", 1.3), None, header())
+            .unwrap();
     assert_eq!(slower.status, ExitStatus::Regression, "{}", slower.summary);
     assert_eq!(slower.status.code(), 4);
     // Every hackbench point at both CPU counts, and the ping flood.
@@ -380,7 +384,9 @@ fn nightly_gate_fails_only_on_a_regression_beyond_the_margin() {
         .iter()
         .any(|p| p.workload == "hackbench" && p.cpus == 2 && p.metric == "time"));
 
-    let within = markbench::gate::gate(&baseline, &run("within", 1.01), None, header()).unwrap();
+    let within =
+        markbench::commands::nightly::gate::gate(&baseline, &run("within", 1.01), None, header())
+            .unwrap();
     assert_eq!(within.status, ExitStatus::Success, "{}", within.summary);
 }
 

@@ -185,11 +185,24 @@ fn cell_relative(r: Option<&Relative>) -> (String, String) {
     }
 }
 
-/// The markdown.
+/// The markdown: one section after the other.
 pub fn markdown(answer: &Answer) -> String {
+    let mut r = String::new();
+    md_heading(&mut r, answer);
+    md_first_bad(&mut r, answer);
+    md_confirmation(&mut r, answer);
+    md_commits(&mut r, answer);
+    md_builds(&mut r, answer);
+    if let Some(section) = answer.profile.as_deref().and_then(profile_section) {
+        r.push_str(&section);
+    }
+    r
+}
+
+/// The headline and what was bisected: the range, the point, the rules.
+fn md_heading(r: &mut String, answer: &Answer) {
     let plan = &answer.plan;
     let commits = &plan.commits;
-    let mut r = String::new();
     let _ = writeln!(r, "# Bisection: {}\n", escape_md(&answer.headline()));
     let _ = writeln!(
         r,
@@ -210,42 +223,59 @@ pub fn markdown(answer: &Answer) -> String {
         plan.max_rounds,
         100.0 * plan.threshold
     );
-    if let (Some(Ending::FirstBad { index }), Some(stat)) = (
+}
+
+/// "First bad commit": the commit, its author and stat, and how to go on
+/// when it is a merge. Nothing unless the search found one.
+fn md_first_bad(r: &mut String, answer: &Answer) {
+    let (Some(Ending::FirstBad { index }), Some(stat)) = (
         answer.search.as_ref().map(|s| &s.ending),
         &answer.first_bad_stat,
-    ) {
-        let c = &commits[*index];
+    ) else {
+        return;
+    };
+    let c = &answer.plan.commits[*index];
+    let _ = writeln!(
+        r,
+        "## First bad commit\n\n**`{}` {}**, by {}\n\n```\n{}\n```\n",
+        c.short_id(),
+        escape_md(&c.subject),
+        escape_md(&c.author),
+        stat.trim_end()
+    );
+    if c.merge {
         let _ = writeln!(
             r,
-            "## First bad commit\n\n**`{}` {}**, by {}\n\n```\n{}\n```\n",
-            c.short_id(),
-            escape_md(&c.subject),
-            escape_md(&c.author),
-            stat.trim_end()
+            "It is a merge: the regression came in with the branch it merged. Bisect that \
+             branch with `--good $(git merge-base {0}^1 {0}^2) --bad {0}^2`.\n",
+            c.short_id()
         );
-        if c.merge {
-            let _ = writeln!(
-                r,
-                "It is a merge: the regression came in with the branch it merged. Bisect that \
-                 branch with `--good $(git merge-base {0}^1 {0}^2) --bad {0}^2`.\n",
-                c.short_id()
-            );
+    }
+}
+
+/// BAD against GOOD, and whether that was a regression to bisect.
+fn md_confirmation(r: &mut String, answer: &Answer) {
+    let Some(search) = &answer.search else {
+        return;
+    };
+    let c = &search.confirmation;
+    let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
+    let _ = writeln!(
+        r,
+        "BAD against GOOD: {d} (95% CI {ci}), {}{}.\n",
+        c.verdict,
+        if c.confirmed {
+            ": bisected".to_string()
+        } else {
+            format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
         }
-    }
-    if let Some(search) = &answer.search {
-        let c = &search.confirmation;
-        let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
-        let _ = writeln!(
-            r,
-            "BAD against GOOD: {d} (95% CI {ci}), {}{}.\n",
-            c.verdict,
-            if c.confirmed {
-                ": bisected".to_string()
-            } else {
-                format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
-            }
-        );
-    }
+    );
+}
+
+/// "Commits measured": one row per commit, how a commit is classed, and
+/// the steps in the order taken.
+fn md_commits(r: &mut String, answer: &Answer) {
+    let commits = &answer.plan.commits;
     let _ = writeln!(r, "## Commits measured\n");
     let unit = if answer.unit.is_empty() {
         String::new()
@@ -306,53 +336,53 @@ pub fn markdown(answer: &Answer) -> String {
             let _ = writeln!(r, "Steps, in the order taken: {}.\n", order.join(", "));
         }
     }
-    if !answer.builds.is_empty() {
-        let _ = writeln!(
-            r,
-            "## Builds\n\n| commit | build | time [s] | source files rebuilt |\n|---|---|---:|---:|"
-        );
-        let mut built = 0;
-        for (index, b) in &answer.builds {
-            let c = &commits[*index];
-            match b {
-                BuildOutcome::Built(b) => {
-                    built += usize::from(b.seconds.is_some());
-                    let _ = writeln!(
-                        r,
-                        "| `{}` | {} | {} | {} |",
-                        c.short_id(),
-                        if b.seconds.is_some() {
-                            "built"
-                        } else {
-                            "from the cache"
-                        },
-                        b.seconds.map_or("–".into(), |s| format!("{s:.0}")),
-                        b.source_files_rebuilt.map_or("–".into(), |n| n.to_string())
-                    );
-                }
-                BuildOutcome::Failed { error: why } => {
-                    let _ = writeln!(
-                        r,
-                        "| `{}` | **untestable**: {} | – | – |",
-                        c.short_id(),
-                        escape_md(first_error(why))
-                    );
-                }
+}
+
+/// "Builds": each kernel the bisection needed, built, from the cache or
+/// untestable. Nothing when none was needed.
+fn md_builds(r: &mut String, answer: &Answer) {
+    if answer.builds.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        r,
+        "## Builds\n\n| commit | build | time [s] | source files rebuilt |\n|---|---|---:|---:|"
+    );
+    let mut built = 0;
+    for (index, b) in &answer.builds {
+        let c = &answer.plan.commits[*index];
+        match b {
+            BuildOutcome::Built(b) => {
+                built += usize::from(b.seconds.is_some());
+                let _ = writeln!(
+                    r,
+                    "| `{}` | {} | {} | {} |",
+                    c.short_id(),
+                    if b.seconds.is_some() {
+                        "built"
+                    } else {
+                        "from the cache"
+                    },
+                    b.seconds.map_or("–".into(), |s| format!("{s:.0}")),
+                    b.source_files_rebuilt.map_or("–".into(), |n| n.to_string())
+                );
+            }
+            BuildOutcome::Failed { error: why } => {
+                let _ = writeln!(
+                    r,
+                    "| `{}` | **untestable**: {} | – | – |",
+                    c.short_id(),
+                    escape_md(first_error(why))
+                );
             }
         }
-        let _ = writeln!(
-            r,
-            "\n{} kernels needed, {built} built by this bisection. Each commit's boots are run \
-             directories under `commits/<id>/round-<n>/`.\n",
-            answer.builds.len()
-        );
     }
-    if let Some(run) = &answer.profile {
-        if let Some(section) = profile_section(run) {
-            r.push_str(&section);
-        }
-    }
-    r
+    let _ = writeln!(
+        r,
+        "\n{} kernels needed, {built} built by this bisection. Each commit's boots are run \
+         directories under `commits/<id>/round-<n>/`.\n",
+        answer.builds.len()
+    );
 }
 
 /// The "Where the difference goes" section of the profile run.
@@ -369,10 +399,31 @@ fn profile_section(run: &Path) -> Option<String> {
 /// The answer as plain text for a mail (ASCII, 72 columns): the answer,
 /// BAD against GOOD, the first bad commit's stat and the commits measured.
 pub fn text(answer: &Answer) -> String {
+    let mut r = String::new();
+    txt_heading(&mut r, answer);
+    txt_confirmation(&mut r, answer);
+    txt_first_bad(&mut r, answer);
+    txt_commits(&mut r, answer);
+    txt_steps(&mut r, answer);
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        "A commit is bad when its whole 95% interval against GOOD lies beyond half the \
+         regression (the geometric midpoint of GOOD's and BAD's means), good when it lies \
+         wholly on GOOD's side; a commit that does not build or boot is skipped.",
+        "",
+    ));
+    r
+}
+
+/// The headline and what was bisected: the range, the point, the rules.
+fn txt_heading(r: &mut String, answer: &Answer) {
     let plan = &answer.plan;
     let commits = &plan.commits;
     let last = commits.len() - 1;
-    let mut r = plain::heading(&format!("Bisection: {}", answer.headline()), '=');
+    r.push_str(&plain::heading(
+        &format!("Bisection: {}", answer.headline()),
+        '=',
+    ));
     r.push('\n');
     r.push_str(&plain::wrap(
         &format!(
@@ -396,41 +447,59 @@ pub fn text(answer: &Answer) -> String {
         ),
         "",
     ));
-    if let Some(search) = &answer.search {
-        let c = &search.confirmation;
-        let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
-        r.push('\n');
-        r.push_str(&plain::wrap(
-            &format!(
-                "BAD against GOOD: {d} (95% CI {ci}), {}{}.",
-                c.verdict,
-                if c.confirmed {
-                    ": bisected".to_string()
-                } else {
-                    format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
-                }
-            ),
-            "",
-        ));
-    }
-    if let (Some(Ending::FirstBad { index }), Some(stat)) = (
+}
+
+/// BAD against GOOD, and whether that was a regression to bisect.
+fn txt_confirmation(r: &mut String, answer: &Answer) {
+    let Some(search) = &answer.search else {
+        return;
+    };
+    let c = &search.confirmation;
+    let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        &format!(
+            "BAD against GOOD: {d} (95% CI {ci}), {}{}.",
+            c.verdict,
+            if c.confirmed {
+                ": bisected".to_string()
+            } else {
+                format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
+            }
+        ),
+        "",
+    ));
+}
+
+/// "First bad commit": the commit, its author and stat. Nothing unless
+/// the search found one.
+fn txt_first_bad(r: &mut String, answer: &Answer) {
+    let (Some(Ending::FirstBad { index }), Some(stat)) = (
         answer.search.as_ref().map(|s| &s.ending),
         &answer.first_bad_stat,
-    ) {
-        let c = &commits[*index];
+    ) else {
+        return;
+    };
+    let c = &answer.plan.commits[*index];
+    r.push('\n');
+    r.push_str(&plain::heading("First bad commit", '-'));
+    r.push('\n');
+    r.push_str(&plain::wrap(
+        &format!("{} {}, by {}", c.short_id(), c.subject, c.author),
+        "",
+    ));
+    r.push('\n');
+    for line in stat.trim_end().lines() {
+        r.push_str(&plain::verbatim(line, "    "));
         r.push('\n');
-        r.push_str(&plain::heading("First bad commit", '-'));
-        r.push('\n');
-        r.push_str(&plain::wrap(
-            &format!("{} {}, by {}", c.short_id(), c.subject, c.author),
-            "",
-        ));
-        r.push('\n');
-        for line in stat.trim_end().lines() {
-            r.push_str(&plain::verbatim(line, "    "));
-            r.push('\n');
-        }
     }
+}
+
+/// "Commits measured": a table of the commits (one paragraph a commit when
+/// the table is too wide), then each commit's subject.
+fn txt_commits(r: &mut String, answer: &Answer) {
+    let commits = &answer.plan.commits;
+    let last = commits.len() - 1;
     r.push('\n');
     r.push_str(&plain::heading("Commits measured", '-'));
     r.push('\n');
@@ -504,28 +573,31 @@ pub fn text(answer: &Answer) -> String {
             &" ".repeat(19),
         ));
     }
-    if let Some(search) = &answer.search {
-        let order: Vec<String> = search
-            .steps
-            .iter()
-            .map(|s| format!("{} {}", commits[s.index].short_id(), s.class.as_str()))
-            .collect();
-        if !order.is_empty() {
-            r.push('\n');
-            r.push_str(&plain::wrap(
-                &format!("Steps, in the order taken: {}.", order.join(", ")),
-                "",
-            ));
-        }
+}
+
+/// The steps in the order taken, when there were any.
+fn txt_steps(r: &mut String, answer: &Answer) {
+    let Some(search) = &answer.search else {
+        return;
+    };
+    let order: Vec<String> = search
+        .steps
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                answer.plan.commits[s.index].short_id(),
+                s.class.as_str()
+            )
+        })
+        .collect();
+    if !order.is_empty() {
+        r.push('\n');
+        r.push_str(&plain::wrap(
+            &format!("Steps, in the order taken: {}.", order.join(", ")),
+            "",
+        ));
     }
-    r.push('\n');
-    r.push_str(&plain::wrap(
-        "A commit is bad when its whole 95% interval against GOOD lies beyond half the \
-         regression (the geometric midpoint of GOOD's and BAD's means), good when it lies \
-         wholly on GOOD's side; a commit that does not build or boot is skipped.",
-        "",
-    ));
-    r
 }
 
 /// Every commit measured so far, in range order.
@@ -647,6 +719,50 @@ mod tests {
             "x".repeat(100)
         ));
         answer
+    }
+
+    /// bisect.md of a first bad commit that is a merge, with a kernel
+    /// built, one from the cache and one that did not build: every section.
+    #[test]
+    fn bisect_md_shows_every_section() {
+        let mut answer = answer();
+        answer.plan.commits[2].merge = true;
+        answer.builds = vec![
+            (
+                0,
+                BuildOutcome::Built(Build {
+                    seconds: None,
+                    source_files_rebuilt: None,
+                    kernel_dir: "/cache/k0".into(),
+                }),
+            ),
+            (
+                1,
+                BuildOutcome::Failed {
+                    error: "make: *** [Makefile:1] Error 2".into(),
+                },
+            ),
+            (
+                2,
+                BuildOutcome::Built(Build {
+                    seconds: Some(412.4),
+                    source_files_rebuilt: Some(3),
+                    kernel_dir: "/cache/k2".into(),
+                }),
+            ),
+        ];
+        insta::assert_snapshot!(markdown(&answer));
+        let mut unconfirmed = self::answer();
+        if let Some(search) = &mut unconfirmed.search {
+            search.confirmation.confirmed = false;
+            search.confirmation.why_not = Some("BAD is not worse than GOOD".into());
+            search.ending = Ending::NoRegression;
+            search.steps.clear();
+        }
+        unconfirmed.first_bad_stat = None;
+        insta::assert_snapshot!("bisect_md_of_no_regression", markdown(&unconfirmed));
+        insta::assert_snapshot!("bisect_txt_shows_every_section", text(&answer));
+        insta::assert_snapshot!("bisect_txt_of_no_regression", text(&unconfirmed));
     }
 
     #[test]

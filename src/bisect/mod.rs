@@ -11,7 +11,6 @@
 
 pub mod answer;
 pub mod decide;
-pub mod nightly;
 pub mod point;
 pub mod range;
 
@@ -100,13 +99,6 @@ const BUILD_FILE: &str = "build.toml";
 /// a round's boots completed.
 const UNTESTABLE_FILE: &str = "untestable.txt";
 
-/// Runs a bisection; its exit status ([`status_of`]). A failure is the
-/// caller's to map, as for every command: input to fix, the machinery (a
-/// build that was not a compile error, a missing QEMU), or interrupted.
-pub fn bisect(request: &Request) -> Result<ExitStatus> {
-    Ok(run(request)?.0)
-}
-
 /// The exit status of a bisection that ended with `ending`: success with
 /// the first bad commit or the narrowest range, or no regression to bisect.
 pub fn status_of(ending: &decide::Ending) -> ExitStatus {
@@ -185,20 +177,36 @@ pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
 
 /// The bisection's directory and plan: a resumed one's, or a new one
 /// checked (the tree, the revisions, the suite and its point) before
-/// anything is built.
+/// anything is built, written into a new directory.
 fn start(request: &Request) -> Result<(PathBuf, Plan)> {
     if let Some(dir) = &request.resume {
-        let path = dir.join(PLAN_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            InputError::new(format!(
-                "{}: not a bisection directory ({e})",
-                path.display()
-            ))
-        })?;
-        let plan: Plan = toml::from_str(&text)
-            .map_err(|e| InputError::new(format!("{}: {e}", path.display())))?;
-        return Ok((dir.clone(), plan));
+        return Ok((dir.clone(), resumed_plan(dir)?));
     }
+    let plan = new_plan(request)?;
+    let dir = new_dir(request)?;
+    std::fs::write(dir.join(PLAN_FILE), toml::to_string(&plan)?)
+        .with_context(|| format!("writing {}", dir.join(PLAN_FILE).display()))?;
+    Ok((dir, plan))
+}
+
+/// The plan a bisection in `dir` started with.
+fn resumed_plan(dir: &Path) -> Result<Plan> {
+    let path = dir.join(PLAN_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        InputError::new(format!(
+            "{}: not a bisection directory ({e})",
+            path.display()
+        ))
+    })?;
+    let plan: Plan =
+        toml::from_str(&text).map_err(|e| InputError::new(format!("{}: {e}", path.display())))?;
+    Ok(plan)
+}
+
+/// The plan `request` asks for, every part of it checked: the tree and its
+/// range of commits, the suite, the point, the variant, the threshold and
+/// the boots; and the suite reduced to the point is one the checks accept.
+fn new_plan(request: &Request) -> Result<Plan> {
     let missing = |flag: &str| InputError::new(format!("bisect needs {flag}"));
     let tree = request
         .tree
@@ -220,22 +228,7 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
         None => PointSpec::default(),
     };
     let resolved = spec.resolve(&file)?;
-    let variant = match &request.variant {
-        None => file.variants[0].name.clone(),
-        Some(v) if file.variants.iter().any(|x| &x.name == v) => v.clone(),
-        Some(v) => {
-            return Err(InputError::new(format!(
-                "--variant {v}: {} has no such variant (it has {})",
-                file.path.display(),
-                file.variants
-                    .iter()
-                    .map(|x| x.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-            .into())
-        }
-    };
+    let variant = chosen_variant(&file, request.variant.as_deref())?;
     let threshold = request.threshold.unwrap_or(1.0);
     if !(threshold > 0.0 && threshold < 100.0) {
         return Err(InputError::new(format!(
@@ -243,6 +236,52 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
         ))
         .into());
     }
+    let (boots, max_rounds) = rounds(&file, request)?;
+    let plan = Plan {
+        tree,
+        good: commits[0].id.clone(),
+        bad: commits[commits.len() - 1].id.clone(),
+        suite: request
+            .suite
+            .as_ref()
+            .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone())),
+        suite_sha256: file.sha256.clone(),
+        point: resolved.to_string(),
+        variant,
+        threshold: threshold / 100.0,
+        boots,
+        iterations: request.iterations,
+        max_rounds,
+        profile: request.profile,
+        commits,
+    };
+    // The suite with the point alone must be a suite the checks accept.
+    restricted(&file, &plan)?;
+    Ok(plan)
+}
+
+/// The variant each commit is built and booted as: the one asked for,
+/// which the suite must have, else the suite's baseline.
+fn chosen_variant(file: &Suite, asked: Option<&str>) -> Result<String> {
+    match asked {
+        None => Ok(file.variants[0].name.clone()),
+        Some(v) if file.variants.iter().any(|x| x.name == v) => Ok(v.to_string()),
+        Some(v) => Err(InputError::new(format!(
+            "--variant {v}: {} has no such variant (it has {})",
+            file.path.display(),
+            file.variants
+                .iter()
+                .map(|x| x.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into()),
+    }
+}
+
+/// Boots a round and the most rounds a commit gets, from the request or
+/// the suite.
+fn rounds(file: &Suite, request: &Request) -> Result<(u32, u32)> {
     // A suite run to a precision plans few boots and adds the rest; a
     // round of a bisection gets as many as such a run stops on at least.
     let suite_round = match file.precision {
@@ -266,27 +305,13 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
         Some(m) => m / boots,
         None => 3,
     };
-    let plan = Plan {
-        tree,
-        good: commits[0].id.clone(),
-        bad: commits[commits.len() - 1].id.clone(),
-        suite: request
-            .suite
-            .as_ref()
-            .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone())),
-        suite_sha256: file.sha256.clone(),
-        point: resolved.to_string(),
-        variant,
-        threshold: threshold / 100.0,
-        boots,
-        iterations: request.iterations,
-        max_rounds,
-        profile: request.profile,
-        commits,
-    };
-    // The suite with the point alone must be a suite the checks accept.
-    restricted(&file, &plan)?;
-    let dir = match &request.out {
+    Ok((boots, max_rounds))
+}
+
+/// The directory a new bisection writes into: `--out` (refused when it
+/// holds a bisection already) or a new one under `--reports`.
+fn new_dir(request: &Request) -> Result<PathBuf> {
+    match &request.out {
         Some(out) => {
             if out.join(PLAN_FILE).exists() {
                 return Err(InputError::new(format!(
@@ -296,9 +321,9 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
                 .into());
             }
             std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-            out.clone()
+            Ok(out.clone())
         }
-        None => RunDir::create_new(&request.reports, "bisect")
+        None => Ok(RunDir::create_new(&request.reports, "bisect")
             .with_context(|| {
                 format!(
                     "creating a bisection directory in {}",
@@ -306,11 +331,8 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
                 )
             })?
             .root()
-            .to_path_buf(),
-    };
-    std::fs::write(dir.join(PLAN_FILE), toml::to_string(&plan)?)
-        .with_context(|| format!("writing {}", dir.join(PLAN_FILE).display()))?;
-    Ok((dir, plan))
+            .to_path_buf()),
+    }
 }
 
 /// The plan's suite, read again (a resumed bisection refuses one that

@@ -10,7 +10,6 @@
 
 mod dry_run;
 mod execute;
-pub mod nightly;
 mod options;
 mod overrides;
 pub mod precision;

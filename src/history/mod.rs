@@ -20,7 +20,7 @@
 mod page;
 
 use crate::error::InputError;
-use crate::gate::GateRecord;
+use crate::samples::GateRecord;
 use crate::samples::{PointKey, RunMeta, SkippedRun};
 use crate::stats::change_points::{e_divisive, ChangePointConfig};
 use crate::stats::hypothesis::LogRatio;

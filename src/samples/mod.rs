@@ -2,9 +2,11 @@
 //! appended and flushed as each arrives, so an interrupted run keeps what it
 //! measured) and `meta.toml` beside it (what ran, where, how: [`meta`]).
 
+mod gate;
 mod meta;
 mod upgrade;
 
+pub use gate::{GateRecord, RegressedPoint};
 pub use upgrade::{scan_runs, SkippedRun};
 
 pub use meta::*;

@@ -2,8 +2,8 @@
 //! tonight's are two commits of one git tree, bisect between them on the
 //! point that regressed and put the first bad commit in the night's summary.
 
-use super::Request;
-use crate::compare::nightly::{add_to_summary, Night};
+use super::{add_to_summary, Night};
+use crate::bisect::Request;
 use crate::compare::Options;
 use crate::exit::ExitStatus;
 use crate::message;
@@ -51,7 +51,7 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
         &bad[..12.min(bad.len())],
         tree.display()
     ));
-    let text = match super::run(&request) {
+    let text = match crate::bisect::run(&request) {
         Ok((_, dir, answer)) => format!(
             "\n**Bisected** {} between the baseline's commit and tonight's: {}. Answer: {}\n",
             request.point.as_deref().unwrap_or_default(),

@@ -1,9 +1,13 @@
-//! `nightly`: run the suite, compare it with a baseline run, leave a short
-//! summary for a CI job page, and end with the exit status of
+//! `nightly`: run the suite, compare it with a baseline run ([`gate`]),
+//! leave a short summary for a CI job page, with `--bisect` bisect a
+//! regression ([`bisect`]), and end with the exit status of
 //! [`night_status`]: the gate's verdict when the run measured everything,
 //! else the run's own status (an error is the caller's, as in `compare`).
 
-use super::Options;
+pub mod bisect;
+pub mod gate;
+
+use crate::compare::Options;
 use crate::exit::ExitStatus;
 use crate::run_dir::RunDir;
 use anyhow::Result;
@@ -48,7 +52,7 @@ pub struct Night {
     pub status: ExitStatus,
     /// Tonight's run and the baseline run it was gated against.
     pub runs: Option<(PathBuf, PathBuf)>,
-    pub regressed: Vec<crate::gate::RegressedPoint>,
+    pub regressed: Vec<crate::samples::RegressedPoint>,
 }
 
 impl Night {
@@ -118,6 +122,22 @@ fn update_history(reports: &Path, tonight: &Path, variant: Option<&str>) {
     }
 }
 
+/// `markbench nightly`: runs `options`, gates the run against `baseline`
+/// on `variant`, and with `bisect` bisects the first point that regressed;
+/// the night's exit status.
+pub fn run(
+    options: &Options,
+    baseline: Option<PathBuf>,
+    variant: Option<&str>,
+    bisect: bool,
+) -> Result<ExitStatus> {
+    let night = nightly(options, baseline, variant)?;
+    if bisect {
+        bisect::after(&night, options)?;
+    }
+    Ok(night.status)
+}
+
 /// Runs `options` and gates the run against `baseline` (default: the newest
 /// earlier complete run of the suite) on `variant`.
 pub fn nightly(
@@ -127,7 +147,7 @@ pub fn nightly(
 ) -> Result<Night> {
     // A failure of the run is the command's: the caller maps it to its
     // exit status as it does for `compare` (input, machinery, interrupted).
-    let outcome = super::compare(options)?;
+    let outcome = crate::compare::compare(options)?;
     let Some((dir, meta)) = outcome.run else {
         return Ok(Night::ended(outcome.status));
     };
@@ -159,7 +179,7 @@ pub fn nightly(
         update_history(&options.reports, &dir, variant);
         return Ok(Night::ended(night_status(ExitStatus::Success, None)));
     };
-    let gate = crate::gate::gate(&baseline, &dir, variant, summary)?;
+    let gate = gate::gate(&baseline, &dir, variant, summary)?;
     leave_summary(&dir, &gate.summary)?;
     step_summary(&gate.summary);
     update_history(&options.reports, &dir, variant);
@@ -196,8 +216,8 @@ mod tests {
 
     #[test]
     fn a_night_ends_with_the_gates_verdict_only_when_everything_was_measured() {
-        let regressed = Some(crate::gate::verdict(true));
-        let held = Some(crate::gate::verdict(false));
+        let regressed = Some(gate::verdict(true));
+        let held = Some(gate::verdict(false));
         assert_eq!(night_status(ExitStatus::Success, None), ExitStatus::Success);
         assert_eq!(night_status(ExitStatus::Success, held), ExitStatus::Success);
         assert_eq!(

@@ -1,0 +1,34 @@
+//! `markbench diff BASELINE_DIR CANDIDATE_DIR`: one variant of two runs made
+//! separately, compared ([`crate::diff`]); the conditions that differ
+//! between them are warned of.
+
+use crate::exit::ExitStatus;
+use crate::run_dir::RunDir;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// Compares `variant` of `candidate_dir` with `baseline_dir` into `out`
+/// (default: `CANDIDATE_DIR/diff-<baseline name>`) and prints its report's
+/// path.
+pub fn run(
+    baseline_dir: &Path,
+    candidate_dir: &Path,
+    variant: Option<&str>,
+    out: Option<PathBuf>,
+) -> Result<ExitStatus> {
+    let out = out.unwrap_or_else(|| {
+        candidate_dir.join(format!(
+            "diff-{}",
+            baseline_dir
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+        ))
+    });
+    let warnings = crate::diff::diff(baseline_dir, candidate_dir, variant, &out)?;
+    for w in &warnings {
+        crate::message::warning(format_args!("{w}"));
+    }
+    println!("{}", RunDir::new(&out).report().display());
+    Ok(ExitStatus::Success)
+}

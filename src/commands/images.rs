@@ -1,0 +1,35 @@
+//! `markbench images`: build the suite's kernels and guest initramfs into
+//! the cache, or with `--list` list the kernels it holds.
+
+use super::SuiteChoice;
+use crate::exit::ExitStatus;
+use anyhow::Result;
+
+pub fn run(suite: &SuiteChoice, list: bool) -> Result<ExitStatus> {
+    if list {
+        print_kernels();
+        return Ok(ExitStatus::Success);
+    }
+    let (suite, source) = suite.load()?;
+    crate::prereq::ensure(false)?;
+    let images = crate::run_images::prepare_images(&suite, &source)?;
+    for k in &images.kernels {
+        println!("kernel {:<20} {}", k.name, k.bzimage.display());
+    }
+    println!("initramfs {}", images.base.path.display());
+    Ok(ExitStatus::Success)
+}
+
+/// `images --list`: the cache's kernels, one line each.
+fn print_kernels() {
+    println!("cache: {}", crate::images::cache_dir().display());
+    for k in crate::images::kernel::cached_kernels() {
+        println!(
+            "kernel {:<20} {}  built in {:>4.0} s  {}",
+            k.name,
+            &k.key[..16],
+            k.build_seconds,
+            k.bzimage.display()
+        );
+    }
+}

@@ -1,0 +1,53 @@
+//! One handler per subcommand: what each command does with the typed values
+//! the command line ([`crate::cli`]) parsed, what it prints and the exit
+//! status it ends with. The stages below do the work (`compare`, `bisect`,
+//! `diff`, `merge`, `history`, `report` …); a handler calls them in order
+//! and shows their results. `nightly` lives here whole (the night, its gate
+//! and the bisection after a regression), since it is only a command.
+
+pub mod bisect;
+pub mod cache;
+pub mod compare;
+pub mod diff;
+pub mod history;
+pub mod images;
+pub mod merge;
+pub mod nightly;
+pub mod noise_floor;
+pub mod plan;
+pub mod report;
+pub mod run_shard;
+pub mod setup;
+
+use crate::images::kernel::KernelSource;
+use crate::images::source::RevSelection;
+use crate::samples::Overrides;
+use crate::suite::Suite;
+use anyhow::Result;
+use std::path::PathBuf;
+
+/// The suite and kernel source a command was given (`--suite`,
+/// `--kernel-source`, `--patch`, `--revs`).
+#[derive(Debug, Clone, Default)]
+pub struct SuiteChoice {
+    pub suite: Option<PathBuf>,
+    pub kernel_source: Option<PathBuf>,
+    pub patches: Vec<PathBuf>,
+    pub revs: Option<RevSelection>,
+}
+
+impl SuiteChoice {
+    /// The suite and kernel source named (see `compare::read_suite`), its
+    /// kernels made from the source when `--patch` or `--revs` ask.
+    pub fn load(&self) -> Result<(Suite, KernelSource)> {
+        let file = crate::compare::read_suite(self.suite.as_deref())?;
+        let source = crate::compare::kernel_source(self.kernel_source.as_deref(), &file)?;
+        let from_source = Overrides {
+            patches: self.patches.clone(),
+            revs: self.revs.clone(),
+            ..Overrides::default()
+        };
+        let suite = crate::compare::source_variants::apply(&file, &from_source, &source)?;
+        Ok((suite, source))
+    }
+}

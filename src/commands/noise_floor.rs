@@ -1,0 +1,48 @@
+//! `markbench noise-floor AA_DIR [AB_DIR]`: the noise floor of an A/A run
+//! and the resolution of an A/B run against the targets ([`crate::noise`]);
+//! exit 6 when one is missed.
+
+use crate::error::InputError;
+use crate::exit::ExitStatus;
+use crate::noise::{
+    aa_points, ab_points, describe, evaluate, is_aa, load, render, require_aa, status, Targets,
+};
+use anyhow::Result;
+use std::path::Path;
+
+/// `markbench noise-floor AA_DIR [AB_DIR]`: prints the figures and returns
+/// the exit status ([`crate::noise::status`]).
+pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<ExitStatus> {
+    let (aa_meta, aa_analysis) = load(aa_dir)?;
+    require_aa(aa_dir, &aa_meta)?;
+    let aa = aa_points(&aa_analysis)
+        .map_err(|e| InputError::new(format!("{}: {e}", aa_dir.display())))?;
+    println!("{}", describe("A/A", aa_dir, &aa_meta));
+    let ab = match ab_dir {
+        Some(dir) => {
+            let (meta, analysis) = load(dir)?;
+            if is_aa(&meta) {
+                crate::message::warning(format_args!(
+                    "{} is an A/A run: its interval is the noise, not a difference",
+                    dir.display()
+                ));
+            }
+            if meta.suite != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
+                crate::message::warning(format_args!(
+                    "the two runs differ in suite or timing mode ({} / {} against {} / {})",
+                    aa_meta.suite,
+                    aa_meta.timing_mode(),
+                    meta.suite,
+                    meta.timing_mode()
+                ));
+            }
+            println!("{}", describe("A/B", dir, &meta));
+            ab_points(&analysis).map_err(|e| InputError::new(format!("{}: {e}", dir.display())))?
+        }
+        None => Vec::new(),
+    };
+    println!();
+    let rows = evaluate(&aa, &ab, targets);
+    print!("{}", render(&rows, targets));
+    Ok(status(&rows))
+}

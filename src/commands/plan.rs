@@ -1,0 +1,32 @@
+//! `markbench plan --shards N`: the split of a suite over N machines
+//! ([`crate::shard`]), printed and optionally written.
+
+use super::SuiteChoice;
+use crate::exit::ExitStatus;
+use crate::samples::Overrides;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// Prints the split of `suite` (with `overrides`) into `shards` shards and
+/// writes it to `out` (TOML, or JSON when it ends in .json).
+pub fn run(
+    suite: &SuiteChoice,
+    overrides: &Overrides,
+    shards: u32,
+    out: Option<&Path>,
+) -> Result<ExitStatus> {
+    let (file, _) = suite.load()?;
+    let suite = overrides.apply(&file)?;
+    let plan = crate::shard::plan(&suite, &overrides.describe(), shards)?;
+    print!("{}", crate::shard::describe(&plan));
+    if let Some(out) = out {
+        let text = if out.extension().is_some_and(|e| e == "json") {
+            serde_json::to_string_pretty(&plan)? + "\n"
+        } else {
+            toml::to_string(&plan)?
+        };
+        std::fs::write(out, text).with_context(|| format!("writing {}", out.display()))?;
+        println!("written to {}", out.display());
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,12 @@
+//! `markbench run-shard K --shards N`: one shard of a suite, run as compare
+//! runs a whole suite, into one run directory (`merge` joins them).
+
+use crate::compare::Options;
+use crate::exit::ExitStatus;
+use anyhow::Result;
+
+/// Runs the shard that `options.overrides.shard` selects; the run's exit
+/// status.
+pub fn run(options: &Options) -> Result<ExitStatus> {
+    Ok(crate::compare::compare(options)?.status)
+}
