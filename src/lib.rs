@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod bisect;
 pub mod cli;
 pub mod compare;
+pub mod cycle_model;
 pub mod diff;
 pub mod error;
 pub mod events;
