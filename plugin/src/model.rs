@@ -399,7 +399,7 @@ impl Model {
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
             llc: Cache::new(config.llc)?,
-            // Weakly not taken, as cachegrind starts its counters.
+            // Weakly not taken: one taken outcome turns a counter.
             gshare: vec![1; 1 << config.gshare_bits],
             history: 0,
             btb: vec![EMPTY; 1 << config.btb_bits],
