@@ -29,7 +29,8 @@ run() {
 run "$out/plain"
 run "$out/model" --model cycles
 # Each --reports directory holds the one run directory compare made.
-python3 - "$(ls -d "$out"/plain/*/)" "$(ls -d "$out"/model/*/)" <<'PY'
+rundir() { find "$1" -mindepth 1 -maxdepth 1 -type d ! -name latest; }
+python3 - "$(rundir "$out/plain")" "$(rundir "$out/model")" <<'PY'
 import csv, sys, tomllib
 plain, model = sys.argv[1:]
 def boots(d):

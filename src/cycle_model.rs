@@ -118,9 +118,12 @@ impl CycleModel {
         Ok(())
     }
 
-    /// The plugin's arguments that turn the model on with these settings.
+    /// The plugin's arguments that turn the model on with these settings,
+    /// without the per-address profile (a timed boot needs none, and
+    /// counting it costs time).
     pub fn plugin_args(&self) -> Vec<String> {
-        std::iter::once(format!("model={MODEL_NAME}"))
+        [format!("model={MODEL_NAME}"), "profile=off".to_string()]
+            .into_iter()
             .chain(self.settings.iter().map(|(k, v)| format!("{k}={v}")))
             .collect()
     }
@@ -323,8 +326,8 @@ region\tkind\taddress\tinstructions
         let mut m = CycleModel::default();
         assert!(m.check().is_ok());
         let args = m.plugin_args();
-        assert_eq!(args[0], "model=cycles");
-        assert_eq!(args.len(), 1 + SETTINGS.len());
+        assert_eq!(args[..2], ["model=cycles", "profile=off"]);
+        assert_eq!(args.len(), 2 + SETTINGS.len());
         assert!(args.contains(&"llc-cycles=50".to_string()));
         assert!(m.set("l4-bytes", 1).unwrap_err().contains("l2-cycles"));
         assert!(m.set("l2-cycles", 0).is_err());

@@ -29,6 +29,8 @@
 //! settings, and per region one `model` line per count, user and kernel
 //! apart (`0  model  kernel:l1d-misses  42`), `estimated-cycles` among them.
 //! Without it the file is version 1, byte for byte as before the model.
+//! With `profile=off` as well it counts nothing per address and writes
+//! only the header, the settings and the `model` lines.
 //!
 //! A block is counted whole when it starts, so an exception in its middle
 //! (a page fault) counts the instructions after the fault once too often;
@@ -101,6 +103,10 @@ struct Region {
 
 struct State {
     out: String,
+    /// Whether instructions are counted per kernel address (`profile=off`
+    /// leaves only the markers and the model: a timed boot under the model
+    /// needs no profile, and counting one would slow it).
+    profile: bool,
     counting: Counting,
     chunks: Vec<*mut sys::qemu_plugin_scoreboard>,
     blocks: Vec<Block>,
@@ -285,6 +291,12 @@ impl State {
         }
         writeln!(out, "region\tkind\taddress\tinstructions")?;
         for (number, region) in self.regions.iter().enumerate() {
+            if !self.profile {
+                if let Some(model) = model {
+                    model.write_region(&mut out, number)?;
+                }
+                continue;
+            }
             writeln!(out, "{number}\tuser\t-\t{}", region.user)?;
             if let Some(model) = model {
                 model.write_region(&mut out, number)?;
@@ -439,6 +451,9 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
     }
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
+    if !state.profile {
+        return;
+    }
     // A kernel block's slot counts its starts, each of which executes every
     // one of its instructions once; the user slot sums instructions.
     let kernel = sys::qemu_plugin_tb_vaddr(tb) >= KERNEL_HALF;
@@ -484,8 +499,9 @@ unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void)
     }
 }
 
-/// Called by QEMU when it loads the plugin; arguments are `out=FILE`, and
-/// `model=cycles` with the model's optional `key=value` settings.
+/// Called by QEMU when it loads the plugin; arguments are `out=FILE`,
+/// `model=cycles` with the model's optional `key=value` settings, and
+/// `profile=off` to count nothing per address (only the model's lines).
 ///
 /// # Safety
 /// QEMU passes `argc` valid NUL-terminated strings in `argv`.
@@ -498,6 +514,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
 ) -> c_int {
     let mut out = None;
     let mut model = false;
+    let mut profile = true;
     let mut config = Config::default();
     let mut settings = Vec::new();
     for i in 0..argc.max(0) as usize {
@@ -505,6 +522,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
         match arg.split_once('=') {
             Some(("out", path)) if !path.is_empty() => out = Some(path.to_string()),
             Some(("model", "cycles")) => model = true,
+            Some(("profile", "off")) => profile = false,
             Some((key, value)) if model::CONFIG_KEYS.contains(&key) => {
                 if let Err(e) = config.set(key, value) {
                     let message = format!("markbench profile plugin: {e}\n\0");
@@ -563,6 +581,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let user_board = sys::qemu_plugin_scoreboard_new(8);
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State {
         out,
+        profile,
         counting,
         chunks: Vec::new(),
         blocks: Vec::new(),

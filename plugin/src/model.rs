@@ -214,6 +214,10 @@ impl Cache {
     /// place of the least recent way) when it was missing or invalid.
     pub fn access(&mut self, line: u64) -> Lookup {
         let set = self.set(line);
+        // Most accesses hit the most recent way: nothing moves.
+        if set[0] == line {
+            return Lookup::Hit;
+        }
         let (found, at) = match set.iter().position(|&t| t & !INVALID == line) {
             Some(i) if set[i] & INVALID == 0 => (Lookup::Hit, i),
             Some(i) => (Lookup::Invalidated, i),

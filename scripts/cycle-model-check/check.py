@@ -80,7 +80,7 @@ def boot(kernel, initrd, args, plugin, out, shift=4):
            "-seed", "1"]
     if plugin:
         settings = ",".join(f"{k}-bytes={b},{k}-ways={w}" for k, (b, w) in GEOMETRY.items())
-        cmd += ["-plugin", f"file={plugin},out={out},model=cycles,{settings}"]
+        cmd += ["-plugin", f"file={plugin},out={out},model=cycles,profile=off,{settings}"]
     started = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     wall = time.monotonic() - started

@@ -168,6 +168,18 @@ pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
     for line in crate::profile::dry_run::describe(suite, earlier_run) {
         println!("{line}");
     }
+    if let Some(model) = &suite.model {
+        println!(
+            "cycle model: every boot under the plugin's cache and branch model ({}), about 2-3x \
+             a plain boot's wall time; each run also gets {} (docs/cycle-model.md)",
+            model.geometry(),
+            crate::cycle_model::METRICS
+                .iter()
+                .map(|(m, _)| *m)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let order_title = if suite.precision.is_some() {
         "order of the planned boots"
     } else {
