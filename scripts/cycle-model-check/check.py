@@ -10,6 +10,11 @@ misses and branch mispredicts side by side.
 
     scripts/cycle-model-check/check.py [--kernel BZIMAGE] [--plugin SO] [PATTERN ...]
 
+`--sharing` instead boots the false-sharing pair (two processes each
+incrementing its own counter, 8 bytes apart in one line or a line apart)
+on 1 and on 2 vCPUs and prints the model's coherence misses (cachegrind
+runs threads one at a time and models no coherence).
+
 Also: `--plain` boots each pattern a second time without the plugin and
 checks the guest time of the region is the same (icount: the plugin does
 not change what the guest measures), and prints both boots' wall times.
@@ -70,9 +75,9 @@ def cachegrind(binary, args, tmp):
     }
 
 
-def boot(kernel, initrd, args, plugin, out, shift=4):
+def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1):
     cmd = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
-           "-no-reboot", "-accel", "tcg", "-cpu", "max", "-smp", "1", "-m", "256",
+           "-no-reboot", "-accel", "tcg", "-cpu", "max", "-smp", str(cpus), "-m", "256",
            "-kernel", kernel, "-initrd", initrd,
            "-append", "console=ttyS0 panic=-1 rdinit=/init quiet -- " + " ".join(args),
            "-serial", "stdio", "-monitor", "none",
@@ -104,6 +109,8 @@ def model_counts(out):
         "cond": u("conditional-branches"), "cond-miss": u("conditional-mispredicts"),
         "mispredicts": u("conditional-mispredicts") + u("indirect-mispredicts"),
         "kernel-instructions": counts.get("kernel:instructions", 0),
+        "coherence": u("coherence-misses"),
+        "kernel-coherence": counts.get("kernel:coherence-misses", 0),
     }
 
 
@@ -113,6 +120,7 @@ def main():
         "~/.cache/markbench/kernels/markers-off-*/bzImage")))[-1])
     ap.add_argument("--plugin", default=os.path.join(ROOT, "plugin/target/release/libmarkbench_profile_plugin.so"))
     ap.add_argument("--plain", action="store_true")
+    ap.add_argument("--sharing", action="store_true")
     ap.add_argument("pattern", nargs="*")
     a = ap.parse_args()
     patterns = [p.split() for p in a.pattern] or PATTERNS
@@ -120,14 +128,22 @@ def main():
         binary = os.path.join(tmp, "patterns")
         subprocess.run(["gcc", "-O2", "-static", "-o", binary, os.path.join(HERE, "patterns.c")], check=True)
         data = open(binary, "rb").read()
+        initrd = os.path.join(tmp, "initrd")
+        out = os.path.join(tmp, "model.tsv")
+        open(initrd, "wb").write(newc([
+            ("dev", 0o40755, b"", 0, 0), ("dev/console", 0o20600, b"", 5, 1),
+            ("init", 0o100755, data, 0, 0)]))
+        if a.sharing:
+            for pattern in ("shared", "apart"):
+                for cpus in (1, 2):
+                    boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=cpus)
+                    c = model_counts(out)
+                    print(f"{pattern:7} {cpus} vCPU: user coherence misses {c['coherence']:>8}, "
+                          f"kernel {c['kernel-coherence']:>6}, user L1d misses {c['l1d']:>8}")
+            return
         print(f"{'pattern':16} {'':4} {'instr':>10} {'L1d miss':>10} {'LL miss':>10} {'cond br':>10} {'mispred':>10}")
         for args in patterns:
-            initrd = os.path.join(tmp, "initrd")
-            open(initrd, "wb").write(newc([
-                ("dev", 0o40755, b"", 0, 0), ("dev/console", 0o20600, b"", 5, 1),
-                ("init", 0o100755, data, 0, 0)]))
             host = cachegrind(binary, args, tmp)
-            out = os.path.join(tmp, "model.tsv")
             guest_ns, wall = boot(a.kernel, initrd, args, a.plugin, out)
             guest = model_counts(out)
             name = " ".join(args)

@@ -15,7 +15,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/reboot.h>
+#include <sys/wait.h>
 
 #define LINE 64
 
@@ -70,6 +72,17 @@ __attribute__((noinline)) static void region(void)
 		for (size_t i = 0; i < count; i++)
 			memcpy(buffer + 4096 * (i & 1), buffer + 4096 * (2 + (i & 1)), 4096);
 		break;
+	case 4: { /* two processes, each incrementing its own counter */
+		pid_t child = fork();
+		volatile uint64_t *mine = (volatile uint64_t *)(buffer + (child == 0 ? 0 : bytes));
+		for (size_t i = 0; i < count; i++)
+			(*mine)++;
+		if (child == 0)
+			_exit(0);
+		waitpid(child, 0, 0);
+		sum = *mine;
+		break;
+	}
 	case 3: /* one conditional branch per outcome */
 		for (size_t i = 0; i < count; i++) {
 			if (outcomes[i])
@@ -86,7 +99,7 @@ __attribute__((noinline)) static void region(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken\n", argv[0]);
+		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | shared|apart\n", argv[0]);
 		return 2;
 	}
 	const char *what = argv[1];
@@ -121,6 +134,13 @@ int main(int argc, char **argv)
 		buffer = aligned_alloc(4096, bytes);
 		memset(buffer, 1, bytes);
 		count = 20000;
+	} else if (!strcmp(what, "shared") || !strcmp(what, "apart")) {
+		/* The counters 8 bytes apart (one line, false sharing) or a line apart. */
+		mode = 4;
+		buffer = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		memset(buffer, 0, 4096);
+		bytes = !strcmp(what, "shared") ? 8 : LINE;
+		count = 200000;
 	} else {
 		mode = 3;
 		count = 200000;
