@@ -40,10 +40,11 @@ pub mod model;
 
 use model::{BlockEnd, Config, Counts, Mode, Model};
 use qemu_plugin_sys as sys;
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The plugin API version this plugin is written against. QEMU refuses a
@@ -145,7 +146,39 @@ struct ModelState {
 /// The model, when the plugin runs it. Round-robin TCG (which icount
 /// implies) runs every vCPU on one thread, so the lock is never contended
 /// and the order of events is the guest's own.
-static MODEL: Mutex<Option<ModelState>> = Mutex::new(None);
+static MODEL: ModelLock = ModelLock {
+    locked: AtomicBool::new(false),
+    state: UnsafeCell::new(None),
+};
+
+/// A lock taken on every memory access and every block the guest runs:
+/// uncontended, a compare-and-swap to take and a plain release store to
+/// give back, half what `std::sync::Mutex` costs there (its unlock is
+/// another atomic exchange). The plugin aborts on a panic (`panic =
+/// "abort"`), so there is no poisoning to track.
+struct ModelLock {
+    locked: AtomicBool,
+    state: UnsafeCell<Option<ModelState>>,
+}
+
+// SAFETY: `state` is only reached through `with`, which holds `locked`.
+unsafe impl Sync for ModelLock {}
+
+impl ModelLock {
+    fn with<R>(&self, f: impl FnOnce(&mut Option<ModelState>) -> R) -> R {
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the flag is ours until the store below.
+        let result = f(unsafe { &mut *self.state.get() });
+        self.locked.store(false, Ordering::Release);
+        result
+    }
+}
 
 impl ModelState {
     fn start_region(&mut self) {
@@ -320,31 +353,33 @@ impl State {
 unsafe extern "C" fn on_mark(_vcpu: c_uint, userdata: *mut c_void) {
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
-    let mut model = MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    if userdata.is_null() {
-        state.end_region();
-        if let Some(model) = model.as_mut() {
-            model.end_region();
+    MODEL.with(|model| {
+        if userdata.is_null() {
+            state.end_region();
+            if let Some(model) = model.as_mut() {
+                model.end_region();
+            }
+        } else {
+            // A start without an end (the guest died mid-run) drops the open
+            // region: its counts would belong to no finished run.
+            state.start_region();
+            if let Some(model) = model.as_mut() {
+                model.start_region();
+            }
         }
-    } else {
-        // A start without an end (the guest died mid-run) drops the open
-        // region: its counts would belong to no finished run.
-        state.start_region();
-        if let Some(model) = model.as_mut() {
-            model.start_region();
-        }
-    }
+    });
 }
 
 unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     // SAFETY: `block` is one of the model's boxed blocks, which live as
     // long as the plugin.
     let b = unsafe { &*(block as *const ModelBlock) };
-    let mut guard = MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(m) = guard.as_mut() {
-        m.model
-            .block(vcpu as usize, b.pc, b.mode, b.instructions, &b.lines, b.end);
-    }
+    MODEL.with(|m| {
+        if let Some(m) = m.as_mut() {
+            m.model
+                .block(vcpu as usize, b.pc, b.mode, b.instructions, &b.lines, b.end);
+        }
+    });
 }
 
 unsafe extern "C" fn on_model_access(
@@ -355,16 +390,23 @@ unsafe extern "C" fn on_model_access(
 ) {
     let size = 1u64 << sys::qemu_plugin_mem_size_shift(info);
     let store = sys::qemu_plugin_mem_is_store(info);
-    let mut guard = MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(m) = guard.as_mut() {
-        m.model.data(vcpu as usize, vaddr, size, store);
-    }
+    MODEL.with(|m| {
+        if let Some(m) = m.as_mut() {
+            m.model.data(vcpu as usize, vaddr, size, store);
+        }
+    });
 }
 
 /// Registers the model's callbacks on a block being translated.
 unsafe fn instrument_for_model(tb: *mut sys::qemu_plugin_tb) {
-    let mut guard = MODEL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(m) = guard.as_mut() else { return };
+    MODEL.with(|model| {
+        if let Some(m) = model.as_mut() {
+            instrument_block(tb, m);
+        }
+    });
+}
+
+unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
     let n = sys::qemu_plugin_tb_n_insns(tb);
     let pc = sys::qemu_plugin_tb_vaddr(tb);
     let mut lines = Vec::new();
@@ -490,9 +532,8 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
 
 unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void) {
     let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let model = MODEL.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(state) = guard.as_ref() {
-        if let Err(e) = state.write(model.as_ref()) {
+        if let Err(e) = MODEL.with(|model| state.write(model.as_ref())) {
             let message = format!("markbench profile plugin: writing {}: {e}\n\0", state.out);
             sys::qemu_plugin_outs(message.as_ptr().cast());
         }
@@ -566,11 +607,13 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 return -1;
             }
         };
-        *MODEL.lock().unwrap_or_else(|e| e.into_inner()) = Some(ModelState {
-            model: built,
-            blocks: Vec::new(),
-            open: None,
-            regions: Vec::new(),
+        MODEL.with(|model| {
+            *model = Some(ModelState {
+                model: built,
+                blocks: Vec::new(),
+                open: None,
+                regions: Vec::new(),
+            })
         });
     }
     let counting = if vcpus > 1 {
