@@ -96,6 +96,13 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
         .take_while(|l| !l.starts_with('#'))
         .collect();
     assert!(table.contains("regression"), "{table}");
+    let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
+    // The text report wraps its lines: compare with the words joined.
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("estimated-cycles = instructions + 14*"),
+        "{text}"
+    );
     // The report comes from the run directory alone.
     markbench::report::write(&dir).unwrap();
     assert_eq!(
