@@ -222,6 +222,12 @@ pub struct CompareArgs {
     /// suite's `profile = true`).
     #[arg(long)]
     pub profile: bool,
+    /// Run every boot under a model of caches and branch prediction (the
+    /// TCG plugin's), adding per run its estimated cycles and miss counts
+    /// as points of their own (as the suite's `model = "cycles"`;
+    /// docs/cycle-model.md).
+    #[arg(long, value_enum, value_name = "MODEL")]
+    pub model: Option<crate::compare::ModelChoice>,
 }
 
 /// Changes to a suite's size and shape, shared by compare, plan and run-shard.
@@ -458,6 +464,7 @@ impl CompareArgs {
             timing: self.timing,
             icount_shift: self.icount_shift,
             profile: self.profile,
+            model: self.model,
             qemu: self.qemu.clone(),
             resume: self.resume.clone(),
             dry_run: self.dry_run,

@@ -12,6 +12,7 @@ pub mod bisect;
 pub mod cli;
 pub mod commands;
 pub mod compare;
+pub mod cycle_model;
 pub mod diff;
 pub mod error;
 pub mod events;

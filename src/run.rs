@@ -19,12 +19,30 @@ use std::path::{Path, PathBuf};
 
 pub use crate::events::now;
 
+/// The cycle model every boot of a run is made under: the plugin that
+/// runs it and the arguments that turn it on with the suite's settings.
+#[derive(Debug, Clone)]
+pub struct ModelPlugin {
+    pub library: PathBuf,
+    pub args: Vec<String>,
+}
+
 /// What every boot of a run is made with, and where it is recorded.
 struct BootLoop<'a> {
     suite: &'a Suite,
     images: &'a Images,
     machine: &'a Machine,
     dir: &'a Path,
+    model: Option<&'a ModelPlugin>,
+}
+
+/// A timed run as the guest reported it, for pairing with the model's
+/// region of it once the boot is over.
+struct TimedRun {
+    workload: String,
+    param: u64,
+    iteration: u32,
+    warmup: bool,
 }
 
 impl BootLoop<'_> {
@@ -47,7 +65,13 @@ impl BootLoop<'_> {
         let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
         self.images.write_unit_initrd(suite, unit, &initrd)?;
         let timing = self.machine.timing.icount_shift;
+        let model_output = dir.join(format!("logs/unit-{:03}-model.tsv", unit.index));
         let request = BootRequest {
+            plugin: self.model.map(|m| crate::vm::PluginLoad {
+                library: m.library.clone(),
+                output: model_output.clone(),
+                args: m.args.clone(),
+            }),
             icount_shift: timing,
             // Only icount keeps the host out of the guest otherwise; the retry of
             // a hang gets a seed of its own, since the same one would hang again.
@@ -66,6 +90,7 @@ impl BootLoop<'_> {
         let mut write_error: Option<anyhow::Error> = None;
         let launched = std::time::Instant::now();
         let mut hello_s = None;
+        let mut timed_runs: Vec<TimedRun> = Vec::new();
         let outcome = runner.boot(&request, &mut |message| match message {
             Message::Hello {
                 kernel_release,
@@ -85,6 +110,12 @@ impl BootLoop<'_> {
                     return;
                 };
                 let spec = &suite.workloads[step.workload];
+                timed_runs.push(TimedRun {
+                    workload: spec.label(),
+                    param: step.param,
+                    iteration: record.iteration,
+                    warmup: record.iteration < step.warmup,
+                });
                 match spec.measure(&record) {
                     Ok(measurements) => {
                         for m in measurements {
@@ -128,6 +159,16 @@ impl BootLoop<'_> {
         if let Some(e) = write_error {
             return Err(e.context("writing samples.csv"));
         }
+        if self.model.is_some() && outcome.end.is_ok() && sample_error.is_none() {
+            match self.write_model_samples(unit, &timed_runs, &model_output, writer, events) {
+                Ok(n) => {
+                    samples += n;
+                    let _ = std::fs::remove_file(&model_output);
+                }
+                Err(ModelError::Samples(e)) => return Err(e.context("writing samples.csv")),
+                Err(ModelError::Counts(message)) => sample_error = Some(message),
+            }
+        }
         let end = unit_end(unit, outcome.end, sample_error, &guest.1);
         let retryable = matches!(
             end,
@@ -157,6 +198,59 @@ impl BootLoop<'_> {
         Ok((record, end))
     }
 
+    /// Appends the model's counts of each timed run (the plugin's regions,
+    /// one per run in the order the guest ran them) as samples of their
+    /// own, each count a metric beside the workload's; returns how many.
+    fn write_model_samples(
+        &self,
+        unit: &Unit,
+        runs: &[TimedRun],
+        output: &Path,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+    ) -> Result<usize, ModelError> {
+        let regions = crate::cycle_model::read_regions(output)
+            .map_err(|e| ModelError::Counts(format!("no counts from the cycle model: {e}")))?;
+        if regions.len() != runs.len() {
+            return Err(ModelError::Counts(format!(
+                "the cycle model counted {} timed regions but the agent reported {} runs",
+                regions.len(),
+                runs.len()
+            )));
+        }
+        let mut written = 0;
+        for (run, region) in runs.iter().zip(&regions) {
+            for (metric, unit_name, value) in crate::cycle_model::metrics(region) {
+                let sample = Sample {
+                    suite: self.suite.name.clone(),
+                    workload: run.workload.clone(),
+                    metric: metric.into(),
+                    unit: unit_name.into(),
+                    higher_is_better: false,
+                    param: run.param,
+                    cpus: unit.cpus,
+                    variant: unit.variant.clone(),
+                    boot: unit.boot,
+                    iteration: run.iteration,
+                    warmup: run.warmup,
+                    value: value as f64,
+                    started_at: now(),
+                };
+                writer
+                    .append(&sample)
+                    .and_then(|()| {
+                        events.on(&RunEvent::SampleWritten {
+                            unit,
+                            sample: &sample,
+                        })
+                    })
+                    .map_err(ModelError::Samples)?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
     /// Boots `unit`, once more when the first attempt's failure may be the
     /// host's (a hang, a QEMU failure), after dropping whatever it measured.
     fn run_unit_with_retry(
@@ -182,6 +276,14 @@ impl BootLoop<'_> {
         record.retried_after = Some(first);
         Ok(record)
     }
+}
+
+/// Why a boot's model counts did not become samples.
+enum ModelError {
+    /// The plugin's file is missing, unreadable, or does not pair with the runs.
+    Counts(String),
+    /// samples.csv could not be written.
+    Samples(anyhow::Error),
 }
 
 /// How a unit's boot ended, all told: the runner's ending, unless the host
@@ -313,6 +415,7 @@ pub fn execute(
     machine: &Machine,
     runner: &mut dyn Runner,
     lock: &RunLock,
+    model: Option<&ModelPlugin>,
     after_boots: Option<AfterBoots>,
     mut more_boots: Option<MoreBoots>,
 ) -> Result<RunMeta> {
@@ -340,6 +443,7 @@ pub fn execute(
         images,
         machine,
         dir,
+        model,
     };
     let mut writer = SampleWriter::open(dir)?;
     let mut interrupted = false;

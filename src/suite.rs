@@ -66,6 +66,9 @@ pub struct Suite {
     /// Also boot each variant once per CPU count with the profile plugin,
     /// apart from the timed boots, to count where the instructions go.
     pub profile: bool,
+    /// Run every boot under the cycle model (`model = "cycles"` or a
+    /// `[model]` table of settings), adding its counts to every point.
+    pub model: Option<crate::cycle_model::CycleModel>,
     /// Keep adding balanced blocks of boots after the planned ones until
     /// every point is resolved to this precision, within a budget.
     pub precision: Option<Precision>,
@@ -248,6 +251,9 @@ struct SuiteFile {
     objects: Vec<Spanned<String>>,
     #[serde(default)]
     profile: bool,
+    /// `"cycles"`, or a table of the cycle model's settings.
+    #[serde(default)]
+    model: Option<Spanned<ModelFile>>,
     /// Percent: the 95% interval's half-width every point is run to.
     #[serde(default)]
     precision: Option<Spanned<f64>>,
@@ -257,6 +263,15 @@ struct SuiteFile {
     /// Boots of a run with a precision target, planned and added.
     #[serde(default)]
     max_boots: Option<Spanned<u32>>,
+}
+
+/// The suite's `model`: the model's name, or a table of its settings
+/// (with an optional `kind = "cycles"`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ModelFile {
+    Name(String),
+    Table(std::collections::BTreeMap<String, toml::Value>),
 }
 
 fn default_memory() -> Spanned<u32> {
@@ -460,6 +475,7 @@ impl Suite {
         let at = At { path, text };
         let settings = at.settings(&file)?;
         let precision = at.precision(&file)?;
+        let model = at.model(&file)?;
         let fragments = at.fragment_search(lookup, &file.kernel)?;
         let kernel_base = match &file.kernel.base {
             Some(base) => {
@@ -512,6 +528,7 @@ impl Suite {
             workloads,
             objects,
             profile: file.profile,
+            model,
             precision,
         })
     }
@@ -583,6 +600,47 @@ impl At<'_> {
             cpus,
             icount_shift,
         })
+    }
+
+    /// `model`, checked: the one model's name, or its settings by name.
+    fn model(
+        &self,
+        file: &SuiteFile,
+    ) -> Result<Option<crate::cycle_model::CycleModel>, InputError> {
+        use crate::cycle_model::{CycleModel, MODEL_NAME};
+        let Some(spanned) = &file.model else {
+            return Ok(None);
+        };
+        let span = spanned.span();
+        let wrong_name = |name: &str| {
+            format!("model {name:?} is not a model markbench has; the one model is {MODEL_NAME:?}")
+        };
+        let mut model = CycleModel::default();
+        match spanned.get_ref() {
+            ModelFile::Name(name) if name == MODEL_NAME => {}
+            ModelFile::Name(name) => return Err(self.err(span, wrong_name(name))),
+            ModelFile::Table(table) => {
+                for (key, value) in table {
+                    match (key.as_str(), value) {
+                        ("kind", toml::Value::String(name)) if name == MODEL_NAME => {}
+                        ("kind", other) => {
+                            return Err(self.err(span, wrong_name(&other.to_string())))
+                        }
+                        (key, toml::Value::Integer(n)) if *n >= 0 => model
+                            .set(key, *n as u64)
+                            .map_err(|m| self.err(span.clone(), format!("[model] {m}")))?,
+                        (key, other) => {
+                            return Err(self.err(
+                                span,
+                                format!("[model] {key} must be a whole number, not {other}"),
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        model.check().map_err(|m| self.err(span, m))?;
+        Ok(Some(model))
     }
 
     /// `precision`, `budget` and `max_boots`, checked: a budget or a cap
@@ -1011,6 +1069,37 @@ loops = 10
             8 * Precision::DEFAULT_MAX_BOOTS_FACTOR as usize
         );
         assert!(parse(GOOD).unwrap().precision.is_none());
+    }
+
+    #[test]
+    fn the_cycle_model_is_named_or_set_in_a_table_and_checked() {
+        assert_eq!(parse(GOOD).unwrap().model, None);
+        let named = parse(&GOOD.replace("warmup = 1", "warmup = 1\nmodel = \"cycles\"")).unwrap();
+        assert_eq!(named.model, Some(crate::cycle_model::CycleModel::default()));
+        let table =
+            format!("{GOOD}[model]\nkind = \"cycles\"\nllc-bytes = 8388608\nmemory-cycles = 250\n");
+        let model = parse(&table).unwrap().model.unwrap();
+        assert_eq!(model.get("llc-bytes"), 8 << 20);
+        assert_eq!(model.get("memory-cycles"), 250);
+        assert_eq!(model.get("l2-cycles"), 14);
+        for (bad, why) in [
+            ("model = \"cache\"", "the one model is \"cycles\""),
+            (
+                "[model]\nl9-bytes = 1",
+                "unknown model setting \"l9-bytes\"",
+            ),
+            ("[model]\nl2-bytes = \"big\"", "must be a whole number"),
+            ("[model]\nl2-bytes = 3000000", "power-of-two number of sets"),
+        ] {
+            let text = if bad.starts_with('[') {
+                format!("{GOOD}{bad}\n")
+            } else {
+                GOOD.replace("warmup = 1", &format!("warmup = 1\n{bad}"))
+            };
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.starts_with("s.toml:"), "{e}");
+            assert!(e.contains(why), "{e}");
+        }
     }
 
     #[test]

@@ -55,6 +55,28 @@ fn every_command_has_help() {
 }
 
 #[test]
+fn a_dry_run_with_the_cycle_model_says_so_and_a_bad_model_is_refused() {
+    markbench()
+        .args(["compare", "--dry-run", "--model", "cycles"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "cycle model: every boot under the plugin's cache and branch model",
+        ))
+        .stdout(predicate::str::contains("estimated-cycles"));
+    markbench()
+        .args(["compare", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cycle model").not());
+    markbench()
+        .args(["compare", "--dry-run", "--model", "caches"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("cycles"));
+}
+
+#[test]
 fn dry_run_prints_the_plan_of_the_default_suite() {
     markbench()
         .args(["compare", "--dry-run"])

@@ -252,6 +252,7 @@ fn a_plugin_qemu_cannot_load_is_its_own_ending() {
         plugin: Some(PluginLoad {
             library: library.clone(),
             output: tmp.path().join("raw.tsv"),
+            args: Vec::new(),
         }),
     };
     let outcome = markbench::vm::qemu::QemuRunner::new(&qemu).boot(&request, &mut |_| {});

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "prereq",
         ],
     ),
+    ("the cycle model's settings and counts", &["cycle_model"]),
     ("host probes", &["host"]),
     ("kernel and initramfs images", &["images"]),
     ("workloads", &["workloads"]),

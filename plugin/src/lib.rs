@@ -22,15 +22,29 @@
 //! 0       kernel  ffffffff81001234  789
 //! ```
 //!
+//! With `model=cycles` (and optionally any setting of [`model::CONFIG_KEYS`]
+//! as `key=value`) the plugin also runs every block's instruction fetches,
+//! every memory access and every branch through [`model::Model`] and writes
+//! version 2 of the file: the same lines, a comment naming the model's
+//! settings, and per region one `model` line per count, user and kernel
+//! apart (`0  model  kernel:l1d-misses  42`), `estimated-cycles` among them.
+//! Without it the file is version 1, byte for byte as before the model.
+//! With `profile=off` as well it counts nothing per address and writes
+//! only the header, the settings and the `model` lines.
+//!
 //! A block is counted whole when it starts, so an exception in its middle
 //! (a page fault) counts the instructions after the fault once too often;
 //! the host compares the totals with icount's guest time to bound that.
 
+pub mod model;
+
+use model::{BlockEnd, Config, Counts, Mode, Model};
 use qemu_plugin_sys as sys;
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The plugin API version this plugin is written against. QEMU refuses a
@@ -90,6 +104,10 @@ struct Region {
 
 struct State {
     out: String,
+    /// Whether instructions are counted per kernel address (`profile=off`
+    /// leaves only the markers and the model: a timed boot under the model
+    /// needs no profile, and counting one would slow it).
+    profile: bool,
     counting: Counting,
     chunks: Vec<*mut sys::qemu_plugin_scoreboard>,
     blocks: Vec<Block>,
@@ -103,6 +121,117 @@ struct State {
 unsafe impl Send for State {}
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// What the model needs of a translated block each time it runs.
+struct ModelBlock {
+    pc: u64,
+    mode: Mode,
+    instructions: u64,
+    lines: Vec<u64>,
+    end: BlockEnd,
+}
+
+struct ModelState {
+    model: Model,
+    /// Every block translated, boxed so the callbacks' pointers stay valid
+    /// as the vector grows.
+    #[allow(clippy::vec_box)]
+    blocks: Vec<Box<ModelBlock>>,
+    /// The counts when the open region started.
+    open: Option<[Counts; 2]>,
+    /// Each finished region's counts, user then kernel.
+    regions: Vec<[Counts; 2]>,
+}
+
+/// The model, when the plugin runs it. Round-robin TCG (which icount
+/// implies) runs every vCPU on one thread, so the lock is never contended
+/// and the order of events is the guest's own.
+static MODEL: ModelLock = ModelLock {
+    locked: AtomicBool::new(false),
+    state: UnsafeCell::new(None),
+};
+
+/// A lock taken on every memory access and every block the guest runs:
+/// uncontended, a compare-and-swap to take and a plain release store to
+/// give back, half what `std::sync::Mutex` costs there (its unlock is
+/// another atomic exchange). The plugin aborts on a panic (`panic =
+/// "abort"`), so there is no poisoning to track.
+struct ModelLock {
+    locked: AtomicBool,
+    state: UnsafeCell<Option<ModelState>>,
+}
+
+// SAFETY: `state` is only reached through `with`, which holds `locked`.
+unsafe impl Sync for ModelLock {}
+
+impl ModelLock {
+    fn with<R>(&self, f: impl FnOnce(&mut Option<ModelState>) -> R) -> R {
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        // SAFETY: the flag is ours until the store below.
+        let result = f(unsafe { &mut *self.state.get() });
+        self.locked.store(false, Ordering::Release);
+        result
+    }
+}
+
+impl ModelState {
+    fn start_region(&mut self) {
+        self.open = Some(self.model.counts());
+    }
+
+    fn end_region(&mut self) {
+        if let Some(start) = self.open.take() {
+            let now = self.model.counts();
+            self.regions
+                .push([now[0].since(&start[0]), now[1].since(&start[1])]);
+        }
+    }
+
+    fn write_settings(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let c = &self.model.config;
+        writeln!(
+            out,
+            "# model cycles: l1i {}B/{}w l1d {}B/{}w l2 {}B/{}w llc {}B/{}w line {}B \
+             gshare {} bits btb {} bits; cycles l2 {} llc {} memory {} coherence {} mispredict {}",
+            c.l1i.bytes,
+            c.l1i.ways,
+            c.l1d.bytes,
+            c.l1d.ways,
+            c.l2.bytes,
+            c.l2.ways,
+            c.llc.bytes,
+            c.llc.ways,
+            model::LINE,
+            c.gshare_bits,
+            c.btb_bits,
+            c.l2_cycles,
+            c.llc_cycles,
+            c.memory_cycles,
+            c.coherence_cycles,
+            c.mispredict_cycles
+        )
+    }
+
+    fn write_region(&self, out: &mut impl Write, number: usize) -> std::io::Result<()> {
+        let Some(region) = self.regions.get(number) else {
+            return Ok(());
+        };
+        for (mode, counts) in ["user", "kernel"].iter().zip(region) {
+            for (name, value) in Counts::NAMES.iter().zip(counts.values()) {
+                writeln!(out, "{number}\tmodel\t{mode}:{name}\t{value}")?;
+            }
+            let cycles = counts.estimated_cycles(&self.model.config);
+            writeln!(out, "{number}\tmodel\t{mode}:estimated-cycles\t{cycles}")?;
+        }
+        Ok(())
+    }
+}
 
 impl State {
     fn slot(&self, index: usize) -> sys::qemu_plugin_u64 {
@@ -186,12 +315,25 @@ impl State {
         self.regions.push(region);
     }
 
-    fn write(&self) -> std::io::Result<()> {
+    fn write(&self, model: Option<&ModelState>) -> std::io::Result<()> {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&self.out)?);
-        writeln!(out, "# markbench-profile 1")?;
+        let version = if model.is_some() { 2 } else { 1 };
+        writeln!(out, "# markbench-profile {version}")?;
+        if let Some(model) = model {
+            model.write_settings(&mut out)?;
+        }
         writeln!(out, "region\tkind\taddress\tinstructions")?;
         for (number, region) in self.regions.iter().enumerate() {
+            if !self.profile {
+                if let Some(model) = model {
+                    model.write_region(&mut out, number)?;
+                }
+                continue;
+            }
             writeln!(out, "{number}\tuser\t-\t{}", region.user)?;
+            if let Some(model) = model {
+                model.write_region(&mut out, number)?;
+            }
             let mut by_address: HashMap<u64, u64> = HashMap::new();
             for &(block, n) in &region.blocks {
                 for &address in &self.blocks[block as usize].insns {
@@ -211,13 +353,104 @@ impl State {
 unsafe extern "C" fn on_mark(_vcpu: c_uint, userdata: *mut c_void) {
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
-    if userdata.is_null() {
-        state.end_region();
-    } else {
-        // A start without an end (the guest died mid-run) drops the open
-        // region: its counts would belong to no finished run.
-        state.start_region();
+    MODEL.with(|model| {
+        if userdata.is_null() {
+            state.end_region();
+            if let Some(model) = model.as_mut() {
+                model.end_region();
+            }
+        } else {
+            // A start without an end (the guest died mid-run) drops the open
+            // region: its counts would belong to no finished run.
+            state.start_region();
+            if let Some(model) = model.as_mut() {
+                model.start_region();
+            }
+        }
+    });
+}
+
+unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
+    // SAFETY: `block` is one of the model's boxed blocks, which live as
+    // long as the plugin.
+    let b = unsafe { &*(block as *const ModelBlock) };
+    MODEL.with(|m| {
+        if let Some(m) = m.as_mut() {
+            m.model
+                .block(vcpu as usize, b.pc, b.mode, b.instructions, &b.lines, b.end);
+        }
+    });
+}
+
+unsafe extern "C" fn on_model_access(
+    vcpu: c_uint,
+    info: sys::qemu_plugin_meminfo_t,
+    vaddr: u64,
+    _userdata: *mut c_void,
+) {
+    let size = 1u64 << sys::qemu_plugin_mem_size_shift(info);
+    let store = sys::qemu_plugin_mem_is_store(info);
+    MODEL.with(|m| {
+        if let Some(m) = m.as_mut() {
+            m.model.data(vcpu as usize, vaddr, size, store);
+        }
+    });
+}
+
+/// Registers the model's callbacks on a block being translated.
+unsafe fn instrument_for_model(tb: *mut sys::qemu_plugin_tb) {
+    MODEL.with(|model| {
+        if let Some(m) = model.as_mut() {
+            instrument_block(tb, m);
+        }
+    });
+}
+
+unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
+    let n = sys::qemu_plugin_tb_n_insns(tb);
+    let pc = sys::qemu_plugin_tb_vaddr(tb);
+    let mut lines = Vec::new();
+    let mut end = BlockEnd::Other;
+    for i in 0..n {
+        let insn = sys::qemu_plugin_tb_get_insn(tb, i);
+        let address = sys::qemu_plugin_insn_vaddr(insn);
+        let size = sys::qemu_plugin_insn_size(insn);
+        model::push_lines(&mut lines, address, size as u64);
+        if i + 1 == n {
+            let mut bytes = [0u8; 16];
+            let size = size.min(bytes.len());
+            sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), size);
+            end = model::classify(address, &bytes[..size]);
+        }
+        sys::qemu_plugin_register_vcpu_mem_cb(
+            insn,
+            Some(on_model_access),
+            sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+            sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+            std::ptr::null_mut(),
+        );
     }
+    let block = Box::new(ModelBlock {
+        pc,
+        mode: if pc >= KERNEL_HALF {
+            Mode::Kernel
+        } else {
+            Mode::User
+        },
+        instructions: n as u64,
+        lines,
+        end,
+    });
+    let pointer = (&*block as *const ModelBlock).cast_mut().cast();
+    m.blocks.push(block);
+    // Registered before the block's memory callbacks run, so the block's
+    // mode is set when its accesses are counted.
+    sys::qemu_plugin_register_vcpu_tb_exec_cb(
+        tb,
+        Some(on_model_block),
+        sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+        pointer,
+    );
 }
 
 unsafe extern "C" fn on_kernel_block(_vcpu: c_uint, hits: *mut c_void) {
@@ -231,6 +464,7 @@ unsafe extern "C" fn on_user_block(_vcpu: c_uint, insns: *mut c_void) {
 }
 
 unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu_plugin_tb) {
+    instrument_for_model(tb);
     let n = sys::qemu_plugin_tb_n_insns(tb);
     let mut insns = Vec::with_capacity(n);
     for i in 0..n {
@@ -259,6 +493,9 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
     }
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
+    if !state.profile {
+        return;
+    }
     // A kernel block's slot counts its starts, each of which executes every
     // one of its instructions once; the user slot sums instructions.
     let kernel = sys::qemu_plugin_tb_vaddr(tb) >= KERNEL_HALF;
@@ -296,14 +533,16 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
 unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void) {
     let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(state) = guard.as_ref() {
-        if let Err(e) = state.write() {
+        if let Err(e) = MODEL.with(|model| state.write(model.as_ref())) {
             let message = format!("markbench profile plugin: writing {}: {e}\n\0", state.out);
             sys::qemu_plugin_outs(message.as_ptr().cast());
         }
     }
 }
 
-/// Called by QEMU when it loads the plugin; arguments are `out=FILE`.
+/// Called by QEMU when it loads the plugin; arguments are `out=FILE`,
+/// `model=cycles` with the model's optional `key=value` settings, and
+/// `profile=off` to count nothing per address (only the model's lines).
 ///
 /// # Safety
 /// QEMU passes `argc` valid NUL-terminated strings in `argv`.
@@ -315,10 +554,24 @@ pub unsafe extern "C" fn qemu_plugin_install(
     argv: *mut *mut c_char,
 ) -> c_int {
     let mut out = None;
+    let mut model = false;
+    let mut profile = true;
+    let mut config = Config::default();
+    let mut settings = Vec::new();
     for i in 0..argc.max(0) as usize {
         let arg = CStr::from_ptr(*argv.add(i)).to_string_lossy();
         match arg.split_once('=') {
             Some(("out", path)) if !path.is_empty() => out = Some(path.to_string()),
+            Some(("model", "cycles")) => model = true,
+            Some(("profile", "off")) => profile = false,
+            Some((key, value)) if model::CONFIG_KEYS.contains(&key) => {
+                if let Err(e) = config.set(key, value) {
+                    let message = format!("markbench profile plugin: {e}\n\0");
+                    sys::qemu_plugin_outs(message.as_ptr().cast());
+                    return -1;
+                }
+                settings.push(key.to_string());
+            }
             _ => {
                 let message = format!("markbench profile plugin: unknown argument {arg:?}\n\0");
                 sys::qemu_plugin_outs(message.as_ptr().cast());
@@ -337,6 +590,32 @@ pub unsafe extern "C" fn qemu_plugin_install(
     } else {
         (*info).__bindgen_anon_1.system.smp_vcpus
     };
+    if !model && !settings.is_empty() {
+        let message = format!(
+            "markbench profile plugin: {} without model=cycles\n\0",
+            settings.join(", ")
+        );
+        sys::qemu_plugin_outs(message.as_ptr().cast());
+        return -1;
+    }
+    if model {
+        let built = match Model::new(config, vcpus.max(1) as usize) {
+            Ok(m) => m,
+            Err(e) => {
+                let message = format!("markbench profile plugin: {e}\n\0");
+                sys::qemu_plugin_outs(message.as_ptr().cast());
+                return -1;
+            }
+        };
+        MODEL.with(|model| {
+            *model = Some(ModelState {
+                model: built,
+                blocks: Vec::new(),
+                open: None,
+                regions: Vec::new(),
+            })
+        });
+    }
     let counting = if vcpus > 1 {
         Counting::Callback
     } else {
@@ -345,6 +624,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let user_board = sys::qemu_plugin_scoreboard_new(8);
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State {
         out,
+        profile,
         counting,
         chunks: Vec::new(),
         blocks: Vec::new(),

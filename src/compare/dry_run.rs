@@ -69,7 +69,7 @@ pub(super) struct PlanSummary {
     /// Shard index, count and its pieces.
     pub shard: Option<(u32, u32, Vec<String>)>,
     pub estimate: Estimate,
-    pub profile_lines: Vec<String>,
+    pub plugin_lines: Vec<String>,
     pub precision: bool,
     pub order: RunOrder,
     pub seed: u64,
@@ -163,7 +163,19 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
                 seconds_per_boot: *per_boot,
                 dir: Path::new(from),
             });
-    let profile_lines = crate::profile::dry_run::describe(suite, earlier_run);
+    let mut plugin_lines = crate::profile::dry_run::describe(suite, earlier_run);
+    if let Some(model) = &suite.model {
+        plugin_lines.push(format!(
+            "cycle model: every boot under the plugin's cache and branch model ({}), about 3-4x \
+             a plain boot's wall time; each run also gets {} (docs/cycle-model.md)",
+            model.geometry(),
+            crate::cycle_model::METRICS
+                .iter()
+                .map(|(m, _)| *m)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let estimate = match earlier {
         Some((seconds_per_boot, from)) => Estimate::Earlier {
             seconds_per_boot,
@@ -221,7 +233,7 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
             .shard_meta()
             .map(|shard| (shard.index, shard.count, shard.pieces)),
         estimate,
-        profile_lines,
+        plugin_lines,
         precision: suite.precision.is_some(),
         order: suite.order,
         seed: suite.seed,
@@ -383,7 +395,7 @@ impl PlanSummary {
                  defconfig build's time)"
             ),
         });
-        for profile_line in &self.profile_lines {
+        for profile_line in &self.plugin_lines {
             line(profile_line.clone());
         }
     }
@@ -536,7 +548,7 @@ mod tests {
                 seconds_per_boot: 90.0,
                 from: "reports/x".into(),
             },
-            profile_lines: vec!["2 profiled boots".into()],
+            plugin_lines: vec!["2 profiled boots".into()],
             precision: false,
             order: RunOrder::Shuffled,
             seed: 7,

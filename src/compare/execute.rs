@@ -23,6 +23,7 @@ pub fn execute(
     // Before any boot: a profile that cannot be made fails now, not after
     // hours of timed boots.
     let profiler = profile::prepare(&run.suite, machine)?;
+    let model = prepare_model(&run.suite, machine, dir)?;
     let start = match &run.resumed {
         Some((_, meta)) => run::Start::Resume(meta.clone()),
         None => run::Start::New(initial_meta(run, images, machine)),
@@ -49,6 +50,7 @@ pub fn execute(
         machine,
         runner,
         &lock,
+        model.as_ref(),
         profiler
             .is_some()
             .then_some(&mut profiled_boots as run::AfterBoots),
@@ -58,6 +60,40 @@ pub fn execute(
     )?;
     report::write(dir)?;
     Ok(meta)
+}
+
+/// For a run under the cycle model: checks that guest time counts
+/// instructions (the model's counts are the timed runs' own only then, and
+/// round-robin icount is what keeps it deterministic on several vCPUs),
+/// builds the plugin and records the model's settings in the run directory.
+fn prepare_model(
+    suite: &crate::suite::Suite,
+    machine: &Machine,
+    dir: &Path,
+) -> Result<Option<run::ModelPlugin>> {
+    let Some(model) = &suite.model else {
+        return Ok(None);
+    };
+    if machine.timing.icount_shift.is_none() {
+        return Err(crate::error::InputError::new(format!(
+            "{}: the cycle model needs instruction-count timing (icount, under TCG), and this \
+             run times on the wall clock ({}); run with --timing icount, or without --model",
+            suite.path.display(),
+            machine.timing.reason
+        ))
+        .into());
+    }
+    let plugin = crate::images::plugin::ensure_plugin()?;
+    model.write(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "writing {}: {e}",
+            dir.join(crate::cycle_model::SETTINGS_FILE).display()
+        )
+    })?;
+    Ok(Some(run::ModelPlugin {
+        library: plugin.path,
+        args: model.plugin_args(),
+    }))
 }
 
 /// The revision markbench was built from (build.rs asks git then: at run

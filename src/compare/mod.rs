@@ -19,7 +19,7 @@ pub mod source_variants;
 /// The overrides' recorded form is the run directory's (`samples`).
 pub use crate::samples::Overrides;
 pub use execute::{execute, initial_meta};
-pub use options::Options;
+pub use options::{ModelChoice, Options};
 pub use resolved::{kernel_source, read_suite, Resolved};
 
 use crate::error::InputError;

@@ -6,6 +6,13 @@ use crate::samples::Overrides;
 use crate::suite::{AccelChoice, TimingChoice};
 use std::path::PathBuf;
 
+/// The models `--model` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModelChoice {
+    /// Caches and branch prediction: estimated cycles and miss counts.
+    Cycles,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// The suite file; `None`: suites/quick.toml here, else the built-in copy.
@@ -19,6 +26,8 @@ pub struct Options {
     pub icount_shift: Option<u32>,
     /// Profiled boots too (also when the suite says `profile = true`).
     pub profile: bool,
+    /// Every boot under the cycle model (also when the suite names one).
+    pub model: Option<ModelChoice>,
     /// The QEMU binary; `None`: the suite's, else qemu-system-x86_64 on PATH.
     pub qemu: Option<PathBuf>,
     /// An interrupted run to continue.

@@ -167,6 +167,9 @@ impl Resolved {
             suite.icount_shift = shift;
         }
         suite.profile |= options.profile;
+        if options.model.is_some() && suite.model.is_none() {
+            suite.model = Some(Default::default());
+        }
         Ok(run)
     }
 

@@ -23,6 +23,7 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
     ("Cargo.toml", include_str!("../../plugin/Cargo.toml")),
     ("Cargo.lock", include_str!("../../plugin/Cargo.lock")),
     ("src/lib.rs", include_str!("../../plugin/src/lib.rs")),
+    ("src/model.rs", include_str!("../../plugin/src/model.rs")),
 ];
 
 /// The plugin's crate, written from the built-in sources into the cache

@@ -171,6 +171,7 @@ impl Profiler {
             plugin: Some(PluginLoad {
                 library: self.plugin.path.clone(),
                 output: output.clone(),
+                args: Vec::new(),
             }),
             ..images.boot_request(
                 suite,

@@ -11,6 +11,9 @@ use std::path::Path;
 
 /// The plugin's first line.
 pub const RAW_HEADER: &str = "# markbench-profile 1";
+/// Its first line with the cycle model on: the same lines, and `model`
+/// lines with the model's counts (read by `cycle_model`, skipped here).
+pub const RAW_HEADER_MODEL: &str = "# markbench-profile 2";
 
 /// The bucket of every instruction executed in user space.
 pub const USER_SPACE: &str = "[user space]";
@@ -41,7 +44,8 @@ struct Row {
 
 /// Parses the plugin's output; `file` names it in errors.
 pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
-    if text.lines().next() != Some(RAW_HEADER) {
+    let first = text.lines().next();
+    if first != Some(RAW_HEADER) && first != Some(RAW_HEADER_MODEL) {
         return Err(InputError::new(format!(
             "{}:1: not a profile of markbench's plugin (expected {RAW_HEADER:?})",
             file.display()
@@ -87,6 +91,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
                     .map_err(|_| at(&format!("bad address {:?}", row.address), line))?;
                 region.kernel.push((address, row.instructions));
             }
+            "model" => {}
             other => return Err(at(&format!("unknown kind {other:?}"), line)),
         }
     }
@@ -172,6 +177,23 @@ region\tkind\taddress\tinstructions
         assert_eq!(by_function, expected);
         let total: u64 = regions.iter().map(Region::total).sum();
         assert_eq!(by_function.values().sum::<u64>(), total);
+    }
+
+    #[test]
+    fn a_profile_with_the_cycle_model_reads_as_the_same_counts() {
+        let with_model = RAW
+            .replace(
+                "# markbench-profile 1",
+                "# markbench-profile 2\n# model cycles: …",
+            )
+            .replace(
+                "0\tuser\t-\t100\n",
+                "0\tuser\t-\t100\n0\tmodel\tuser:l1d-misses\t7\n",
+            );
+        assert_eq!(
+            parse(&with_model, Path::new("raw.tsv")).unwrap(),
+            parse(RAW, Path::new("raw.tsv")).unwrap()
+        );
     }
 
     #[test]

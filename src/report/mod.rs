@@ -67,6 +67,8 @@ struct RunReport<'a> {
     profiles: &'a [profile::ProfileView],
     /// Whether the markdown links the plots (they exist only once written).
     with_plots: bool,
+    /// The cycle model's settings, for a run made under it.
+    cycle_model: Option<&'a crate::cycle_model::CycleModel>,
 }
 
 /// One output format of the report: one file of the run directory,
@@ -135,6 +137,7 @@ fn run_report<'a>(
         analysis,
         profiles: &[],
         with_plots: false,
+        cycle_model: None,
     }
 }
 
@@ -173,6 +176,7 @@ struct Loaded {
     torn: Option<TornLine>,
     analysis: Analysis,
     profiles: Vec<profile::ProfileView>,
+    cycle_model: Option<crate::cycle_model::CycleModel>,
 }
 
 impl Loaded {
@@ -188,7 +192,9 @@ impl Loaded {
         let sizes = SizeRecord::read(dir)?;
         let analysis = crate::analysis::analyse_with_hosts(&meta, &samples, &hosts);
         let profiles = profile::load(dir, &meta)?;
+        let cycle_model = crate::cycle_model::CycleModel::read(dir)?;
         Ok(Loaded {
+            cycle_model,
             meta,
             samples,
             diffconfig,
@@ -213,6 +219,7 @@ impl Loaded {
             analysis: &self.analysis,
             profiles: &self.profiles,
             with_plots,
+            cycle_model: self.cycle_model.as_ref(),
         }
     }
 }

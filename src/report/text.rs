@@ -435,18 +435,23 @@ fn method(run: &RunReport) -> String {
         meta.warmup,
         meta.timing_mode()
     );
-    plain::wrap(
-        &format!(
-            "Method: {measured}; boots are the independent unit. A verdict is read from \
-             the boot means: regression or improvement when Welch's t-test gives p < {} \
-             after {} correction, equivalent when TOST puts the 90% interval of the ratio \
-             inside +/-{}%; the 95% CI is that of (with - without) / without.",
-            cfg.alpha,
-            cfg.correction.as_str(),
-            cfg.margin * 100.0
-        ),
-        "",
-    )
+    let mut text = format!(
+        "Method: {measured}; boots are the independent unit. A verdict is read from \
+         the boot means: regression or improvement when Welch's t-test gives p < {} \
+         after {} correction, equivalent when TOST puts the 90% interval of the ratio \
+         inside +/-{}%; the 95% CI is that of (with - without) / without.",
+        cfg.alpha,
+        cfg.correction.as_str(),
+        cfg.margin * 100.0
+    );
+    if let Some(model) = run.cycle_model {
+        text.push_str(&format!(
+            " Every boot also ran under a cache and branch model; {} (a relative \
+             measure, not a machine's cycles).",
+            model.formula().replace('·', "*").replace('−', "-")
+        ));
+    }
+    plain::wrap(&text, "")
 }
 
 #[cfg(test)]

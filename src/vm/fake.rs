@@ -113,8 +113,19 @@ impl Runner for FakeRunner {
         // instructions as icount's 16 ns each give the run's time, all but
         // a fixed 1500 (user space and the second function) in the first
         // function of the kernel text.
-        let mut regions =
-            String::from("# markbench-profile 1\nregion\tkind\taddress\tinstructions\n");
+        // With the cycle model (version 2): the model's counts too, in the
+        // kernel a miss of each level per 50, 500 and 5000 instructions and a
+        // misprediction per 200, each region's estimate twice its instructions.
+        let model = r
+            .plugin
+            .as_ref()
+            .is_some_and(|p| p.args.iter().any(|a| a == "model=cycles"));
+        let mut regions = if model {
+            String::from("# markbench-profile 2\n# model cycles: fake\n")
+        } else {
+            String::from("# markbench-profile 1\n")
+        };
+        regions.push_str("region\tkind\taddress\tinstructions\n");
         let mut region = 0usize;
         let name = r
             .console_log
@@ -148,10 +159,32 @@ impl Runner for FakeRunner {
                                 "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
                             ),
                         }));
+                        let instructions = (seconds * 1e9 / 16.0) as u64;
+                        regions.push_str(&format!("{region}\tuser\t-\t1000\n"));
+                        if model {
+                            let kernel = instructions.saturating_sub(1000);
+                            for (mode, n, misses) in [("user", 1000, 0), ("kernel", kernel, kernel)]
+                            {
+                                for (name, value) in [
+                                    ("instructions", n),
+                                    ("l1i-misses", misses / 100),
+                                    ("l1d-misses", misses / 50),
+                                    ("l2-misses", misses / 500),
+                                    ("llc-misses", misses / 5000),
+                                    ("coherence-misses", 0),
+                                    ("conditional-mispredicts", misses / 200),
+                                    ("estimated-cycles", 2 * n),
+                                ] {
+                                    regions.push_str(&format!(
+                                        "{region}\tmodel\t{mode}:{name}\t{value}\n"
+                                    ));
+                                }
+                            }
+                        }
                         regions.push_str(&format!(
-                            "{region}\tuser\t-\t1000\n{region}\tkernel\t{:016x}\t{}\n{region}\tkernel\t{:016x}\t500\n",
+                            "{region}\tkernel\t{:016x}\t{}\n{region}\tkernel\t{:016x}\t500\n",
                             FAKE_TEXT,
-                            ((seconds * 1e9 / 16.0) as u64).saturating_sub(1500),
+                            instructions.saturating_sub(1500),
                             FAKE_TEXT + 0x40
                         ));
                         region += 1;

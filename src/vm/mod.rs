@@ -52,7 +52,8 @@ pub struct BootRequest {
     pub deadline: Duration,
     /// Where the guest's kernel console (ttyS0) is written.
     pub console_log: PathBuf,
-    /// A TCG plugin QEMU loads for this boot (profiled boots only).
+    /// A TCG plugin QEMU loads for this boot (profiled boots, and every
+    /// boot of a run with the cycle model).
     pub plugin: Option<PluginLoad>,
 }
 
@@ -61,6 +62,8 @@ pub struct BootRequest {
 pub struct PluginLoad {
     pub library: PathBuf,
     pub output: PathBuf,
+    /// More `key=value` arguments for the plugin (the cycle model's).
+    pub args: Vec<String>,
 }
 
 /// How a boot ended: recorded in `meta.toml`, so it is part of the run

@@ -145,9 +145,14 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
         args.extend([
             "-plugin".into(),
             format!(
-                "file={},out={}",
+                "file={},out={}{}",
                 escape(&plugin.library),
-                escape(&plugin.output)
+                escape(&plugin.output),
+                plugin
+                    .args
+                    .iter()
+                    .map(|a| format!(",{}", a.replace(',', ",,")))
+                    .collect::<String>()
             ),
         ]);
     }
@@ -430,12 +435,19 @@ mod tests {
         r.plugin = Some(crate::vm::PluginLoad {
             library: "/cache/lib,x.so".into(),
             output: "/run/profiles/raw.tsv".into(),
+            args: Vec::new(),
         });
         let args = qemu_args(&r);
         let at = args.iter().position(|a| a == "-plugin").unwrap();
         assert_eq!(
             args[at + 1],
             "file=/cache/lib,,x.so,out=/run/profiles/raw.tsv"
+        );
+        r.plugin.as_mut().unwrap().args = vec!["model=cycles".into(), "l2-cycles=14".into()];
+        let args = qemu_args(&r);
+        assert_eq!(
+            args[at + 1],
+            "file=/cache/lib,,x.so,out=/run/profiles/raw.tsv,model=cycles,l2-cycles=14"
         );
     }
 

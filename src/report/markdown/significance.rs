@@ -13,6 +13,9 @@ pub(super) fn section(run: &RunReport) -> String {
     let analysis = run.analysis;
     let mut r = String::from("## Significance\n\n");
     r.push_str(&method(analysis));
+    if let Some(model) = run.cycle_model {
+        r.push_str(&cycle_model_method(model));
+    }
     let Ok(results) = &analysis.results else {
         return r;
     };
@@ -26,6 +29,26 @@ pub(super) fn section(run: &RunReport) -> String {
     r.push_str(&noise(analysis, &names));
     r.push_str(&outliers(analysis, &names));
     r
+}
+
+/// What the cycle model's points are, for a run made under it.
+fn cycle_model_method(model: &crate::cycle_model::CycleModel) -> String {
+    let metrics: Vec<String> = crate::cycle_model::METRICS
+        .iter()
+        .map(|(m, _)| format!("`{m}`"))
+        .collect();
+    format!(
+        "Cycle model: every boot ran under markbench's TCG plugin simulating caches and \
+         branch prediction ({}), so each timed run has, beside its time, the model's counts \
+         as points of their own, user space and kernel together: {}. {}, each cost in \
+         cycles where the access was served. A relative measure for comparing kernels, not \
+         a prediction of any machine's seconds: no out-of-order overlap of misses, no \
+         prefetchers, page walks, SMT or frequency, and layout moves it as it moves real \
+         caches (docs/cycle-model.md).\n\n",
+        model.geometry(),
+        metrics.join(", "),
+        model.formula()
+    )
 }
 
 /// What the tests are, and over how many comparisons the correction runs.

@@ -1,0 +1,951 @@
+//! A cache and branch model that turns the guest's instruction, data and
+//! branch streams into miss counts and an estimate of cycles.
+//!
+//! Per vCPU: a split first level (instructions, data) and a unified second
+//! level; one last level shared by every vCPU. Every cache is
+//! set-associative with true LRU replacement and lines of [`LINE`] bytes, and
+//! a miss fills every level on the way (no inclusion is enforced). A store
+//! invalidates the line in the other vCPUs' L1d and L2; the invalidated tag
+//! keeps its place in the set, so that vCPU's next access to the line finds
+//! it invalid and counts a *coherence miss*, served by the other core rather
+//! than by the next level. Conditional branches go through a gshare table of
+//! 2-bit counters; indirect branches and returns through a branch target
+//! buffer that predicts the last target seen at the branch.
+//!
+//! Nothing here depends on host addresses, time or randomness: the same
+//! streams give the same counts.
+
+/// Bytes per cache line, at every level.
+pub const LINE: u64 = 64;
+const LINE_BITS: u32 = LINE.trailing_zeros();
+
+/// A cache's size and associativity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub bytes: u64,
+    pub ways: u32,
+}
+
+impl Geometry {
+    fn sets(&self) -> Result<u64, String> {
+        let per_set = LINE * u64::from(self.ways);
+        if self.ways == 0 || self.bytes == 0 || !self.bytes.is_multiple_of(per_set) {
+            return Err(format!(
+                "a cache of {} bytes cannot have {} ways of {LINE}-byte lines",
+                self.bytes, self.ways
+            ));
+        }
+        let sets = self.bytes / per_set;
+        if !sets.is_power_of_two() {
+            return Err(format!(
+                "a cache of {} bytes and {} ways has {sets} sets, not a power of two",
+                self.bytes, self.ways
+            ));
+        }
+        Ok(sets)
+    }
+}
+
+/// Everything the model is made of: geometry, predictor sizes, and the cost
+/// in cycles of each place an access can be served from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub l1i: Geometry,
+    pub l1d: Geometry,
+    pub l2: Geometry,
+    /// The shared last level, whole (not per core).
+    pub llc: Geometry,
+    /// log2 of the gshare table's entries, and the bits of global history.
+    pub gshare_bits: u32,
+    /// log2 of the branch target buffer's entries.
+    pub btb_bits: u32,
+    /// Cycles an access served by the L2 adds (an L1 miss that hits L2).
+    pub l2_cycles: u64,
+    /// Cycles an access served by the last level adds.
+    pub llc_cycles: u64,
+    /// Cycles an access served by memory adds.
+    pub memory_cycles: u64,
+    /// Cycles an access served by another core's cache adds (a coherence miss).
+    pub coherence_cycles: u64,
+    /// Cycles a mispredicted branch adds.
+    pub mispredict_cycles: u64,
+}
+
+impl Default for Config {
+    /// A current x86 server core; docs/cycle-model.md says where each
+    /// figure comes from.
+    fn default() -> Self {
+        Config {
+            l1i: Geometry {
+                bytes: 32 << 10,
+                ways: 8,
+            },
+            l1d: Geometry {
+                bytes: 32 << 10,
+                ways: 8,
+            },
+            l2: Geometry {
+                bytes: 1 << 20,
+                ways: 16,
+            },
+            llc: Geometry {
+                bytes: 4 << 20,
+                ways: 16,
+            },
+            gshare_bits: 14,
+            btb_bits: 12,
+            l2_cycles: 14,
+            llc_cycles: 50,
+            memory_cycles: 200,
+            coherence_cycles: 70,
+            mispredict_cycles: 17,
+        }
+    }
+}
+
+/// The names the plugin's arguments give the configuration's fields.
+pub const CONFIG_KEYS: &[&str] = &[
+    "l1i-bytes",
+    "l1i-ways",
+    "l1d-bytes",
+    "l1d-ways",
+    "l2-bytes",
+    "l2-ways",
+    "llc-bytes",
+    "llc-ways",
+    "gshare-bits",
+    "btb-bits",
+    "l2-cycles",
+    "llc-cycles",
+    "memory-cycles",
+    "coherence-cycles",
+    "mispredict-cycles",
+];
+
+impl Config {
+    /// Sets the field named `key` (one of [`CONFIG_KEYS`]).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let n: u64 = value
+            .parse()
+            .map_err(|_| format!("{key}={value:?} is not a whole number"))?;
+        let small = || u32::try_from(n).map_err(|_| format!("{key}={n} is too large"));
+        match key {
+            "l1i-bytes" => self.l1i.bytes = n,
+            "l1i-ways" => self.l1i.ways = small()?,
+            "l1d-bytes" => self.l1d.bytes = n,
+            "l1d-ways" => self.l1d.ways = small()?,
+            "l2-bytes" => self.l2.bytes = n,
+            "l2-ways" => self.l2.ways = small()?,
+            "llc-bytes" => self.llc.bytes = n,
+            "llc-ways" => self.llc.ways = small()?,
+            "gshare-bits" => self.gshare_bits = small()?,
+            "btb-bits" => self.btb_bits = small()?,
+            "l2-cycles" => self.l2_cycles = n,
+            "llc-cycles" => self.llc_cycles = n,
+            "memory-cycles" => self.memory_cycles = n,
+            "coherence-cycles" => self.coherence_cycles = n,
+            "mispredict-cycles" => self.mispredict_cycles = n,
+            _ => return Err(format!("unknown model setting {key:?}")),
+        }
+        Ok(())
+    }
+
+    /// Checks that every cache can be built and the tables have a size.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, g) in [
+            ("l1i", self.l1i),
+            ("l1d", self.l1d),
+            ("l2", self.l2),
+            ("llc", self.llc),
+        ] {
+            g.sets().map_err(|e| format!("{name}: {e}"))?;
+        }
+        for (name, bits) in [
+            ("gshare-bits", self.gshare_bits),
+            ("btb-bits", self.btb_bits),
+        ] {
+            if !(1..=24).contains(&bits) {
+                return Err(format!("{name}={bits} is outside 1..=24"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    Hit,
+    Miss,
+    /// The line's tag is there, invalidated by another vCPU's store.
+    Invalidated,
+}
+
+/// Marks a tag whose line another vCPU's store invalidated.
+const INVALID: u64 = 1 << 63;
+/// An empty way (no line address has every bit set after the shift).
+const EMPTY: u64 = u64::MAX;
+
+/// A set-associative cache of line numbers with true LRU: each set's ways
+/// are kept most recently used first.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    ways: usize,
+    set_mask: u64,
+    tags: Vec<u64>,
+}
+
+impl Cache {
+    pub fn new(g: Geometry) -> Result<Cache, String> {
+        let sets = g.sets()?;
+        Ok(Cache {
+            ways: g.ways as usize,
+            set_mask: sets - 1,
+            tags: vec![EMPTY; (sets * u64::from(g.ways)) as usize],
+        })
+    }
+
+    fn set(&mut self, line: u64) -> &mut [u64] {
+        let start = (line & self.set_mask) as usize * self.ways;
+        &mut self.tags[start..start + self.ways]
+    }
+
+    /// Looks `line` up and makes it the set's most recent, filling it (in
+    /// place of the least recent way) when it was missing or invalid.
+    pub fn access(&mut self, line: u64) -> Lookup {
+        let set = self.set(line);
+        // Most accesses hit the most recent way: nothing moves.
+        if set[0] == line {
+            return Lookup::Hit;
+        }
+        let (found, at) = match set.iter().position(|&t| t & !INVALID == line) {
+            Some(i) if set[i] & INVALID == 0 => (Lookup::Hit, i),
+            Some(i) => (Lookup::Invalidated, i),
+            None => (Lookup::Miss, set.len() - 1),
+        };
+        set[..=at].rotate_right(1);
+        set[0] = line;
+        found
+    }
+
+    /// Marks `line` invalid where it is, without moving it; true if it was valid.
+    pub fn invalidate(&mut self, line: u64) -> bool {
+        let set = self.set(line);
+        match set.iter_mut().find(|t| **t == line) {
+            Some(t) => {
+                *t |= INVALID;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `line` is held valid, without touching the LRU order.
+    pub fn holds(&self, line: u64) -> bool {
+        let start = (line & self.set_mask) as usize * self.ways;
+        self.tags[start..start + self.ways].contains(&line)
+    }
+}
+
+/// Counts of one privilege level (user or kernel).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub instructions: u64,
+    pub l1i_misses: u64,
+    pub l1d_misses: u64,
+    /// L1 misses (either side) that the L2 did not serve; coherence misses
+    /// are not among them.
+    pub l2_misses: u64,
+    /// L2 misses that the last level did not serve (served by memory).
+    pub llc_misses: u64,
+    /// L1d misses served by another vCPU's cache after its store.
+    pub coherence_misses: u64,
+    pub conditional_branches: u64,
+    pub conditional_mispredicts: u64,
+    pub indirect_branches: u64,
+    pub indirect_mispredicts: u64,
+}
+
+impl Counts {
+    /// The counts' names, in the order [`Counts::values`] gives them.
+    pub const NAMES: [&'static str; 10] = [
+        "instructions",
+        "l1i-misses",
+        "l1d-misses",
+        "l2-misses",
+        "llc-misses",
+        "coherence-misses",
+        "conditional-branches",
+        "conditional-mispredicts",
+        "indirect-branches",
+        "indirect-mispredicts",
+    ];
+
+    pub fn values(&self) -> [u64; 10] {
+        [
+            self.instructions,
+            self.l1i_misses,
+            self.l1d_misses,
+            self.l2_misses,
+            self.llc_misses,
+            self.coherence_misses,
+            self.conditional_branches,
+            self.conditional_mispredicts,
+            self.indirect_branches,
+            self.indirect_mispredicts,
+        ]
+    }
+
+    /// The counts from `earlier` to `self`.
+    pub fn since(&self, earlier: &Counts) -> Counts {
+        let (a, b) = (self.values(), earlier.values());
+        let d: Vec<u64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+        Counts {
+            instructions: d[0],
+            l1i_misses: d[1],
+            l1d_misses: d[2],
+            l2_misses: d[3],
+            llc_misses: d[4],
+            coherence_misses: d[5],
+            conditional_branches: d[6],
+            conditional_mispredicts: d[7],
+            indirect_branches: d[8],
+            indirect_mispredicts: d[9],
+        }
+    }
+
+    pub fn add(&mut self, other: &Counts) {
+        let (a, b) = (self.values(), other.values());
+        let s: Vec<u64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+        *self = Counts {
+            instructions: s[0],
+            l1i_misses: s[1],
+            l1d_misses: s[2],
+            l2_misses: s[3],
+            llc_misses: s[4],
+            coherence_misses: s[5],
+            conditional_branches: s[6],
+            conditional_mispredicts: s[7],
+            indirect_branches: s[8],
+            indirect_mispredicts: s[9],
+        };
+    }
+
+    /// Instructions, plus each access's cost by where it was served, plus
+    /// the mispredictions' cost:
+    /// `I + l2·(L1 − coh − L2) + llc·(L2 − LLC) + mem·LLC + coh_c·coh + bp·mispredicts`.
+    pub fn estimated_cycles(&self, c: &Config) -> u64 {
+        let l1 = self.l1i_misses + self.l1d_misses;
+        let from_l2 = l1 - self.coherence_misses - self.l2_misses;
+        let from_llc = self.l2_misses - self.llc_misses;
+        self.instructions
+            + c.l2_cycles * from_l2
+            + c.llc_cycles * from_llc
+            + c.memory_cycles * self.llc_misses
+            + c.coherence_cycles * self.coherence_misses
+            + c.mispredict_cycles * (self.conditional_mispredicts + self.indirect_mispredicts)
+    }
+}
+
+/// Which counts an event goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    User = 0,
+    Kernel = 1,
+}
+
+/// How a block ends, as far as prediction goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockEnd {
+    /// No branch to predict: a direct jump or call, a block cut short, a
+    /// system call or return from one.
+    Other,
+    /// A conditional branch at `pc` to `target`, falling through to `next`.
+    Conditional { pc: u64, target: u64, next: u64 },
+    /// An indirect jump or call, or a return, at `pc`.
+    Indirect { pc: u64 },
+}
+
+/// One vCPU's private caches and branch state.
+#[derive(Debug, Clone)]
+struct Core {
+    l1i: Cache,
+    l1d: Cache,
+    l2: Cache,
+    mode: Mode,
+    /// The branch that ended the last block, resolved by the next block.
+    pending: BlockEnd,
+    counts: [Counts; 2],
+}
+
+/// The whole machine's model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub config: Config,
+    cores: Vec<Core>,
+    llc: Cache,
+    gshare: Vec<u8>,
+    history: u64,
+    btb: Vec<u64>,
+}
+
+impl Model {
+    pub fn new(config: Config, vcpus: usize) -> Result<Model, String> {
+        config.check()?;
+        let core = Core {
+            l1i: Cache::new(config.l1i)?,
+            l1d: Cache::new(config.l1d)?,
+            l2: Cache::new(config.l2)?,
+            mode: Mode::Kernel,
+            pending: BlockEnd::Other,
+            counts: [Counts::default(); 2],
+        };
+        Ok(Model {
+            cores: vec![core; vcpus.max(1)],
+            llc: Cache::new(config.llc)?,
+            // Weakly not taken: one taken outcome turns a counter.
+            gshare: vec![1; 1 << config.gshare_bits],
+            history: 0,
+            btb: vec![EMPTY; 1 << config.btb_bits],
+            config,
+        })
+    }
+
+    fn core(&mut self, vcpu: usize) -> &mut Core {
+        // A vCPU index beyond those announced (hot-plug) shares the last
+        // core rather than failing the guest.
+        let last = self.cores.len() - 1;
+        &mut self.cores[vcpu.min(last)]
+    }
+
+    /// The counts of every vCPU, user and kernel.
+    pub fn counts(&self) -> [Counts; 2] {
+        let mut sum = [Counts::default(); 2];
+        for core in &self.cores {
+            sum[0].add(&core.counts[0]);
+            sum[1].add(&core.counts[1]);
+        }
+        sum
+    }
+
+    /// A block starts on `vcpu` at `pc`, of `instructions` instructions
+    /// whose bytes span the lines `lines` (line numbers, in order), ending
+    /// as `end` says.
+    pub fn block(
+        &mut self,
+        vcpu: usize,
+        pc: u64,
+        mode: Mode,
+        instructions: u64,
+        lines: &[u64],
+        end: BlockEnd,
+    ) {
+        self.resolve_branch(vcpu, pc);
+        let core = self.core(vcpu);
+        core.mode = mode;
+        core.pending = end;
+        core.counts[mode as usize].instructions += instructions;
+        for &line in lines {
+            self.fetch(vcpu, line);
+        }
+    }
+
+    fn fetch(&mut self, vcpu: usize, line: u64) {
+        let core = self.core(vcpu);
+        let mode = core.mode as usize;
+        if core.l1i.access(line) == Lookup::Hit {
+            return;
+        }
+        core.counts[mode].l1i_misses += 1;
+        if core.l2.access(line) == Lookup::Hit {
+            return;
+        }
+        core.counts[mode].l2_misses += 1;
+        if self.llc.access(line) != Lookup::Hit {
+            self.core(vcpu).counts[mode].llc_misses += 1;
+        }
+    }
+
+    /// A data access of `size` bytes at `address` by `vcpu`.
+    pub fn data(&mut self, vcpu: usize, address: u64, size: u64, store: bool) {
+        let first = address >> LINE_BITS;
+        let last = address.wrapping_add(size.max(1) - 1) >> LINE_BITS;
+        self.data_line(vcpu, first, store);
+        if last != first {
+            self.data_line(vcpu, last, store);
+        }
+    }
+
+    fn data_line(&mut self, vcpu: usize, line: u64, store: bool) {
+        let core = self.core(vcpu);
+        let mode = core.mode as usize;
+        let l1 = core.l1d.access(line);
+        if l1 != Lookup::Hit {
+            core.counts[mode].l1d_misses += 1;
+            let l2 = core.l2.access(line);
+            if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
+                core.counts[mode].coherence_misses += 1;
+                // The other core's copy passes through the shared level.
+                self.llc.access(line);
+            } else if l2 == Lookup::Miss {
+                core.counts[mode].l2_misses += 1;
+                if self.llc.access(line) != Lookup::Hit {
+                    self.core(vcpu).counts[mode].llc_misses += 1;
+                }
+            }
+        }
+        if store && self.cores.len() > 1 {
+            let me = vcpu.min(self.cores.len() - 1);
+            for (other, core) in self.cores.iter_mut().enumerate() {
+                if other != me {
+                    core.l1d.invalidate(line);
+                    core.l2.invalidate(line);
+                }
+            }
+        }
+    }
+
+    fn resolve_branch(&mut self, vcpu: usize, pc: u64) {
+        let core = self.core(vcpu);
+        let mode = core.mode as usize;
+        let pending = std::mem::replace(&mut core.pending, BlockEnd::Other);
+        match pending {
+            BlockEnd::Other => {}
+            BlockEnd::Conditional {
+                pc: at,
+                target,
+                next,
+            } => {
+                // Taken when the next block starts at the target, not taken
+                // when it starts at the fall-through (as QEMU's cflow plugin
+                // tells them apart); anything else is an interrupt or a
+                // fault between the blocks, which resolves nothing.
+                let taken = if pc == next && pc != target {
+                    false
+                } else if pc == target {
+                    true
+                } else {
+                    return;
+                };
+                let mask = (1u64 << self.config.gshare_bits) - 1;
+                let index = ((at ^ self.history) & mask) as usize;
+                let counter = &mut self.gshare[index];
+                let predicted = *counter >= 2;
+                *counter = if taken {
+                    (*counter + 1).min(3)
+                } else {
+                    counter.saturating_sub(1)
+                };
+                self.history = ((self.history << 1) | u64::from(taken)) & mask;
+                let c = &mut self.core(vcpu).counts[mode];
+                c.conditional_branches += 1;
+                if predicted != taken {
+                    c.conditional_mispredicts += 1;
+                }
+            }
+            BlockEnd::Indirect { pc: at } => {
+                let mask = (1u64 << self.config.btb_bits) - 1;
+                let slot = &mut self.btb[(at & mask) as usize];
+                let hit = *slot == pc;
+                *slot = pc;
+                let c = &mut self.core(vcpu).counts[mode];
+                c.indirect_branches += 1;
+                if !hit {
+                    c.indirect_mispredicts += 1;
+                }
+            }
+        }
+    }
+}
+
+/// The lines an instruction of `size` bytes at `address` touches, added to
+/// `lines` unless the last one there is already it.
+pub fn push_lines(lines: &mut Vec<u64>, address: u64, size: u64) {
+    let first = address >> LINE_BITS;
+    let last = address.wrapping_add(size.max(1) - 1) >> LINE_BITS;
+    for line in first..=last {
+        if lines.last() != Some(&line) {
+            lines.push(line);
+        }
+    }
+}
+
+/// What a block's last instruction is, from its bytes (x86-64), for the
+/// predictor: a conditional branch with its target, an indirect branch or
+/// return, or neither.
+pub fn classify(pc: u64, bytes: &[u8]) -> BlockEnd {
+    let next = pc + bytes.len() as u64;
+    // Skip legacy prefixes (segment overrides double as branch hints) and a REX.
+    let mut i = 0;
+    while i < bytes.len()
+        && matches!(
+            bytes[i],
+            0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3
+        )
+    {
+        i += 1;
+    }
+    if i < bytes.len() && (0x40..=0x4f).contains(&bytes[i]) {
+        i += 1;
+    }
+    let rest = &bytes[i..];
+    let rel = |r: &[u8]| -> Option<i64> {
+        match r.len() {
+            1 => Some(i64::from(r[0] as i8)),
+            4 => Some(i64::from(i32::from_le_bytes([r[0], r[1], r[2], r[3]]))),
+            _ => None,
+        }
+    };
+    let conditional = |offset: Option<i64>| match offset {
+        Some(o) => BlockEnd::Conditional {
+            pc,
+            target: next.wrapping_add(o as u64),
+            next,
+        },
+        None => BlockEnd::Other,
+    };
+    match rest {
+        // jcc rel8, loop/loopz/loopnz/jrcxz rel8
+        [0x70..=0x7f | 0xe0..=0xe3, r @ ..] => conditional(rel(r)),
+        // jcc rel32
+        [0x0f, 0x80..=0x8f, r @ ..] => conditional(rel(r)),
+        // ret, ret imm16
+        [0xc3] | [0xc2, _, _] => BlockEnd::Indirect { pc },
+        // call/jmp through a register or memory: ff /2, /3, /4, /5
+        [0xff, modrm, ..] if matches!((modrm >> 3) & 7, 2..=5) => BlockEnd::Indirect { pc },
+        _ => BlockEnd::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> Config {
+        Config {
+            l1i: Geometry {
+                bytes: 1 << 10,
+                ways: 2,
+            },
+            l1d: Geometry {
+                bytes: 1 << 10,
+                ways: 2,
+            },
+            l2: Geometry {
+                bytes: 4 << 10,
+                ways: 4,
+            },
+            llc: Geometry {
+                bytes: 16 << 10,
+                ways: 4,
+            },
+            ..Config::default()
+        }
+    }
+
+    /// Reads every line of a buffer of `bytes` once per pass, as a
+    /// sequential sweep does.
+    fn sweep(model: &mut Model, vcpu: usize, base: u64, bytes: u64, passes: u32) {
+        for _ in 0..passes {
+            for offset in (0..bytes).step_by(8) {
+                model.data(vcpu, base + offset, 8, false);
+            }
+        }
+    }
+
+    fn user(model: &Model) -> Counts {
+        model.counts()[Mode::User as usize]
+    }
+
+    fn user_model(config: Config, vcpus: usize) -> Model {
+        let mut m = Model::new(config, vcpus).unwrap();
+        for v in 0..vcpus {
+            m.block(v, 0x1000, Mode::User, 0, &[], BlockEnd::Other);
+        }
+        m
+    }
+
+    #[test]
+    fn lru_evicts_the_least_recently_used_way() {
+        let mut c = Cache::new(Geometry {
+            bytes: 2 * LINE,
+            ways: 2,
+        })
+        .unwrap();
+        assert_eq!(c.access(1), Lookup::Miss);
+        assert_eq!(c.access(2), Lookup::Miss);
+        assert_eq!(c.access(1), Lookup::Hit);
+        // 2 is now the least recent: 3 replaces it, 1 stays.
+        assert_eq!(c.access(3), Lookup::Miss);
+        assert!(c.holds(1) && c.holds(3) && !c.holds(2));
+        assert_eq!(c.access(2), Lookup::Miss);
+        assert!(!c.holds(1));
+    }
+
+    #[test]
+    fn a_working_set_that_fits_a_level_misses_only_once_per_line_there() {
+        // Fits L1d (1 KiB): 16 cold misses, then none.
+        let mut m = user_model(small(), 1);
+        sweep(&mut m, 0, 0x10000, 1 << 10, 10);
+        let c = user(&m);
+        assert_eq!(c.l1d_misses, 16);
+        assert_eq!(c.l2_misses, 16);
+        assert_eq!(c.llc_misses, 16);
+
+        // 2 KiB fits L2 but not L1d: every L1d access of a line misses under
+        // LRU, the L2 only the first time.
+        let mut m = user_model(small(), 1);
+        sweep(&mut m, 0, 0x10000, 2 << 10, 10);
+        let c = user(&m);
+        assert_eq!(c.l1d_misses, 32 * 10);
+        assert_eq!(c.l2_misses, 32);
+        assert_eq!(c.llc_misses, 32);
+
+        // 32 KiB is beyond the last level: every pass misses everywhere.
+        let mut m = user_model(small(), 1);
+        sweep(&mut m, 0, 0x10000, 32 << 10, 3);
+        let c = user(&m);
+        assert_eq!(c.llc_misses, 512 * 3);
+        assert_eq!(c.coherence_misses, 0);
+    }
+
+    #[test]
+    fn an_access_across_a_line_boundary_touches_both_lines() {
+        let mut m = user_model(small(), 1);
+        m.data(0, 60, 8, false);
+        assert_eq!(user(&m).l1d_misses, 2);
+        m.data(0, 64, 8, false);
+        assert_eq!(user(&m).l1d_misses, 2);
+    }
+
+    #[test]
+    fn a_store_by_one_vcpu_makes_the_others_next_access_a_coherence_miss() {
+        let mut m = user_model(small(), 2);
+        // Both read the line: cold misses, no coherence.
+        m.data(0, 0x4000, 8, false);
+        m.data(1, 0x4000, 8, false);
+        assert_eq!(user(&m).coherence_misses, 0);
+        // Ping-pong: each store invalidates the other's copy.
+        for _ in 0..10 {
+            m.data(0, 0x4000, 8, true);
+            m.data(1, 0x4008, 8, true);
+        }
+        let c = user(&m);
+        // vCPU 0's first store hits; every access after it finds its line invalid.
+        assert_eq!(c.coherence_misses, 19);
+        assert_eq!(c.l1d_misses, 2 + 19);
+        // Each vCPU's cold miss reaches its own L2; only the first reaches memory.
+        assert_eq!(c.l2_misses, 2);
+        assert_eq!(c.llc_misses, 1);
+        // A line written by one vCPU only is never a coherence miss.
+        let mut m = user_model(small(), 2);
+        for _ in 0..10 {
+            m.data(0, 0x4000, 8, true);
+            m.data(1, 0x8000, 8, true);
+        }
+        assert_eq!(user(&m).coherence_misses, 0);
+        // Nor on one vCPU, whatever it writes.
+        let mut m = user_model(small(), 1);
+        for _ in 0..10 {
+            m.data(0, 0x4000, 8, true);
+            m.data(0, 0x4008, 8, true);
+        }
+        assert_eq!(user(&m).coherence_misses, 0);
+    }
+
+    #[test]
+    fn an_invalidated_line_that_was_evicted_is_an_ordinary_miss() {
+        let mut m = user_model(small(), 2);
+        m.data(1, 0x4000, 8, false);
+        m.data(0, 0x4000, 8, true);
+        // vCPU 1 sweeps far more than its L2: the invalid tag is evicted.
+        sweep(&mut m, 1, 0x100000, 8 << 10, 1);
+        let before = user(&m);
+        m.data(1, 0x4000, 8, false);
+        let after = user(&m).since(&before);
+        assert_eq!(after.coherence_misses, 0);
+        assert_eq!(after.l1d_misses, 1);
+        assert_eq!(after.l2_misses, 1);
+    }
+
+    /// Runs a loop whose conditional branch at `pc` goes by `outcomes`.
+    fn branches(m: &mut Model, outcomes: impl Iterator<Item = bool>) {
+        let (pc, target, next) = (0x1010, 0x1000, 0x1012);
+        let end = BlockEnd::Conditional { pc, target, next };
+        m.block(0, 0x1000, Mode::User, 4, &[], end);
+        for taken in outcomes {
+            let to = if taken { target } else { next };
+            m.block(0, to, Mode::User, 4, &[], end);
+        }
+    }
+
+    #[test]
+    fn an_always_taken_branch_is_learnt_and_a_random_one_is_not() {
+        let mut m = user_model(Config::default(), 1);
+        branches(&mut m, std::iter::repeat_n(true, 1000));
+        let c = user(&m);
+        assert_eq!(c.conditional_branches, 1000);
+        // Warm-up only: one counter per history value until the history is all ones.
+        assert!(c.conditional_mispredicts <= 20, "{c:?}");
+
+        // A fixed xorshift stream: deterministic, but without a pattern.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let random = std::iter::from_fn(move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            Some(x & 1 == 1)
+        });
+        let mut m = user_model(Config::default(), 1);
+        branches(&mut m, random.take(10_000));
+        let c = user(&m);
+        let rate = c.conditional_mispredicts as f64 / c.conditional_branches as f64;
+        assert!((0.4..0.6).contains(&rate), "{rate}");
+    }
+
+    #[test]
+    fn a_short_period_is_learnt_through_the_global_history() {
+        let mut m = user_model(Config::default(), 1);
+        let period = [true, true, false, true, false];
+        branches(&mut m, period.iter().copied().cycle().take(10_000));
+        let c = user(&m);
+        assert!(c.conditional_mispredicts < 100, "{c:?}");
+    }
+
+    #[test]
+    fn an_interrupt_between_blocks_resolves_no_branch() {
+        let mut m = user_model(Config::default(), 1);
+        let end = BlockEnd::Conditional {
+            pc: 0x1010,
+            target: 0x1000,
+            next: 0x1012,
+        };
+        m.block(0, 0x1000, Mode::User, 4, &[], end);
+        m.block(
+            0,
+            0xffff_ffff_8100_0000,
+            Mode::Kernel,
+            4,
+            &[],
+            BlockEnd::Other,
+        );
+        assert_eq!(m.counts()[0].conditional_branches, 0);
+        assert_eq!(m.counts()[1].conditional_branches, 0);
+    }
+
+    #[test]
+    fn an_indirect_branch_is_predicted_by_its_last_target() {
+        let mut m = user_model(Config::default(), 1);
+        let end = BlockEnd::Indirect { pc: 0x2000 };
+        for to in [0x3000, 0x3000, 0x3000, 0x4000, 0x3000, 0x3000] {
+            m.block(0, 0x1ff0, Mode::User, 3, &[], end);
+            m.block(0, to, Mode::User, 3, &[], BlockEnd::Other);
+        }
+        let c = user(&m);
+        assert_eq!(c.indirect_branches, 6);
+        // The first, the change to 0x4000 and the change back.
+        assert_eq!(c.indirect_mispredicts, 3);
+    }
+
+    #[test]
+    fn instruction_fetches_miss_per_line_and_counts_go_to_the_blocks_mode() {
+        let mut m = Model::new(small(), 1).unwrap();
+        let mut lines = Vec::new();
+        for a in (0x1000..0x1100).step_by(4) {
+            push_lines(&mut lines, a, 4);
+        }
+        assert_eq!(lines, [0x40, 0x41, 0x42, 0x43]);
+        m.block(0, 0x1000, Mode::Kernel, 64, &lines, BlockEnd::Other);
+        m.block(0, 0x1000, Mode::Kernel, 64, &lines, BlockEnd::Other);
+        m.data(0, 0x9000, 8, false);
+        let [u, k] = m.counts();
+        assert_eq!(u, Counts::default());
+        assert_eq!(k.instructions, 128);
+        assert_eq!(k.l1i_misses, 4);
+        assert_eq!(k.l1d_misses, 1);
+        assert_eq!(k.l2_misses, 5);
+    }
+
+    #[test]
+    fn the_estimate_charges_each_access_where_it_was_served() {
+        let c = Config::default();
+        let counts = Counts {
+            instructions: 1000,
+            l1i_misses: 10,
+            l1d_misses: 30,
+            l2_misses: 8,
+            llc_misses: 3,
+            coherence_misses: 2,
+            conditional_mispredicts: 4,
+            indirect_mispredicts: 1,
+            ..Counts::default()
+        };
+        let expected = 1000
+            + c.l2_cycles * (40 - 2 - 8)
+            + c.llc_cycles * (8 - 3)
+            + c.memory_cycles * 3
+            + c.coherence_cycles * 2
+            + c.mispredict_cycles * 5;
+        assert_eq!(counts.estimated_cycles(&c), expected);
+    }
+
+    #[test]
+    fn branches_are_told_from_their_bytes() {
+        // jne rel8 (+0x10), at 0x100, two bytes.
+        assert_eq!(
+            classify(0x100, &[0x75, 0x10]),
+            BlockEnd::Conditional {
+                pc: 0x100,
+                target: 0x112,
+                next: 0x102
+            }
+        );
+        // je rel32 backwards (-0x20), six bytes.
+        assert_eq!(
+            classify(0x100, &[0x0f, 0x84, 0xe0, 0xff, 0xff, 0xff]),
+            BlockEnd::Conditional {
+                pc: 0x100,
+                target: 0xe6,
+                next: 0x106
+            }
+        );
+        assert_eq!(classify(0x100, &[0xc3]), BlockEnd::Indirect { pc: 0x100 });
+        // call *%rax, jmp *0x8(%rbx), with a REX prefix: notrack jmp *%r11
+        assert_eq!(
+            classify(0x100, &[0xff, 0xd0]),
+            BlockEnd::Indirect { pc: 0x100 }
+        );
+        assert_eq!(
+            classify(0x100, &[0xff, 0x63, 0x08]),
+            BlockEnd::Indirect { pc: 0x100 }
+        );
+        assert_eq!(
+            classify(0x100, &[0x3e, 0x41, 0xff, 0xe3]),
+            BlockEnd::Indirect { pc: 0x100 }
+        );
+        // jmp rel32, call rel32, inc (%rax): nothing to predict.
+        assert_eq!(classify(0x100, &[0xe9, 0, 0, 0, 0]), BlockEnd::Other);
+        assert_eq!(classify(0x100, &[0xe8, 0, 0, 0, 0]), BlockEnd::Other);
+        assert_eq!(classify(0x100, &[0xff, 0x00]), BlockEnd::Other);
+    }
+
+    #[test]
+    fn settings_are_checked() {
+        let mut c = Config::default();
+        c.set("l2-bytes", "2097152").unwrap();
+        assert_eq!(c.l2.bytes, 2 << 20);
+        assert!(c
+            .set("l2-bytes", "lots")
+            .unwrap_err()
+            .contains("whole number"));
+        assert!(c.set("l9-bytes", "1").unwrap_err().contains("unknown"));
+        c.set("l1d-bytes", "3000").unwrap();
+        assert!(c.check().unwrap_err().starts_with("l1d: "));
+        let mut c = Config::default();
+        c.set("llc-bytes", &(3u64 << 20).to_string()).unwrap();
+        assert!(c.check().unwrap_err().contains("power of two"));
+        for key in CONFIG_KEYS {
+            Config::default().set(key, "16").unwrap();
+        }
+    }
+}

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Checks markbench's cycle model against cachegrind (docs/cycle-model.md).
+
+Builds patterns.c (static), runs each pattern on the host under
+`valgrind --tool=cachegrind --cache-sim=yes --branch-sim=yes` with the
+model's default geometry and in a guest (a cached markbench kernel, the
+program as /init) under the plugin with model=cycles, and prints, for the
+timed region, cachegrind's and the model's user-space L1d misses, LL(C)
+misses and branch mispredicts side by side.
+
+    scripts/cycle-model-check/check.py [--kernel BZIMAGE] [--plugin SO] [PATTERN ...]
+
+`--sharing` instead boots the false-sharing pair (two processes each
+incrementing its own counter, 8 bytes apart in one line or a line apart)
+on 1 and on 2 vCPUs and prints the model's coherence misses (cachegrind
+runs threads one at a time and models no coherence).
+
+Also: `--plain` boots each pattern a second time without the plugin and
+checks the guest time of the region is the same (icount: the plugin does
+not change what the guest measures), and prints both boots' wall times.
+"""
+import argparse, glob, os, re, struct, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GEOMETRY = {"l1i": (32768, 8), "l1d": (32768, 8), "llc": (4194304, 16)}
+PATTERNS = [
+    ["chase", "16"], ["chase", "128"], ["chase", "512"], ["chase", "2048"],
+    ["chase", "16384"], ["sweep", "16"], ["sweep", "2048"], ["sweep", "16384"],
+    ["memcpy"], ["random"], ["periodic"], ["taken"],
+]
+
+
+def newc(entries):
+    """A newc cpio archive of (name, mode, data, rdev_major, rdev_minor)."""
+    out = b""
+    for ino, (name, mode, data, major, minor) in enumerate(entries, 1):
+        n = name.encode() + b"\0"
+        fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, major, minor, len(n), 0]
+        head = b"070701" + b"".join(b"%08x" % f for f in fields)
+        out += head + n + b"\0" * ((4 - (len(head) + len(n)) % 4) % 4)
+        out += data + b"\0" * ((4 - len(data) % 4) % 4)
+    trailer = b"TRAILER!!!\0"
+    head = b"070701" + b"".join(b"%08x" % f for f in [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, len(trailer), 0])
+    out += head + trailer + b"\0" * ((4 - (len(head) + len(trailer)) % 4) % 4)
+    return out
+
+
+def cachegrind(binary, args, tmp):
+    out = os.path.join(tmp, "cg.out")
+    (l1s, l1w), (lls, llw) = GEOMETRY["l1d"], GEOMETRY["llc"]
+    subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
+         f"--I1={GEOMETRY['l1i'][0]},{GEOMETRY['l1i'][1]},64", f"--D1={l1s},{l1w},64",
+         f"--LL={lls},{llw},64", f"--cachegrind-out-file={out}", binary, *args],
+        check=True, capture_output=True)
+    events, region = None, {}
+    fn = None
+    for line in open(out):
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("fn="):
+            fn = line[3:].strip()
+        elif line[:1].isdigit() and fn == "region":
+            values = [int(v) for v in line.split()[1:]]
+            for e, v in zip(events, values):
+                region[e] = region.get(e, 0) + v
+    g = lambda k: region.get(k, 0)
+    return {
+        "instructions": g("Ir"),
+        "l1d": g("D1mr") + g("D1mw"),
+        "ll": g("DLmr") + g("DLmw"),
+        "cond": g("Bc"), "cond-miss": g("Bcm"),
+        "mispredicts": g("Bcm") + g("Bim"),
+    }
+
+
+def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1):
+    cmd = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
+           "-no-reboot", "-accel", "tcg", "-cpu", "max", "-smp", str(cpus), "-m", "256",
+           "-kernel", kernel, "-initrd", initrd,
+           "-append", "console=ttyS0 panic=-1 rdinit=/init quiet -- " + " ".join(args),
+           "-serial", "stdio", "-monitor", "none",
+           "-icount", f"shift={shift},sleep=off", "-rtc", "base=2020-01-01T00:00:00,clock=vm",
+           "-seed", "1"]
+    if plugin:
+        settings = ",".join(f"{k}-bytes={b},{k}-ways={w}" for k, (b, w) in GEOMETRY.items())
+        cmd += ["-plugin", f"file={plugin},out={out},model=cycles,profile=off,{settings}"]
+    started = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    wall = time.monotonic() - started
+    m = re.search(r"region (\d+) ns", p.stdout)
+    if not m:
+        sys.exit(f"guest gave no region time: {p.stdout[-2000:]} {p.stderr[-2000:]}")
+    return int(m.group(1)), wall
+
+
+def model_counts(out):
+    counts = {}
+    for line in open(out):
+        f = line.rstrip("\n").split("\t")
+        if len(f) == 4 and f[1] == "model" and f[0] == "0":
+            counts[f[2]] = int(f[3])
+    u = lambda k: counts.get("user:" + k, 0)
+    return {
+        "instructions": u("instructions"),
+        "l1d": u("l1d-misses"),
+        "ll": u("llc-misses"),
+        "cond": u("conditional-branches"), "cond-miss": u("conditional-mispredicts"),
+        "mispredicts": u("conditional-mispredicts") + u("indirect-mispredicts"),
+        "kernel-instructions": counts.get("kernel:instructions", 0),
+        "coherence": u("coherence-misses"),
+        "kernel-coherence": counts.get("kernel:coherence-misses", 0),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernel", default=sorted(glob.glob(os.path.expanduser(
+        "~/.cache/markbench/kernels/markers-off-*/bzImage")))[-1])
+    ap.add_argument("--plugin", default=os.path.join(ROOT, "plugin/target/release/libmarkbench_profile_plugin.so"))
+    ap.add_argument("--plain", action="store_true")
+    ap.add_argument("--sharing", action="store_true")
+    ap.add_argument("pattern", nargs="*")
+    a = ap.parse_args()
+    patterns = [p.split() for p in a.pattern] or PATTERNS
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = os.path.join(tmp, "patterns")
+        subprocess.run(["gcc", "-O2", "-static", "-o", binary, os.path.join(HERE, "patterns.c")], check=True)
+        data = open(binary, "rb").read()
+        initrd = os.path.join(tmp, "initrd")
+        out = os.path.join(tmp, "model.tsv")
+        open(initrd, "wb").write(newc([
+            ("dev", 0o40755, b"", 0, 0), ("dev/console", 0o20600, b"", 5, 1),
+            ("init", 0o100755, data, 0, 0)]))
+        if a.sharing:
+            for pattern in ("shared", "apart"):
+                for cpus in (1, 2):
+                    boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=cpus)
+                    c = model_counts(out)
+                    print(f"{pattern:7} {cpus} vCPU: user coherence misses {c['coherence']:>8}, "
+                          f"kernel {c['kernel-coherence']:>6}, user L1d misses {c['l1d']:>8}")
+            return
+        print(f"{'pattern':16} {'':4} {'instr':>10} {'L1d miss':>10} {'LL miss':>10} {'cond br':>10} {'mispred':>10}")
+        for args in patterns:
+            host = cachegrind(binary, args, tmp)
+            guest_ns, wall = boot(a.kernel, initrd, args, a.plugin, out)
+            guest = model_counts(out)
+            name = " ".join(args)
+            for who, c in (("cg", host), ("qemu", guest)):
+                print(f"{name:16} {who:4} {c['instructions']:>10} {c['l1d']:>10} {c['ll']:>10} {c['cond']:>10} {c['mispredicts']:>10}")
+            rel = lambda k: (guest[k] - host[k]) / host[k] * 100 if host[k] else float("nan")
+            print(f"{'':16} diff {rel('instructions'):>+9.1f}% {rel('l1d'):>+9.1f}% {rel('ll'):>+9.1f}% {rel('cond'):>+9.1f}% {rel('mispredicts'):>+9.1f}%"
+                  f"   (kernel instructions in the region: {guest['kernel-instructions']})")
+            if a.plain:
+                plain_ns, plain_wall = boot(a.kernel, initrd, args, None, None)
+                same = "same" if plain_ns == guest_ns else "DIFFERENT"
+                print(f"{'':16} guest time {guest_ns} ns with the model, {plain_ns} ns without: {same}; "
+                      f"boot wall {wall:.1f} s with, {plain_wall:.1f} s without (x{wall / plain_wall:.2f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+/* Known access and branch patterns for checking markbench's cycle model
+ * against cachegrind. One pattern per run, named by the first argument
+ * (and a size in KiB for the cache patterns). Setup touches the data
+ * first; only region() is the timed region: in the guest it runs between
+ * markbench's marker NOPs, on the host cachegrind's counts of the function
+ * region (and of memcpy, which it calls) are read.
+ *
+ * As a guest's /init (pid 1) it takes its arguments from the kernel
+ * command line after "--", prints the region's guest time and reboots
+ * (QEMU runs with -no-reboot, so it exits). */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/reboot.h>
+#include <sys/wait.h>
+
+#define LINE 64
+
+static uint64_t state = 0x9e3779b97f4a7c15ull;
+static uint64_t next_random(void)
+{
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return state;
+}
+
+struct node {
+	struct node *next;
+	char pad[LINE - sizeof(struct node *)];
+};
+
+static char *buffer;
+static size_t bytes;
+static unsigned char *outcomes;
+static size_t count;
+static int mode;
+static volatile uint64_t sink;
+
+static void mark_start(void)
+{
+	__asm__ volatile(".byte 0x0f,0x1f,0x80,0x01,0x53,0x42,0x4d" ::: "memory");
+}
+
+static void mark_end(void)
+{
+	__asm__ volatile(".byte 0x0f,0x1f,0x80,0x02,0x53,0x42,0x4d" ::: "memory");
+}
+
+__attribute__((noinline)) static void region(void)
+{
+	uint64_t sum = 0;
+	switch (mode) {
+	case 0: { /* pointer chase: one dependent load per line, random order */
+		struct node *n = (struct node *)buffer;
+		for (size_t i = 0; i < count; i++)
+			n = n->next;
+		sum = (uint64_t)n;
+		break;
+	}
+	case 1: /* sequential sweep: every 8 bytes, `count` passes */
+		for (size_t p = 0; p < count; p++)
+			for (size_t i = 0; i < bytes; i += 8)
+				sum += *(volatile uint64_t *)(buffer + i);
+		break;
+	case 2: /* 4 KiB memcpy, over and over between two buffers */
+		for (size_t i = 0; i < count; i++)
+			memcpy(buffer + 4096 * (i & 1), buffer + 4096 * (2 + (i & 1)), 4096);
+		break;
+	case 4: { /* two processes, each incrementing its own counter */
+		pid_t child = fork();
+		volatile uint64_t *mine = (volatile uint64_t *)(buffer + (child == 0 ? 0 : bytes));
+		for (size_t i = 0; i < count; i++)
+			(*mine)++;
+		if (child == 0)
+			_exit(0);
+		waitpid(child, 0, 0);
+		sum = *mine;
+		break;
+	}
+	case 3: /* one conditional branch per outcome */
+		for (size_t i = 0; i < count; i++) {
+			if (outcomes[i])
+				sum += i;
+			else
+				sum ^= i;
+			__asm__ volatile("" : "+r"(sum));
+		}
+		break;
+	}
+	sink = sum;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | shared|apart\n", argv[0]);
+		return 2;
+	}
+	const char *what = argv[1];
+	size_t kib = argc > 2 ? strtoul(argv[2], 0, 10) : 64;
+	bytes = kib << 10;
+	if (!strcmp(what, "chase")) {
+		mode = 0;
+		size_t nodes = bytes / LINE;
+		buffer = aligned_alloc(4096, bytes);
+		size_t *order = malloc(nodes * sizeof *order);
+		for (size_t i = 0; i < nodes; i++)
+			order[i] = i;
+		for (size_t i = nodes - 1; i > 0; i--) {
+			size_t j = next_random() % (i + 1), t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		struct node *n = (struct node *)buffer;
+		for (size_t i = 0; i < nodes; i++)
+			n[order[i]].next = &n[order[(i + 1) % nodes]];
+		/* Start at order[0]'s node: buffer's first node is on the cycle. */
+		count = nodes * 4 > 400000 ? nodes * 4 : 400000;
+		free(order);
+	} else if (!strcmp(what, "sweep")) {
+		mode = 1;
+		buffer = aligned_alloc(4096, bytes);
+		memset(buffer, 1, bytes);
+		count = (16u << 20) / bytes ? (16u << 20) / bytes : 1;
+	} else if (!strcmp(what, "memcpy")) {
+		mode = 2;
+		bytes = 4 * 4096;
+		buffer = aligned_alloc(4096, bytes);
+		memset(buffer, 1, bytes);
+		count = 20000;
+	} else if (!strcmp(what, "shared") || !strcmp(what, "apart")) {
+		/* The counters 8 bytes apart (one line, false sharing) or a line apart. */
+		mode = 4;
+		buffer = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		memset(buffer, 0, 4096);
+		bytes = !strcmp(what, "shared") ? 8 : LINE;
+		count = 200000;
+	} else {
+		mode = 3;
+		count = 200000;
+		outcomes = malloc(count);
+		for (size_t i = 0; i < count; i++) {
+			if (!strcmp(what, "random"))
+				outcomes[i] = next_random() & 1;
+			else if (!strcmp(what, "periodic"))
+				outcomes[i] = (0x16 >> (i % 5)) & 1; /* 0,1,1,0,1 */
+			else
+				outcomes[i] = 1;
+		}
+	}
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	mark_start();
+	region();
+	mark_end();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	printf("pattern %s %zu KiB: region %lld ns\n", what, kib,
+	       (long long)(b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec));
+	fflush(stdout);
+	if (getpid() == 1) {
+		sync();
+		reboot(RB_AUTOBOOT);
+	}
+	return 0;
+}

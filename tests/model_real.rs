@@ -1,0 +1,72 @@
+//! The cycle model for real: tests/fixtures/cycle-model.toml, A/A, booted
+//! under icount once with `--model cycles` and once without. Guest time
+//! must be the same sample for sample (the plugin does not change what the
+//! guest measures), every timed run must have the model's counts, and
+//! coherence misses need a second vCPU. Needs the markers-off kernel in the
+//! cache and a QEMU with plugin support (Debian's 10.0).
+
+mod real;
+
+use markbench::cycle_model::{is_model_metric, METRICS};
+use markbench::samples::{read_samples, Sample};
+
+fn value(samples: &[Sample], of: &Sample, metric: &str) -> f64 {
+    samples
+        .iter()
+        .find(|s| {
+            s.boot_key() == of.boot_key() && s.iteration == of.iteration && s.metric == metric
+        })
+        .unwrap_or_else(|| panic!("no {metric} beside {of:?}"))
+        .value
+}
+
+#[test]
+fn the_model_counts_every_run_and_leaves_guest_time_alone() {
+    let args = ["--suite", "tests/fixtures/cycle-model.toml", "--aa"];
+    let (_with_reports, with) = real::compare(&[&args[..], &["--model", "cycles"]].concat());
+    let (_plain_reports, plain) = real::compare(&args);
+
+    let model = read_samples(&with).unwrap();
+    let times = |samples: &[Sample]| -> Vec<(String, u32, u32, u32, f64)> {
+        samples
+            .iter()
+            .filter(|s| !is_model_metric(&s.metric))
+            .map(|s| (s.variant.clone(), s.cpus, s.boot, s.iteration, s.value))
+            .collect()
+    };
+    let plain_samples = read_samples(&plain).unwrap();
+    assert!(!times(&plain_samples).is_empty());
+    assert_eq!(times(&model), times(&plain_samples), "guest time moved");
+    assert!(plain_samples.iter().all(|s| !is_model_metric(&s.metric)));
+
+    let runs: Vec<&Sample> = model.iter().filter(|s| s.metric == "time").collect();
+    assert_eq!(model.len(), runs.len() * (1 + METRICS.len()));
+    for run in runs {
+        let v = |m: &str| value(&model, run, m);
+        let instructions = v("instructions");
+        // icount: one instruction per 2^4 ns of guest time, blocks counted
+        // whole (a fault mid-block counts its rest twice).
+        let agreement = instructions * 16.0 / (run.value * 1e9) - 1.0;
+        assert!(agreement.abs() < 0.01, "{agreement} {run:?}");
+        assert!(v("estimated-cycles") > instructions);
+        assert!(v("l1d-misses") > 0.0 && v("l1i-misses") > 0.0);
+        assert!(v("l2-misses") <= v("l1d-misses") + v("l1i-misses"));
+        assert!(v("llc-misses") <= v("l2-misses"));
+        assert!(v("branch-mispredicts") > 0.0);
+        if run.cpus == 1 {
+            assert_eq!(
+                v("coherence-misses"),
+                0.0,
+                "one vCPU has no one to share with"
+            );
+        } else {
+            assert!(
+                v("coherence-misses") > 0.0,
+                "hackbench on 2 vCPUs shares lines"
+            );
+        }
+    }
+    let report = std::fs::read_to_string(with.join("report.md")).unwrap();
+    assert!(report.contains("Cycle model: every boot ran under"));
+    assert!(report.contains("### hackbench: estimated-cycles [cycles]"));
+}
