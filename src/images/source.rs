@@ -1220,19 +1220,7 @@ mod tests {
     fn repo(n: usize) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
-        let run = |args: &[&str]| {
-            let out = Command::new("git")
-                .arg("-C")
-                .arg(p)
-                .args(args)
-                .env("GIT_AUTHOR_NAME", "t")
-                .env("GIT_AUTHOR_EMAIL", "t@t")
-                .env("GIT_COMMITTER_NAME", "t")
-                .env("GIT_COMMITTER_EMAIL", "t@t")
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{:?}", out);
-        };
+        let run = |args: &[&str]| git_in(p, args);
         run(&["init", "-q", "-b", "main"]);
         std::fs::write(p.join("Makefile"), "all:\n").unwrap();
         std::fs::write(p.join("Kconfig"), "").unwrap();

@@ -270,25 +270,8 @@ impl Workspace {
                 std::fs::create_dir_all(parent)
                     .with_context(|| format!("creating {}", parent.display()))?;
             }
-            let meta = std::fs::symlink_metadata(&src)?;
-            if meta.is_symlink() {
-                let target = std::fs::read_link(&src)?;
-                if std::fs::read_link(&dest).is_ok_and(|t| t == target) {
-                    stats.unchanged += 1;
-                } else {
-                    remove_any(&dest)?;
-                    std::os::unix::fs::symlink(&target, &dest)
-                        .with_context(|| format!("linking {}", dest.display()))?;
-                    stats.written += 1;
-                }
-            } else if same_file(&src, &dest)? {
-                stats.unchanged += 1;
-            } else {
-                remove_any(&dest)?;
-                std::fs::copy(&src, &dest)
-                    .with_context(|| format!("copying {} to {}", src.display(), dest.display()))?;
-                stats.written += 1;
-            }
+            let is_link = std::fs::symlink_metadata(&src)?.is_symlink();
+            write_entry(&src, &dest, is_link, &mut stats)?;
         }
         Ok(stats)
     }
@@ -342,24 +325,8 @@ fn mirror_counting(from: &Path, to: &Path, compared: &mut dyn FnMut(u64)) -> Res
                 std::fs::create_dir(&dest)
                     .with_context(|| format!("creating {}", dest.display()))?;
             }
-        } else if kind.is_symlink() {
-            let target = std::fs::read_link(entry.path())?;
-            if std::fs::read_link(&dest).is_ok_and(|t| t == target) {
-                stats.unchanged += 1;
-            } else {
-                remove_any(&dest)?;
-                std::os::unix::fs::symlink(&target, &dest)
-                    .with_context(|| format!("linking {}", dest.display()))?;
-                stats.written += 1;
-            }
-        } else if same_file(entry.path(), &dest)? {
-            stats.unchanged += 1;
         } else {
-            remove_any(&dest)?;
-            std::fs::copy(entry.path(), &dest).with_context(|| {
-                format!("copying {} to {}", entry.path().display(), dest.display())
-            })?;
-            stats.written += 1;
+            write_entry(entry.path(), &dest, kind.is_symlink(), &mut stats)?;
         }
         seen.insert(rel);
         if seen.len() % 1024 == 0 {
@@ -385,6 +352,30 @@ fn mirror_counting(from: &Path, to: &Path, compared: &mut dyn FnMut(u64)) -> Res
         }
     }
     Ok(stats)
+}
+
+/// Makes `dest` the link or file `src` is, unless it already is (then its
+/// time stamp stays), counting which.
+fn write_entry(src: &Path, dest: &Path, is_link: bool, stats: &mut MirrorStats) -> Result<()> {
+    if is_link {
+        let target = std::fs::read_link(src)?;
+        if std::fs::read_link(dest).is_ok_and(|t| t == target) {
+            stats.unchanged += 1;
+            return Ok(());
+        }
+        remove_any(dest)?;
+        std::os::unix::fs::symlink(&target, dest)
+            .with_context(|| format!("linking {}", dest.display()))?;
+    } else if same_file(src, dest)? {
+        stats.unchanged += 1;
+        return Ok(());
+    } else {
+        remove_any(dest)?;
+        std::fs::copy(src, dest)
+            .with_context(|| format!("copying {} to {}", src.display(), dest.display()))?;
+    }
+    stats.written += 1;
+    Ok(())
 }
 
 /// Whether `dest` is a regular file with `src`'s bytes and mode.
