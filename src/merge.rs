@@ -336,12 +336,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
             b.console_log = logs.get(&b.console_log).cloned().unwrap_or(b.console_log);
             meta.boots.push(b);
         }
-        meta.order.extend(
-            run.meta
-                .order
-                .iter()
-                .map(|o| format!("shard {}: {o}", run.index)),
-        );
+        meta.order
+            .extend(run.meta.order.iter().map(|o| crate::samples::UnitRecord {
+                shard: Some(run.index),
+                ..o.clone()
+            }));
         hosts.insert(run.meta.host.hostname.clone());
         let pieces = run
             .meta
