@@ -10,68 +10,41 @@
 
 use crate::error::InputError;
 use crate::images::size::{KernelSizes, SizeComparison, SizeRecord};
-use crate::samples::{read_samples_with_hosts, KernelMeta, RunMeta, SampleWriter};
+use crate::samples::{read_samples_with_hosts, ConditionChange, KernelMeta, RunMeta, SampleWriter};
 use anyhow::Result;
 use std::path::Path;
 
 /// What differs between the two runs' conditions, one line each.
 pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String> {
-    let mut w = Vec::new();
-    let mut check = |what: &str, a: &str, b: &str| {
-        if a != b {
-            w.push(format!("{what} differs: baseline {a:?}, candidate {b:?}"));
-        }
-    };
-    // Under icount guest time counts instructions, which the host's speed
-    // and load do not change: another host is no reason to doubt the
-    // comparison, but another QEMU (its translation) or kernel still is.
-    let both_count_instructions =
-        baseline.counts_instructions() && baseline.timing_mode() == candidate.timing_mode();
-    if !both_count_instructions {
-        check("host", &baseline.host.hostname, &candidate.host.hostname);
-        check(
-            "host CPU",
-            &baseline.host.cpu_model,
-            &candidate.host.cpu_model,
-        );
+    ConditionChange::between(baseline, candidate)
+        .iter()
+        .map(condition_warning)
+        .collect()
+}
+
+/// One condition change as a warning line: both values as recorded.
+pub fn condition_warning(change: &ConditionChange) -> String {
+    let what = change.condition();
+    let line = |a: &str, b: &str| format!("{what} differs: baseline {a:?}, candidate {b:?}");
+    match change {
+        ConditionChange::Hostname(v)
+        | ConditionChange::HostCpu(v)
+        | ConditionChange::Qemu(v)
+        | ConditionChange::TimingMode(v)
+        | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
+        ConditionChange::SuiteFile(v) => format!(
+            "suite file (sha256) differs: baseline {:?}, candidate {:?}",
+            v.baseline, v.candidate
+        ),
+        ConditionChange::Accelerator(v) => line(v.baseline.as_str(), v.candidate.as_str()),
+        ConditionChange::Overrides(v) => line(&v.baseline.join(", "), &v.candidate.join(", ")),
+        ConditionChange::GuestImage(v) => format!(
+            "guest image differs: baseline sha256 {}, candidate {}{}",
+            v.baseline.short_sha(),
+            v.candidate.short_sha(),
+            v.baseline.differing_files(&v.candidate)
+        ),
     }
-    check(
-        "QEMU",
-        &baseline.host.qemu_version,
-        &candidate.host.qemu_version,
-    );
-    check(
-        "accelerator",
-        baseline.accel.as_str(),
-        candidate.accel.as_str(),
-    );
-    check(
-        "timing mode",
-        &baseline.timing_mode(),
-        &candidate.timing_mode(),
-    );
-    check("suite", &baseline.suite, &candidate.suite);
-    check(
-        "suite file (sha256)",
-        &baseline.suite_sha256,
-        &candidate.suite_sha256,
-    );
-    check(
-        "suite overrides",
-        &baseline.overrides.join(", "),
-        &candidate.overrides.join(", "),
-    );
-    if let (Some(a), Some(b)) = (&baseline.guest_image, &candidate.guest_image) {
-        if a.sha256 != b.sha256 {
-            w.push(format!(
-                "guest image differs: baseline sha256 {}, candidate {}{}",
-                a.short_sha(),
-                b.short_sha(),
-                a.differing_files(b)
-            ));
-        }
-    }
-    w
 }
 
 fn read_run(dir: &Path) -> Result<RunMeta> {

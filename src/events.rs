@@ -309,7 +309,7 @@ impl RunObserver for MetaRecord<'_> {
             RunEvent::BlockAdded { units, .. } => {
                 self.meta
                     .order
-                    .extend(units.iter().map(crate::plan::describe_unit));
+                    .extend(units.iter().map(crate::plan::record_of));
                 if let Some(p) = self.meta.precision.as_mut() {
                     p.added_boots += units.len();
                     p.stopped = None;

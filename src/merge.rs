@@ -12,7 +12,8 @@
 use crate::error::InputError;
 use crate::exit::ExitStatus;
 use crate::samples::{
-    hosts_or, read_samples_with_hosts, RunMeta, SampleWriter, ShardRecord, META_FILE,
+    hosts_or, read_samples_with_hosts, ConditionChange, RunMeta, SampleWriter, ShardRecord,
+    META_FILE,
 };
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -82,27 +83,35 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             }
             Ok(())
         };
-        differs("suite", &first.meta.suite, &r.meta.suite)?;
-        differs(
-            "suite file (sha256)",
-            &first.meta.suite_sha256,
-            &r.meta.suite_sha256,
-        )?;
-        differs(
-            "overrides",
-            &first.meta.overrides.join(", "),
-            &r.meta.overrides.join(", "),
-        )?;
+        let changes = ConditionChange::between(&first.meta, &r.meta);
+        let refuse = |change: &ConditionChange| -> Result<()> {
+            match change {
+                ConditionChange::Suite(v) => differs("suite", &v.baseline, &v.candidate),
+                ConditionChange::SuiteFile(v) => {
+                    differs("suite file (sha256)", &v.baseline, &v.candidate)
+                }
+                ConditionChange::Overrides(v) => {
+                    differs("overrides", &v.baseline.join(", "), &v.candidate.join(", "))
+                }
+                ConditionChange::TimingMode(v) => differs("timing mode", &v.baseline, &v.candidate),
+                _ => Ok(()),
+            }
+        };
+        // The suite and its overrides are named before the shard count, the
+        // timing after it.
+        for change in &changes {
+            if !matches!(change, ConditionChange::TimingMode(_)) {
+                refuse(change)?;
+            }
+        }
         differs(
             "shard count",
             &first.count.to_string(),
             &r.count.to_string(),
         )?;
-        differs(
-            "timing mode",
-            &first.meta.timing_mode(),
-            &r.meta.timing_mode(),
-        )?;
+        for change in &changes {
+            refuse(change)?;
+        }
         let variants = |m: &RunMeta| -> String {
             m.kernels
                 .iter()
@@ -124,25 +133,24 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
                 .into());
             }
         }
-        if r.meta.accel != first.meta.accel {
-            warnings.push(format!(
-                "accelerator differs between shards: {} in {}, {} in {}",
-                first.meta.accel,
-                first.dir.display(),
-                r.meta.accel,
-                r.dir.display()
-            ));
-        }
-        if let (Some(a), Some(b)) = (&first.meta.guest_image, &r.meta.guest_image) {
-            if a.sha256 != b.sha256 {
-                warnings.push(format!(
-                    "guest image differs between shards: sha256 {} in {}, {} in {}{}",
-                    a.short_sha(),
+        for change in &changes {
+            match change {
+                ConditionChange::Accelerator(v) => warnings.push(format!(
+                    "accelerator differs between shards: {} in {}, {} in {}",
+                    v.baseline,
                     first.dir.display(),
-                    b.short_sha(),
+                    v.candidate,
+                    r.dir.display()
+                )),
+                ConditionChange::GuestImage(v) => warnings.push(format!(
+                    "guest image differs between shards: sha256 {} in {}, {} in {}{}",
+                    v.baseline.short_sha(),
+                    first.dir.display(),
+                    v.candidate.short_sha(),
                     r.dir.display(),
-                    a.differing_files(b)
-                ));
+                    v.baseline.differing_files(&v.candidate)
+                )),
+                _ => {}
             }
         }
         for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
@@ -328,12 +336,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
             b.console_log = logs.get(&b.console_log).cloned().unwrap_or(b.console_log);
             meta.boots.push(b);
         }
-        meta.order.extend(
-            run.meta
-                .order
-                .iter()
-                .map(|o| format!("shard {}: {o}", run.index)),
-        );
+        meta.order
+            .extend(run.meta.order.iter().map(|o| crate::samples::UnitRecord {
+                shard: Some(run.index),
+                ..o.clone()
+            }));
         hosts.insert(run.meta.host.hostname.clone());
         let pieces = run
             .meta

@@ -212,47 +212,45 @@ pub fn added_block(
     .collect()
 }
 
-/// The units of a run's order as `meta.toml` records it ("index variant
-/// Ncpu bootB") that are not among `planned`: the blocks a run with a
-/// precision target added, rebuilt for its resume with the steps of the
-/// planned units at their CPU count.
-pub fn recorded_additions(suite: &Suite, planned: &[Unit], order: &[String]) -> Vec<Unit> {
-    // The variant's name sits between the index and the last two words,
-    // and may itself hold spaces.
-    let parse = |line: &str| -> Option<(usize, String, u32, u32)> {
-        let (index, rest) = line.split_once(' ')?;
-        let mut from_the_end = rest.rsplitn(3, ' ');
-        let boot = from_the_end.next()?.strip_prefix("boot")?.parse().ok()?;
-        let cpus = from_the_end.next()?.strip_suffix("cpu")?.parse().ok()?;
-        let variant = from_the_end.next()?.to_string();
-        Some((index.parse().ok()?, variant, cpus, boot))
-    };
+/// The units of a run's recorded order that are not among `planned`: the
+/// blocks a run with a precision target added, rebuilt for its resume with
+/// the steps of the planned units at their CPU count.
+pub fn recorded_additions(
+    suite: &Suite,
+    planned: &[Unit],
+    order: &[crate::samples::UnitRecord],
+) -> Vec<Unit> {
     order
         .iter()
-        .filter_map(|line| parse(line))
-        .filter(|(_, variant, cpus, boot)| {
+        .filter(|r| {
             !planned
                 .iter()
-                .any(|u| u.variant == *variant && u.cpus == *cpus && u.boot == *boot)
+                .any(|u| u.variant == r.variant && u.cpus == r.cpus && u.boot == r.boot)
         })
-        .filter_map(|(index, variant, cpus, boot)| {
-            let side = suite.variants.iter().position(|v| v.name == variant)?;
-            let template = planned.iter().find(|u| u.cpus == cpus)?;
+        .filter_map(|r| {
+            let side = suite.variants.iter().position(|v| v.name == r.variant)?;
+            let template = planned.iter().find(|u| u.cpus == r.cpus)?;
             Some(Unit {
-                index,
+                index: r.index,
                 side,
-                variant,
-                cpus,
-                boot,
+                variant: r.variant.clone(),
+                cpus: r.cpus,
+                boot: r.boot,
                 steps: template.steps.clone(),
             })
         })
         .collect()
 }
 
-/// How a unit is written in a run's recorded order.
-pub fn describe_unit(u: &Unit) -> String {
-    format!("{} {} {}cpu boot{}", u.index, u.variant, u.cpus, u.boot)
+/// A unit as a run's recorded order holds it.
+pub fn record_of(u: &Unit) -> crate::samples::UnitRecord {
+    crate::samples::UnitRecord {
+        index: u.index,
+        variant: u.variant.clone(),
+        cpus: u.cpus,
+        boot: u.boot,
+        shard: None,
+    }
 }
 
 /// What a run with a precision target does once its boots so far are done.
@@ -316,9 +314,11 @@ mod tests {
         let suite = Suite::parse(Path::new("t.toml"), &text, &lookup()).unwrap();
         let planned = expand(&suite);
         let added = added_block(&suite, &planned, 1, 2, planned.len() / 2, planned.len());
-        let order: Vec<String> = planned.iter().chain(&added).map(describe_unit).collect();
+        let order: Vec<_> = planned.iter().chain(&added).map(record_of).collect();
         assert!(
-            order.iter().any(|l| l.contains("markers  on 1cpu boot2")),
+            order
+                .iter()
+                .any(|r| r.variant == "markers  on" && r.cpus == 1 && r.boot == 2),
             "{order:?}"
         );
         assert_eq!(recorded_additions(&suite, &planned, &order), added);

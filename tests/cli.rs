@@ -577,3 +577,35 @@ fn bisect_refuses_what_it_cannot_bisect_before_building() {
     );
     assert!(e.contains("--threshold"), "{e}");
 }
+
+#[test]
+fn images_list_shows_a_cached_kernel_whose_key_is_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = dir.path().join("cache/kernels/short");
+    std::fs::create_dir_all(&entry).unwrap();
+    std::fs::write(
+        entry.join("kernel.toml"),
+        "name = \"tiny\"\nkey = \"abc\"\ndir = \"/k\"\nbzimage = \"/k/bzImage\"\n\
+         config = \"/k/config\"\nbuild_log = \"/k/build.log\"\nsource_identity = \"\"\n\
+         compiler = \"\"\nconfig_sha256 = \"\"\nbuild_seconds = 1.0\n\
+         [fragment_sha256]\n",
+    )
+    .unwrap();
+    let out = markbench()
+        .args(["images", "--list"])
+        .env("MARKBENCH_CACHE", dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("kernel tiny") && l.contains(" abc ")),
+        "{stdout}"
+    );
+}

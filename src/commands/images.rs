@@ -27,7 +27,7 @@ fn print_kernels() {
         println!(
             "kernel {:<20} {}  built in {:>4.0} s  {}",
             k.name,
-            &k.key[..16],
+            k.short_key(),
             k.build_seconds,
             k.bzimage.display()
         );

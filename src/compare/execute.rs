@@ -169,7 +169,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                 bzimage_sha256: file_sha256(&k.bzimage),
             })
             .collect(),
-        order: units.iter().map(crate::plan::describe_unit).collect(),
+        order: units.iter().map(crate::plan::record_of).collect(),
         boots: Vec::new(),
         series: run.series,
         warnings: Vec::new(),

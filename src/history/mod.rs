@@ -21,7 +21,7 @@ mod page;
 
 use crate::error::InputError;
 use crate::samples::GateRecord;
-use crate::samples::{PointKey, RunMeta, SkippedRun};
+use crate::samples::{ConditionChange, PointKey, RunMeta, SkippedRun};
 use crate::stats::change_points::{e_divisive, ChangePointConfig};
 use crate::stats::hypothesis::LogRatio;
 use crate::stats::Interval;
@@ -116,7 +116,7 @@ pub struct SuiteHistory {
     pub baseline_variant: String,
     pub runs: Vec<Run>,
     /// Runs (after the first) that begin a new series, and why (what differs).
-    pub series_starts: Vec<(usize, Vec<String>)>,
+    pub series_starts: Vec<(usize, Vec<ConditionChange>)>,
     pub points: Vec<PointHistory>,
 }
 
@@ -241,11 +241,11 @@ fn suite_history(runs: Vec<Run>, variant: Option<&str>) -> Result<SuiteHistory> 
         .first()
         .map(|k| k.variant.clone())
         .unwrap_or_default();
-    let series_starts: Vec<(usize, Vec<String>)> = runs
+    let series_starts: Vec<(usize, Vec<ConditionChange>)> = runs
         .windows(2)
         .enumerate()
         .filter_map(|(i, pair)| {
-            let why = crate::diff::condition_warnings(&pair[0].meta, &pair[1].meta);
+            let why = ConditionChange::between(&pair[0].meta, &pair[1].meta);
             (!why.is_empty()).then_some((i + 1, why))
         })
         .collect();
@@ -325,12 +325,8 @@ fn suite_history(runs: Vec<Run>, variant: Option<&str>) -> Result<SuiteHistory> 
 }
 
 /// The few words a plot shows for why a series began: what differs.
-fn short_reason(why: &[String]) -> String {
-    let mut what: Vec<&str> = why
-        .iter()
-        .map(|w| w.split(" differs").next().unwrap_or(w))
-        .map(|w| w.split(" (").next().unwrap_or(w))
-        .collect();
+fn short_reason(why: &[ConditionChange]) -> String {
+    let mut what: Vec<&str> = why.iter().map(ConditionChange::condition).collect();
     what.dedup();
     what.join(", ")
 }
@@ -339,7 +335,7 @@ fn short_reason(why: &[String]) -> String {
 fn changes(
     point: &PointHistory,
     runs: &[Run],
-    series_starts: &[(usize, Vec<String>)],
+    series_starts: &[(usize, Vec<ConditionChange>)],
     variant: &str,
     config: &ChangePointConfig,
 ) -> Vec<Change> {
@@ -416,6 +412,7 @@ fn shell_word(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::samples::Both;
 
     #[test]
     fn words_a_shell_would_split_are_quoted() {
@@ -426,13 +423,16 @@ mod tests {
 
     #[test]
     fn a_new_series_is_named_by_what_differs() {
+        let both = |a: &str, b: &str| Both {
+            baseline: a.to_string(),
+            candidate: b.to_string(),
+        };
         let why = vec![
-            "QEMU differs: baseline \"8.2\", candidate \"9.0\"".to_string(),
-            "timing mode differs: baseline \"wall\", candidate \"icount shift=4\"".to_string(),
+            ConditionChange::Qemu(both("8.2", "9.0")),
+            ConditionChange::TimingMode(both("wall", "icount shift=4")),
         ];
         assert_eq!(short_reason(&why), "QEMU, timing mode");
-        let why =
-            vec!["suite file (sha256) differs: baseline \"12aa\", candidate \"401a\"".to_string()];
+        let why = vec![ConditionChange::SuiteFile(both("12aa", "401a"))];
         assert_eq!(short_reason(&why), "suite file");
     }
 }

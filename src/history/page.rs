@@ -344,7 +344,10 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
                 .series_starts
                 .iter()
                 .find(|(s, _)| *s == i)
-                .map(|(_, why)| format!("new series: {}", why.join("; ")))
+                .map(|(_, why)| {
+                    let why: Vec<String> = why.iter().map(crate::diff::condition_warning).collect();
+                    format!("new series: {}", why.join("; "))
+                })
                 .unwrap_or_default();
             [
                 format!("{}", i + 1),

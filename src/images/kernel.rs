@@ -158,6 +158,12 @@ pub struct KernelImage {
 pub const SEALED_FILES: [&str; 2] = ["bzImage", "config"];
 
 impl KernelImage {
+    /// The first 16 characters of the build key, or all of a shorter key (a
+    /// record read from disk may hold one): a listing never panics on it.
+    pub fn short_key(&self) -> &str {
+        self.key.get(..16).unwrap_or(&self.key)
+    }
+
     /// The kernel's `O=` build directory, kept in the cache beside it
     /// (vmlinux and every object file): sizes are read from there.
     pub fn build_dir(&self) -> PathBuf {

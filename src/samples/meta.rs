@@ -169,7 +169,7 @@ impl BootRecord {
 /// The format of the run directory this version writes. Format 0 is every
 /// run written before the format was numbered; [`RunMeta::read`] brings it
 /// (and any later older format) up to this one.
-pub const RUN_FORMAT: u32 = 1;
+pub const RUN_FORMAT: u32 = 2;
 
 /// A run's format number. A run made now (and `RunMeta::default()`) is in
 /// [`RUN_FORMAT`]; a `meta.toml` without the number is format 0.
@@ -195,6 +195,19 @@ fn default_margin() -> f64 {
 // the command line, the shard) and recorded in `meta.toml` as they are:
 // they live here, with the rest of the run directory's schema, so that
 // reading a run needs nothing of the code that decided them.
+
+/// One unit of a run's order: one boot of one variant at one CPU count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitRecord {
+    /// Its place in the run's order.
+    pub index: usize,
+    pub variant: String,
+    pub cpus: u32,
+    pub boot: u32,
+    /// The shard that ran it, in a merged run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
+}
 
 /// The accelerator a boot runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -345,9 +358,10 @@ pub struct RunMeta {
     pub memory_mib: u32,
     /// Baseline first, candidate second.
     pub kernels: Vec<KernelMeta>,
-    /// Run order: one entry per unit, "index variant Ncpu bootB" (the
-    /// variant's name may hold spaces).
-    pub order: Vec<String>,
+    /// Run order: one record per unit booted, in the order it was planned
+    /// (format 2; earlier formats' sentences are read into records).
+    #[serde(deserialize_with = "super::upgrade::read_order")]
+    pub order: Vec<UnitRecord>,
     pub boots: Vec<BootRecord>,
     /// Each workload as a person reads it (its command line, runs a boot,
     /// CPU counts), one line per workload; runs before wrote JSON lines,
@@ -615,7 +629,13 @@ bzimage = "/cache/bzImage"
         let meta = RunMeta {
             suite: "quick".into(),
             seed: 7,
-            order: vec!["0 a 2cpu boot0".into()],
+            order: vec![UnitRecord {
+                index: 0,
+                variant: "markers on".into(),
+                cpus: 2,
+                boot: 0,
+                shard: None,
+            }],
             boots: vec![boot],
             ..Default::default()
         };

@@ -2,10 +2,12 @@
 //! appended and flushed as each arrives, so an interrupted run keeps what it
 //! measured) and `meta.toml` beside it (what ran, where, how: [`meta`]).
 
+mod conditions;
 mod gate;
 mod meta;
 mod upgrade;
 
+pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
 pub use upgrade::{scan_runs, SkippedRun};
 

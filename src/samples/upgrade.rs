@@ -11,11 +11,17 @@
 //! - `shards[].timing_mode`: merged runs kept each shard's timing sentence
 //!   alone.
 //!
+//! Formats 0 and 1 differ from 2 in:
+//! - `order`: one sentence a unit ("3 markers on 1cpu boot2", in a merged
+//!   run "shard 1: 3 markers on 1cpu boot2"), where format 2 writes a
+//!   record (index, variant, cpus, boot, shard); the sentences are read into
+//!   records as the file is parsed ([`read_order`]).
+//!
 //! What older runs never recorded (a kernel's fragment sources, the guest's
 //! `uname -v`, the bzImage's hash, the QEMU path, sizes, samples' hosts)
 //! stays empty: readers show less for it rather than guess.
 
-use super::meta::{RunFormat, RunMeta, TimingDecision, RUN_FORMAT};
+use super::meta::{RunFormat, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT};
 use super::META_FILE;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -188,5 +194,81 @@ mod tests {
             (wall.timing.as_str(), wall.timing_mode()),
             ("wall", "wall".into())
         );
+    }
+}
+
+/// One entry of `order` as a file of any format holds it.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum RecordedUnit {
+    Record(UnitRecord),
+    /// Formats 0 and 1.
+    Sentence(String),
+}
+
+/// Reads `order`: format 2's records, or formats 0 and 1's sentences as
+/// records; a sentence that names no unit is an error naming it.
+pub(super) fn read_order<'de, D>(deserializer: D) -> Result<Vec<UnitRecord>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let entries: Vec<RecordedUnit> = serde::Deserialize::deserialize(deserializer)?;
+    entries
+        .into_iter()
+        .map(|entry| match entry {
+            RecordedUnit::Record(unit) => Ok(unit),
+            RecordedUnit::Sentence(line) => unit_of_sentence(&line).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "order entry {line:?} is no unit (\"INDEX VARIANT Ncpu bootB\")"
+                ))
+            }),
+        })
+        .collect()
+}
+
+/// A format 0 or 1 order sentence as a record: the variant's name sits
+/// between the index and the last two words, and may itself hold spaces.
+fn unit_of_sentence(line: &str) -> Option<UnitRecord> {
+    let (shard, line) = match line.strip_prefix("shard ") {
+        Some(rest) => {
+            let (shard, unit) = rest.split_once(": ")?;
+            (Some(shard.parse().ok()?), unit)
+        }
+        None => (None, line),
+    };
+    let (index, rest) = line.split_once(' ')?;
+    let mut from_the_end = rest.rsplitn(3, ' ');
+    let boot = from_the_end.next()?.strip_prefix("boot")?.parse().ok()?;
+    let cpus = from_the_end.next()?.strip_suffix("cpu")?.parse().ok()?;
+    let variant = from_the_end.next()?.to_string();
+    Some(UnitRecord {
+        index: index.parse().ok()?,
+        variant,
+        cpus,
+        boot,
+        shard,
+    })
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+
+    #[test]
+    fn old_order_sentences_are_read_as_records() {
+        let unit = unit_of_sentence("3 markers  on 1cpu boot2").unwrap();
+        assert_eq!(
+            unit,
+            UnitRecord {
+                index: 3,
+                variant: "markers  on".into(),
+                cpus: 1,
+                boot: 2,
+                shard: None
+            }
+        );
+        let merged = unit_of_sentence("shard 1: 0 off 2cpu boot0").unwrap();
+        assert_eq!((merged.shard, merged.variant.as_str()), (Some(1), "off"));
+        assert_eq!(unit_of_sentence("3 off"), None);
     }
 }
