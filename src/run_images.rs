@@ -150,14 +150,14 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     }
     // Held against `cache prune` while this run lasts.
     for used in kernels.iter().map(|k| &k.dir).chain([&base.path]) {
-        crate::images::cache::used(used);
+        crate::images::lock::used(used);
     }
     for archive in &extra_archives {
         let entry = match archive.parent() {
             Some(dir) if dir.parent().is_some_and(|p| p.ends_with("compile-tree")) => dir,
             _ => archive,
         };
-        crate::images::cache::used(entry);
+        crate::images::lock::used(entry);
     }
     let mut archives = vec![base.path.clone()];
     archives.extend(extra_archives.iter().cloned());

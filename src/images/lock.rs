@@ -8,6 +8,7 @@
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// A held lock; released when dropped.
 #[derive(Debug)]
@@ -82,6 +83,41 @@ impl EntryLock {
 impl Drop for EntryLock {
     fn drop(&mut self) {
         let _ = self.file.unlock();
+    }
+}
+
+/// The lock a user of an entry holds (shared) while it uses it, touched at
+/// each use: inside an entry directory, or beside an entry file with this
+/// suffix.
+pub const IN_USE: &str = ".markbench-in-use";
+
+/// The in-use lock of the entry at `path`.
+pub fn in_use_file(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join(IN_USE)
+    } else {
+        let mut name = path.as_os_str().to_owned();
+        name.push(IN_USE);
+        PathBuf::from(name)
+    }
+}
+
+/// The locks this process holds on the entries it has used: kept until it
+/// exits, as runs use their kernels and images until the end.
+static HELD: Mutex<Vec<EntryLock>> = Mutex::new(Vec::new());
+
+/// Records a use of the entry at `path` (a directory or file in the
+/// cache): touches its in-use lock, which dates its last use, and holds the
+/// lock against pruning until this process ends. Failing to do either only
+/// weakens pruning, so it is not an error.
+pub fn used(path: &Path) {
+    if !path.exists() {
+        return;
+    }
+    if let Ok(lock) = EntryLock::shared(&in_use_file(path)) {
+        if let Ok(mut held) = HELD.lock() {
+            held.push(lock);
+        }
     }
 }
 

@@ -813,7 +813,7 @@ fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     if dir.join(DONE).is_file() {
         match super::seal::check_tree(&dir, &seal) {
             Verdict::Sound | Verdict::SealedNow => {
-                super::cache::used(&snapshot_dir(commit));
+                super::lock::used(&snapshot_dir(commit));
                 return Ok(dir);
             }
             Verdict::Damaged(why) => {
@@ -840,7 +840,7 @@ fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     if std::fs::rename(&partial, &dir).is_err() {
         let _ = std::fs::remove_dir_all(&partial);
     }
-    super::cache::used(&snapshot_dir(commit));
+    super::lock::used(&snapshot_dir(commit));
     Ok(dir)
 }
 
@@ -1154,7 +1154,7 @@ fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
             let _ = std::fs::remove_dir_all(&partial);
         }
     }
-    super::cache::used(&dir);
+    super::lock::used(&dir);
     // The tarball holds one top directory (e.g. linux-source-6.1).
     for entry in std::fs::read_dir(&dir)? {
         let path = entry?.path();
