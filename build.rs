@@ -17,7 +17,7 @@ use std::process::Command;
 
 const AGENT_SOURCE: &str = "src/bin/markbench-guest.rs";
 /// Included by the agent through `#[path]`.
-const PROTOCOL_SOURCE: &str = "src/protocol.rs";
+const PROTOCOL_SOURCE: &str = "src/base/protocol.rs";
 
 fn main() {
     for path in [AGENT_SOURCE, PROTOCOL_SOURCE, "build.rs"] {

@@ -16,7 +16,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
-use markbench::stats::{analyze_sweep, AnalysisConfig, PointInput};
+use markbench::base::stats::{analyze_sweep, AnalysisConfig, PointInput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -30,7 +30,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/root"
 t=$'\t'
-# The agent's job file (src/protocol.rs): loopback up, then the timed runs.
+# The agent's job file (src/base/protocol.rs): loopback up, then the timed runs.
 cat >"$work/root/job" <<EOF
 markbench-job 1
 setup${t}/bin/busybox${t}ip${t}link${t}set${t}lo${t}up
@@ -43,7 +43,7 @@ touch -d @1577836800 "$work/root/job" "$work/root"
 cat "$base" "$work/job.cpio" >"$work/initrd"
 
 for boot in $(seq 1 "$times"); do
-  # The same machine markbench boots (src/vm/qemu.rs), without its timing options.
+  # The same machine markbench boots (src/stages/vm/qemu.rs), without its timing options.
   qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot -accel tcg \
     -cpu max -smp 1 -m 512 -kernel "$kernel" -initrd "$work/initrd" \
     -append "console=ttyS0 panic=-1 oops=panic rdinit=/init ${CMDLINE:-}" \

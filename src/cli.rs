@@ -1,12 +1,12 @@
 //! The command line: parsing (clap) into typed values, and the dispatch of
 //! each command to its handler in [`crate::commands`], which does the rest.
 
+use crate::base::exit::ExitStatus;
 use crate::commands;
-use crate::compare::Options;
-use crate::exit::ExitStatus;
-use crate::report;
-use crate::samples::{Overrides, ShardSel};
-use crate::suite::{AccelChoice, TimingChoice};
+use crate::jobs::compare::Options;
+use crate::record::{Overrides, ShardSel};
+use crate::stages::report;
+use crate::stages::suite::{AccelChoice, TimingChoice};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -177,7 +177,7 @@ pub struct SuiteArgs {
     /// baseline, each commit against it and against the one before), all
     /// with the suite's baseline kernel fragment.
     #[arg(long, value_name = "A,B|BASE..TIP")]
-    pub revs: Option<crate::images::source::RevSelection>,
+    pub revs: Option<crate::guest::images::source::RevSelection>,
 }
 
 #[derive(Debug, Args)]
@@ -227,7 +227,7 @@ pub struct CompareArgs {
     /// as points of their own (as the suite's `model = "cycles"`;
     /// docs/cycle-model.md).
     #[arg(long, value_enum, value_name = "MODEL")]
-    pub model: Option<crate::compare::ModelChoice>,
+    pub model: Option<crate::jobs::compare::ModelChoice>,
 }
 
 /// Changes to a suite's size and shape, shared by compare, plan and run-shard.
@@ -252,7 +252,7 @@ pub struct OverrideArgs {
     /// Override every kernel compile's scope: `subset` turns a seed-scale
     /// whole-kernel compile into minutes under TCG.
     #[arg(long, value_enum)]
-    pub compile_scope: Option<crate::suite::CompileScope>,
+    pub compile_scope: Option<crate::stages::suite::CompileScope>,
     /// Seed of the run order and the bootstrap (default: the suite's); the
     /// same seed reproduces the same order.
     #[arg(long)]
@@ -277,7 +277,7 @@ pub struct OverrideArgs {
 }
 
 fn parse_budget(text: &str) -> Result<u64, String> {
-    crate::suite::parse_budget(text)
+    crate::stages::suite::parse_budget(text)
 }
 
 impl OverrideArgs {
@@ -384,8 +384,8 @@ pub struct BisectArgs {
 }
 
 impl BisectArgs {
-    fn request(&self) -> crate::bisect::Request {
-        crate::bisect::Request {
+    fn request(&self) -> crate::jobs::bisect::Request {
+        crate::jobs::bisect::Request {
             tree: self.kernel_source.clone(),
             good: self.good.clone(),
             bad: self.bad.clone(),
@@ -517,7 +517,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
         } => commands::noise_floor::run(
             &aa_dir,
             ab_dir.as_deref(),
-            &crate::noise::Targets::at_pct(target_pct)?,
+            &crate::jobs::noise::Targets::at_pct(target_pct)?,
         ),
         Command::Nightly(args) => commands::nightly::run(
             &args.compare.options(None, None),

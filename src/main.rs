@@ -1,13 +1,13 @@
 use clap::Parser;
-use markbench::exit::ExitStatus;
+use markbench::base::exit::ExitStatus;
 
 fn main() {
     let cli = markbench::cli::Cli::parse();
     let status = match markbench::cli::run(cli) {
-        Ok(status) => status.or_interrupted(markbench::vm::interrupted()),
+        Ok(status) => status.or_interrupted(markbench::stages::vm::interrupted()),
         Err(e) => {
-            markbench::message::error(format_args!("{e:#}"));
-            ExitStatus::of_error(&e, markbench::vm::interrupted())
+            markbench::base::message::error(format_args!("{e:#}"));
+            ExitStatus::of_error(&e, markbench::stages::vm::interrupted())
         }
     };
     std::process::exit(status.code());

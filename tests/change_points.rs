@@ -1,4 +1,4 @@
-//! How often E-Divisive means ([`markbench::stats::change_points`]) calls a
+//! How often E-Divisive means ([`markbench::base::stats::change_points`]) calls a
 //! change on series of nightly runs that have none, and how often it finds a
 //! 2% step, at the noise measured on markbench's points: run means of 4
 //! boots whose boot means vary by 0.3% (the 1-vCPU hackbench point, so a run
@@ -12,7 +12,7 @@
 //! cargo test --release --test change_points -- --ignored --nocapture
 //! ```
 
-use markbench::stats::change_points::{e_divisive, ChangePointConfig};
+use markbench::base::stats::change_points::{e_divisive, ChangePointConfig};
 
 #[path = "common/split_mix.rs"]
 mod split_mix;

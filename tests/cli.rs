@@ -167,9 +167,9 @@ fn report_of_a_directory_that_is_not_a_run_exits_2() {
 
 /// The fragment hash the dry run prints (16 hex digits) for this text.
 fn fragment_hash(text: &str) -> String {
-    markbench::images::fragments::Fragment {
+    markbench::guest::images::fragments::Fragment {
         file_name: "x.config".into(),
-        origin: markbench::images::fragments::Origin::BuiltIn,
+        origin: markbench::guest::images::fragments::Origin::BuiltIn,
         text: text.into(),
     }
     .sha256()[..16]

@@ -6,8 +6,8 @@
 //! holding an entry shaped like a real one; no kernel is built.
 
 use assert_cmd::Command;
-use markbench::images::kernel::{self, KernelImage};
-use markbench::images::seal::{seal_of, Verdict};
+use markbench::guest::images::kernel::{self, KernelImage};
+use markbench::guest::images::seal::{seal_of, Verdict};
 use std::path::Path;
 
 /// A file shaped like a bzImage: one setup sector and the boot header
@@ -147,7 +147,7 @@ fn cache_verify_names_the_damaged_entries_and_prune_removes_debris() {
     // A damaged entry is the check's verdict, not a failure of markbench.
     assert_eq!(
         code,
-        markbench::exit::ExitStatus::CacheDamaged.code(),
+        markbench::base::exit::ExitStatus::CacheDamaged.code(),
         "{stdout}{stderr}"
     );
     assert_eq!(code, 7, "{stdout}{stderr}");

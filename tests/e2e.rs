@@ -3,7 +3,7 @@
 //! a report come out. Installs missing prerequisites first, as `compare` does.
 
 use assert_cmd::Command;
-use markbench::images::size::{KernelSizes, SizeRecord};
+use markbench::guest::images::size::{KernelSizes, SizeRecord};
 use std::path::Path;
 
 fn markbench() -> Command {
@@ -35,7 +35,7 @@ fn compare_builds_boots_measures_and_reports() {
     let dir = &runs[0];
     assert!(dir.file_name().unwrap().to_string_lossy().ends_with("-e2e"));
 
-    let samples = markbench::samples::read_samples(dir).unwrap();
+    let samples = markbench::record::read_samples(dir).unwrap();
     // 2 variants × 2 boots × 1 point × (1 warm-up + 2 measured).
     assert_eq!(samples.len(), 12, "{samples:?}");
     for variant in ["markers-off", "markers-on"] {
@@ -51,7 +51,7 @@ fn compare_builds_boots_measures_and_reports() {
         );
     }
 
-    let meta = markbench::samples::RunMeta::read(dir).unwrap();
+    let meta = markbench::record::RunMeta::read(dir).unwrap();
     assert!(meta.complete);
     assert_eq!(meta.boots.len(), 4);
     assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
@@ -156,12 +156,12 @@ fn kernel_compile_runs_gcc_in_the_guest_and_reports_real_user_and_sys() {
         .map(|e| e.unwrap().path())
         .find(|p| p.is_dir() && !p.ends_with("latest"))
         .unwrap();
-    let meta = markbench::samples::RunMeta::read(&dir).unwrap();
+    let meta = markbench::record::RunMeta::read(&dir).unwrap();
     assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
-    if meta.accel == markbench::vm::Accel::Tcg {
+    if meta.accel == markbench::stages::vm::Accel::Tcg {
         assert!(meta.counts_instructions(), "{:?}", meta.timing_decision);
     }
-    let samples = markbench::samples::read_samples(&dir).unwrap();
+    let samples = markbench::record::read_samples(&dir).unwrap();
     // 2 variants × 1 boot × 2 compiles × (real, user, sys).
     assert_eq!(samples.len(), 12, "{samples:?}");
     for variant in ["markers-off", "markers-on"] {

@@ -6,12 +6,12 @@ mod common;
 
 use assert_cmd::Command;
 use common::{execute, images, machine, SUITE};
-use markbench::compare::Overrides;
-use markbench::exit::ExitStatus;
-use markbench::samples::RunMeta;
-use markbench::shard::ShardSel;
-use markbench::suite::{FragmentLookup, Suite};
-use markbench::vm::fake::FakeRunner;
+use markbench::base::exit::ExitStatus;
+use markbench::jobs::compare::Overrides;
+use markbench::record::RunMeta;
+use markbench::stages::shard::ShardSel;
+use markbench::stages::suite::{FragmentLookup, Suite};
+use markbench::stages::vm::fake::FakeRunner;
 use std::path::{Path, PathBuf};
 
 fn markbench() -> Command {

@@ -5,8 +5,8 @@
 //! `bmf.json` against Bencher's published JSON schema; the
 //! github-action-benchmark files as that action reads them.
 
-use markbench::report::{self, plain::WIDTH, Format};
-use markbench::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
+use markbench::record::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
+use markbench::stages::report::{self, plain::WIDTH, Format};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 use serde_json::Value;
@@ -389,7 +389,7 @@ fn synthetic_meta(variants: &[&str]) -> RunMeta {
             hostname: "host".into(),
             ..Default::default()
         },
-        accel: markbench::vm::Accel::Tcg,
+        accel: markbench::stages::vm::Accel::Tcg,
         timing: "wall".into(),
         seed: 3,
         margin: 0.02,
@@ -483,7 +483,7 @@ fn a_nightly_junit_fails_exactly_the_points_its_gate_fails() {
     );
     assert_eq!(
         gate.status,
-        markbench::exit::ExitStatus::Regression,
+        markbench::base::exit::ExitStatus::Regression,
         "{}",
         gate.summary
     );

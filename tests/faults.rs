@@ -9,7 +9,7 @@
 //! to misbehave.
 
 use assert_cmd::Command;
-use markbench::samples::RunMeta;
+use markbench::record::RunMeta;
 use std::path::{Path, PathBuf};
 
 fn suite(dir: &Path, name: &str, script: &str, timeout_s: u64) -> PathBuf {
@@ -179,7 +179,7 @@ argv = ["/bin/sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"]
             .and_then(|mut d| d.find_map(|e| e.ok().map(|e| e.path()).filter(|p| p.is_dir())));
         if let Some(run) = run {
             let boots = RunMeta::read(&run).map(|m| m.boots.len()).unwrap_or(0);
-            let samples = markbench::samples::read_samples(&run)
+            let samples = markbench::record::read_samples(&run)
                 .map(|s| s.len())
                 .unwrap_or(0);
             if (1..4).contains(&boots) && samples > 3 * boots {
@@ -215,7 +215,7 @@ argv = ["/bin/sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"]
         meta.boots[0], before.boots[0],
         "the finished boot is kept as it was"
     );
-    let samples = markbench::samples::read_samples(&run).unwrap();
+    let samples = markbench::record::read_samples(&run).unwrap();
     assert_eq!(samples.len(), 4 * 3);
     let mut keys: Vec<_> = samples
         .iter()
@@ -230,8 +230,8 @@ argv = ["/bin/sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"]
 /// guest runs (a profiled run stops on it rather than retrying).
 #[test]
 fn a_plugin_qemu_cannot_load_is_its_own_ending() {
-    use markbench::vm::{BootEnd, BootRequest, PluginLoad, Runner};
-    let Ok(qemu) = markbench::vm::qemu::QemuBinary::locate(None) else {
+    use markbench::stages::vm::{BootEnd, BootRequest, PluginLoad, Runner};
+    let Ok(qemu) = markbench::stages::vm::qemu::QemuBinary::locate(None) else {
         panic!("no qemu-system-x86_64: run `cargo run -- setup`");
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -244,7 +244,7 @@ fn a_plugin_qemu_cannot_load_is_its_own_ending() {
         extra_cmdline: String::new(),
         cpus: 1,
         memory_mib: 128,
-        accel: markbench::vm::Accel::Tcg,
+        accel: markbench::stages::vm::Accel::Tcg,
         icount_shift: Some(4),
         guest_seed: Some(1),
         deadline: std::time::Duration::from_secs(60),
@@ -255,7 +255,7 @@ fn a_plugin_qemu_cannot_load_is_its_own_ending() {
             args: Vec::new(),
         }),
     };
-    let outcome = markbench::vm::qemu::QemuRunner::new(&qemu).boot(&request, &mut |_| {});
+    let outcome = markbench::stages::vm::qemu::QemuRunner::new(&qemu).boot(&request, &mut |_| {});
     match &outcome.end {
         BootEnd::PluginFailed { detail } => {
             assert!(detail.contains(&*library.to_string_lossy()), "{detail}")

@@ -135,10 +135,10 @@ params = [20000]
         .map(|e| e.unwrap().path())
         .find(|p| p.is_dir() && !p.ends_with("latest"))
         .unwrap();
-    let meta = markbench::samples::RunMeta::read(&run).unwrap();
+    let meta = markbench::record::RunMeta::read(&run).unwrap();
     assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
 
-    let samples = markbench::samples::read_samples(&run).unwrap();
+    let samples = markbench::record::read_samples(&run).unwrap();
     let of = |workload: &str, metric: &str| -> Vec<f64> {
         samples
             .iter()

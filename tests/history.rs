@@ -4,10 +4,10 @@
 //! point must lie between nights 7 and 8 and nowhere else, and the page must
 //! render every plot in a real browser (Debian's chromium, headless).
 
-use markbench::images::source::OriginRecord;
-use markbench::samples::{GateRecord, RegressedPoint};
-use markbench::samples::{HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
-use markbench::vm::accel::TimingDecision;
+use markbench::guest::images::source::OriginRecord;
+use markbench::record::{GateRecord, RegressedPoint};
+use markbench::record::{HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
+use markbench::stages::vm::accel::TimingDecision;
 use std::path::{Path, PathBuf};
 
 const NIGHTS: usize = 24;
@@ -46,7 +46,7 @@ fn meta(night: usize) -> RunMeta {
         suite_path: "suites/quick.toml".into(),
         started_at: format!("2026-11-{night:02}T02:00:00+00:00"),
         complete: true,
-        accel: markbench::vm::Accel::Tcg,
+        accel: markbench::stages::vm::Accel::Tcg,
         timing: "wall".into(),
         timing_decision: Some(TimingDecision {
             icount_shift: None,
@@ -160,7 +160,7 @@ fn the_step_is_found_between_nights_7_and_8_and_nowhere_else() {
     nights(&reports);
     let out = tmp.path().join("history");
     let histories =
-        markbench::history::history(std::slice::from_ref(&reports), &out, None).unwrap();
+        markbench::jobs::history::history(std::slice::from_ref(&reports), &out, None).unwrap();
     assert_eq!(histories.len(), 1);
     let h = &histories[0];
     assert_eq!((h.runs.len(), h.variant.as_str()), (NIGHTS, "tip"));
@@ -170,7 +170,7 @@ fn the_step_is_found_between_nights_7_and_8_and_nowhere_else() {
     assert!(
         matches!(
             h.series_starts[0].1[0],
-            markbench::samples::ConditionChange::Qemu(_)
+            markbench::record::ConditionChange::Qemu(_)
         ),
         "{:?}",
         h.series_starts[0].1

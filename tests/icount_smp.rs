@@ -14,7 +14,7 @@ fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
     let dirs = [a, b];
     let mut values = Vec::new();
     for dir in &dirs {
-        let meta = markbench::samples::RunMeta::read(dir).unwrap();
+        let meta = markbench::record::RunMeta::read(dir).unwrap();
         assert_eq!(meta.timing_mode(), "icount shift=4", "{}", meta.timing);
         assert!(
             meta.timing.contains("in turn on one host thread"),
@@ -28,7 +28,7 @@ fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
             assert_eq!(b.guest_cpus, "0-1", "{b:?}");
             assert!(b.guest_seed.is_some(), "{b:?}");
         }
-        let samples = markbench::samples::read_samples(dir).unwrap();
+        let samples = markbench::record::read_samples(dir).unwrap();
         // 2 sides × 1 boot × (1 warm-up + 2 measured).
         assert_eq!(samples.len(), 6, "{samples:?}");
         values.push(

@@ -10,7 +10,7 @@
 //! end-to-end test does). The install is a `--debug` build, which compiles
 //! in a fraction of a release build's time and installs the same way.
 
-use markbench::samples::RunMeta;
+use markbench::record::RunMeta;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -160,7 +160,7 @@ fn an_installed_binary_runs_with_its_checkout_gone() {
     // A cache of its own for the initramfs, which this binary must pack
     // itself; the kernels (and the unpacked source) are the shared cache's.
     let cache = root.path().join("cache");
-    let shared = markbench::images::cache_dir();
+    let shared = markbench::guest::images::cache_dir();
     std::fs::create_dir_all(&cache).unwrap();
     for dir in ["kernels", "src"] {
         std::fs::create_dir_all(shared.join(dir)).unwrap();
@@ -168,7 +168,7 @@ fn an_installed_binary_runs_with_its_checkout_gone() {
     }
     let out = Command::new(&bin)
         .args(["compare", "--suite", "../elsewhere/tiny.toml"])
-        .env(markbench::images::CACHE_ENV, &cache)
+        .env(markbench::guest::images::CACHE_ENV, &cache)
         .current_dir(&work)
         .output()
         .unwrap();
@@ -190,7 +190,7 @@ fn an_installed_binary_runs_with_its_checkout_gone() {
     let meta = RunMeta::read(&dir).unwrap();
     assert!(meta.complete && meta.boots.len() == 2, "{:?}", meta.boots);
     assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
-    let samples = markbench::samples::read_samples(&dir).unwrap();
+    let samples = markbench::record::read_samples(&dir).unwrap();
     assert_eq!(samples.len(), 2, "{samples:?}");
     let real = |p: &Path| std::fs::canonicalize(p).unwrap().display().to_string();
     let on = &meta.kernels[1].fragment_sources;

@@ -105,7 +105,7 @@ fn git(repo: &Path, args: &[&str]) -> String {
 
 #[test]
 fn a_series_is_built_commit_by_commit_and_its_costs_found() {
-    let normal = markbench::images::cache_dir();
+    let normal = markbench::guest::images::cache_dir();
     let reference = reference_markers_off(&normal);
     let made = std::process::Command::new("sh")
         .arg("scripts/series-repo.sh")

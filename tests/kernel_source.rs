@@ -6,7 +6,7 @@
 //! and one C file: enough for everything that runs before a build.
 
 use assert_cmd::Command;
-use markbench::images::source::{KernelOrigin, KernelSource, ResolvedOrigin};
+use markbench::guest::images::source::{KernelOrigin, KernelSource, ResolvedOrigin};
 use std::path::{Path, PathBuf};
 
 fn git(repo: &Path, args: &[&str]) -> String {
@@ -344,7 +344,7 @@ fn the_source_difference_lists_commits_the_diffstat_and_patches() {
         .unwrap()
     };
     let (base, tip) = (at("main~1", vec![]), at("main", vec![]));
-    let text = markbench::images::source::source_difference(&base, &tip)
+    let text = markbench::guest::images::source::source_difference(&base, &tip)
         .unwrap()
         .expect("two commits differ");
     assert!(text.contains("use long for b"), "{text}");
@@ -352,7 +352,7 @@ fn the_source_difference_lists_commits_the_diffstat_and_patches() {
     assert!(text.contains("1 file changed"), "{text}");
     let good = patch(dir.path(), "good.patch", "int k;");
     let patched = at("main~1", vec![good]);
-    let text = markbench::images::source::source_difference(&base, &patched)
+    let text = markbench::guest::images::source::source_difference(&base, &patched)
         .unwrap()
         .expect("a patch differs");
     assert!(
@@ -361,7 +361,7 @@ fn the_source_difference_lists_commits_the_diffstat_and_patches() {
     );
     assert!(!text.contains("commits"), "{text}");
     assert_eq!(
-        markbench::images::source::source_difference(&base, &at("main~1", vec![])).unwrap(),
+        markbench::guest::images::source::source_difference(&base, &at("main~1", vec![])).unwrap(),
         None
     );
 }

@@ -11,12 +11,14 @@
 
 use std::path::{Path, PathBuf};
 
-/// The layers, lowest first. A module may import the modules of the
-/// layers before its own.
-const LAYERS: &[(&str, &[&str])] = &[
-    ("errors and messages", &["error", "message"]),
+/// The layers, lowest first, each with the folder of `src/` that holds
+/// its modules (`""`: a file or folder of `src/` itself). A module may import
+/// the modules of the layers before its own.
+const LAYERS: &[(&str, &str, &[&str])] = &[
+    ("errors and messages", "base", &["error", "message"]),
     (
         "pure libraries",
+        "base",
         &[
             "exit",
             "input_file",
@@ -28,33 +30,61 @@ const LAYERS: &[(&str, &[&str])] = &[
             "prereq",
         ],
     ),
-    ("the cycle model's settings and counts", &["cycle_model"]),
-    ("host probes", &["host"]),
-    ("kernel and initramfs images", &["images"]),
-    ("workloads", &["workloads"]),
-    ("run-directory schema", &["samples"]),
-    ("suite file", &["suite"]),
-    ("plan", &["plan"]),
-    ("shards", &["shard"]),
-    ("booting guests", &["vm"]),
-    ("a run's images", &["run_images"]),
-    ("the machine a run boots with", &["machine"]),
-    ("a run's events and their consumers", &["events"]),
-    ("boot loop and profiled boots", &["run", "profile"]),
-    ("analysis", &["analysis"]),
-    ("report", &["report"]),
-    ("commands on run directories", &["diff", "merge", "noise"]),
-    ("history of runs", &["history"]),
-    ("compare (the orchestrator)", &["compare"]),
-    ("bisection", &["bisect"]),
-    ("command handlers (nightly among them)", &["commands"]),
-    ("command line", &["cli"]),
+    (
+        "the cycle model's settings and counts",
+        "base",
+        &["cycle_model"],
+    ),
+    ("host probes", "base", &["host"]),
+    ("kernel and initramfs images", "guest", &["images"]),
+    ("workloads", "guest", &["workloads"]),
+    ("the run record (run-directory schema)", "", &["record"]),
+    ("suite file", "stages", &["suite"]),
+    ("plan", "stages", &["plan"]),
+    ("shards", "stages", &["shard"]),
+    ("booting guests", "stages", &["vm"]),
+    ("a run's images", "stages", &["run_images"]),
+    ("the machine a run boots with", "stages", &["machine"]),
+    ("a run's events and their consumers", "stages", &["events"]),
+    (
+        "boot loop and profiled boots",
+        "stages",
+        &["run", "profile"],
+    ),
+    ("analysis", "stages", &["analysis"]),
+    ("report", "stages", &["report"]),
+    (
+        "commands on run directories",
+        "jobs",
+        &["diff", "merge", "noise"],
+    ),
+    ("history of runs", "jobs", &["history"]),
+    ("compare (the orchestrator)", "jobs", &["compare"]),
+    ("bisection", "jobs", &["bisect"]),
+    ("command handlers (nightly among them)", "", &["commands"]),
+    ("command line", "", &["cli"]),
 ];
+
+/// The folders of `src/` that group modules; a path names its module
+/// after the folder (`crate::stages::vm` → `vm`).
+fn is_folder(name: &str) -> bool {
+    LAYERS
+        .iter()
+        .any(|(_, folder, _)| !folder.is_empty() && *folder == name)
+}
+
+/// A module's path from the crate's root (`vm` → `stages::vm`).
+fn path_of(module: &str) -> String {
+    match layer_of(module).map(|l| LAYERS[l].1) {
+        Some(folder) if !folder.is_empty() => format!("{folder}::{module}"),
+        _ => module.to_string(),
+    }
+}
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS
         .iter()
-        .position(|(_, modules)| modules.contains(&module))
+        .position(|(_, _, modules)| modules.contains(&module))
 }
 
 /// One import against the layers.
@@ -72,19 +102,28 @@ impl std::fmt::Display for Violation {
         write!(
             f,
             "{}:{}: `{}` imports `crate::{}`: {}",
-            self.file, self.line, self.module, self.imported, self.why
+            self.file,
+            self.line,
+            self.module,
+            path_of(&self.imported),
+            self.why
         )
     }
 }
 
-/// The module a file of `src/` belongs to (`src/vm/qemu.rs` → `vm`), or
+/// The module a file of `src/` belongs to (`src/stages/vm/qemu.rs` → `vm`), or
 /// `None` for the files outside the library's modules.
 fn module_of(relative: &Path) -> Option<String> {
     let parts: Vec<String> = relative
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    match parts.as_slice() {
+    let parts = match parts.as_slice() {
+        [folder, file] if is_folder(folder) && file == "mod.rs" => return None,
+        [folder, rest @ ..] if is_folder(folder) => rest,
+        all => all,
+    };
+    match parts {
         [file] if file == "lib.rs" || file == "main.rs" => None,
         [dir, ..] if dir == "bin" => None,
         [file] => file.strip_suffix(".rs").map(str::to_string),
@@ -191,8 +230,9 @@ fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// The crate's modules `text` names, each with its line: `crate::x` and
-/// every first name of a `crate::{x, y::z}` group.
+/// The crate's modules `text` names, each with its line: `crate::x`,
+/// `crate::folder::x`, and every such name in a `crate::{x, folder::{y, z}}`
+/// group.
 fn imports(text: &str) -> Vec<(usize, String)> {
     let code = without_comments(text);
     let line_at = |offset: usize| code[..offset].matches('\n').count() + 1;
@@ -205,38 +245,50 @@ fn imports(text: &str) -> Vec<(usize, String)> {
         if code[..start].ends_with(|c: char| is_ident(c) || c == '$') {
             continue;
         }
-        let rest = &code[from..];
-        if let Some(group) = rest.strip_prefix('{') {
-            let (mut depth, mut expect_name) = (0usize, true);
-            let (mut name, mut name_at) = (String::new(), 0);
-            for (i, c) in group.char_indices() {
-                if depth == 0 && expect_name && is_ident(c) {
-                    if name.is_empty() {
-                        name_at = from + 1 + i;
-                    }
-                    name.push(c);
-                    continue;
-                }
-                if !name.is_empty() {
-                    found.push((line_at(name_at), std::mem::take(&mut name)));
-                    expect_name = false;
-                }
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => expect_name = true,
-                    _ => {}
-                }
-            }
-        } else {
-            let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
-            if !name.is_empty() {
-                found.push((line_at(start), name));
-            }
-        }
+        let mut named = Vec::new();
+        modules_in_tree(&code, from, false, &mut named);
+        found.extend(named.into_iter().map(|(at, name)| (line_at(at), name)));
     }
     found
+}
+
+/// The modules the use tree at `at` of `code` names, with their offsets:
+/// its first name, or after a folder the name that follows it; in a group,
+/// each member's.
+fn modules_in_tree(code: &str, at: usize, after_folder: bool, found: &mut Vec<(usize, String)>) {
+    let skipped = code[at..].len() - code[at..].trim_start().len();
+    let at = at + skipped;
+    let rest = &code[at..];
+    if rest.starts_with('{') {
+        let mut depth = 0usize;
+        let mut member = at + 1;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' | ',' if depth == 1 => {
+                    if !code[member..at + i].trim().is_empty() {
+                        modules_in_tree(code, member, after_folder, found);
+                    }
+                    member = at + i + 1;
+                    if c == '}' {
+                        return;
+                    }
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        return;
+    }
+    let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
+    if name.is_empty() {
+        return;
+    }
+    if !after_folder && is_folder(&name) && rest[name.len()..].starts_with("::") {
+        modules_in_tree(code, at + name.len() + 2, true, found);
+    } else {
+        found.push((at, name));
+    }
 }
 
 /// Every import of `text` (the file `file` of module `module`) that the
@@ -320,12 +372,23 @@ fn every_module_imports_only_the_layers_below_it() {
 #[test]
 fn every_layered_module_exists() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    for (_, modules) in LAYERS {
+    for (_, folder, modules) in LAYERS {
+        let dir = src.join(folder);
         for m in *modules {
             assert!(
-                src.join(format!("{m}.rs")).is_file() || src.join(m).join("mod.rs").is_file(),
-                "{m} is in LAYERS but not in src/"
+                dir.join(format!("{m}.rs")).is_file() || dir.join(m).join("mod.rs").is_file(),
+                "{m} is in LAYERS but not in {}",
+                dir.display()
             );
+        }
+        if !folder.is_empty() {
+            let declared = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+            for m in *modules {
+                assert!(
+                    declared.contains(&format!("pub mod {m};")),
+                    "{m} is not declared in src/{folder}/mod.rs"
+                );
+            }
         }
     }
 }
@@ -333,11 +396,11 @@ fn every_layered_module_exists() {
 #[test]
 fn an_import_from_above_or_from_a_peer_is_reported_with_its_file_and_line() {
     let text = "//! The schema.\n\
-                use crate::error::InputError;\n\
-                // crate::compare in a comment is no import.\n\
-                use crate::compare::Overrides;\n\
-                fn f() {\n    let _ = crate::{stats::Correction, vm::Accel};\n}\n";
-    let found = violations("src/samples.rs", "samples", text);
+                use crate::base::error::InputError;\n\
+                // crate::jobs::compare in a comment is no import.\n\
+                use crate::jobs::compare::Overrides;\n\
+                fn f() {\n    let _ = crate::{base::stats::Correction, stages::vm::Accel};\n}\n";
+    let found = violations("src/record/meta.rs", "record", text);
     let named: Vec<(usize, &str)> = found
         .iter()
         .map(|v| (v.line, v.imported.as_str()))
@@ -345,10 +408,14 @@ fn an_import_from_above_or_from_a_peer_is_reported_with_its_file_and_line() {
     assert_eq!(named, [(4, "compare"), (6, "vm")], "{found:?}");
     assert_eq!(
         found[0].to_string(),
-        "src/samples.rs:4: `samples` imports `crate::compare`: \
-         the layer \"compare (the orchestrator)\" is above \"run-directory schema\""
+        "src/record/meta.rs:4: `record` imports `crate::jobs::compare`: \
+         the layer \"compare (the orchestrator)\" is above \"the run record (run-directory schema)\""
     );
-    let peer = violations("src/run.rs", "run", "use crate::profile::prepare;\n");
+    let peer = violations(
+        "src/stages/run.rs",
+        "run",
+        "use crate::stages::profile::prepare;\n",
+    );
     assert_eq!(peer.len(), 1, "{peer:?}");
     assert!(peer[0].why.contains("peer"), "{}", peer[0]);
     let unknown = violations("src/new.rs", "new", "");
@@ -357,17 +424,34 @@ fn an_import_from_above_or_from_a_peer_is_reported_with_its_file_and_line() {
 
 #[test]
 fn module_paths_are_found_in_groups_across_lines() {
-    let text = "use crate::{\n    plan::{self, Unit},\n    suite::Suite,\n};\n\
-                let x = crate::vm::boot_seed(1, 2, 3);\n";
+    let text =
+        "use crate::{\n    stages::{plan::{self, Unit},\n    suite::Suite},\n    record,\n};\n\
+                let x = crate::stages::vm::boot_seed(1, 2, 3);\n\
+                use crate::base::{error::InputError, stats};\n";
     assert_eq!(
         imports(text),
         [
             (2, "plan".to_string()),
             (3, "suite".to_string()),
-            (5, "vm".to_string())
+            (4, "record".to_string()),
+            (6, "vm".to_string()),
+            (7, "error".to_string()),
+            (7, "stats".to_string())
         ]
     );
-    assert_eq!(module_of(Path::new("vm/qemu.rs")).as_deref(), Some("vm"));
-    assert_eq!(module_of(Path::new("run.rs")).as_deref(), Some("run"));
+    assert_eq!(
+        module_of(Path::new("stages/vm/qemu.rs")).as_deref(),
+        Some("vm")
+    );
+    assert_eq!(
+        module_of(Path::new("stages/run.rs")).as_deref(),
+        Some("run")
+    );
+    assert_eq!(
+        module_of(Path::new("record/meta.rs")).as_deref(),
+        Some("record")
+    );
+    assert_eq!(module_of(Path::new("stages/mod.rs")), None);
+    assert_eq!(module_of(Path::new("cli.rs")).as_deref(), Some("cli"));
     assert_eq!(module_of(Path::new("bin/markbench-guest.rs")), None);
 }

@@ -6,13 +6,13 @@ mod common;
 
 use common::execute;
 use common::{images, machine, SUITE};
-use markbench::samples::read_samples;
-use markbench::suite::{FragmentLookup, Suite};
-use markbench::vm::fake::FakeRunner;
-use markbench::vm::Machine;
+use markbench::record::read_samples;
+use markbench::stages::suite::{FragmentLookup, Suite};
+use markbench::stages::vm::fake::FakeRunner;
+use markbench::stages::vm::Machine;
 use std::path::{Path, PathBuf};
 
-fn setup(dir: &Path, model: &str) -> (Suite, markbench::run::Images, PathBuf) {
+fn setup(dir: &Path, model: &str) -> (Suite, markbench::stages::run::Images, PathBuf) {
     let suite_path = dir.join("fake.toml");
     // One CPU count: half the boots and plots of the shared suite.
     let suite = SUITE.replace("cpus = [1, 2]", "cpus = [1]");
@@ -55,7 +55,7 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
         assert!(plugin.args.contains(&"memory-cycles=200".to_string()));
     }
     let samples = read_samples(&dir).unwrap();
-    let models = markbench::cycle_model::METRICS.len();
+    let models = markbench::base::cycle_model::METRICS.len();
     // 6 boots × 3 points × 3 runs, each its own metric and the model's.
     assert_eq!(samples.len(), 6 * 3 * 3 * (1 + models));
     let time = samples
@@ -104,7 +104,7 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
         "{text}"
     );
     // The report comes from the run directory alone.
-    markbench::report::write(&dir).unwrap();
+    markbench::stages::report::write(&dir).unwrap();
     assert_eq!(
         std::fs::read_to_string(dir.join("report.md")).unwrap(),
         report
@@ -130,7 +130,7 @@ fn without_the_model_nothing_of_it_appears_and_the_times_are_the_same() {
     execute(&plain, &images, &icount(), &mut runner, &plain_dir, None).unwrap();
     assert!(runner.requests.iter().all(|r| r.plugin.is_none()));
     assert!(!plain_dir
-        .join(markbench::cycle_model::SETTINGS_FILE)
+        .join(markbench::base::cycle_model::SETTINGS_FILE)
         .exists());
     let report = std::fs::read_to_string(plain_dir.join("report.md")).unwrap();
     assert!(!report.contains("Cycle model"));
@@ -139,7 +139,7 @@ fn without_the_model_nothing_of_it_appears_and_the_times_are_the_same() {
         read_samples(dir)
             .unwrap()
             .into_iter()
-            .filter(|s| !markbench::cycle_model::is_model_metric(&s.metric))
+            .filter(|s| !markbench::base::cycle_model::is_model_metric(&s.metric))
             .map(|s| (s.metric, s.iteration, s.value))
             .collect()
     };

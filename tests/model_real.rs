@@ -7,8 +7,8 @@
 
 mod real;
 
-use markbench::cycle_model::{is_model_metric, METRICS};
-use markbench::samples::{read_samples, Sample};
+use markbench::base::cycle_model::{is_model_metric, METRICS};
+use markbench::record::{read_samples, Sample};
 
 fn value(samples: &[Sample], of: &Sample, metric: &str) -> f64 {
     samples

@@ -5,7 +5,7 @@
 //! as a sentence and as data). A run of a newer format is refused plainly.
 
 use assert_cmd::Command;
-use markbench::samples::{RunFormat, RunMeta, RUN_FORMAT};
+use markbench::record::{RunFormat, RunMeta, RUN_FORMAT};
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {

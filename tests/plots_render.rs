@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use markbench::plots::{render, PlotInput, RelPoint, SidePoint};
+use markbench::base::plots::{render, PlotInput, RelPoint, SidePoint};
 
 const WIDTH: u32 = 1000;
 const HEIGHT: u32 = 620;

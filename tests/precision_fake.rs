@@ -7,11 +7,11 @@
 mod common;
 
 use common::{execute, images, machine, resolved_with};
-use markbench::compare::{Overrides, Resolved};
-use markbench::samples::{read_samples, PrecisionStop, RunMeta};
-use markbench::shard::ShardSel;
-use markbench::suite::{FragmentLookup, Suite};
-use markbench::vm::fake::FakeRunner;
+use markbench::jobs::compare::{Overrides, Resolved};
+use markbench::record::{read_samples, PrecisionStop, RunMeta};
+use markbench::stages::shard::ShardSel;
+use markbench::stages::suite::{FragmentLookup, Suite};
+use markbench::stages::vm::fake::FakeRunner;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -276,7 +276,7 @@ fn only_the_boots_spend_the_budget() {
     assert_eq!(precision.added_boots, 4, "{precision:?}");
     assert_eq!(
         precision.budget_scope,
-        markbench::samples::BudgetScope::Boots
+        markbench::record::BudgetScope::Boots
     );
     let spent: f64 = meta.boots.iter().map(|b| b.wall_s).sum();
     assert!(spent <= 120.0, "{spent}");

@@ -6,12 +6,12 @@ mod common;
 
 use common::execute;
 use common::{images, machine, SUITE};
-use markbench::profile::Manifest;
-use markbench::run::Images;
-use markbench::samples::read_samples;
-use markbench::suite::{FragmentLookup, Suite};
-use markbench::vm::fake::{FakeRunner, FAKE_TEXT};
-use markbench::vm::Machine;
+use markbench::record::read_samples;
+use markbench::stages::profile::Manifest;
+use markbench::stages::run::Images;
+use markbench::stages::suite::{FragmentLookup, Suite};
+use markbench::stages::vm::fake::{FakeRunner, FAKE_TEXT};
+use markbench::stages::vm::Machine;
 use std::path::{Path, PathBuf};
 
 fn setup(dir: &Path, profile: bool) -> (Suite, Images, PathBuf) {
@@ -131,7 +131,7 @@ fn profiled_boots_are_kept_apart_and_explain_the_difference() {
     // The section comes from the run directory alone: without the kernels'
     // System.map the report renders byte for byte the same.
     std::fs::remove_file(tmp.path().join("build/System.map")).unwrap();
-    markbench::report::write(&dir).unwrap();
+    markbench::stages::report::write(&dir).unwrap();
     assert_eq!(
         std::fs::read_to_string(dir.join("report.md")).unwrap(),
         report
@@ -144,7 +144,7 @@ fn an_aa_profile_differs_in_no_function() {
     let (suite, images, dir) = setup(tmp.path(), true);
     let suite = common::resolved_with(
         &suite,
-        markbench::compare::Overrides {
+        markbench::jobs::compare::Overrides {
             aa: true,
             ..Default::default()
         },
@@ -174,7 +174,8 @@ fn a_run_without_profiles_has_no_such_section_and_wall_time_cannot_profile() {
     let (suite, images, dir) = setup(tmp.path(), true);
     let e = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap_err();
     assert!(
-        e.downcast_ref::<markbench::error::InputError>().is_some(),
+        e.downcast_ref::<markbench::base::error::InputError>()
+            .is_some(),
         "{e:#}"
     );
     assert!(format!("{e:#}").contains("profiles need instruction-count timing"));

@@ -8,8 +8,8 @@
 
 mod real;
 
-use markbench::profile::store::{read_counts, PointTotals};
-use markbench::profile::Manifest;
+use markbench::stages::profile::store::{read_counts, PointTotals};
+use markbench::stages::profile::Manifest;
 
 fn per_run(t: &PointTotals) -> (f64, f64) {
     (
@@ -64,6 +64,6 @@ fn an_aa_profile_counts_exactly_what_the_runs_time_and_differs_nowhere() {
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert_eq!(report.matches("No function differs").count(), 4, "{report}");
     // The timed boots' samples are all there is in samples.csv.
-    let samples = markbench::samples::read_samples(&dir).unwrap();
+    let samples = markbench::record::read_samples(&dir).unwrap();
     assert_eq!(samples.len(), 2 * 2 * (3 + 3));
 }

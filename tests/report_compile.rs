@@ -3,8 +3,8 @@
 //! tick accounting, not a CPU's seconds); under wall time they say nothing
 //! of the kind.
 
-use markbench::samples::{KernelMeta, RunMeta, Sample};
-use markbench::vm::accel::TimingDecision;
+use markbench::record::{KernelMeta, RunMeta, Sample};
+use markbench::stages::vm::accel::TimingDecision;
 
 const VARIANTS: [&str; 2] = ["markers-off", "markers-on"];
 
@@ -13,7 +13,7 @@ fn meta(icount_shift: Option<u32>) -> RunMeta {
         suite: "x86-2006".into(),
         suite_path: "suites/x86-2006.toml".into(),
         complete: true,
-        accel: markbench::vm::Accel::Tcg,
+        accel: markbench::stages::vm::Accel::Tcg,
         timing: match icount_shift {
             Some(shift) => format!("icount shift={shift}"),
             None => "wall".into(),
@@ -66,7 +66,7 @@ fn samples() -> Vec<Sample> {
 
 #[test]
 fn under_icount_the_compile_tables_say_what_real_user_and_sys_count() {
-    let text = markbench::report::render(&meta(Some(4)), &samples(), Default::default());
+    let text = markbench::stages::report::render(&meta(Some(4)), &samples(), Default::default());
     for metric in ["real", "user", "sys"] {
         assert!(
             text.contains(&format!(
@@ -87,7 +87,7 @@ fn under_icount_the_compile_tables_say_what_real_user_and_sys_count() {
 
 #[test]
 fn under_wall_time_the_compile_tables_carry_no_icount_note() {
-    let text = markbench::report::render(&meta(None), &samples(), Default::default());
+    let text = markbench::stages::report::render(&meta(None), &samples(), Default::default());
     assert!(text.contains("### kernel-compile: real [s]"), "{text}");
     assert!(!text.contains("tick accounting"), "{text}");
 }

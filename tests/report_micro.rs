@@ -3,9 +3,9 @@
 //! The report's first table is the Desnoyers 2006 micro-benchmarks', and the statistics of samples
 //! without any variance render as figures, not NaN.
 
-use markbench::samples::{BootRecord, KernelMeta, RunMeta, Sample, SampleWriter};
-use markbench::vm::accel::TimingDecision;
-use markbench::workloads::micro::{self, Loop, Marker};
+use markbench::guest::workloads::micro::{self, Loop, Marker};
+use markbench::record::{BootRecord, KernelMeta, RunMeta, Sample, SampleWriter};
+use markbench::stages::vm::accel::TimingDecision;
 use std::path::{Path, PathBuf};
 
 const VARIANTS: [&str; 2] = ["optimized", "generic"];
@@ -43,7 +43,7 @@ fn meta() -> RunMeta {
             host_load_before: 0.5,
             host_load_after: 1.0,
             guest_seed: None,
-            end: Some(markbench::samples::BootEnd::Completed),
+            end: Some(markbench::record::BootEnd::Completed),
             retried_after: None,
             hello_s: None,
         })
@@ -52,7 +52,7 @@ fn meta() -> RunMeta {
         suite: "micro-2006".into(),
         suite_path: "suites/micro-2006.toml".into(),
         complete: true,
-        accel: markbench::vm::Accel::Tcg,
+        accel: markbench::stages::vm::Accel::Tcg,
         timing: format!("icount shift={SHIFT}"),
         timing_decision: Some(TimingDecision {
             icount_shift: Some(SHIFT),
@@ -141,7 +141,7 @@ fn row<'a>(text: &'a str, label: &str) -> Vec<&'a str> {
 
 #[test]
 fn the_first_table_is_desnoyers_2006s_in_instructions() {
-    let text = markbench::report::render(&meta(), &samples(), Default::default());
+    let text = markbench::stages::report::render(&meta(), &samples(), Default::default());
 
     let first_table = text.lines().find(|l| l.starts_with('|')).unwrap();
     assert_eq!(
@@ -194,7 +194,7 @@ fn the_first_table_is_desnoyers_2006s_in_instructions() {
 fn a_run_directory_without_variance_renders_figures_and_verdicts() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = run_dir(tmp.path());
-    let text = std::fs::read_to_string(markbench::report::write(&dir).unwrap()).unwrap();
+    let text = std::fs::read_to_string(markbench::stages::report::write(&dir).unwrap()).unwrap();
     assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
     assert!(!text.contains("could not be computed"), "{text}");
     // Means that differ with no spread on either side: the p-value says so.

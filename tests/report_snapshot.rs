@@ -4,9 +4,9 @@
 
 mod common;
 
-use markbench::report;
-use markbench::samples::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample};
-use markbench::workloads::WorkloadSpec;
+use markbench::guest::workloads::WorkloadSpec;
+use markbench::record::{BootRecord, HostInfo, KernelMeta, RunMeta, Sample};
+use markbench::stages::report;
 
 fn meta() -> RunMeta {
     let kernel = |variant: &str, cmdline: &str| KernelMeta {
@@ -52,7 +52,7 @@ fn meta() -> RunMeta {
         host_load_before: 0.2,
         host_load_after: 1.9,
         guest_seed: None,
-        end: Some(markbench::samples::BootEnd::Completed),
+        end: Some(markbench::record::BootEnd::Completed),
         retried_after: None,
         hello_s: None,
     };
@@ -74,7 +74,7 @@ fn meta() -> RunMeta {
             qemu_version: "QEMU emulator version 7.2.22".into(),
             qemu_path: String::new(),
         },
-        accel: markbench::vm::Accel::Tcg,
+        accel: markbench::stages::vm::Accel::Tcg,
         accel_reason: "asked for".into(),
         timing: "wall".into(),
         seed: 3,
@@ -165,7 +165,7 @@ fn a_run_that_recorded_its_workloads_as_json_renders_them_as_text() {
     let dir = tempfile::tempdir().unwrap();
     let mut old = meta();
     // Written before the run format was numbered: format 0.
-    old.format = markbench::samples::RunFormat(0);
+    old.format = markbench::record::RunFormat(0);
     old.workloads = vec![serde_json::to_string(&snapshot_workload()).unwrap()];
     assert!(old.workloads[0].starts_with('{'), "{:?}", old.workloads);
     old.write(dir.path()).unwrap();
@@ -188,7 +188,7 @@ fn a_busy_host_is_a_warning_under_wall_time_and_a_note_under_icount() {
         "{wall}"
     );
     busy.timing = "icount (shift=4, sleep=off): guest time counts executed instructions".into();
-    busy.timing_decision = Some(markbench::samples::TimingDecision {
+    busy.timing_decision = Some(markbench::record::TimingDecision {
         icount_shift: Some(4),
         reason: "auto".into(),
     });

@@ -2,7 +2,7 @@
 //! the report sets each candidate against the baseline, summary.json lists
 //! both comparisons, and diff, nightly, merge and noise-floor read such runs.
 
-use markbench::samples::{
+use markbench::record::{
     read_samples, BootRecord, HostInfo, KernelMeta, RunMeta, Sample, SampleWriter, ShardMeta,
 };
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ fn meta(variants: &[&str]) -> RunMeta {
             host_load_before: 0.2,
             host_load_after: 1.9,
             guest_seed: None,
-            end: Some(markbench::samples::BootEnd::Completed),
+            end: Some(markbench::record::BootEnd::Completed),
             retried_after: None,
             hello_s: None,
         })
@@ -66,7 +66,7 @@ fn meta(variants: &[&str]) -> RunMeta {
             qemu_version: "QEMU emulator version 10.0.2".into(),
             qemu_path: String::new(),
         },
-        accel: markbench::vm::Accel::Tcg,
+        accel: markbench::stages::vm::Accel::Tcg,
         accel_reason: "asked for".into(),
         timing: "wall".into(),
         seed: 3,
@@ -136,7 +136,7 @@ fn run_dir(root: &Path, name: &str, meta: &RunMeta, samples: &[Sample]) -> PathB
 
 #[test]
 fn report_of_three_variants() {
-    let text = markbench::report::render(
+    let text = markbench::stages::report::render(
         &meta(&VARIANTS),
         &samples(&VARIANTS, 1.1),
         Default::default(),
@@ -146,7 +146,7 @@ fn report_of_three_variants() {
 
 #[test]
 fn each_candidate_has_its_column_group_and_verdict() {
-    let text = markbench::report::render(
+    let text = markbench::stages::report::render(
         &meta(&VARIANTS),
         &samples(&VARIANTS, 1.1),
         Default::default(),
@@ -195,7 +195,7 @@ fn summary_json_lists_every_comparison() {
         &meta(&VARIANTS),
         &samples(&VARIANTS, 1.1),
     );
-    markbench::report::write(&dir).unwrap();
+    markbench::stages::report::write(&dir).unwrap();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let comparisons = doc["comparisons"].as_array().unwrap();
@@ -248,7 +248,7 @@ fn a_variant_without_values_at_a_point_leaves_the_other_points_analysed() {
         .collect();
     let tmp = tempfile::tempdir().unwrap();
     let dir = run_dir(tmp.path(), "run", &meta(&VARIANTS), &samples);
-    markbench::report::write(&dir).unwrap();
+    markbench::stages::report::write(&dir).unwrap();
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(!report.contains("could not be computed"), "{report}");
     let row = |param: &str| {
@@ -282,14 +282,14 @@ fn diff_compares_any_variant_of_two_runs_of_three() {
     let candidate = run_dir(tmp.path(), "cand", &m, &samples(&VARIANTS, 1.1));
     let out = tmp.path().join("diff");
     // Which of two candidates is not guessed.
-    let err = markbench::diff::diff(&baseline, &candidate, None, &out).unwrap_err();
+    let err = markbench::jobs::diff::diff(&baseline, &candidate, None, &out).unwrap_err();
     assert!(
         err.to_string()
             .contains("the run has 2 candidates (markers-on, markers-generic): name the one"),
         "{err}"
     );
     assert!(!out.exists(), "nothing is written");
-    markbench::diff::diff(&baseline, &candidate, Some("markers-generic"), &out).unwrap();
+    markbench::jobs::diff::diff(&baseline, &candidate, Some("markers-generic"), &out).unwrap();
     let diffed = read_samples(&out).unwrap();
     assert!(diffed
         .iter()
@@ -323,7 +323,7 @@ fn nightly_gates_every_candidate_of_a_run_of_three() {
     // Only markers-on got slower, at 2 groups.
     assert_eq!(
         (gate.status, gate.regressed.len()),
-        (markbench::exit::ExitStatus::Regression, 1),
+        (markbench::base::exit::ExitStatus::Regression, 1),
         "{}",
         gate.summary
     );
@@ -366,9 +366,9 @@ fn shards_of_a_run_of_three_merge() {
     };
     let dirs = vec![shard(0, 2), shard(1, 4)];
     let out = tmp.path().join("merged");
-    markbench::merge::merge(&dirs, &out).unwrap();
+    markbench::jobs::merge::merge(&dirs, &out).unwrap();
     let merged = std::fs::read_to_string(out.join("report.md")).unwrap();
-    let whole = markbench::report::render(&meta(&VARIANTS), &all, Default::default());
+    let whole = markbench::stages::report::render(&meta(&VARIANTS), &all, Default::default());
     // The merged run's tables are the unsharded run's.
     let table_rows = |text: &str| -> Vec<String> {
         let start = text.find("## Results").unwrap();
@@ -390,7 +390,8 @@ fn shards_of_a_run_of_three_merge() {
         pieces: Vec::new(),
     });
     let odd = run_dir(tmp.path(), "odd", &other, &[]);
-    let e = markbench::merge::merge(&[dirs[0].clone(), odd], &tmp.path().join("m2")).unwrap_err();
+    let e =
+        markbench::jobs::merge::merge(&[dirs[0].clone(), odd], &tmp.path().join("m2")).unwrap_err();
     assert!(e.to_string().contains("variants"), "{e}");
 }
 
@@ -416,21 +417,21 @@ fn noise_floor_reads_ab_runs_with_several_candidates() {
 
     let load = |dir: &Path| {
         let meta = RunMeta::read(dir).unwrap();
-        markbench::analysis::analyse(&meta, &read_samples(dir).unwrap())
+        markbench::stages::analysis::analyse(&meta, &read_samples(dir).unwrap())
     };
-    let aa_points = markbench::noise::aa_points(&load(&aa_dir)).unwrap();
+    let aa_points = markbench::jobs::noise::aa_points(&load(&aa_dir)).unwrap();
     assert_eq!(aa_points.len(), 2);
     assert_eq!(aa_points[0].between_boot_cov.len(), 3);
-    let ab_points = markbench::noise::ab_points(&load(&ab_dir)).unwrap();
+    let ab_points = markbench::jobs::noise::ab_points(&load(&ab_dir)).unwrap();
     assert_eq!(ab_points.len(), 4);
-    let rows = markbench::noise::evaluate(&aa_points, &ab_points, &Default::default());
+    let rows = markbench::jobs::noise::evaluate(&aa_points, &ab_points, &Default::default());
     // One row per candidate and point.
     assert_eq!(rows.len(), 4);
-    let text = markbench::noise::render(&rows, &Default::default());
+    let text = markbench::jobs::noise::render(&rows, &Default::default());
     assert!(text.contains("| markers-on: +10.00% ["), "{text}");
     assert!(text.contains("| markers-generic: -1.00% ["), "{text}");
     // The report calibrates each copy against the baseline.
-    let report = markbench::report::render(&aa, &aa_samples, Default::default());
+    let report = markbench::stages::report::render(&aa, &aa_samples, Default::default());
     for copy in &aa_names[1..] {
         let line = format!("**A/A calibration** ({copy} against markers-off: the same kernel");
         assert!(report.contains(&line), "{report}");
@@ -444,13 +445,13 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
     let mut m = meta(&VARIANTS);
     m.series = true;
     for (k, subject) in m.kernels.iter_mut().zip(["base", "slow path", "fast path"]) {
-        k.origin = Some(markbench::images::source::OriginRecord {
+        k.origin = Some(markbench::guest::images::source::OriginRecord {
             source: "git tree".into(),
             subject: Some(subject.into()),
             ..Default::default()
         });
     }
-    let text = markbench::report::render(&m, &samples(&VARIANTS, 1.1), Default::default());
+    let text = markbench::stages::report::render(&m, &samples(&VARIANTS, 1.1), Default::default());
     let series = &text[text.find("## Series").expect("no Series section")..];
     let first = &series[series.find("\n### ").unwrap() + 1..];
     let table = &first[..first.find("\n### ").unwrap_or(first.len())];
@@ -477,9 +478,9 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
         "{text}"
     );
     let summary: serde_json::Value = serde_json::from_str(
-        &markbench::report::summary_json(
+        &markbench::stages::report::summary_json(
             &m,
-            &markbench::report::analyse(&m, &samples(&VARIANTS, 1.1)),
+            &markbench::stages::report::analyse(&m, &samples(&VARIANTS, 1.1)),
             None,
         )
         .unwrap(),
@@ -492,10 +493,10 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
         .map(|c| c["against"].as_str().unwrap())
         .collect();
     assert_eq!(against, ["baseline", "baseline", "previous"]);
-    let with_diff = markbench::report::render(
+    let with_diff = markbench::stages::report::render(
         &m,
         &samples(&VARIANTS, 1.1),
-        markbench::report::RunFiles {
+        markbench::stages::report::RunFiles {
             source_diff: Some("# markers-on against markers-off\ncommits a..b:\nb slow path\n"),
             ..Default::default()
         },
@@ -509,7 +510,8 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
     // Two kernels of a series are a pair: no step beyond the comparison.
     let mut pair = meta(&VARIANTS[..2]);
     pair.series = true;
-    let text = markbench::report::render(&pair, &samples(&VARIANTS[..2], 1.1), Default::default());
+    let text =
+        markbench::stages::report::render(&pair, &samples(&VARIANTS[..2], 1.1), Default::default());
     assert!(
         text.contains("## Series") && !text.contains("kernel before them"),
         "{text}"

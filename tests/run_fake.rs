@@ -5,12 +5,12 @@ mod common;
 
 use common::execute;
 use common::{images, machine, SUITE};
-use markbench::exit::ExitStatus;
-use markbench::images::size::{SizeRecord, SIZES_FILE};
-use markbench::run::{Images, RunLock};
-use markbench::samples::{read_samples, RunMeta, SampleWriter};
-use markbench::suite::{FragmentLookup, Suite};
-use markbench::vm::fake::FakeRunner;
+use markbench::base::exit::ExitStatus;
+use markbench::guest::images::size::{SizeRecord, SIZES_FILE};
+use markbench::record::{read_samples, RunMeta, SampleWriter};
+use markbench::stages::run::{Images, RunLock};
+use markbench::stages::suite::{FragmentLookup, Suite};
+use markbench::stages::vm::fake::FakeRunner;
 use std::path::Path;
 
 fn setup(dir: &Path) -> (Suite, Images) {
@@ -281,7 +281,7 @@ fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
     execute(&suite, &images, &machine(), &mut slow, &candidate, None).unwrap();
 
     let out = tmp.path().join("diff");
-    let warnings = markbench::diff::diff(&baseline, &candidate, None, &out).unwrap();
+    let warnings = markbench::jobs::diff::diff(&baseline, &candidate, None, &out).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("baseline:on vs candidate:on"), "{report}");
@@ -300,16 +300,16 @@ fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
     assert!(report.contains("bloat-o-meter was not run for this pair"));
 
     let out = tmp.path().join("diff-same");
-    markbench::diff::diff(&baseline, &same, None, &out).unwrap();
+    markbench::jobs::diff::diff(&baseline, &same, None, &out).unwrap();
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(!report.contains("**regression**"), "{report}");
 
     // A candidate run under another accelerator is compared, but loudly.
     let mut meta = RunMeta::read(&candidate).unwrap();
-    meta.accel = markbench::vm::Accel::Kvm;
+    meta.accel = markbench::stages::vm::Accel::Kvm;
     meta.write(&candidate).unwrap();
     let warnings =
-        markbench::diff::diff(&baseline, &candidate, None, &tmp.path().join("d2")).unwrap();
+        markbench::jobs::diff::diff(&baseline, &candidate, None, &tmp.path().join("d2")).unwrap();
     assert!(
         warnings
             .iter()
@@ -321,8 +321,9 @@ fn diff_of_two_runs_finds_a_slower_candidate_and_warns_about_conditions() {
         report.contains("> **Warning**: accelerator differs"),
         "{report}"
     );
-    let e = markbench::diff::diff(&baseline, &candidate, Some("nope"), &tmp.path().join("d3"))
-        .unwrap_err();
+    let e =
+        markbench::jobs::diff::diff(&baseline, &candidate, Some("nope"), &tmp.path().join("d3"))
+            .unwrap_err();
     assert!(e.to_string().contains("no variant \"nope\""), "{e}");
 }
 

@@ -6,11 +6,11 @@ mod common;
 
 use common::execute;
 use common::{images, machine, SUITE};
-use markbench::compare::{Overrides, Resolved};
-use markbench::samples::{read_samples_with_hosts, RunMeta, SampleWriter, SAMPLES_FILE};
-use markbench::shard::ShardSel;
-use markbench::suite::{FragmentLookup, Suite};
-use markbench::vm::fake::FakeRunner;
+use markbench::jobs::compare::{Overrides, Resolved};
+use markbench::record::{read_samples_with_hosts, RunMeta, SampleWriter, SAMPLES_FILE};
+use markbench::stages::shard::ShardSel;
+use markbench::stages::suite::{FragmentLookup, Suite};
+use markbench::stages::vm::fake::FakeRunner;
 use std::path::{Path, PathBuf};
 
 fn suite(dir: &Path, text: &str, shard: Option<ShardSel>) -> Resolved {
@@ -106,15 +106,15 @@ fn merged_shards_report_like_one_machine_and_find_the_same_regressions() {
     assert!(!shard.pieces.is_empty());
 
     let out = tmp.path().join("merged");
-    let merged = markbench::merge::merge(&shards, &out).unwrap();
+    let merged = markbench::jobs::merge::merge(&shards, &out).unwrap();
     assert!(merged.warnings.is_empty(), "{:?}", merged.warnings);
     assert!(merged.meta.complete);
     assert_eq!(merged.meta.shards.len(), 3);
     assert!(merged.meta.shard.is_none());
 
-    let mut a = markbench::samples::read_samples(&whole).unwrap();
-    let mut b = markbench::samples::read_samples(&out).unwrap();
-    let key = markbench::samples::Sample::key;
+    let mut a = markbench::record::read_samples(&whole).unwrap();
+    let mut b = markbench::record::read_samples(&out).unwrap();
+    let key = markbench::record::Sample::key;
     a.sort_by_key(key);
     b.sort_by_key(key);
     assert_eq!(a.len(), b.len());
@@ -138,7 +138,7 @@ fn merged_shards_report_like_one_machine_and_find_the_same_regressions() {
         assert!(out.join(&b.console_log).is_file(), "{}", b.console_log);
     }
     // Re-rendering from the directory gives the same report.
-    markbench::report::write(&out).unwrap();
+    markbench::stages::report::write(&out).unwrap();
     assert_eq!(
         std::fs::read_to_string(out.join("report.md")).unwrap(),
         report
@@ -160,7 +160,7 @@ fn boots_split_over_hosts_are_compared_within_each_host() {
         );
     }
     let out = tmp.path().join("merged");
-    let merged = markbench::merge::merge(&shards, &out).unwrap();
+    let merged = markbench::jobs::merge::merge(&shards, &out).unwrap();
     let hosts: std::collections::BTreeSet<String> = read_samples_with_hosts(&out)
         .unwrap()
         .into_iter()
@@ -195,10 +195,11 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let count = 3;
     let shards = run_shards(tmp.path(), count);
     let err = |dirs: &[PathBuf], out: &str| {
-        let e = markbench::merge::merge(dirs, &tmp.path().join(out)).unwrap_err();
+        let e = markbench::jobs::merge::merge(dirs, &tmp.path().join(out)).unwrap_err();
         assert!(
-            e.chain()
-                .any(|c| c.downcast_ref::<markbench::error::InputError>().is_some()),
+            e.chain().any(|c| c
+                .downcast_ref::<markbench::base::error::InputError>()
+                .is_some()),
             "{e:#} is not an input error (exit 2)"
         );
         assert!(!tmp.path().join(out).exists(), "nothing written for {out}");
@@ -266,7 +267,7 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let mut meta = RunMeta::read(&shards[2]).unwrap();
     let original = meta.clone();
     meta.timing = "icount".into();
-    meta.timing_decision = Some(markbench::vm::accel::TimingDecision {
+    meta.timing_decision = Some(markbench::stages::vm::accel::TimingDecision {
         icount_shift: Some(4),
         reason: "asked for".into(),
     });
@@ -274,14 +275,14 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let e = err(&shards, "m5");
     assert!(e.contains("timing mode"), "{e}");
     meta = original;
-    meta.accel = markbench::vm::Accel::Kvm;
+    meta.accel = markbench::stages::vm::Accel::Kvm;
     // And a shard whose guest image held another hackbench.
     let image = meta.guest_image.as_mut().expect("the image is recorded");
     image.sha256 = "0ther".repeat(13);
     image.files[0].version = "2.5-1".into();
     image.files[0].sha256 = "b".repeat(64);
     meta.write(&shards[2]).unwrap();
-    let merged = markbench::merge::merge(&shards, &tmp.path().join("m6")).unwrap();
+    let merged = markbench::jobs::merge::merge(&shards, &tmp.path().join("m6")).unwrap();
     assert!(
         merged
             .warnings
@@ -304,7 +305,7 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     );
 
     // Merging twice into one directory is refused.
-    let e = markbench::merge::merge(&shards, &tmp.path().join("m6")).unwrap_err();
+    let e = markbench::jobs::merge::merge(&shards, &tmp.path().join("m6")).unwrap_err();
     assert!(e.to_string().contains("already holds a run"), "{e}");
 }
 

@@ -107,7 +107,7 @@ fn a_slurm_array_job_of_shards_merges_into_one_report() {
 
     let merged = results.path().join("merged");
     let report = std::fs::read_to_string(merged.join("report.md")).unwrap();
-    let meta = markbench::samples::RunMeta::read(&merged).unwrap();
+    let meta = markbench::record::RunMeta::read(&merged).unwrap();
     assert!(meta.complete);
     assert_eq!(meta.shards.len(), 2);
     assert_eq!(meta.boots.len(), 8, "{:?}", meta.boots);
@@ -142,6 +142,6 @@ fn a_slurm_array_job_of_shards_merges_into_one_report() {
             .unwrap_or_else(|| panic!("no row for {groups} groups:\n{report}"));
         assert!(verdicts.iter().any(|v| row.contains(v)), "{row}");
     }
-    let samples = markbench::samples::read_samples(&merged).unwrap();
+    let samples = markbench::record::read_samples(&merged).unwrap();
     assert_eq!(samples.len(), 8);
 }

@@ -2,7 +2,7 @@
 //! direction, the summary line, A/A calibration, bootstrap reproducibility,
 //! and how bad input is reported.
 
-use markbench::stats::{
+use markbench::base::stats::{
     analyze_sweep, calibrate_aa, summary_line, AnalysisConfig, Correction, PointInput, StatsError,
     Verdict,
 };
@@ -148,7 +148,7 @@ fn one_of_each_verdict() -> Vec<(Boots, Boots)> {
 fn analyze_pairs(
     pairs: &[(Boots, Boots)],
     cfg: &AnalysisConfig,
-) -> Vec<markbench::stats::PointAnalysis> {
+) -> Vec<markbench::base::stats::PointAnalysis> {
     let points: Vec<PointInput> = pairs
         .iter()
         .map(|(a, b)| PointInput {

@@ -8,7 +8,7 @@
 //! iteration noise `e_jk`; A/A, so the true relative difference is zero.
 //! Run with `--nocapture` to see the coverages and widths.
 
-use markbench::stats::{analyze_sweep, AnalysisConfig, PointInput};
+use markbench::base::stats::{analyze_sweep, AnalysisConfig, PointInput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

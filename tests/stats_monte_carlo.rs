@@ -12,7 +12,7 @@
 //! bounds allow three binomial standard errors of Monte-Carlo slack above the
 //! nominal rate, stated next to each.
 
-use markbench::stats::{
+use markbench::base::stats::{
     adjust_p_values, analyze_sweep, AnalysisConfig, Correction, PointAnalysis, PointInput, Verdict,
 };
 
@@ -240,7 +240,7 @@ fn run_to_precision(
     rng: &mut SplitMix64,
     shift: f64,
     noise: Noise,
-    rule: markbench::stats::sequential::FixedWidth,
+    rule: markbench::base::stats::sequential::FixedWidth,
     planned: usize,
     cap: usize,
 ) -> (PointAnalysis, usize) {
@@ -263,7 +263,7 @@ fn run_to_precision(
 
 #[test]
 fn stopping_at_a_stated_precision_keeps_the_false_positive_rate_and_the_coverage() {
-    use markbench::stats::sequential::FixedWidth;
+    use markbench::base::stats::sequential::FixedWidth;
     const RUNS: usize = 5000;
     let rule = FixedWidth::percent_target(0.5);
     // The quick suite plans two boots a side and adds blocks from there.
@@ -276,7 +276,7 @@ fn stopping_at_a_stated_precision_keeps_the_false_positive_rate_and_the_coverage
             significant += usize::from(result.verdict.is_significant());
             let ci = result.relative_difference_ci.expect("an interval");
             covered += usize::from(ci.contains(shift));
-            resolved += usize::from(markbench::stats::sequential::half_width(&ci) <= 0.005);
+            resolved += usize::from(markbench::base::stats::sequential::half_width(&ci) <= 0.005);
             boots += n;
         }
         let rate = significant as f64 / RUNS as f64;
@@ -309,7 +309,7 @@ fn stopping_at_a_stated_precision_keeps_the_false_positive_rate_and_the_coverage
 /// still reports an honest interval.
 #[test]
 fn a_run_stopped_by_its_budget_keeps_its_coverage() {
-    use markbench::stats::sequential::{FixedWidth, MIN_BOOTS};
+    use markbench::base::stats::sequential::{FixedWidth, MIN_BOOTS};
     const RUNS: usize = 1000;
     let smp = Noise {
         sigma_boot: 0.02,
@@ -354,7 +354,7 @@ fn a_run_stopped_by_its_budget_keeps_its_coverage() {
 #[test]
 #[ignore = "20 000 runs of the precision rule a row; run with --release"]
 fn the_minimum_boots_before_stopping_decide_the_coverage() {
-    use markbench::stats::sequential::{FixedWidth, MIN_BOOTS};
+    use markbench::base::stats::sequential::{FixedWidth, MIN_BOOTS};
     const RUNS: usize = 20_000;
     let mut coverages = Vec::new();
     for min_boots in 3..=6 {

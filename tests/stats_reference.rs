@@ -10,7 +10,7 @@
 //!   (regularised incomplete beta, its inverse) and scipy (Boost) use different
 //!   algorithms for the Student t CDF and quantile.
 
-use markbench::stats::{
+use markbench::base::stats::{
     analyze_sweep, benjamini_hochberg, holm, AnalysisConfig, CiBasis, Correction, PointAnalysis,
     PointInput, SideSummary,
 };

@@ -10,7 +10,7 @@
 //! compiles it with a single `rustc` call and markbench embeds it, to drop
 //! it into an initramfs as `/init`.
 
-#[path = "../protocol.rs"]
+#[path = "../base/protocol.rs"]
 #[allow(dead_code)]
 mod protocol;
 

@@ -1,14 +1,14 @@
 //! `markbench bisect`: find the commit that made a regression
-//! ([`crate::bisect`]); exit 0 with an answer, 5 when there is no
+//! ([`crate::jobs::bisect`]); exit 0 with an answer, 5 when there is no
 //! regression to bisect.
 
-use crate::bisect::Request;
-use crate::exit::ExitStatus;
+use crate::base::exit::ExitStatus;
+use crate::jobs::bisect::Request;
 use anyhow::Result;
 
 /// Runs the bisection `request` asks for; its exit status. A failure is the
 /// caller's to map, as for every command: input to fix, the machinery (a
 /// build that was not a compile error, a missing QEMU), or interrupted.
 pub fn run(request: &Request) -> Result<ExitStatus> {
-    Ok(crate::bisect::run(request)?.0)
+    Ok(crate::jobs::bisect::run(request)?.0)
 }

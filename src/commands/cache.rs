@@ -1,9 +1,9 @@
 //! `markbench cache`: what the cache holds by kind, with sizes and last use;
 //! `cache prune` frees space, `cache --verify` checks every sealed entry
-//! ([`crate::images::cache`]).
+//! ([`crate::guest::images::cache`]).
 
-use crate::exit::ExitStatus;
-use crate::images::cache::{self, Entry, Kind};
+use crate::base::exit::ExitStatus;
+use crate::guest::images::cache::{self, Entry, Kind};
 use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -24,7 +24,7 @@ pub fn run(verify: bool, prune: Option<Prune>) -> Result<ExitStatus> {
     let root = cache::root();
     if verify {
         if prune.is_some() {
-            return Err(crate::error::InputError::new(
+            return Err(crate::base::error::InputError::new(
                 "cache: --verify checks the cache; give it without prune",
             )
             .into());
@@ -138,7 +138,7 @@ fn remove(root: &Path, entries: &[Entry], prune: &Prune) -> Result<()> {
 /// `cache --verify`: one line per sealed entry, and the exit status
 /// (`images::cache::verify_status`).
 fn verify_cache(root: &Path) -> ExitStatus {
-    use crate::images::seal::Verdict;
+    use crate::guest::images::seal::Verdict;
     let checked = cache::verify(root);
     let mut damaged = 0;
     for c in &checked {
@@ -155,13 +155,13 @@ fn verify_cache(root: &Path) -> ExitStatus {
         }
     }
     if damaged == 0 {
-        crate::message::note(format_args!(
+        crate::base::message::note(format_args!(
             "cache {}: {} entries checked, all sound",
             root.display(),
             checked.len()
         ));
     } else {
-        crate::message::error(format_args!(
+        crate::base::message::error(format_args!(
             "cache {}: {damaged} of {} entries damaged; the next run that needs one builds it again",
             root.display(),
             checked.len()

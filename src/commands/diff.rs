@@ -1,9 +1,9 @@
 //! `markbench diff BASELINE_DIR CANDIDATE_DIR`: one variant of two runs made
-//! separately, compared ([`crate::diff`]); the conditions that differ
+//! separately, compared ([`crate::jobs::diff`]); the conditions that differ
 //! between them are warned of.
 
-use crate::exit::ExitStatus;
-use crate::run_dir::RunDir;
+use crate::base::exit::ExitStatus;
+use crate::base::run_dir::RunDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -25,9 +25,9 @@ pub fn run(
                 .to_string_lossy()
         ))
     });
-    let warnings = crate::diff::diff(baseline_dir, candidate_dir, variant, &out)?;
+    let warnings = crate::jobs::diff::diff(baseline_dir, candidate_dir, variant, &out)?;
     for w in &warnings {
-        crate::message::warning(format_args!("{w}"));
+        crate::base::message::warning(format_args!("{w}"));
     }
     println!("{}", RunDir::new(&out).report().display());
     Ok(ExitStatus::Success)

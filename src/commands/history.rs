@@ -1,23 +1,23 @@
 //! `markbench history DIR… --out OUT`: every complete run under the
-//! directories, point by point ([`crate::history`]).
+//! directories, point by point ([`crate::jobs::history`]).
 
-use crate::exit::ExitStatus;
+use crate::base::exit::ExitStatus;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// Writes the history of the runs under `dirs` into `out`, one note per
 /// suite, and prints the HTML page's path.
 pub fn run(dirs: &[PathBuf], out: &Path, variant: Option<&str>) -> Result<ExitStatus> {
-    let histories = crate::history::history(dirs, out, variant)?;
+    let histories = crate::jobs::history::history(dirs, out, variant)?;
     for h in &histories {
         let changes: usize = h.points.iter().map(|p| p.changes.len()).sum();
-        crate::message::note(format_args!(
+        crate::base::message::note(format_args!(
             "{}: {} runs, {} points, {changes} change point(s)",
             h.suite,
             h.runs.len(),
             h.points.len()
         ));
     }
-    println!("{}", out.join(crate::history::HTML_FILE).display());
+    println!("{}", out.join(crate::jobs::history::HTML_FILE).display());
     Ok(ExitStatus::Success)
 }

@@ -2,7 +2,7 @@
 //! the cache, or with `--list` list the kernels it holds.
 
 use super::SuiteChoice;
-use crate::exit::ExitStatus;
+use crate::base::exit::ExitStatus;
 use anyhow::Result;
 
 pub fn run(suite: &SuiteChoice, list: bool) -> Result<ExitStatus> {
@@ -11,8 +11,8 @@ pub fn run(suite: &SuiteChoice, list: bool) -> Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     let (suite, source) = suite.load()?;
-    crate::prereq::ensure(false)?;
-    let images = crate::run_images::prepare_images(&suite, &source)?;
+    crate::base::prereq::ensure(false)?;
+    let images = crate::stages::run_images::prepare_images(&suite, &source)?;
     for k in &images.kernels {
         println!("kernel {:<20} {}", k.name, k.bzimage.display());
     }
@@ -22,8 +22,8 @@ pub fn run(suite: &SuiteChoice, list: bool) -> Result<ExitStatus> {
 
 /// `images --list`: the cache's kernels, one line each.
 fn print_kernels() {
-    println!("cache: {}", crate::images::cache_dir().display());
-    for k in crate::images::kernel::cached_kernels() {
+    println!("cache: {}", crate::guest::images::cache_dir().display());
+    for k in crate::guest::images::kernel::cached_kernels() {
         println!(
             "kernel {:<20} {}  built in {:>4.0} s  {}",
             k.name,

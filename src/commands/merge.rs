@@ -1,8 +1,8 @@
 //! `markbench merge DIR…`: the run directories of every shard of a suite
-//! joined into one run ([`crate::merge`]), its report rendered.
+//! joined into one run ([`crate::jobs::merge`]), its report rendered.
 
-use crate::exit::ExitStatus;
-use crate::run_dir::RunDir;
+use crate::base::exit::ExitStatus;
+use crate::base::run_dir::RunDir;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -14,9 +14,9 @@ pub fn run(dirs: &[PathBuf], out: Option<PathBuf>, reports: &Path) -> Result<Exi
         Some(out) => out,
         None => merged_dir(reports, dirs),
     };
-    let merged = crate::merge::merge(dirs, &out)?;
+    let merged = crate::jobs::merge::merge(dirs, &out)?;
     for w in &merged.warnings {
-        crate::message::warning(format_args!("{w}"));
+        crate::base::message::warning(format_args!("{w}"));
     }
     let failed = merged.meta.boots.iter().filter(|b| !b.ok).count();
     println!(
@@ -34,7 +34,7 @@ pub fn run(dirs: &[PathBuf], out: Option<PathBuf>, reports: &Path) -> Result<Exi
 fn merged_dir(reports: &Path, dirs: &[PathBuf]) -> PathBuf {
     let suite = dirs
         .first()
-        .and_then(|d| crate::samples::RunMeta::read(d).ok())
+        .and_then(|d| crate::record::RunMeta::read(d).ok())
         .map_or_else(|| "merged".to_string(), |m| m.suite);
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
     reports.join(format!("{stamp}-{suite}-merged"))

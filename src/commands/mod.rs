@@ -19,10 +19,10 @@ pub mod report;
 pub mod run_shard;
 pub mod setup;
 
-use crate::images::kernel::KernelSource;
-use crate::images::source::RevSelection;
-use crate::samples::Overrides;
-use crate::suite::Suite;
+use crate::guest::images::kernel::KernelSource;
+use crate::guest::images::source::RevSelection;
+use crate::record::Overrides;
+use crate::stages::suite::Suite;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -40,14 +40,14 @@ impl SuiteChoice {
     /// The suite and kernel source named (see `compare::read_suite`), its
     /// kernels made from the source when `--patch` or `--revs` ask.
     pub fn load(&self) -> Result<(Suite, KernelSource)> {
-        let file = crate::compare::read_suite(self.suite.as_deref())?;
-        let source = crate::compare::kernel_source(self.kernel_source.as_deref(), &file)?;
+        let file = crate::jobs::compare::read_suite(self.suite.as_deref())?;
+        let source = crate::jobs::compare::kernel_source(self.kernel_source.as_deref(), &file)?;
         let from_source = Overrides {
             patches: self.patches.clone(),
             revs: self.revs.clone(),
             ..Overrides::default()
         };
-        let suite = crate::compare::source_variants::apply(&file, &from_source, &source)?;
+        let suite = crate::jobs::compare::source_variants::apply(&file, &from_source, &source)?;
         Ok((suite, source))
     }
 }

@@ -1,17 +1,17 @@
 //! `markbench noise-floor AA_DIR [AB_DIR]`: the noise floor of an A/A run
-//! and the resolution of an A/B run against the targets ([`crate::noise`]);
+//! and the resolution of an A/B run against the targets ([`crate::jobs::noise`]);
 //! exit 6 when one is missed.
 
-use crate::error::InputError;
-use crate::exit::ExitStatus;
-use crate::noise::{
+use crate::base::error::InputError;
+use crate::base::exit::ExitStatus;
+use crate::jobs::noise::{
     aa_points, ab_points, describe, evaluate, is_aa, load, render, require_aa, status, Targets,
 };
 use anyhow::Result;
 use std::path::Path;
 
 /// `markbench noise-floor AA_DIR [AB_DIR]`: prints the figures and returns
-/// the exit status ([`crate::noise::status`]).
+/// the exit status ([`crate::jobs::noise::status`]).
 pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<ExitStatus> {
     let (aa_meta, aa_analysis) = load(aa_dir)?;
     require_aa(aa_dir, &aa_meta)?;
@@ -22,13 +22,13 @@ pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<Ex
         Some(dir) => {
             let (meta, analysis) = load(dir)?;
             if is_aa(&meta) {
-                crate::message::warning(format_args!(
+                crate::base::message::warning(format_args!(
                     "{} is an A/A run: its interval is the noise, not a difference",
                     dir.display()
                 ));
             }
             if meta.suite != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
-                crate::message::warning(format_args!(
+                crate::base::message::warning(format_args!(
                     "the two runs differ in suite or timing mode ({} / {} against {} / {})",
                     aa_meta.suite,
                     aa_meta.timing_mode(),

@@ -1,9 +1,9 @@
 //! `markbench plan --shards N`: the split of a suite over N machines
-//! ([`crate::shard`]), printed and optionally written.
+//! ([`crate::stages::shard`]), printed and optionally written.
 
 use super::SuiteChoice;
-use crate::exit::ExitStatus;
-use crate::samples::Overrides;
+use crate::base::exit::ExitStatus;
+use crate::record::Overrides;
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -17,8 +17,8 @@ pub fn run(
 ) -> Result<ExitStatus> {
     let (file, _) = suite.load()?;
     let suite = overrides.apply(&file)?;
-    let plan = crate::shard::plan(&suite, &overrides.describe(), shards)?;
-    print!("{}", crate::shard::describe(&plan));
+    let plan = crate::stages::shard::plan(&suite, &overrides.describe(), shards)?;
+    print!("{}", crate::stages::shard::describe(&plan));
     if let Some(out) = out {
         let text = if out.extension().is_some_and(|e| e == "json") {
             serde_json::to_string_pretty(&plan)? + "\n"

@@ -1,12 +1,12 @@
 //! `markbench run-shard K --shards N`: one shard of a suite, run as compare
 //! runs a whole suite, into one run directory (`merge` joins them).
 
-use crate::compare::Options;
-use crate::exit::ExitStatus;
+use crate::base::exit::ExitStatus;
+use crate::jobs::compare::Options;
 use anyhow::Result;
 
 /// Runs the shard that `options.overrides.shard` selects; the run's exit
 /// status.
 pub fn run(options: &Options) -> Result<ExitStatus> {
-    Ok(crate::compare::compare(options)?.status)
+    Ok(crate::jobs::compare::compare(options)?.status)
 }

@@ -1,14 +1,14 @@
 //! `markbench setup`: install the prerequisites, or with `--check` only say
-//! what is missing ([`crate::prereq`]).
+//! what is missing ([`crate::base::prereq`]).
 
-use crate::exit::ExitStatus;
+use crate::base::exit::ExitStatus;
 use anyhow::Result;
 
 pub fn run(check: bool, ci: bool) -> Result<ExitStatus> {
-    crate::prereq::setup(check, ci)?;
+    crate::base::prereq::setup(check, ci)?;
     println!(
         "{}",
-        crate::message::line("all prerequisites are installed")
+        crate::base::message::line("all prerequisites are installed")
     );
     Ok(ExitStatus::Success)
 }

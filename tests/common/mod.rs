@@ -3,19 +3,19 @@
 
 #![allow(dead_code)]
 
-use markbench::compare::{Overrides, Resolved};
-use markbench::images::initramfs::{BaseImage, ImageFile, ImageRecord};
-use markbench::images::kernel::KernelImage;
-use markbench::images::kernel::KernelSource;
-use markbench::images::size::{self, KernelSizes, ObjectSize, SizeComparison, SizeRecord};
-use markbench::run::Images;
-use markbench::samples::RunMeta;
-use markbench::suite::Suite;
-use markbench::vm::accel::{AccelDecision, TimingDecision};
-use markbench::vm::qemu::QemuBinary;
-use markbench::vm::Accel;
-use markbench::vm::Machine;
-use markbench::vm::Runner;
+use markbench::guest::images::initramfs::{BaseImage, ImageFile, ImageRecord};
+use markbench::guest::images::kernel::KernelImage;
+use markbench::guest::images::kernel::KernelSource;
+use markbench::guest::images::size::{self, KernelSizes, ObjectSize, SizeComparison, SizeRecord};
+use markbench::jobs::compare::{Overrides, Resolved};
+use markbench::record::RunMeta;
+use markbench::stages::run::Images;
+use markbench::stages::suite::Suite;
+use markbench::stages::vm::accel::{AccelDecision, TimingDecision};
+use markbench::stages::vm::qemu::QemuBinary;
+use markbench::stages::vm::Accel;
+use markbench::stages::vm::Machine;
+use markbench::stages::vm::Runner;
 use std::path::Path;
 
 /// Two CPU counts, two workloads; the "on" variant boots with `slow` in its
@@ -129,7 +129,7 @@ pub fn execute(
     if let Some(meta) = resume {
         run = run.resuming(dir, meta);
     }
-    markbench::compare::execute(&run, images, machine, runner, dir)
+    markbench::jobs::compare::execute(&run, images, machine, runner, dir)
 }
 
 /// What the fake guests boot with: TCG and wall time, as decided for a test.

@@ -3,11 +3,11 @@
 //! point that regressed and put the first bad commit in the night's summary.
 
 use super::{add_to_summary, Night};
-use crate::bisect::Request;
-use crate::compare::Options;
-use crate::exit::ExitStatus;
-use crate::message;
-use crate::samples::{tree_commits as revisions, RunMeta};
+use crate::base::exit::ExitStatus;
+use crate::base::message;
+use crate::jobs::bisect::Request;
+use crate::jobs::compare::Options;
+use crate::record::{tree_commits as revisions, RunMeta};
 use anyhow::Result;
 
 /// Bisects the night's first regressed point, when it can be, and adds the
@@ -51,7 +51,7 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
         &bad[..12.min(bad.len())],
         tree.display()
     ));
-    let text = match crate::bisect::run(&request) {
+    let text = match crate::jobs::bisect::run(&request) {
         Ok((_, dir, answer)) => format!(
             "\n**Bisected** {} between the baseline's commit and tonight's: {}. Answer: {}\n",
             request.point.as_deref().unwrap_or_default(),
@@ -66,8 +66,8 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::images::source::OriginRecord;
-    use crate::samples::KernelMeta;
+    use crate::guest::images::source::OriginRecord;
+    use crate::record::KernelMeta;
     use std::path::Path;
 
     fn run(commit: Option<&str>, source: &str) -> RunMeta {

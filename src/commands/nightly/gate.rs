@@ -5,12 +5,12 @@
 //! not fail the night.
 //!
 //! Each candidate variant of the run is gated on its own: its samples
-//! tonight against its samples in the baseline run ([`crate::diff`]).
+//! tonight against its samples in the baseline run ([`crate::jobs::diff`]).
 
-use crate::analysis::param_label;
-use crate::exit::ExitStatus;
-use crate::report::format::relative;
-use crate::samples::{GateRecord, RegressedPoint, RunMeta};
+use crate::base::exit::ExitStatus;
+use crate::record::{GateRecord, RegressedPoint, RunMeta};
+use crate::stages::analysis::param_label;
+use crate::stages::report::format::relative;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +35,7 @@ fn gated_variants(
     if variant.is_some() {
         return Ok(single(variant.map(String::from)));
     }
-    crate::samples::require_run_dir(candidate)?;
+    crate::record::require_run_dir(candidate)?;
     let meta = RunMeta::read(candidate)?;
     if meta.kernels.len() <= 2 {
         return Ok(single(None));
@@ -109,14 +109,16 @@ pub fn decide(baseline: &Path, candidate: &Path, variant: Option<&str>) -> Resul
         variants: Vec::new(),
     };
     for (variant, out) in &gated {
-        let warnings = crate::diff::diff(baseline, candidate, variant.as_deref(), out)?;
+        let warnings = crate::jobs::diff::diff(baseline, candidate, variant.as_deref(), out)?;
         let diff_meta = RunMeta::read(out)?;
         let gated_variant = match variant {
             Some(v) => v.clone(),
-            None => crate::diff::default_variant(&RunMeta::read(candidate)?).unwrap_or_default(),
+            None => {
+                crate::jobs::diff::default_variant(&RunMeta::read(candidate)?).unwrap_or_default()
+            }
         };
-        let samples = crate::samples::read_samples(out)?;
-        let analysis = crate::analysis::analyse(&diff_meta, &samples);
+        let samples = crate::record::read_samples(out)?;
+        let analysis = crate::stages::analysis::analyse(&diff_meta, &samples);
         decision.margin = analysis.config.margin;
         let results = analysis
             .results
@@ -150,8 +152,8 @@ pub fn decide(baseline: &Path, candidate: &Path, variant: Option<&str>) -> Resul
         decision.variants.push(GatedVariant {
             label: variant.clone().filter(|_| several),
             warnings,
-            verdict: crate::stats::summary_line(&analysis.all_points(), &analysis.config),
-            report: out.join(crate::report::REPORT_FILE),
+            verdict: crate::base::stats::summary_line(&analysis.all_points(), &analysis.config),
+            report: out.join(crate::stages::report::REPORT_FILE),
             unmeasured,
             regressions,
         });

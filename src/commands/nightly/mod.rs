@@ -7,9 +7,9 @@
 pub mod bisect;
 pub mod gate;
 
-use crate::compare::Options;
-use crate::exit::ExitStatus;
-use crate::run_dir::RunDir;
+use crate::base::exit::ExitStatus;
+use crate::base::run_dir::RunDir;
+use crate::jobs::compare::Options;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 /// whose files read: a directory that cannot be read is named on the
 /// screen and passed over, and the night is gated against the next one.
 fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf> {
-    let (runs, skipped) = crate::samples::scan_runs(reports);
+    let (runs, skipped) = crate::record::scan_runs(reports);
     for s in &skipped {
-        crate::message::warning(format_args!("baseline: {s}"));
+        crate::base::message::warning(format_args!("baseline: {s}"));
     }
     runs.into_iter()
         .filter(|(dir, meta)| {
@@ -29,10 +29,13 @@ fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf
                 && meta.suite == suite
                 && meta.shard.is_none()
         })
-        .find(|(dir, _)| match crate::samples::read_sample_file(dir) {
+        .find(|(dir, _)| match crate::record::read_sample_file(dir) {
             Ok(_) => true,
             Err(e) => {
-                crate::message::warning(format_args!("baseline: skipped {}: {e:#}", dir.display()));
+                crate::base::message::warning(format_args!(
+                    "baseline: skipped {}: {e:#}",
+                    dir.display()
+                ));
                 false
             }
         })
@@ -52,7 +55,7 @@ pub struct Night {
     pub status: ExitStatus,
     /// Tonight's run and the baseline run it was gated against.
     pub runs: Option<(PathBuf, PathBuf)>,
-    pub regressed: Vec<crate::samples::RegressedPoint>,
+    pub regressed: Vec<crate::record::RegressedPoint>,
 }
 
 impl Night {
@@ -106,19 +109,19 @@ pub const HISTORY_DIR: &str = "history";
 /// it is reported and leaves the night's verdict as it is.
 fn update_history(reports: &Path, tonight: &Path, variant: Option<&str>) {
     let out = reports.join(HISTORY_DIR);
-    match crate::history::history(&[reports.to_path_buf()], &out, variant) {
+    match crate::jobs::history::history(&[reports.to_path_buf()], &out, variant) {
         Ok(_) => {
-            let page = out.join(crate::history::HTML_FILE);
+            let page = out.join(crate::jobs::history::HTML_FILE);
             let text = format!(
                 "\nHistory of every night, point by point, with its change points: {} ({})\n",
                 page.display(),
-                out.join(crate::history::MARKDOWN_FILE).display()
+                out.join(crate::jobs::history::MARKDOWN_FILE).display()
             );
             if let Err(e) = add_to_summary(tonight, &text) {
-                crate::message::warning(format_args!("linking the history: {e:#}"));
+                crate::base::message::warning(format_args!("linking the history: {e:#}"));
             }
         }
-        Err(e) => crate::message::warning(format_args!("the history was not updated: {e:#}")),
+        Err(e) => crate::base::message::warning(format_args!("the history was not updated: {e:#}")),
     }
 }
 
@@ -147,7 +150,7 @@ pub fn nightly(
 ) -> Result<Night> {
     // A failure of the run is the command's: the caller maps it to its
     // exit status as it does for `compare` (input, machinery, interrupted).
-    let outcome = crate::compare::compare(options)?;
+    let outcome = crate::jobs::compare::compare(options)?;
     let Some((dir, meta)) = outcome.run else {
         return Ok(Night::ended(outcome.status));
     };
@@ -204,7 +207,7 @@ mod tests {
             let entry = entry.unwrap();
             std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
         }
-        let meta = dir.join(crate::samples::META_FILE);
+        let meta = dir.join(crate::record::META_FILE);
         let text = std::fs::read_to_string(&meta).unwrap();
         std::fs::write(
             &meta,
@@ -237,11 +240,11 @@ mod tests {
         let reports = tmp.path();
         let good = run(reports, "20261201-000000-quick");
         let zero = run(reports, "20261202-000000-quick");
-        let samples = zero.join(crate::samples::SAMPLES_FILE);
+        let samples = zero.join(crate::record::SAMPLES_FILE);
         std::fs::remove_file(&samples).unwrap();
         std::os::unix::fs::symlink("/dev/zero", &samples).unwrap();
         let garbage = run(reports, "20261203-000000-quick");
-        std::fs::write(garbage.join(crate::samples::META_FILE), "format = [").unwrap();
+        std::fs::write(garbage.join(crate::record::META_FILE), "format = [").unwrap();
         let tonight = run(reports, "20261204-000000-quick");
         assert_eq!(newest_baseline(reports, "quick", &tonight), Some(good));
     }

@@ -1,0 +1,348 @@
+//! The cycle model as markbench drives it: the settings it hands the
+//! plugin (`plugin/src/model.rs` simulates the caches and the branch
+//! predictor), the counts the plugin writes per timed run, and the points
+//! they become beside each workload's own metric. docs/cycle-model.md says
+//! what the model is and where its default figures come from.
+
+use crate::base::error::InputError;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The one model there is, as `--model` and a suite's `model` name it.
+pub const MODEL_NAME: &str = "cycles";
+
+/// The file in a run directory that records the model's settings, present
+/// only in runs made with the model.
+pub const SETTINGS_FILE: &str = "cycle-model.toml";
+
+/// Every setting, its default (a current x86 server core) and what it is.
+/// markbench passes all of them to the plugin, so these are the figures a
+/// run uses whatever the plugin's own defaults.
+pub const SETTINGS: &[(&str, u64, &str)] = &[
+    (
+        "l1i-bytes",
+        32 << 10,
+        "L1 instruction cache per vCPU, bytes",
+    ),
+    ("l1i-ways", 8, "its associativity"),
+    ("l1d-bytes", 32 << 10, "L1 data cache per vCPU, bytes"),
+    ("l1d-ways", 8, "its associativity"),
+    ("l2-bytes", 1 << 20, "unified L2 per vCPU, bytes"),
+    ("l2-ways", 16, "its associativity"),
+    (
+        "llc-bytes",
+        4 << 20,
+        "last-level cache shared by all vCPUs, bytes",
+    ),
+    ("llc-ways", 16, "its associativity"),
+    (
+        "gshare-bits",
+        14,
+        "log2 of the gshare table's 2-bit counters",
+    ),
+    ("btb-bits", 12, "log2 of the branch target buffer's entries"),
+    ("l2-cycles", 14, "cycles of an L1 miss served by the L2"),
+    (
+        "llc-cycles",
+        50,
+        "cycles of an access served by the last level",
+    ),
+    ("memory-cycles", 200, "cycles of an access served by memory"),
+    (
+        "coherence-cycles",
+        70,
+        "cycles of a coherence miss (served by another core)",
+    ),
+    ("mispredict-cycles", 17, "cycles of a mispredicted branch"),
+];
+
+/// The model's settings, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CycleModel {
+    pub settings: BTreeMap<String, u64>,
+}
+
+impl Default for CycleModel {
+    fn default() -> Self {
+        CycleModel {
+            settings: SETTINGS
+                .iter()
+                .map(|(k, v, _)| (k.to_string(), *v))
+                .collect(),
+        }
+    }
+}
+
+impl CycleModel {
+    /// Sets one setting; an unknown name or a zero is refused with the valid names.
+    pub fn set(&mut self, key: &str, value: u64) -> Result<(), String> {
+        if !SETTINGS.iter().any(|(k, _, _)| *k == key) {
+            let names: Vec<&str> = SETTINGS.iter().map(|(k, _, _)| *k).collect();
+            return Err(format!(
+                "unknown model setting {key:?}; the settings are {}",
+                names.join(", ")
+            ));
+        }
+        if value == 0 {
+            return Err(format!("model setting {key} must be above 0"));
+        }
+        self.settings.insert(key.to_string(), value);
+        Ok(())
+    }
+
+    pub fn get(&self, key: &str) -> u64 {
+        self.settings.get(key).copied().unwrap_or_default()
+    }
+
+    /// Checks what the plugin would refuse at load time (a cache whose
+    /// sets are not a power of two, a table too large), so a bad suite
+    /// fails before any boot.
+    pub fn check(&self) -> Result<(), String> {
+        for level in ["l1i", "l1d", "l2", "llc"] {
+            let bytes = self.get(&format!("{level}-bytes"));
+            let ways = self.get(&format!("{level}-ways"));
+            let per_set = 64 * ways;
+            if !bytes.is_multiple_of(per_set) || !(bytes / per_set).is_power_of_two() {
+                return Err(format!(
+                    "model: {level}-bytes = {bytes} with {level}-ways = {ways} does not make a \
+                     power-of-two number of sets of 64-byte lines"
+                ));
+            }
+        }
+        for key in ["gshare-bits", "btb-bits"] {
+            if self.get(key) > 24 {
+                return Err(format!("model: {key} = {} is above 24", self.get(key)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The plugin's arguments that turn the model on with these settings,
+    /// without the per-address profile (a timed boot needs none, and
+    /// counting it costs time).
+    pub fn plugin_args(&self) -> Vec<String> {
+        [format!("model={MODEL_NAME}"), "profile=off".to_string()]
+            .into_iter()
+            .chain(self.settings.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect()
+    }
+
+    /// The estimate's formula with this model's figures, for the report.
+    pub fn formula(&self) -> String {
+        format!(
+            "estimated-cycles = instructions + {}·(L1 misses − coherence misses − L2 misses) \
+             + {}·(L2 misses − LLC misses) + {}·LLC misses + {}·coherence misses + {}·branch \
+             mispredicts",
+            self.get("l2-cycles"),
+            self.get("llc-cycles"),
+            self.get("memory-cycles"),
+            self.get("coherence-cycles"),
+            self.get("mispredict-cycles")
+        )
+    }
+
+    /// The caches in a few words, for the report.
+    pub fn geometry(&self) -> String {
+        let size = |bytes: u64| {
+            if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+                format!("{} MiB", bytes >> 20)
+            } else {
+                format!("{} KiB", bytes >> 10)
+            }
+        };
+        format!(
+            "per vCPU L1i {} {}-way, L1d {} {}-way, L2 {} {}-way; LLC {} {}-way shared; \
+             64-byte lines, LRU; gshare of 2^{} counters, BTB of 2^{} entries",
+            size(self.get("l1i-bytes")),
+            self.get("l1i-ways"),
+            size(self.get("l1d-bytes")),
+            self.get("l1d-ways"),
+            size(self.get("l2-bytes")),
+            self.get("l2-ways"),
+            size(self.get("llc-bytes")),
+            self.get("llc-ways"),
+            self.get("gshare-bits"),
+            self.get("btb-bits")
+        )
+    }
+
+    /// Writes the settings into a run directory.
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        let text = toml::to_string(self).map_err(std::io::Error::other)?;
+        std::fs::write(dir.join(SETTINGS_FILE), text)
+    }
+
+    /// The settings a run directory records, if it was made with the model.
+    pub fn read(dir: &Path) -> Result<Option<CycleModel>, InputError> {
+        let path = dir.join(SETTINGS_FILE);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let text = crate::base::input_file::read_text(&path, crate::base::input_file::Bound::Text)?;
+        toml::from_str(&text)
+            .map(Some)
+            .map_err(|e| InputError::new(format!("{}: {e}", path.display())))
+    }
+}
+
+/// The points the model adds to each workload point: (metric, unit).
+/// Each sums user space and kernel.
+pub const METRICS: &[(&str, &str)] = &[
+    ("estimated-cycles", "cycles"),
+    ("instructions", "instructions"),
+    ("l1i-misses", "misses"),
+    ("l1d-misses", "misses"),
+    ("l2-misses", "misses"),
+    ("llc-misses", "misses"),
+    ("coherence-misses", "misses"),
+    ("branch-mispredicts", "mispredicts"),
+];
+
+/// Whether a metric is one the model adds.
+pub fn is_model_metric(metric: &str) -> bool {
+    METRICS.iter().any(|(m, _)| *m == metric)
+}
+
+/// One timed region's counts as the plugin writes them, by name
+/// (`user:l1d-misses`, `kernel:estimated-cycles`, …).
+pub type RegionCounts = BTreeMap<String, u64>;
+
+/// A region's value of each of [`METRICS`], user space and kernel summed.
+pub fn metrics(region: &RegionCounts) -> Vec<(&'static str, &'static str, u64)> {
+    let both = |name: &str| {
+        ["user", "kernel"]
+            .iter()
+            .map(|mode| region.get(&format!("{mode}:{name}")).copied().unwrap_or(0))
+            .sum::<u64>()
+    };
+    METRICS
+        .iter()
+        .map(|&(metric, unit)| {
+            let value = match metric {
+                "branch-mispredicts" => {
+                    both("conditional-mispredicts") + both("indirect-mispredicts")
+                }
+                name => both(name),
+            };
+            (metric, unit, value)
+        })
+        .collect()
+}
+
+/// The model's counts of every region in the plugin's output (version 2,
+/// with the model): its `model` lines, region by region. `file` names it in
+/// errors.
+pub fn parse_regions(text: &str, file: &Path) -> Result<Vec<RegionCounts>, InputError> {
+    let at = |line: usize, what: &str| {
+        InputError::new(format!("{}:{}: {what}", file.display(), line + 1))
+    };
+    if text.lines().next() != Some("# markbench-profile 2") {
+        return Err(at(
+            0,
+            "not a profile of markbench's plugin with the cycle model \
+             (expected \"# markbench-profile 2\")",
+        ));
+    }
+    let mut regions: Vec<RegionCounts> = Vec::new();
+    for (n, line) in text.lines().enumerate().skip(1) {
+        if line.starts_with('#') || line.starts_with("region\t") {
+            continue;
+        }
+        let fields: Vec<&str> = line.split('\t').collect();
+        let [region, kind, name, value] = fields[..] else {
+            return Err(at(n, "expected 4 tab-separated fields"));
+        };
+        let region: usize = region
+            .parse()
+            .map_err(|_| at(n, &format!("bad region {region:?}")))?;
+        if region > regions.len() {
+            return Err(at(
+                n,
+                &format!("region {region} before region {}", regions.len()),
+            ));
+        }
+        if region == regions.len() {
+            regions.push(RegionCounts::new());
+        }
+        if kind != "model" {
+            continue;
+        }
+        let value: u64 = value
+            .parse()
+            .map_err(|_| at(n, &format!("bad count {value:?}")))?;
+        regions[region].insert(name.to_string(), value);
+    }
+    Ok(regions)
+}
+
+/// Reads [`parse_regions`] from the plugin's output file.
+pub fn read_regions(path: &Path) -> Result<Vec<RegionCounts>, InputError> {
+    let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
+    parse_regions(&text, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RAW: &str = "# markbench-profile 2
+# model cycles: …
+region\tkind\taddress\tinstructions
+0\tuser\t-\t100
+0\tmodel\tuser:estimated-cycles\t400
+0\tmodel\tuser:conditional-mispredicts\t3
+0\tmodel\tkernel:estimated-cycles\t50
+0\tmodel\tkernel:indirect-mispredicts\t2
+0\tkernel\tffffffff81000000\t5
+1\tuser\t-\t7
+1\tmodel\tkernel:l1d-misses\t9
+";
+
+    #[test]
+    fn each_region_sums_user_and_kernel_counts_into_the_model_points() {
+        let regions = parse_regions(RAW, Path::new("raw.tsv")).unwrap();
+        assert_eq!(regions.len(), 2);
+        let m = metrics(&regions[0]);
+        assert_eq!(m.len(), METRICS.len());
+        let value =
+            |m: &[(&str, &str, u64)], name: &str| m.iter().find(|(n, _, _)| *n == name).unwrap().2;
+        assert_eq!(value(&m, "estimated-cycles"), 450);
+        assert_eq!(value(&m, "branch-mispredicts"), 5);
+        assert_eq!(value(&metrics(&regions[1]), "l1d-misses"), 9);
+    }
+
+    #[test]
+    fn a_profile_without_the_model_or_a_bad_line_is_an_error_naming_the_line() {
+        let e = parse_regions("# markbench-profile 1\n", Path::new("p.tsv")).unwrap_err();
+        assert!(e.message.starts_with("p.tsv:1: "), "{}", e.message);
+        let bad = RAW.replace("\t400", "\tmany");
+        let e = parse_regions(&bad, Path::new("p.tsv")).unwrap_err();
+        assert!(e.message.starts_with("p.tsv:5: bad count"), "{}", e.message);
+    }
+
+    #[test]
+    fn settings_are_checked_and_passed_to_the_plugin_whole() {
+        let mut m = CycleModel::default();
+        assert!(m.check().is_ok());
+        let args = m.plugin_args();
+        assert_eq!(args[..2], ["model=cycles", "profile=off"]);
+        assert_eq!(args.len(), 2 + SETTINGS.len());
+        assert!(args.contains(&"llc-cycles=50".to_string()));
+        assert!(m.set("l4-bytes", 1).unwrap_err().contains("l2-cycles"));
+        assert!(m.set("l2-cycles", 0).is_err());
+        m.set("l2-bytes", 3 << 20).unwrap();
+        assert!(m.check().unwrap_err().contains("l2-bytes"));
+        assert!(CycleModel::default().formula().contains("+ 200·LLC misses"));
+    }
+
+    #[test]
+    fn the_settings_round_trip_through_the_run_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(CycleModel::read(dir.path()).unwrap(), None);
+        let mut m = CycleModel::default();
+        m.set("memory-cycles", 300).unwrap();
+        m.write(dir.path()).unwrap();
+        assert_eq!(CycleModel::read(dir.path()).unwrap(), Some(m));
+    }
+}

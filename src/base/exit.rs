@@ -1,0 +1,206 @@
+//! markbench's exit statuses, named once: scripts and CI jobs branch on
+//! them, so each code has one meaning, the same in every command. A
+//! failure of the machinery (1) never shares a code with a verdict (3 to
+//! 7): a script can tell "markbench could not answer" from "the answer is
+//! no". docs/commands.md ("Exit status") shows the same table.
+
+use crate::base::error::{InputError, Interrupted};
+
+/// How a markbench command ended, as its exit status tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Everything ran and no verdict went against it.
+    Success,
+    /// The machinery failed: a kernel that does not build, QEMU missing,
+    /// a file that cannot be written. Nothing was decided.
+    Machinery,
+    /// Input the user must fix: a bad suite, option, patch or directory.
+    Input,
+    /// The run finished but did not measure everything: a boot failed, or
+    /// a merged shard did not finish.
+    Incomplete,
+    /// `nightly`: a significant regression beyond the suite's margin.
+    Regression,
+    /// `bisect`: GOOD and BAD do not differ by a regression to bisect.
+    NoRegression,
+    /// `noise-floor`: a noise or resolution target was missed.
+    TargetMissed,
+    /// `cache --verify`: an entry of the cache is damaged.
+    CacheDamaged,
+    /// Interrupted (Ctrl-C): what was measured is kept; `--resume` continues.
+    Interrupted,
+}
+
+impl ExitStatus {
+    /// Every status, in the order of their codes.
+    pub const ALL: [ExitStatus; 9] = [
+        ExitStatus::Success,
+        ExitStatus::Machinery,
+        ExitStatus::Input,
+        ExitStatus::Incomplete,
+        ExitStatus::Regression,
+        ExitStatus::NoRegression,
+        ExitStatus::TargetMissed,
+        ExitStatus::CacheDamaged,
+        ExitStatus::Interrupted,
+    ];
+
+    /// The process's exit code.
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Machinery => 1,
+            ExitStatus::Input => 2,
+            ExitStatus::Incomplete => 3,
+            ExitStatus::Regression => 4,
+            ExitStatus::NoRegression => 5,
+            ExitStatus::TargetMissed => 6,
+            ExitStatus::CacheDamaged => 7,
+            // 128 + SIGINT, what a shell reports for a process Ctrl-C ended.
+            ExitStatus::Interrupted => 130,
+        }
+    }
+
+    /// What the code means, in one line.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ExitStatus::Success => "success",
+            ExitStatus::Machinery => "the machinery failed; nothing was decided",
+            ExitStatus::Input => "input to fix",
+            ExitStatus::Incomplete => "the run finished but not every boot was measured",
+            ExitStatus::Regression => "a significant regression beyond the suite's margin",
+            ExitStatus::NoRegression => "no regression to bisect between GOOD and BAD",
+            ExitStatus::TargetMissed => "a noise-floor target was missed",
+            ExitStatus::CacheDamaged => "a cache entry is damaged",
+            ExitStatus::Interrupted => "interrupted (Ctrl-C); resume it",
+        }
+    }
+
+    /// Whether the status is a verdict on what was measured or checked
+    /// (as opposed to success, or a command that could not finish).
+    pub fn is_verdict(self) -> bool {
+        matches!(
+            self,
+            ExitStatus::Incomplete
+                | ExitStatus::Regression
+                | ExitStatus::NoRegression
+                | ExitStatus::TargetMissed
+                | ExitStatus::CacheDamaged
+        )
+    }
+
+    /// The status of a command that finished with `self`: interrupted when
+    /// Ctrl-C was pressed while it ran (`interrupted`), whatever it had
+    /// decided by then, so that Ctrl-C is 130 in every command.
+    pub fn or_interrupted(self, interrupted: bool) -> ExitStatus {
+        if interrupted {
+            ExitStatus::Interrupted
+        } else {
+            self
+        }
+    }
+
+    /// The status a command that failed with `e` ends with: interrupted
+    /// when the error says so or Ctrl-C was pressed (`interrupted`), input
+    /// when the error is the user's to fix, else a failure of the machinery.
+    pub fn of_error(e: &anyhow::Error, interrupted: bool) -> ExitStatus {
+        if interrupted || e.chain().any(|c| c.downcast_ref::<Interrupted>().is_some()) {
+            ExitStatus::Interrupted
+        } else if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) {
+            ExitStatus::Input
+        } else {
+            ExitStatus::Machinery
+        }
+    }
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.code(), self.meaning())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn each_code_has_one_meaning() {
+        let mut codes: Vec<i32> = ExitStatus::ALL.iter().map(|s| s.code()).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        assert_eq!(codes, sorted, "ALL is in the order of the codes");
+        codes.dedup();
+        assert_eq!(
+            codes.len(),
+            ExitStatus::ALL.len(),
+            "two statuses share a code"
+        );
+        let mut meanings: Vec<&str> = ExitStatus::ALL.iter().map(|s| s.meaning()).collect();
+        meanings.sort_unstable();
+        meanings.dedup();
+        assert_eq!(meanings.len(), ExitStatus::ALL.len());
+    }
+
+    #[test]
+    fn the_codes_scripts_knew_keep_their_meaning() {
+        assert_eq!(ExitStatus::Success.code(), 0);
+        assert_eq!(ExitStatus::Machinery.code(), 1);
+        assert_eq!(ExitStatus::Input.code(), 2);
+        assert_eq!(ExitStatus::Incomplete.code(), 3);
+        assert_eq!(ExitStatus::Interrupted.code(), 130);
+    }
+
+    #[test]
+    fn a_machinery_failure_never_shares_a_code_with_a_verdict() {
+        for status in ExitStatus::ALL {
+            if status.is_verdict() {
+                assert_ne!(status.code(), ExitStatus::Machinery.code(), "{status}");
+                assert_ne!(status.code(), ExitStatus::Input.code(), "{status}");
+                assert_ne!(status.code(), ExitStatus::Success.code(), "{status}");
+            }
+        }
+        assert!(!ExitStatus::Machinery.is_verdict());
+        assert!(!ExitStatus::Interrupted.is_verdict());
+    }
+
+    #[test]
+    fn an_error_ends_as_input_interrupted_or_machinery() {
+        let input = anyhow::Error::from(InputError::new("suite.toml:3:1: unknown key"));
+        assert_eq!(ExitStatus::of_error(&input, false), ExitStatus::Input);
+        // Context added on the way up keeps the kind.
+        let wrapped = Err::<(), _>(input)
+            .context("reading the suite")
+            .unwrap_err();
+        assert_eq!(ExitStatus::of_error(&wrapped, false), ExitStatus::Input);
+
+        let stopped =
+            anyhow::Error::from(Interrupted::new("the round was interrupted")).context("bisecting");
+        assert_eq!(
+            ExitStatus::of_error(&stopped, false),
+            ExitStatus::Interrupted
+        );
+
+        let broken = anyhow::anyhow!("make exited with status 2");
+        assert_eq!(ExitStatus::of_error(&broken, false), ExitStatus::Machinery);
+        // A failure after Ctrl-C is the interruption's doing.
+        assert_eq!(ExitStatus::of_error(&broken, true), ExitStatus::Interrupted);
+    }
+
+    #[test]
+    fn ctrl_c_ends_every_command_as_interrupted() {
+        for status in ExitStatus::ALL {
+            assert_eq!(status.or_interrupted(true), ExitStatus::Interrupted);
+            assert_eq!(status.or_interrupted(false), status);
+        }
+    }
+
+    #[test]
+    fn the_status_shows_its_code_and_meaning() {
+        assert_eq!(
+            ExitStatus::Regression.to_string(),
+            "4 (a significant regression beyond the suite's margin)"
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! Reading a file markbench did not just write itself (a run directory's
+//! files, a suite, a cache entry's record): the one way in, bounded. A
+//! path that is not a regular file (a FIFO, a device such as `/dev/zero`
+//! behind a link, a directory) is refused by name before it is opened, so
+//! nothing blocks on it or reads it forever, and a file larger than its
+//! kind's bound is refused before a byte of it is held, so no file can make
+//! markbench allocate without bound. Every refusal is an [`InputError`]
+//! (exit status 2): the file is input to fix.
+
+use crate::base::error::InputError;
+use std::io::Read;
+use std::path::Path;
+
+/// What a file is, and so how large it may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// `samples.csv`: one row per measured iteration; a long run of fast
+    /// micro-benchmarks writes millions of rows (about 150 bytes each).
+    Samples,
+    /// A record written by markbench or a person: `meta.toml`, a suite,
+    /// `kernel.toml`, `sizes.toml`, `gate.json`, a fragment.
+    Record,
+    /// Text a run keeps for the report: `diffconfig.txt`, the source
+    /// difference with its patches.
+    Text,
+}
+
+impl Bound {
+    /// The largest file of this kind markbench reads, in bytes.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            Bound::Samples => 1 << 30,
+            Bound::Record => 8 << 20,
+            Bound::Text => 64 << 20,
+        }
+    }
+}
+
+/// Whether `path` may be read as a file of kind `bound`: it is a regular
+/// file (links followed) no larger than the bound. The error names the
+/// file and what it is instead.
+pub fn check(path: &Path, bound: Bound) -> Result<u64, InputError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| InputError::new(format!("{}: cannot be read: {e}", path.display())))?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        return Err(InputError::new(format!(
+            "{}: not a regular file ({}); markbench reads only regular files here",
+            path.display(),
+            describe(&kind)
+        )));
+    }
+    if meta.len() > bound.bytes() {
+        return Err(too_large(path, meta.len(), bound));
+    }
+    Ok(meta.len())
+}
+
+/// The bytes of `path`, a file of kind `bound`.
+pub fn read(path: &Path, bound: Bound) -> Result<Vec<u8>, InputError> {
+    let len = check(path, bound)?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| InputError::new(format!("{}: cannot be read: {e}", path.display())))?;
+    // The file may grow between the check and the read: take one byte
+    // past the bound to see it, never more.
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(bound.bytes() + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| InputError::new(format!("{}: cannot be read: {e}", path.display())))?;
+    if bytes.len() as u64 > bound.bytes() {
+        return Err(too_large(path, bytes.len() as u64, bound));
+    }
+    Ok(bytes)
+}
+
+/// The text of `path`, a file of kind `bound`, which must be UTF-8.
+pub fn read_text(path: &Path, bound: Bound) -> Result<String, InputError> {
+    let bytes = read(path, bound)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let text = String::from_utf8_lossy(e.as_bytes());
+        let offset = e.utf8_error().valid_up_to();
+        let (line, col) = crate::base::error::line_col(&text, offset);
+        InputError::new(format!(
+            "{}:{line}:{col}: not text (invalid UTF-8)",
+            path.display()
+        ))
+    })
+}
+
+/// Like [`read_text`], `None` when the file does not exist (an optional
+/// file of a run directory); any other failure is still an error.
+pub fn read_text_if_present(path: &Path, bound: Bound) -> Result<Option<String>, InputError> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => read_text(path, bound).map(Some),
+    }
+}
+
+/// `path` read as TOML into a `T`, a file of kind `bound`; what is wrong
+/// with it is an input error at `file:line:col`, with `what` saying what
+/// the file is ("run metadata", "size record").
+pub fn read_toml<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    bound: Bound,
+    what: &str,
+) -> Result<T, InputError> {
+    let text = read_text(path, bound)?;
+    toml::from_str(&text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        InputError::at(
+            path,
+            &text,
+            offset,
+            format_args!("malformed {what}: {}", e.message().trim_end()),
+        )
+    })
+}
+
+fn too_large(path: &Path, len: u64, bound: Bound) -> InputError {
+    InputError::new(format!(
+        "{}: {} bytes, more than the {} bytes markbench reads from a file of this kind",
+        path.display(),
+        len,
+        bound.bytes()
+    ))
+}
+
+fn describe(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regular_file_within_its_bound_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.toml");
+        std::fs::write(&path, "a = 1\n").unwrap();
+        assert_eq!(read_text(&path, Bound::Record).unwrap(), "a = 1\n");
+        assert_eq!(
+            read_text_if_present(&dir.path().join("absent"), Bound::Record).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn devices_fifos_and_directories_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("samples.csv");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = read(&zero, Bound::Samples).unwrap_err().to_string();
+        assert!(
+            e.contains("samples.csv: not a regular file (a character device)"),
+            "{e}"
+        );
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read(&fifo, Bound::Record).unwrap_err().to_string();
+        assert!(e.contains("(a FIFO)"), "{e}");
+        let e = read(dir.path(), Bound::Record).unwrap_err().to_string();
+        assert!(e.contains("(a directory)"), "{e}");
+    }
+
+    #[test]
+    fn a_file_over_its_bound_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.toml");
+        let file = std::fs::File::create(&path).unwrap();
+        // Sparse: no disk space, only a length.
+        file.set_len(Bound::Record.bytes() + 1).unwrap();
+        let e = read(&path, Bound::Record).unwrap_err().to_string();
+        assert!(e.contains("more than the"), "{e}");
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("meta.toml");
+        std::fs::write(&path, b"a = 1\nb = \xff\n").unwrap();
+        let e = read_text(&path, Bound::Record).unwrap_err().to_string();
+        assert!(e.contains("meta.toml:2:5: not text"), "{e}");
+    }
+}

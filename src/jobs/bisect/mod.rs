@@ -1,0 +1,713 @@
+//! `bisect`: from a regression between two commits of a git tree to the
+//! commit that made it. GOOD and BAD are measured first and the regression
+//! confirmed; then each step builds the commit nearest the middle of what is
+//! left in the configuration's workspace (one rebuilt file per commit, as a
+//! series is built), boots it as the suite says, and classifies it against
+//! both ends ([`decide`]). Every measurement is an ordinary run directory
+//! under the bisection's own (`commits/<id>/round-<n>/`), written as it is
+//! measured, and the search is a pure function of those measurements: a
+//! bisection resumed after a kill takes the same steps, reading what is
+//! stored and measuring only what is not.
+
+pub mod answer;
+pub mod decide;
+pub mod point;
+pub mod range;
+
+use crate::base::error::{InputError, Interrupted};
+use crate::base::exit::ExitStatus;
+use crate::guest::images::kernel::{BuildFailed, KernelSource};
+use crate::jobs::compare::{self, Resolved};
+use crate::record::{Overrides, RunMeta};
+use crate::stages::suite::Suite;
+use crate::{base::message, base::run_dir::RunDir, stages::vm};
+use anyhow::{Context, Result};
+use decide::{Boots, Measured, Rules};
+use point::PointSpec;
+use range::RangeCommit;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What the user asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub tree: Option<PathBuf>,
+    pub good: Option<String>,
+    pub bad: Option<String>,
+    /// The suite (default: the quick suite).
+    pub suite: Option<PathBuf>,
+    pub point: Option<String>,
+    /// The suite's variant whose configuration each commit is built with
+    /// (default: the baseline).
+    pub variant: Option<String>,
+    /// In percent.
+    pub threshold: Option<f64>,
+    /// Boots a commit may get in all (default: three rounds of the suite's).
+    pub max_boots: Option<u32>,
+    /// The suite's boots and iterations per round, replaced.
+    pub boots: Option<u32>,
+    pub iterations: Option<u32>,
+    /// Profile the first bad commit against its parent.
+    pub profile: bool,
+    pub reports: PathBuf,
+    pub out: Option<PathBuf>,
+    pub resume: Option<PathBuf>,
+}
+
+/// The bisection as it started, kept in its directory (`bisect.toml`), so
+/// that a resumed one asks the same questions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub tree: PathBuf,
+    pub good: String,
+    pub bad: String,
+    /// The suite file, absolute; `None`: the default quick suite, found
+    /// again as `compare` finds it.
+    pub suite: Option<PathBuf>,
+    pub suite_sha256: String,
+    /// The point, as `--point` writes it, resolved against the suite.
+    pub point: String,
+    /// The suite variant whose kernel configuration and command line each
+    /// commit is built and booted with (empty: the baseline).
+    #[serde(default)]
+    pub variant: String,
+    pub threshold: f64,
+    pub boots: u32,
+    pub iterations: Option<u32>,
+    pub max_rounds: u32,
+    pub profile: bool,
+    /// Every commit, GOOD first and BAD last.
+    pub commits: Vec<RangeCommit>,
+}
+
+const PLAN_FILE: &str = "bisect.toml";
+
+/// What building one commit's kernel did (or that it failed), kept beside
+/// its measurements so a resumed bisection reports it without building.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Build {
+    /// Seconds the build took, when this bisection built it; `None` when
+    /// the kernel was in the cache already.
+    pub seconds: Option<f64>,
+    pub source_files_rebuilt: Option<usize>,
+    /// The kernel's directory in the cache.
+    pub kernel_dir: PathBuf,
+}
+
+const BUILD_FILE: &str = "build.toml";
+/// Why a commit cannot be measured: its kernel does not build, or none of
+/// a round's boots completed.
+const UNTESTABLE_FILE: &str = "untestable.txt";
+
+/// The exit status of a bisection that ended with `ending`: success with
+/// the first bad commit or the narrowest range, or no regression to bisect.
+pub fn status_of(ending: &decide::Ending) -> ExitStatus {
+    match ending {
+        decide::Ending::NoRegression => ExitStatus::NoRegression,
+        decide::Ending::FirstBad { .. } | decide::Ending::Range { .. } => ExitStatus::Success,
+    }
+}
+
+/// Runs a bisection: its exit status, directory and answer.
+pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
+    let (dir, plan) = start(request)?;
+    let suite = suite_of(&plan)?;
+    println!("bisection directory: {}", dir.display());
+    println!(
+        "range: {} commits after {} up to {} ({}); point {}; threshold {:.2}%",
+        plan.commits.len() - 1,
+        plan.commits[0].short_id(),
+        plan.commits.last().map_or("", |c| c.short_id()),
+        plan.tree.display(),
+        plan.point,
+        100.0 * plan.threshold
+    );
+    let spec = PointSpec::parse(&plan.point)?;
+    let mut bench = Bench::new(&dir, &plan, suite, spec)?;
+    let _ = ctrlc::set_handler(|| {
+        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!();
+        message::note("interrupted: stopping the guest; continue with bisect --resume");
+    });
+    let started = std::time::Instant::now();
+    let last = plan.commits.len() - 1;
+    let mut shown = Vec::new();
+    let rules = bench.rules()?;
+    let unit = bench.unit().to_string();
+    let search = decide::bisect(
+        last,
+        &rules,
+        &mut |index, rounds| bench.measure(index, rounds),
+        &mut |step| {
+            shown.push(step.clone());
+            let so_far = answer::Answer::partial(&plan, &shown, &unit);
+            println!("{}", answer::step_line(&plan, step, &unit));
+            if let Err(e) = answer::write(&dir, &so_far) {
+                message::warning(format_args!("writing the answer so far: {e:#}"));
+            }
+        },
+    )?;
+    let mut answer = answer::Answer::finished(&plan, search, &unit);
+    answer.builds = builds(&dir, &plan)?;
+    if let Some(decide::Ending::FirstBad { index }) =
+        answer.search.as_ref().map(|s| s.ending.clone())
+    {
+        answer.first_bad_stat = range::stat(&plan.tree, &plan.commits[index].id).ok();
+        if plan.profile && index >= 1 {
+            answer.profile = Some(bench.profile(index - 1, index)?);
+        }
+    }
+    keep_only_what_the_answer_needs(&plan, &answer);
+    let written = answer::write(&dir, &answer)?;
+    println!("{}", answer::summary(&answer));
+    println!(
+        "answer: {}\n{:.0} s in all",
+        written.display(),
+        started.elapsed().as_secs_f64()
+    );
+    let status = status_of(
+        &answer
+            .search
+            .as_ref()
+            .context("the search has no ending")?
+            .ending,
+    );
+    Ok((status, dir, answer))
+}
+
+/// The bisection's directory and plan: a resumed one's, or a new one
+/// checked (the tree, the revisions, the suite and its point) before
+/// anything is built, written into a new directory.
+fn start(request: &Request) -> Result<(PathBuf, Plan)> {
+    if let Some(dir) = &request.resume {
+        return Ok((dir.clone(), resumed_plan(dir)?));
+    }
+    let plan = new_plan(request)?;
+    let dir = new_dir(request)?;
+    std::fs::write(dir.join(PLAN_FILE), toml::to_string(&plan)?)
+        .with_context(|| format!("writing {}", dir.join(PLAN_FILE).display()))?;
+    Ok((dir, plan))
+}
+
+/// The plan a bisection in `dir` started with.
+fn resumed_plan(dir: &Path) -> Result<Plan> {
+    let path = dir.join(PLAN_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        InputError::new(format!(
+            "{}: not a bisection directory ({e})",
+            path.display()
+        ))
+    })?;
+    let plan: Plan =
+        toml::from_str(&text).map_err(|e| InputError::new(format!("{}: {e}", path.display())))?;
+    Ok(plan)
+}
+
+/// The plan `request` asks for, every part of it checked: the tree and its
+/// range of commits, the suite, the point, the variant, the threshold and
+/// the boots; and the suite reduced to the point is one the checks accept.
+fn new_plan(request: &Request) -> Result<Plan> {
+    let missing = |flag: &str| InputError::new(format!("bisect needs {flag}"));
+    let tree = request
+        .tree
+        .clone()
+        .ok_or_else(|| missing("--kernel-source TREE (a git tree)"))?;
+    let tree = tree
+        .canonicalize()
+        .map_err(|e| InputError::new(format!("--kernel-source {}: {e}", tree.display())))?;
+    let good = request
+        .good
+        .as_deref()
+        .ok_or_else(|| missing("--good REV"))?;
+    let bad = request.bad.as_deref().ok_or_else(|| missing("--bad REV"))?;
+    let commits = range::commits(&tree, good, bad)?;
+    let file = compare::read_suite(request.suite.as_deref())?;
+    let spec = match &request.point {
+        Some(p) => PointSpec::parse(p)?,
+        None if request.suite.is_none() => PointSpec::parse(point::QUICK_DEFAULT)?,
+        None => PointSpec::default(),
+    };
+    let resolved = spec.resolve(&file)?;
+    let variant = chosen_variant(&file, request.variant.as_deref())?;
+    let threshold = request.threshold.unwrap_or(1.0);
+    if !(threshold > 0.0 && threshold < 100.0) {
+        return Err(InputError::new(format!(
+            "--threshold {threshold}: give a percentage above 0 and below 100"
+        ))
+        .into());
+    }
+    let (boots, max_rounds) = rounds(&file, request)?;
+    let plan = Plan {
+        tree,
+        good: commits[0].id.clone(),
+        bad: commits[commits.len() - 1].id.clone(),
+        suite: request
+            .suite
+            .as_ref()
+            .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone())),
+        suite_sha256: file.sha256.clone(),
+        point: resolved.to_string(),
+        variant,
+        threshold: threshold / 100.0,
+        boots,
+        iterations: request.iterations,
+        max_rounds,
+        profile: request.profile,
+        commits,
+    };
+    // The suite with the point alone must be a suite the checks accept.
+    restricted(&file, &plan)?;
+    Ok(plan)
+}
+
+/// The variant each commit is built and booted as: the one asked for,
+/// which the suite must have, else the suite's baseline.
+fn chosen_variant(file: &Suite, asked: Option<&str>) -> Result<String> {
+    match asked {
+        None => Ok(file.variants[0].name.clone()),
+        Some(v) if file.variants.iter().any(|x| x.name == v) => Ok(v.to_string()),
+        Some(v) => Err(InputError::new(format!(
+            "--variant {v}: {} has no such variant (it has {})",
+            file.path.display(),
+            file.variants
+                .iter()
+                .map(|x| x.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into()),
+    }
+}
+
+/// Boots a round and the most rounds a commit gets, from the request or
+/// the suite.
+fn rounds(file: &Suite, request: &Request) -> Result<(u32, u32)> {
+    // A suite run to a precision plans few boots and adds the rest; a
+    // round of a bisection gets as many as such a run stops on at least.
+    let suite_round = match file.precision {
+        Some(_) => file
+            .boots
+            .max(crate::base::stats::sequential::MIN_BOOTS as u32),
+        None => file.boots,
+    };
+    let boots = request.boots.unwrap_or(suite_round);
+    if boots < 2 {
+        return Err(InputError::new(format!(
+            "--boots {boots}: a commit's figures need at least two boots to have an interval"
+        ))
+        .into());
+    }
+    let max_rounds = match request.max_boots {
+        Some(m) if m < boots => {
+            return Err(InputError::new(format!(
+                "--max-boots {m} is fewer than one round of {boots} boots"
+            ))
+            .into())
+        }
+        Some(m) => m / boots,
+        None => 3,
+    };
+    Ok((boots, max_rounds))
+}
+
+/// The directory a new bisection writes into: `--out` (refused when it
+/// holds a bisection already) or a new one under `--reports`.
+fn new_dir(request: &Request) -> Result<PathBuf> {
+    match &request.out {
+        Some(out) => {
+            if out.join(PLAN_FILE).exists() {
+                return Err(InputError::new(format!(
+                    "{}: already holds a bisection; continue it with --resume {0}",
+                    out.display()
+                ))
+                .into());
+            }
+            std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+            Ok(out.clone())
+        }
+        None => Ok(RunDir::create_new(&request.reports, "bisect")
+            .with_context(|| {
+                format!(
+                    "creating a bisection directory in {}",
+                    request.reports.display()
+                )
+            })?
+            .root()
+            .to_path_buf()),
+    }
+}
+
+/// The plan's suite, read again (a resumed bisection refuses one that
+/// changed since it started).
+fn suite_of(plan: &Plan) -> Result<Suite> {
+    let file = compare::read_suite(plan.suite.as_deref())?;
+    if file.sha256 != plan.suite_sha256 {
+        return Err(InputError::new(format!(
+            "{}: the suite changed since the bisection started (sha256 {} then, {} now)",
+            file.path.display(),
+            &plan.suite_sha256[..12.min(plan.suite_sha256.len())],
+            &file.sha256[..12]
+        ))
+        .into());
+    }
+    Ok(file)
+}
+
+/// The suite reduced to the bisected point, its baseline variant's
+/// configuration built from each commit in turn.
+fn restricted(file: &Suite, plan: &Plan) -> Result<Suite> {
+    let spec = PointSpec::parse(&plan.point)?;
+    let mut suite = spec.restrict(file)?;
+    suite.boots = plan.boots;
+    suite.profile = false;
+    // A bisection decides how many rounds a commit gets; a suite's
+    // precision target would add boots inside each round.
+    suite.precision = None;
+    let overrides = Overrides {
+        iterations: plan.iterations,
+        ..Overrides::default()
+    };
+    Ok(overrides.apply(&suite)?)
+}
+
+/// The suite measuring `commits` (one variant each, named by short id),
+/// each built and booted as the plan's variant.
+fn of_commits(suite: &Suite, plan: &Plan, commits: &[&RangeCommit]) -> Suite {
+    let like = suite
+        .variants
+        .iter()
+        .find(|v| v.name == plan.variant)
+        .unwrap_or(&suite.variants[0]);
+    let mut out = suite.clone();
+    out.variants = compare::source_variants::at_commits(
+        like,
+        commits.iter().map(|c| (c.short_id(), c.id.as_str())),
+    );
+    out
+}
+
+/// Measures commits: builds their kernels, boots them in rounds, each
+/// round a run directory of its own, and reads back what is stored.
+struct Bench<'a> {
+    dir: &'a Path,
+    plan: &'a Plan,
+    suite: Suite,
+    spec: PointSpec,
+    source: KernelSource,
+    machine: Option<(vm::qemu::QemuRunner, vm::Machine)>,
+    unit: String,
+    higher_is_better: Option<bool>,
+}
+
+impl<'a> Bench<'a> {
+    fn new(dir: &'a Path, plan: &'a Plan, file: Suite, spec: PointSpec) -> Result<Bench<'a>> {
+        let suite = restricted(&file, plan)?;
+        let source = KernelSource::from_path(&plan.tree)?;
+        Ok(Bench {
+            dir,
+            plan,
+            suite,
+            spec,
+            source,
+            machine: None,
+            unit: String::new(),
+            higher_is_better: None,
+        })
+    }
+
+    fn unit(&self) -> &str {
+        &self.unit
+    }
+
+    /// The rules, the metric's direction read from GOOD's first round.
+    fn rules(&mut self) -> Result<Rules> {
+        let higher_is_better = match self.higher_is_better {
+            Some(h) => h,
+            None => {
+                self.measure(0, 1)?;
+                self.higher_is_better.unwrap_or(false)
+            }
+        };
+        Ok(Rules {
+            threshold: self.plan.threshold,
+            max_rounds: self.plan.max_rounds,
+            higher_is_better,
+        })
+    }
+
+    fn commit_dir(&self, index: usize) -> PathBuf {
+        commit_dir(self.dir, &self.plan.commits[index])
+    }
+
+    /// Commit `index`'s boots over its first `rounds` rounds, measuring
+    /// the rounds not stored yet.
+    fn measure(&mut self, index: usize, rounds: u32) -> Result<Measured> {
+        let commit_dir = self.commit_dir(index);
+        if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
+            return Ok(Measured::Untestable(why));
+        }
+        let mut boots = Vec::new();
+        for round in 1..=rounds {
+            let run = commit_dir.join(format!("round-{round}"));
+            let meta = stored_run(&run)?;
+            if !meta.as_ref().is_some_and(|m| m.complete) {
+                let untestable = match self.boot(index, round, &run, meta) {
+                    Ok(meta) if !meta.boots.iter().any(|b| b.ok) => Some(format!(
+                        "no boot of it completed ({}); see {}",
+                        meta.boots
+                            .iter()
+                            .map(|b| b.status.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        run.join("report.md").display()
+                    )),
+                    Ok(_) => None,
+                    Err(e) => match e.downcast::<BuildFailed>() {
+                        Ok(failed) => Some(failed.to_string()),
+                        Err(e) => return Err(e),
+                    },
+                };
+                if let Some(why) = untestable {
+                    std::fs::create_dir_all(&commit_dir)?;
+                    std::fs::write(commit_dir.join(UNTESTABLE_FILE), &why)?;
+                    message::note(format_args!(
+                        "{} cannot be measured: skipped",
+                        self.plan.commits[index].short_id()
+                    ));
+                    return Ok(Measured::Untestable(why));
+                }
+            }
+            boots.extend(self.read_round(&run)?);
+        }
+        Ok(Measured::Boots(boots))
+    }
+
+    /// The bisected point's values in one round's run directory, by boot.
+    fn read_round(&mut self, run: &Path) -> Result<Boots> {
+        let samples = crate::record::read_samples(run)?;
+        let picked = self
+            .spec
+            .pick(&samples)
+            .map_err(|m| InputError::new(format!("{}: {m}", run.display())))?;
+        if let Some(first) = picked.first() {
+            self.unit = first.unit.clone();
+            self.higher_is_better = Some(first.higher_is_better);
+        }
+        let mut by_boot: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+        for s in picked {
+            by_boot.entry(s.boot).or_default().push(s.value);
+        }
+        Ok(by_boot.into_values().collect())
+    }
+
+    /// Builds commit `index`'s kernel and boots its `round` (continuing
+    /// the round's run when `meta` holds an interrupted one).
+    fn boot(
+        &mut self,
+        index: usize,
+        round: u32,
+        run: &Path,
+        meta: Option<RunMeta>,
+    ) -> Result<RunMeta> {
+        let commit = &self.plan.commits[index];
+        let suite = of_commits(&self.suite, self.plan, &[commit]);
+        let images = self.images(index, &suite)?;
+        // Each round's boots get seeds of their own: under icount the same
+        // seed would measure the same figures again.
+        let overrides = Overrides {
+            seed: Some(self.suite.seed + u64::from(round - 1) * 1000),
+            ..Overrides::default()
+        };
+        let what = format!(
+            "measuring {} ({}), round {round}",
+            commit.short_id(),
+            commit.subject
+        );
+        let meta = self.execute(&suite, &images, overrides, run, meta, &what)?;
+        if !meta.complete {
+            return Err(Interrupted::new(format!(
+                "{}: the round was interrupted; continue with markbench bisect --resume {}",
+                run.display(),
+                self.dir.display()
+            ))
+            .into());
+        }
+        Ok(meta)
+    }
+
+    /// The kernel of `suite`'s one commit, built or found in the cache, with
+    /// what that took kept beside the commit's measurements.
+    fn images(&self, index: usize, suite: &Suite) -> Result<crate::stages::run_images::Images> {
+        let started = std::time::Instant::now();
+        let images = crate::stages::run_images::prepare_images(suite, &self.source)?;
+        let kernel = &images.kernels[0];
+        let commit_dir = self.commit_dir(index);
+        let record = commit_dir.join(BUILD_FILE);
+        if !record.exists() {
+            // A kernel built by this call took at least its build time.
+            let built_now = started.elapsed().as_secs_f64() >= kernel.build_seconds;
+            let build = Build {
+                seconds: built_now.then_some(kernel.build_seconds),
+                source_files_rebuilt: kernel.source_files_rebuilt,
+                kernel_dir: kernel.dir.clone(),
+            };
+            std::fs::create_dir_all(&commit_dir)?;
+            std::fs::write(&record, toml::to_string(&build)?)?;
+        }
+        Ok(images)
+    }
+
+    /// QEMU and the machine, decided at the first boot of this process.
+    fn machine(
+        &mut self,
+        run: &Resolved,
+        images: &crate::stages::run_images::Images,
+    ) -> Result<(&mut vm::qemu::QemuRunner, &vm::Machine)> {
+        if self.machine.is_none() {
+            crate::base::prereq::ensure(false)?;
+            let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
+            let mut runner = vm::qemu::QemuRunner::new(&qemu);
+            let machine = crate::stages::machine::decide(&run.suite, images, qemu, &mut runner)?;
+            println!(
+                "QEMU: {}; accelerator: {} ({}); timing: {}",
+                machine.qemu.version,
+                machine.accel.accel.as_str(),
+                machine.accel.reason,
+                vm::accel::describe_timing(&machine.timing, run.max_cpus())
+            );
+            self.machine = Some((runner, machine));
+        }
+        let (runner, machine) = self.machine.as_mut().expect("decided above");
+        Ok((runner, machine))
+    }
+
+    /// The first bad commit against its parent, function by function: a
+    /// run of the two with the profile plugin (one timed boot each, then
+    /// the profiled boots), in `profile/`.
+    fn profile(&mut self, parent: usize, first_bad: usize) -> Result<PathBuf> {
+        let run = self.dir.join("profile");
+        let commits = [&self.plan.commits[parent], &self.plan.commits[first_bad]];
+        let mut suite = of_commits(&self.suite, self.plan, &commits);
+        suite.profile = true;
+        suite.boots = 1;
+        suite.precision = None;
+        let meta = stored_run(&run)?;
+        if meta.as_ref().is_some_and(|m| m.complete) {
+            return Ok(run);
+        }
+        let images = crate::stages::run_images::prepare_images(&suite, &self.source)?;
+        let what = format!(
+            "profiling {} against its parent {}",
+            commits[1].short_id(),
+            commits[0].short_id()
+        );
+        self.execute(&suite, &images, Overrides::default(), &run, meta, &what)?;
+        Ok(run)
+    }
+
+    /// Runs `suite` into the run directory `run` (continuing it when `meta`
+    /// holds an interrupted run of it), as `compare` runs a suite.
+    fn execute(
+        &mut self,
+        suite: &Suite,
+        images: &crate::stages::run_images::Images,
+        overrides: Overrides,
+        run: &Path,
+        meta: Option<RunMeta>,
+        what: &str,
+    ) -> Result<RunMeta> {
+        let mut resolved = Resolved::planned(suite, overrides, self.source.clone())?;
+        let (runner, machine) = self.machine(&resolved, images)?;
+        match meta {
+            Some(meta) => resolved = resolved.resuming(run, meta),
+            None => RunDir::new(run)
+                .create()
+                .with_context(|| format!("creating {}", run.display()))?,
+        }
+        message::note(format_args!(
+            "{what}: {} boots in {}",
+            resolved.units.len(),
+            run.display()
+        ));
+        compare::execute(&resolved, images, machine, runner, run)
+            .with_context(|| format!("run in {}", run.display()))
+    }
+}
+
+/// Where a commit's builds and rounds are kept in the bisection's directory.
+fn commit_dir(dir: &Path, commit: &RangeCommit) -> PathBuf {
+    dir.join("commits").join(commit.short_id())
+}
+
+/// The run stored in `run`, if one was started there.
+fn stored_run(run: &Path) -> Result<Option<RunMeta>> {
+    RunDir::new(run)
+        .meta()
+        .exists()
+        .then(|| RunMeta::read(run))
+        .transpose()
+}
+
+/// Every build the bisection needed, in range order.
+fn builds(dir: &Path, plan: &Plan) -> Result<Vec<(usize, answer::BuildOutcome)>> {
+    let mut out = Vec::new();
+    for (index, commit) in plan.commits.iter().enumerate() {
+        let commit_dir = commit_dir(dir, commit);
+        if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
+            out.push((index, answer::BuildOutcome::Failed { error: why }));
+        } else if let Ok(text) = std::fs::read_to_string(commit_dir.join(BUILD_FILE)) {
+            out.push((index, answer::BuildOutcome::Built(toml::from_str(&text)?)));
+        }
+    }
+    Ok(out)
+}
+
+/// Of every intermediate commit, keeps what booting its kernel again needs
+/// (its bzImage, configuration and record) and removes the rest: its
+/// kernel's build directory (objects and vmlinux, some 150 MB) and the
+/// snapshot of its source (some 1.5 GB; made again if ever needed). The
+/// answer's commits (GOOD, BAD, the first bad commit and its parent) keep
+/// theirs, for sizes and profiles.
+fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
+    let last = plan.commits.len() - 1;
+    let mut kept = vec![0, last];
+    if let Some(decide::Ending::FirstBad { index }) = answer.search.as_ref().map(|s| &s.ending) {
+        kept.extend([*index, index - 1]);
+    }
+    for (index, build) in &answer.builds {
+        if kept.contains(index) {
+            continue;
+        }
+        let mut removed = vec![crate::guest::images::source::snapshot_dir(
+            &plan.commits[*index].id,
+        )];
+        if let answer::BuildOutcome::Built(build) = build {
+            removed.push(build.kernel_dir.join("build"));
+        }
+        for dir in removed.iter().filter(|d| d.is_dir()) {
+            if let Err(e) = std::fs::remove_dir_all(dir) {
+                message::warning(format_args!("removing {}: {e}", dir.display()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_is_success_and_no_regression_a_verdict_of_its_own() {
+        assert_eq!(
+            status_of(&decide::Ending::FirstBad { index: 3 }),
+            ExitStatus::Success
+        );
+        assert_eq!(
+            status_of(&decide::Ending::Range { good: 1, bad: 4 }),
+            ExitStatus::Success
+        );
+        let none = status_of(&decide::Ending::NoRegression);
+        assert_eq!(none, ExitStatus::NoRegression);
+        assert_ne!(none.code(), ExitStatus::Machinery.code());
+    }
+}

@@ -1,0 +1,197 @@
+//! Starting a resolved run: its metadata as it begins, the directory
+//! locked, the boot loop (`run`) with the profiled boots after it
+//! (`profile`), then the report from the directory.
+
+use super::Resolved;
+use crate::record::{HostInfo, KernelMeta, RunMeta};
+use crate::stages::run_images::Images;
+use crate::stages::vm::{Machine, Runner};
+use crate::{base::host, stages::profile, stages::report, stages::run, stages::vm};
+use anyhow::Result;
+use std::path::Path;
+
+/// Runs `run` into `dir` (continuing `run.resumed` when set) and writes
+/// the report; returns the run's metadata.
+pub fn execute(
+    run: &Resolved,
+    images: &Images,
+    machine: &Machine,
+    runner: &mut dyn Runner,
+    dir: &Path,
+) -> Result<RunMeta> {
+    let lock = run::RunLock::acquire(dir)?;
+    // Before any boot: a profile that cannot be made fails now, not after
+    // hours of timed boots.
+    let profiler = profile::prepare(&run.suite, machine)?;
+    let model = prepare_model(&run.suite, machine, dir)?;
+    let start = match &run.resumed {
+        Some((_, meta)) => run::Start::Resume(meta.clone()),
+        None => run::Start::New(initial_meta(run, images, machine)),
+    };
+    let mut profiled_boots =
+        |runner: &mut dyn Runner, events: &mut dyn crate::stages::events::RunObserver| {
+            match &profiler {
+                Some(profiler) => profiler.run(&run.suite, images, machine, runner, events, dir),
+                None => Ok(()),
+            }
+        };
+    // Everything before here (builds, images, trial boots, the profiler)
+    // prepares the run; the budget is the boots'.
+    let additions = run.additions(dir, std::time::Instant::now());
+    let mut more_boots = |units: &[crate::stages::plan::Unit]| match &additions {
+        Some(additions) => additions.next(units),
+        None => Ok(crate::stages::plan::Addition::Stop(
+            crate::record::PrecisionStop::Resolved,
+        )),
+    };
+    let meta = run::execute(
+        &run.suite,
+        &run.units,
+        start,
+        images,
+        machine,
+        runner,
+        &lock,
+        model.as_ref(),
+        profiler
+            .is_some()
+            .then_some(&mut profiled_boots as run::AfterBoots),
+        additions
+            .is_some()
+            .then_some(&mut more_boots as run::MoreBoots),
+    )?;
+    report::write(dir)?;
+    Ok(meta)
+}
+
+/// For a run under the cycle model: checks that guest time counts
+/// instructions (the model's counts are the timed runs' own only then, and
+/// round-robin icount is what keeps it deterministic on several vCPUs),
+/// builds the plugin and records the model's settings in the run directory.
+fn prepare_model(
+    suite: &crate::stages::suite::Suite,
+    machine: &Machine,
+    dir: &Path,
+) -> Result<Option<run::ModelPlugin>> {
+    let Some(model) = &suite.model else {
+        return Ok(None);
+    };
+    if machine.timing.icount_shift.is_none() {
+        return Err(crate::base::error::InputError::new(format!(
+            "{}: the cycle model needs instruction-count timing (icount, under TCG), and this \
+             run times on the wall clock ({}); run with --timing icount, or without --model",
+            suite.path.display(),
+            machine.timing.reason
+        ))
+        .into());
+    }
+    let plugin = crate::guest::images::plugin::ensure_plugin()?;
+    model.write(dir).map_err(|e| {
+        anyhow::anyhow!(
+            "writing {}: {e}",
+            dir.join(crate::base::cycle_model::SETTINGS_FILE).display()
+        )
+    })?;
+    Ok(Some(run::ModelPlugin {
+        library: plugin.path,
+        args: model.plugin_args(),
+    }))
+}
+
+/// The revision markbench was built from (build.rs asks git then: at run
+/// time the checkout may be gone, or be another).
+fn git_revision() -> String {
+    env!("MARKBENCH_GIT_REVISION").to_string()
+}
+
+/// The metadata of a run about to start.
+pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMeta {
+    let suite = &run.suite;
+    let units = &run.units;
+    RunMeta {
+        format: Default::default(),
+        suite: suite.name.clone(),
+        suite_path: suite.describe_path(),
+        suite_sha256: suite.sha256.clone(),
+        overrides: run.overrides_record(),
+        override_settings: run.overrides.clone(),
+        description: suite.description.clone(),
+        git_revision: git_revision(),
+        markbench_version: env!("CARGO_PKG_VERSION").into(),
+        started_at: run::now(),
+        finished_at: String::new(),
+        wall_s: 0.0,
+        complete: false,
+        host: HostInfo {
+            hostname: host::name(),
+            cpu_model: host::cpu_model(),
+            cores: host::cores(),
+            memory_gib: host::memory_gib(),
+            kernel_release: host::kernel_release(),
+            qemu_version: machine.qemu.version.clone(),
+            qemu_path: machine.qemu.path.display().to_string(),
+        },
+        accel: machine.accel.accel,
+        accel_reason: machine.accel.reason.clone(),
+        timing: vm::accel::describe_timing(&machine.timing, run.max_cpus()),
+        timing_decision: Some(machine.timing.clone()),
+        seed: suite.seed,
+        margin: suite.margin,
+        correction: suite.correction,
+        boots_per_variant: suite.boots,
+        iterations: suite.iterations,
+        warmup: suite.warmup,
+        cpus: suite.cpus.clone(),
+        memory_mib: suite.memory_mib,
+        kernels: suite
+            .variants
+            .iter()
+            .zip(&images.kernels)
+            .enumerate()
+            .map(|(i, (v, k))| (v, k, images.fragments.get(i).map_or(&[][..], Vec::as_slice)))
+            .map(|(v, k, fragments)| KernelMeta {
+                variant: v.name.clone(),
+                kernel: v.kernel.clone(),
+                cmdline: v.cmdline.clone(),
+                source: k.source_identity.clone(),
+                origin: (!k.origin.source.is_empty()).then(|| k.origin.clone()),
+                build_key: k.key.clone(),
+                config_base: suite.kernel_base.describe(),
+                config_sha256: k.config_sha256.clone(),
+                compiler: k.compiler.clone(),
+                fragments: fragments
+                    .iter()
+                    .map(|f| (f.file_name.clone(), f.sha256()))
+                    .collect(),
+                fragment_sources: fragments
+                    .iter()
+                    .map(|f| (f.file_name.clone(), f.source()))
+                    .collect(),
+                bzimage: k.bzimage.clone(),
+                bzimage_sha256: file_sha256(&k.bzimage),
+            })
+            .collect(),
+        order: units.iter().map(crate::stages::plan::record_of).collect(),
+        boots: Vec::new(),
+        series: run.series,
+        warnings: Vec::new(),
+        guest_image: Some(images.guest.clone()),
+        shard: run.shard_meta(),
+        shards: Vec::new(),
+        precision: run.precision_record(),
+        workloads: suite
+            .workloads
+            .iter()
+            .map(|w| w.describe(suite.iterations, suite.warmup))
+            .collect(),
+    }
+}
+
+/// A file's sha256 in hex; empty when it cannot be read (the boots will
+/// say why).
+fn file_sha256(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    std::fs::read(path)
+        .map(|bytes| hex::encode(Sha256::digest(bytes)))
+        .unwrap_or_default()
+}

@@ -1,0 +1,297 @@
+//! `compare`: resolve what the user asked for into one run, build its
+//! images, decide the machine once, boot every unit and write the report.
+//!
+//! The stages, in order: [`Options`] (typed, from the command line) →
+//! [`Resolved`] (suite + overrides + shard + plan) → `run_images` (the
+//! kernels and initramfs) → a `vm::Machine` (QEMU, accelerator, timing) →
+//! [`execute`]: `run::execute` (boots, samples, metadata) and the profiled
+//! boots → `report`. Each stage returns its result here; none calls the
+//! next. `nightly` and `run-shard` are compares too.
+
+mod dry_run;
+mod execute;
+mod options;
+mod overrides;
+pub mod precision;
+mod resolved;
+pub mod source_variants;
+
+/// The overrides' recorded form is the run directory's (`record`).
+pub use crate::record::Overrides;
+pub use execute::{execute, initial_meta};
+pub use options::{ModelChoice, Options};
+pub use resolved::{kernel_source, read_suite, Resolved};
+
+use crate::base::error::InputError;
+use crate::base::exit::ExitStatus;
+use crate::base::run_dir::RunDir;
+use crate::guest::images::kernel::KernelSource;
+use crate::record::RunMeta;
+use crate::stages::suite::{AccelChoice, TimingChoice};
+use crate::{base::prereq, stages::vm};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+/// How a compare ended: its exit status and, unless it was a dry run, the run.
+pub struct Outcome {
+    pub status: ExitStatus,
+    pub run: Option<(PathBuf, RunMeta)>,
+}
+
+/// The refusal of a wall-time run whose guests have more vCPUs than the
+/// host has cores.
+fn oversubscribed(run: &Resolved, why: &str) -> anyhow::Error {
+    InputError::new(format!(
+        "{}: asks for {} vCPUs but this host has {} cores, and {why}: \
+         oversubscribed vCPUs make wall-clock timings meaningless. Use --cpus to run fewer, \
+         a QEMU that counts instructions for SMP guests (icount), or --allow-oversubscribe \
+         to run anyway",
+        run.suite.path.display(),
+        run.max_cpus(),
+        crate::base::host::cores()
+    ))
+    .into()
+}
+
+/// The run's refusals that depend on this host and the output directory,
+/// checked before anything is built or written (and by the dry run, so it
+/// refuses what the run would). Returns whether the guests have more vCPUs
+/// than the host has cores, which the machine's timing must then make up.
+fn refuse_what_this_host_cannot_run(run: &Resolved, options: &Options) -> Result<bool> {
+    if let Some(out) = options.out.as_ref().filter(|_| run.resumed.is_none()) {
+        if RunDir::new(out).meta().exists() {
+            return Err(InputError::new(format!(
+                "{}: already holds a run; continue it with --resume {0}, or give another --out",
+                out.display()
+            ))
+            .into());
+        }
+    }
+    let host_cores = crate::base::host::cores() as u32;
+    let oversubscribed_here = run.max_cpus() > host_cores && !run.allow_oversubscribe;
+    let cannot_count =
+        run.suite.timing == TimingChoice::Wall || run.suite.accel == AccelChoice::Kvm;
+    if oversubscribed_here && cannot_count {
+        return Err(oversubscribed(run, "the run times on the wall clock"));
+    }
+    // Unlike vCPUs, guest memory is not made up for by icount: a guest
+    // larger than the host swaps or is killed.
+    let host_mib = crate::base::host::memory_mib();
+    if host_mib > 0 && u64::from(run.suite.memory_mib) > host_mib && !run.allow_oversubscribe {
+        return Err(run
+            .suite
+            .error_at_key(
+                "memory_mib",
+                format!(
+                    "memory_mib = {} is more than this host's {host_mib} MiB; give a smaller \
+                     memory_mib, or --allow-oversubscribe to run anyway",
+                    run.suite.memory_mib
+                ),
+            )
+            .into());
+    }
+    Ok(oversubscribed_here)
+}
+
+/// Runs what `options` ask for (one shard of a suite when they name one).
+pub fn compare(options: &Options) -> Result<Outcome> {
+    let run = Resolved::new(options)?;
+    // The dry run refuses what the run would: it is the run's preview.
+    let oversubscribed_here = refuse_what_this_host_cannot_run(&run, options)?;
+    dry_run::print_plan(&run, &options.reports)?;
+    if options.dry_run {
+        return Ok(Outcome {
+            status: ExitStatus::Success,
+            run: None,
+        });
+    }
+    let started = std::time::Instant::now();
+    prereq::ensure(false)?;
+    let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
+    let mut run = run;
+    if let KernelSource::Tarball(p) = &run.source {
+        // The default tarball may have been installed just now.
+        run.source = KernelSource::from_path(p)?;
+    }
+    let images = crate::stages::run_images::prepare_images(&run.suite, &run.source)?;
+    let mut runner = vm::qemu::QemuRunner::new(&qemu);
+    let (dir, machine) = directory_and_machine(
+        &run,
+        options,
+        &images,
+        qemu,
+        &mut runner,
+        oversubscribed_here,
+    )?;
+    announce(&run, &dir, &machine);
+    let _ = ctrlc::set_handler(|| {
+        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        eprintln!();
+        crate::base::message::note(
+            "interrupted: stopping the guest, keeping every sample, writing a partial report",
+        );
+    });
+    let meta = execute(&run, &images, &machine, &mut runner, &dir)
+        .with_context(|| format!("run in {}", dir.display()))?;
+    if options.out.is_none() {
+        let latest = options.reports.join("latest");
+        let _ = std::fs::remove_file(&latest);
+        let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
+    }
+    let status = ending(&dir, &meta, started);
+    Ok(Outcome {
+        status,
+        run: Some((dir, meta)),
+    })
+}
+
+/// The run directory and the machine: a resumed run's own (its kernels
+/// checked to be the ones it started with), or a new directory and a
+/// machine decided now.
+fn directory_and_machine(
+    run: &Resolved,
+    options: &Options,
+    images: &crate::stages::run_images::Images,
+    qemu: vm::qemu::QemuBinary,
+    runner: &mut dyn vm::Runner,
+    oversubscribed_here: bool,
+) -> Result<(PathBuf, vm::Machine)> {
+    if let Some((dir, meta)) = &run.resumed {
+        for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
+            if k.key != recorded.build_key {
+                return Err(InputError::new(format!(
+                    "{}: kernel {} is not the one this run started with (build key {} now, {} then); \
+                     start a new run instead",
+                    dir.display(),
+                    recorded.variant,
+                    &k.key[..16],
+                    recorded.build_key.chars().take(16).collect::<String>()
+                ))
+                .into());
+            }
+        }
+        if !meta.host.qemu_path.is_empty() && meta.host.qemu_version != qemu.version {
+            crate::base::message::warning(format_args!(
+                "the run started with {} ({}); it continues with {} ({})",
+                meta.host.qemu_version,
+                meta.host.qemu_path,
+                qemu.version,
+                qemu.path.display()
+            ));
+        }
+        return Ok((dir.clone(), crate::stages::machine::recorded(meta, qemu)));
+    }
+    let machine = crate::stages::machine::decide(&run.suite, images, qemu, runner)?;
+    if oversubscribed_here && !machine.timing.is_icount() {
+        return Err(oversubscribed(
+            run,
+            &format!("timing is wall time ({})", machine.timing.reason),
+        ));
+    }
+    let dir = match &options.out {
+        Some(out) => {
+            RunDir::new(out)
+                .create()
+                .with_context(|| format!("creating {}", out.display()))?;
+            out.clone()
+        }
+        None => RunDir::create_new(&options.reports, &run.suite.name)
+            .with_context(|| format!("creating a run directory in {}", options.reports.display()))?
+            .root()
+            .to_path_buf(),
+    };
+    Ok((dir, machine))
+}
+
+/// Where the run goes and what it boots with, before the first boot.
+fn announce(run: &Resolved, dir: &std::path::Path, machine: &vm::Machine) {
+    println!("run directory: {}", dir.display());
+    println!(
+        "QEMU: {} ({})",
+        machine.qemu.version,
+        machine.qemu.path.display()
+    );
+    println!(
+        "accelerator: {} ({})",
+        machine.accel.accel.as_str(),
+        machine.accel.reason
+    );
+    println!(
+        "timing: {}",
+        vm::accel::describe_timing(&machine.timing, run.max_cpus())
+    );
+}
+
+/// The exit status of a run that ended with `meta`: interrupted (it is
+/// partial; resume it), incomplete (some boot failed), or success.
+pub fn status_of_run(meta: &RunMeta) -> ExitStatus {
+    if !meta.complete {
+        ExitStatus::Interrupted
+    } else if meta.boots.iter().any(|b| !b.ok) {
+        ExitStatus::Incomplete
+    } else {
+        ExitStatus::Success
+    }
+}
+
+/// The run's summary line and its exit status ([`status_of_run`]).
+fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) -> ExitStatus {
+    let failed = meta.boots.iter().filter(|b| !b.ok).count();
+    println!(
+        "report: {}\n{} boots, {} failed, {:.0} s in all",
+        RunDir::new(dir).report().display(),
+        meta.boots.len(),
+        failed,
+        started.elapsed().as_secs_f64()
+    );
+    let status = status_of_run(meta);
+    match status {
+        ExitStatus::Interrupted => crate::base::message::note(format_args!(
+            "the run is partial; continue it with: markbench compare --resume {}",
+            dir.display()
+        )),
+        ExitStatus::Incomplete => crate::base::message::note(format_args!(
+            "{failed} boot(s) failed; see the Boots table in the report"
+        )),
+        _ => {}
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::BootRecord;
+
+    fn run(complete: bool, oks: &[bool]) -> RunMeta {
+        RunMeta {
+            complete,
+            boots: oks
+                .iter()
+                .map(|&ok| BootRecord {
+                    ok,
+                    ..BootRecord::default()
+                })
+                .collect(),
+            ..RunMeta::default()
+        }
+    }
+
+    #[test]
+    fn a_run_ends_as_success_incomplete_or_interrupted() {
+        assert_eq!(
+            status_of_run(&run(true, &[true, true])),
+            ExitStatus::Success
+        );
+        assert_eq!(
+            status_of_run(&run(true, &[true, false])),
+            ExitStatus::Incomplete
+        );
+        // A partial run is an interruption, whatever its boots did.
+        assert_eq!(
+            status_of_run(&run(false, &[true, false])),
+            ExitStatus::Interrupted
+        );
+        assert_eq!(status_of_run(&run(false, &[])), ExitStatus::Interrupted);
+    }
+}

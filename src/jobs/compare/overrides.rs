@@ -1,0 +1,370 @@
+//! Command-line changes to a suite: to run a seed-scale suite at a size this
+//! machine can take (`--scale 0.05 --cpus 2`), or a quick look with fewer
+//! boots. They change the values the suite file gave and are checked as
+//! those were; the suite itself stays what its file says.
+
+use crate::base::error::{at_least_one, InputError};
+use crate::guest::workloads::{Guest, WorkloadKind};
+use crate::record::Overrides;
+use crate::stages::suite::{self, Suite};
+
+impl Overrides {
+    /// The overrides as `key=value`, for the record (meta.toml, the report).
+    pub fn describe(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(scale) = self.scale {
+            out.push(format!("scale={scale}"));
+        }
+        if let Some(boots) = self.boots {
+            out.push(format!("boots={boots}"));
+        }
+        if let Some(iterations) = self.iterations {
+            out.push(format!("iterations={iterations}"));
+        }
+        if let Some(cpus) = &self.cpus {
+            out.push(format!("cpus={cpus:?}"));
+        }
+        if let Some(scope) = self.compile_scope {
+            let name = clap::ValueEnum::to_possible_value(&scope)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
+            out.push(format!("compile-scope={name}"));
+        }
+        if let Some(seed) = self.seed {
+            out.push(format!("seed={seed}"));
+        }
+        if self.aa {
+            out.push("aa=true".into());
+        }
+        if let Some(params) = &self.params {
+            out.push(format!("params={params:?}"));
+        }
+        if !self.patches.is_empty() {
+            let names: Vec<String> = self
+                .patches
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            out.push(format!("patches={}", names.join(",")));
+        }
+        if let Some(revs) = &self.revs {
+            out.push(format!("revs={revs}"));
+        }
+        if let Some(precision) = self.precision {
+            out.push(format!("precision={precision}"));
+        }
+        if let Some(budget) = self.budget_s {
+            out.push(format!(
+                "budget={}",
+                humantime::format_duration(std::time::Duration::from_secs(budget))
+            ));
+        }
+        if let Some(max_boots) = self.max_boots {
+            out.push(format!("max-boots={max_boots}"));
+        }
+        out
+    }
+
+    /// The suite with these overrides applied, each value checked as the
+    /// file's own would be (the same checks, naming the option instead of a
+    /// line).
+    pub fn apply(&self, file: &Suite) -> Result<Suite, InputError> {
+        let mut suite = file.clone();
+        let bad = |m: String| Err(InputError::new(m));
+        if let Some(scale) = self.scale {
+            if !(scale > 0.0 && scale.is_finite()) {
+                return bad(format!("--scale must be a positive number, got {scale}"));
+            }
+            for w in &mut suite.workloads {
+                w.scale(scale);
+            }
+        }
+        if let Some(boots) = self.boots {
+            suite.boots = at_least_one(boots, "--boots").map_err(InputError::new)?;
+        }
+        if let Some(iterations) = self.iterations {
+            suite.iterations = at_least_one(iterations, "--iterations").map_err(InputError::new)?;
+            for w in &mut suite.workloads {
+                w.iterations = None;
+            }
+        }
+        if let Some(cpus) = &self.cpus {
+            suite::check_cpu_counts(cpus)
+                .map_err(|why| InputError::new(format!("--cpus {cpus:?}: {why}")))?;
+            suite.cpus = cpus.clone();
+            for w in &mut suite.workloads {
+                w.cpus = None;
+            }
+        }
+        if let Some(scope) = self.compile_scope {
+            for w in &mut suite.workloads {
+                if let WorkloadKind::KernelCompile(k) = &mut w.kind {
+                    k.set_scope(scope);
+                }
+            }
+        }
+        if let Some(seed) = self.seed {
+            suite.seed = seed;
+        }
+        self.apply_precision(&mut suite)?;
+        if self.aa {
+            let baseline = suite.variants[0].clone();
+            let mut again = baseline.clone();
+            again.name = format!("{}-again", again.name);
+            suite.variants = vec![baseline, again];
+        }
+        if let Some(params) = &self.params {
+            if params.is_empty() || params.contains(&0) {
+                return bad(format!(
+                    "--params takes values of at least 1, got {params:?}"
+                ));
+            }
+            for w in &mut suite.workloads {
+                w.params = params.clone();
+            }
+        }
+        // The workloads as the overrides left them pass the file's checks.
+        let guest = Guest {
+            cpus: &suite.cpus,
+            memory_mib: suite.memory_mib,
+        };
+        for w in &suite.workloads {
+            w.check(guest).map_err(|r| InputError::new(r.message))?;
+        }
+        if let Some(c) = crate::guest::workloads::collision(&suite.workloads, &suite.cpus) {
+            return bad(format!(
+                "{} (after the command line's {})",
+                c.describe(&suite.workloads),
+                self.describe().join(", ")
+            ));
+        }
+        // Last: the split depends on the boots, CPU counts and params above.
+        if let Some(sel) = self.shard {
+            crate::stages::shard::check(&suite, sel)?;
+        }
+        Ok(suite)
+    }
+}
+
+impl Overrides {
+    /// `--precision`, `--budget` and `--max-boots` over the suite's
+    /// `precision`, `budget` and `max_boots`, checked as the file's are.
+    fn apply_precision(&self, suite: &mut Suite) -> Result<(), InputError> {
+        if let Some(percent) = self.precision {
+            suite::Precision::check_percent(percent)
+                .map_err(|m| InputError::new(format!("--{m}")))?;
+            let kept = suite.precision.unwrap_or(suite::Precision {
+                percent,
+                budget_s: None,
+                max_boots: None,
+            });
+            suite.precision = Some(suite::Precision { percent, ..kept });
+        }
+        if self.budget_s.is_none() && self.max_boots.is_none() {
+            return Ok(());
+        }
+        let Some(precision) = suite.precision.as_mut() else {
+            let flag = if self.budget_s.is_some() {
+                "--budget"
+            } else {
+                "--max-boots"
+            };
+            return Err(InputError::new(format!(
+                "{flag} bounds a run with a precision target, and {} has none: add --precision PCT (e.g. 0.5)",
+                suite.path.display()
+            )));
+        };
+        if let Some(budget) = self.budget_s {
+            precision.budget_s = Some(budget);
+        }
+        if let Some(max_boots) = self.max_boots {
+            precision.max_boots =
+                Some(at_least_one(max_boots, "--max-boots").map_err(InputError::new)?);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest::workloads::kernel_compile::{
+        CompileDriver, CompileScope, DEFAULT_COMPILE_TARGETS,
+    };
+    use crate::stages::suite::tests::{parse, COMPILE, GOOD};
+
+    #[test]
+    fn a_workload_can_run_at_some_of_the_suites_cpu_counts() {
+        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
+            "loops = 10\n",
+            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 10\ncpus = [2]\n",
+        );
+        let mut s = parse(&text).unwrap();
+        let units = crate::stages::plan::expand(&s);
+        for u in &units {
+            let ids: Vec<String> = u.steps.iter().map(|st| st.id().to_wire(&s)).collect();
+            let want: &[&str] = if u.cpus == 1 {
+                &["0:hackbench/2", "0:hackbench/4"]
+            } else {
+                &["1:hackbench/4"]
+            };
+            assert_eq!(ids, want, "{u:?}");
+            assert_eq!(u.steps[0].workload, usize::from(u.cpus == 2));
+        }
+        let e = parse(&GOOD.replace("loops = 10\n", "loops = 10\ncpus = [4]\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("s.toml:13:1:")
+                && e.contains("must be one or more of the suite's CPU counts [2]"),
+            "{e}"
+        );
+        let e = parse(&text.replace("cpus = [1, 2]", "cpus = [1, 2, 4]"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no workload runs at 4 CPUs"), "{e}");
+        // --cpus runs every workload at every count it names.
+        s = Overrides {
+            cpus: Some(vec![4]),
+            ..Overrides::default()
+        }
+        .apply(&s)
+        .unwrap();
+        assert!(crate::stages::plan::expand(&s)
+            .iter()
+            .all(|u| u.steps.len() == 3));
+    }
+
+    #[test]
+    fn a_compile_can_run_fewer_iterations_than_the_rest_until_the_command_line_says() {
+        let text = format!(
+            "{}{COMPILE}iterations = 1\nwarmup = 0\n",
+            GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048")
+        );
+        let mut s = parse(&text).unwrap();
+        let (hackbench, compile) = (&s.workloads[0], &s.workloads[1]);
+        assert_eq!(
+            hackbench.iterations_in(s.iterations, s.warmup),
+            (s.iterations, s.warmup)
+        );
+        assert_eq!(compile.iterations_in(s.iterations, s.warmup), (1, 0));
+        match &compile.kind {
+            WorkloadKind::KernelCompile(k) => assert_eq!(k.driver(), CompileDriver::Objects),
+            other => panic!("parsed as {other:?}"),
+        }
+        s = Overrides {
+            iterations: Some(4),
+            ..Overrides::default()
+        }
+        .apply(&s)
+        .unwrap();
+        assert_eq!(s.workloads[1].iterations_in(s.iterations, s.warmup), (4, 0));
+    }
+
+    #[test]
+    fn overrides_that_would_pool_unlike_workloads_or_repeat_a_param_are_refused() {
+        // Apart at their own CPU counts in the file, together under --cpus.
+        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
+            "loops = 10\n",
+            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [4]\nloops = 50\ncpus = [2]\n",
+        );
+        let s = parse(&text).unwrap();
+        let e = Overrides {
+            cpus: Some(vec![2]),
+            ..Overrides::default()
+        }
+        .apply(&s)
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workloads 1 and 2 both measure groups 4 at 2 vCPU(s)")
+                && e.contains("would pool")
+                && e.contains("cpus=[2]"),
+            "{e}"
+        );
+        let e = Overrides {
+            params: Some(vec![2, 2]),
+            ..Overrides::default()
+        }
+        .apply(&parse(GOOD).unwrap())
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("params lists 2 twice"), "{e}");
+    }
+
+    #[test]
+    fn a_full_kernel_compile_shrinks_to_the_subset_on_the_command_line() {
+        let text = format!(
+            "{}{COMPILE}scope = \"full\"\n",
+            GOOD.replace("cpus = [2]", "cpus = [2]\nmemory_mib = 2048")
+        );
+        let mut s = parse(&text).unwrap();
+        let o = Overrides {
+            compile_scope: Some(CompileScope::Subset),
+            ..Overrides::default()
+        };
+        s = o.apply(&s).unwrap();
+        match &s.workloads[1].kind {
+            WorkloadKind::KernelCompile(k) => {
+                assert_eq!(k.make_targets(), DEFAULT_COMPILE_TARGETS);
+                assert_eq!(k.driver(), CompileDriver::Objects);
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        assert_eq!(o.describe(), ["compile-scope=subset"]);
+    }
+
+    #[test]
+    fn hackbench_group_counts_beyond_the_guests_task_limit_are_refused() {
+        // The seed's largest point, 800 groups of 40 tasks, fits.
+        let s = parse(&GOOD.replace("params = [2, 4]", "params = [50, 800]")).unwrap();
+        let e = parse(&GOOD.replace("params = [2, 4]", "params = [2, 900]"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("s.toml:") && e.contains("-g 900 -f 20 starts 36000 tasks"),
+            "{e}"
+        );
+        let e = Overrides {
+            params: Some(vec![1000]),
+            ..Overrides::default()
+        }
+        .apply(&s)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("-g 1000"), "{e}");
+    }
+
+    #[test]
+    fn overrides_shrink_a_suite_and_are_recorded() {
+        let mut s = parse(GOOD).unwrap();
+        let o = Overrides {
+            scale: Some(0.05),
+            boots: Some(1),
+            cpus: Some(vec![1, 2]),
+            params: Some(vec![3]),
+            ..Default::default()
+        };
+        s = o.apply(&s).unwrap();
+        assert_eq!(s.boots, 1);
+        assert_eq!(s.cpus, vec![1, 2]);
+        match &s.workloads[0].kind {
+            WorkloadKind::Hackbench(h) => {
+                assert_eq!(h.loops, 1); // 10 × 0.05 rounds to 0: at least one loop
+                assert_eq!(s.workloads[0].params, vec![3]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            o.describe(),
+            ["scale=0.05", "boots=1", "cpus=[1, 2]", "params=[3]"]
+        );
+        let e = Overrides {
+            cpus: Some(vec![16]),
+            ..Default::default()
+        }
+        .apply(&s)
+        .unwrap_err();
+        assert!(e.to_string().contains("--cpus"), "{e}");
+    }
+}

@@ -1,0 +1,264 @@
+//! A run with a precision target: after the planned boots, which block of
+//! boots comes next, read from the run directory after every block.
+//!
+//! Each CPU count whose points are not yet within the target is a
+//! candidate for one more block (one boot of each variant). The candidate
+//! that needs the fewest boots still (by the model of each point's
+//! variance) goes first, so a point that is nearly resolved is resolved
+//! before the budget goes to one that needs many more boots than it can
+//! get. A block starts only when its boots fit under the cap and its
+//! expected wall time (the mean of the boots at that CPU count so far)
+//! fits in what is left of the budget, counted from the first boot.
+
+use crate::base::stats::sequential::FixedWidth;
+use crate::record::{PrecisionStop, RunMeta};
+use crate::stages::analysis::precision::{standings, Standing};
+use crate::stages::analysis::Analysis;
+use crate::stages::plan::{self, Addition, Unit};
+use crate::stages::suite::Suite;
+use anyhow::Result;
+use std::path::Path;
+
+/// One CPU count's standing: what it still needs and what a block of it costs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub cpus: u32,
+    /// Its points not yet within the target, as a person reads them.
+    pub unresolved: Vec<String>,
+    /// The most boots a side any of its points still needs by the model of
+    /// its variance (`usize::MAX` where a point has no interval yet).
+    pub boots_short: usize,
+    /// Expected wall time of one block, in seconds.
+    pub block_s: f64,
+}
+
+/// The next block's CPU count, or why there is none: every group resolved,
+/// or the first group that needs a block fits neither the boots left nor
+/// the time left, and no other does either.
+pub fn choose(
+    groups: &[Group],
+    variants: usize,
+    boots_left: usize,
+    time_left_s: Option<f64>,
+) -> Result<u32, PrecisionStop> {
+    let mut wanting: Vec<&Group> = groups.iter().filter(|g| !g.unresolved.is_empty()).collect();
+    if wanting.is_empty() {
+        return Err(PrecisionStop::Resolved);
+    }
+    wanting.sort_by_key(|g| (g.boots_short, g.cpus));
+    if boots_left < variants {
+        return Err(PrecisionStop::MaxBoots);
+    }
+    wanting
+        .iter()
+        .find(|g| time_left_s.is_none_or(|left| left > 0.0 && g.block_s <= left))
+        .map(|g| g.cpus)
+        .ok_or(PrecisionStop::Budget)
+}
+
+/// A point as the terminal and the report name it: the syntax of
+/// `bisect --point`, `WORKLOAD/METRIC@CPUS=PARAM`, and the candidate when
+/// there are several.
+pub fn describe_point(analysis: &Analysis, s: &Standing) -> String {
+    let mut text = format!(
+        "{}/{}@{}={}",
+        s.key.workload, s.key.metric, s.key.cpus, s.param
+    );
+    if analysis.comparisons.len() > 1 {
+        let [_, candidate] = analysis.names(&analysis.comparisons[s.comparison]);
+        text.push_str(&format!(" ({candidate})"));
+    }
+    text
+}
+
+/// The groups of a run as its directory holds it: the CPU counts its units
+/// boot at, each with its unresolved points and the cost of a block.
+pub fn groups(analysis: &Analysis, meta: &RunMeta, units: &[Unit], rule: FixedWidth) -> Vec<Group> {
+    let standings = standings(analysis, rule);
+    let mut cpu_counts: Vec<u32> = units.iter().map(|u| u.cpus).collect();
+    cpu_counts.sort_unstable();
+    cpu_counts.dedup();
+    let variants = analysis.variants.len().max(1);
+    cpu_counts
+        .into_iter()
+        .map(|cpus| {
+            let here: Vec<&Standing> = standings.iter().filter(|s| s.key.cpus == cpus).collect();
+            let unresolved: Vec<&Standing> = here
+                .iter()
+                .copied()
+                .filter(|s| !s.precision.resolved)
+                .collect();
+            let boots_short = unresolved
+                .iter()
+                .map(|s| match s.precision.boots_needed {
+                    Some(needed) => needed.saturating_sub(s.precision.boots),
+                    None => usize::MAX,
+                })
+                .max()
+                .unwrap_or(0);
+            let walls: Vec<f64> = meta
+                .boots
+                .iter()
+                .filter(|b| b.cpus == cpus && b.ok)
+                .map(|b| b.wall_s)
+                .collect();
+            let boot_s = if walls.is_empty() {
+                0.0
+            } else {
+                walls.iter().sum::<f64>() / walls.len() as f64
+            };
+            Group {
+                cpus,
+                unresolved: unresolved
+                    .iter()
+                    .map(|s| match s.precision.half_width {
+                        Some(h) if h <= rule.half_width => format!(
+                            "{} ±{:.2}% on {} boots a side (stops from {})",
+                            describe_point(analysis, s),
+                            h * 100.0,
+                            s.precision.boots,
+                            rule.min_boots
+                        ),
+                        Some(h) => format!(
+                            "{} ±{:.2}% > ±{}%",
+                            describe_point(analysis, s),
+                            h * 100.0,
+                            rule.percent()
+                        ),
+                        None => format!("{} (no interval yet)", describe_point(analysis, s)),
+                    })
+                    .collect(),
+                boots_short,
+                block_s: boot_s * variants as f64,
+            }
+        })
+        .collect()
+}
+
+/// What decides a run's added blocks: its suite, its rule and bounds, and
+/// the shard whose groups it adds to.
+pub struct Additions<'a> {
+    pub suite: &'a Suite,
+    pub dir: &'a Path,
+    pub rule: FixedWidth,
+    /// The most boots the run may have, planned and added.
+    pub cap: usize,
+    /// The budget, if there is one, in seconds of wall time from the
+    /// first boot: kernel builds, image preparation and trial boots before
+    /// it do not spend it, so a cold run gets the same boots as a warm one.
+    pub budget_s: Option<f64>,
+    /// When this process's first boot started.
+    pub first_boot: std::time::Instant,
+    /// Wall time a resumed run's earlier boots spent.
+    pub already_s: f64,
+    /// This run's shard (index, count); (0, 1) for a whole run. Shards of
+    /// one sweep number their added boots apart, so they never collide
+    /// when merged.
+    pub shard: (u32, u32),
+}
+
+impl Additions<'_> {
+    /// The next block after `units`, from the run directory as it stands.
+    pub fn next(&self, units: &[Unit]) -> Result<Addition> {
+        let meta = RunMeta::read(self.dir)?;
+        if meta
+            .boots
+            .iter()
+            .any(|b| !b.ok && b.boot >= self.suite.boots)
+        {
+            return Ok(Addition::Stop(PrecisionStop::FailedBoots));
+        }
+        let samples = crate::record::read_samples(self.dir)?;
+        let analysis = crate::stages::analysis::analyse_unbootstrapped(&meta, &samples);
+        let groups = groups(&analysis, &meta, units, self.rule);
+        let variants = self.suite.variants.len();
+        // The clock since the first boot, which counts the gaps between
+        // boots too; never less than the boots' own recorded wall time
+        // (which is all a guest that reports its time, as the fake one
+        // does, has spent).
+        let booted: f64 = meta.boots.iter().map(|b| b.wall_s).sum();
+        let spent = (self.already_s + self.first_boot.elapsed().as_secs_f64()).max(booted);
+        let time_left = self.budget_s.map(|budget| budget - spent);
+        let cpus = match choose(
+            &groups,
+            variants,
+            self.cap.saturating_sub(units.len()),
+            time_left,
+        ) {
+            Ok(cpus) => cpus,
+            Err(why) => return Ok(Addition::Stop(why)),
+        };
+        let (index, count) = self.shard;
+        let added_here = units
+            .iter()
+            .filter(|u| u.cpus == cpus && u.boot >= self.suite.boots)
+            .count()
+            / variants;
+        let boot = self.suite.boots + index + count * added_here as u32;
+        let block = units.len() / variants;
+        let next_index = units.iter().map(|u| u.index + 1).max().unwrap_or(0);
+        let unresolved = groups
+            .into_iter()
+            .find(|g| g.cpus == cpus)
+            .map(|g| g.unresolved)
+            .unwrap_or_default();
+        Ok(Addition::Block {
+            units: plan::added_block(self.suite, units, cpus, boot, block, next_index),
+            unresolved,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(cpus: u32, unresolved: usize, boots_short: usize, block_s: f64) -> Group {
+        Group {
+            cpus,
+            unresolved: (0..unresolved).map(|i| format!("point {i}")).collect(),
+            boots_short,
+            block_s,
+        }
+    }
+
+    #[test]
+    fn the_group_nearest_its_target_gets_the_next_block() {
+        let groups = [group(1, 1, 3, 40.0), group(2, 1, 200, 50.0)];
+        assert_eq!(choose(&groups, 2, 100, None), Ok(1));
+        // Once it is resolved, what is left goes to the other.
+        let groups = [group(1, 0, 0, 40.0), group(2, 1, 200, 50.0)];
+        assert_eq!(choose(&groups, 2, 100, Some(60.0)), Ok(2));
+    }
+
+    #[test]
+    fn a_point_without_an_interval_waits_behind_one_with_a_model() {
+        let groups = [group(1, 1, usize::MAX, 40.0), group(2, 1, 9, 50.0)];
+        assert_eq!(choose(&groups, 2, 100, None), Ok(2));
+    }
+
+    #[test]
+    fn every_point_resolved_stops_the_run() {
+        let groups = [group(1, 0, 0, 40.0), group(2, 0, 0, 50.0)];
+        assert_eq!(choose(&groups, 2, 100, None), Err(PrecisionStop::Resolved));
+    }
+
+    #[test]
+    fn a_block_that_would_end_after_the_budget_does_not_start() {
+        let groups = [group(1, 1, 3, 40.0), group(2, 1, 200, 50.0)];
+        assert_eq!(
+            choose(&groups, 2, 100, Some(30.0)),
+            Err(PrecisionStop::Budget)
+        );
+        // A cheaper block that fits still runs when the first does not.
+        let groups = [group(2, 1, 3, 50.0), group(1, 1, 200, 40.0)];
+        assert_eq!(choose(&groups, 2, 100, Some(45.0)), Ok(1));
+    }
+
+    #[test]
+    fn a_block_that_would_pass_the_cap_does_not_start() {
+        let groups = [group(1, 1, 3, 40.0)];
+        assert_eq!(choose(&groups, 2, 1, None), Err(PrecisionStop::MaxBoots));
+        assert_eq!(choose(&groups, 2, 2, None), Ok(1));
+    }
+}

@@ -1,0 +1,304 @@
+//! Comparing two result sets run separately (last night's against
+//! tonight's): one variant's samples from a baseline run directory against
+//! the same variant's from a candidate run directory, rendered with the same
+//! tables, statistics and plots as a single run.
+//!
+//! The two runs become one synthetic run directory whose two "variants" are
+//! `baseline:<name>` and `candidate:<name>`, so the report code is reused as
+//! it is. Differences that make such a comparison doubtful (host, accelerator,
+//! timing mode, suite, kernels) are listed as warnings at the top.
+
+use crate::base::error::InputError;
+use crate::guest::images::size::{KernelSizes, SizeComparison, SizeRecord};
+use crate::record::{read_samples_with_hosts, ConditionChange, KernelMeta, RunMeta, SampleWriter};
+use anyhow::Result;
+use std::path::Path;
+
+/// What differs between the two runs' conditions, one line each.
+pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String> {
+    ConditionChange::between(baseline, candidate)
+        .iter()
+        .map(condition_warning)
+        .collect()
+}
+
+/// One condition change as a warning line: both values as recorded.
+pub fn condition_warning(change: &ConditionChange) -> String {
+    let what = change.condition();
+    let line = |a: &str, b: &str| format!("{what} differs: baseline {a:?}, candidate {b:?}");
+    match change {
+        ConditionChange::Hostname(v)
+        | ConditionChange::HostCpu(v)
+        | ConditionChange::Qemu(v)
+        | ConditionChange::TimingMode(v)
+        | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
+        ConditionChange::SuiteFile(v) => format!(
+            "suite file (sha256) differs: baseline {:?}, candidate {:?}",
+            v.baseline, v.candidate
+        ),
+        ConditionChange::Accelerator(v) => line(v.baseline.as_str(), v.candidate.as_str()),
+        ConditionChange::Overrides(v) => line(&v.baseline.join(", "), &v.candidate.join(", ")),
+        ConditionChange::GuestImage(v) => format!(
+            "guest image differs: baseline sha256 {}, candidate {}{}",
+            v.baseline.short_sha(),
+            v.candidate.short_sha(),
+            v.baseline.differing_files(&v.candidate)
+        ),
+    }
+}
+
+fn read_run(dir: &Path) -> Result<RunMeta> {
+    crate::record::require_run_dir(dir)?;
+    RunMeta::read(dir)
+}
+
+/// The variant compared by default: the candidate ("with") side of the baseline run.
+pub fn default_variant(meta: &RunMeta) -> Option<String> {
+    meta.kernels.get(1).map(|k| k.variant.clone())
+}
+
+/// Writes the synthetic run of `variant` (baseline run vs candidate run)
+/// into `out` and renders its report. Returns the condition warnings.
+pub fn diff(
+    baseline_dir: &Path,
+    candidate_dir: &Path,
+    variant: Option<&str>,
+    out: &Path,
+) -> Result<Vec<String>> {
+    let baseline = read_run(baseline_dir)?;
+    let candidate = read_run(candidate_dir)?;
+    let variant = match variant {
+        Some(v) => v.to_string(),
+        None if candidate.kernels.len() > 2 => {
+            let names: Vec<&str> = candidate.kernels[1..]
+                .iter()
+                .map(|k| k.variant.as_str())
+                .collect();
+            return Err(InputError::new(format!(
+                "{}: the run has {} candidates ({}): name the one to compare with --variant",
+                candidate_dir.display(),
+                names.len(),
+                names.join(", ")
+            ))
+            .into());
+        }
+        None => default_variant(&candidate).ok_or_else(|| {
+            InputError::new(format!(
+                "{}: the run records no variants",
+                candidate_dir.display()
+            ))
+        })?,
+    };
+    let kernel_of = |meta: &RunMeta, dir: &Path| -> Result<KernelMeta> {
+        meta.kernels
+            .iter()
+            .find(|k| k.variant == variant)
+            .cloned()
+            .ok_or_else(|| {
+                let names: Vec<&str> = meta.kernels.iter().map(|k| k.variant.as_str()).collect();
+                InputError::new(format!(
+                    "{}: no variant {variant:?} in this run (it has: {})",
+                    dir.display(),
+                    names.join(", ")
+                ))
+                .into()
+            })
+    };
+    let (mut kb, mut kc) = (
+        kernel_of(&baseline, baseline_dir)?,
+        kernel_of(&candidate, candidate_dir)?,
+    );
+    let mut warnings = condition_warnings(&baseline, &candidate);
+    if kb.config_sha256 != kc.config_sha256 {
+        warnings.push(format!(
+            "kernel {variant:?} differs: final .config {} in the baseline, {} in the candidate",
+            kb.config_sha256.chars().take(16).collect::<String>(),
+            kc.config_sha256.chars().take(16).collect::<String>()
+        ));
+    }
+    let names = [
+        format!("baseline:{variant}"),
+        format!("candidate:{variant}"),
+    ];
+    kb.variant = names[0].clone();
+    kc.variant = names[1].clone();
+
+    std::fs::create_dir_all(out.join("logs"))?;
+    let mut meta = candidate.clone();
+    meta.suite = format!("{} (diff of two runs)", candidate.suite);
+    meta.description = format!(
+        "{variant} in {} (baseline) against {variant} in {} (candidate)",
+        baseline_dir.display(),
+        candidate_dir.display()
+    );
+    meta.kernels = vec![kb, kc];
+    meta.complete = baseline.complete && candidate.complete;
+    meta.boots = Vec::new();
+    for (side, (run, dir)) in [(&baseline, baseline_dir), (&candidate, candidate_dir)]
+        .into_iter()
+        .enumerate()
+    {
+        for b in run.boots.iter().filter(|b| b.variant == variant) {
+            let mut b = b.clone();
+            b.variant = names[side].clone();
+            b.console_log = dir.join(&b.console_log).display().to_string();
+            meta.boots.push(b);
+        }
+    }
+    meta.warnings = warnings.clone();
+    let _ = std::fs::remove_file(out.join(crate::record::SAMPLES_FILE));
+    meta.shard = None;
+    meta.shards = Vec::new();
+    let mut writer = SampleWriter::open(out)?;
+    for (side, (run, dir)) in [(&baseline, baseline_dir), (&candidate, candidate_dir)]
+        .into_iter()
+        .enumerate()
+    {
+        // Each sample keeps the host that measured it: runs made on one host
+        // each, two different ones, are compared across hosts (and warned
+        // about); merged runs that share hosts are compared within them.
+        let (samples, hosts) =
+            crate::record::hosts_or(read_samples_with_hosts(dir)?, &run.host.hostname);
+        for (mut s, host) in samples.into_iter().zip(hosts) {
+            if s.variant == variant {
+                s.variant = names[side].clone();
+                writer.append_from(&s, &host)?;
+            }
+        }
+    }
+    meta.write(out)?;
+    let _ = std::fs::remove_file(out.join(crate::guest::images::size::SIZES_FILE));
+    if let Some(sizes) = diff_sizes(baseline_dir, candidate_dir, &variant, &names)? {
+        sizes.write(out)?;
+    }
+    crate::stages::report::write(out)?;
+    Ok(warnings)
+}
+
+/// The variant's recorded sizes in each run, as the diff's two kernels
+/// (`names`), when both runs recorded them. Their bloat-o-meter needs both
+/// vmlinux files, which run directories do not keep, so it is not run.
+fn diff_sizes(
+    baseline_dir: &Path,
+    candidate_dir: &Path,
+    variant: &str,
+    names: &[String; 2],
+) -> Result<Option<SizeRecord>> {
+    let (Some(a), Some(b)) = (
+        SizeRecord::read(baseline_dir)?,
+        SizeRecord::read(candidate_dir)?,
+    ) else {
+        return Ok(None);
+    };
+    let (Some(ka), Some(kb)) = (a.kernel(variant), b.kernel(variant)) else {
+        return Ok(None);
+    };
+    let mut objects = a.objects.clone();
+    objects.extend(b.objects.iter().filter(|o| !a.objects.contains(o)).cloned());
+    let relabel = |k: &KernelSizes, name: &str| KernelSizes {
+        variant: name.to_string(),
+        ..k.clone()
+    };
+    Ok(Some(SizeRecord {
+        objects,
+        kernels: vec![relabel(ka, &names[0]), relabel(kb, &names[1])],
+        comparisons: vec![SizeComparison {
+            baseline: names[0].clone(),
+            candidate: names[1].clone(),
+            bloat: None,
+            bloat_error: None,
+        }],
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest::images::initramfs::{ImageFile, ImageRecord};
+
+    #[test]
+    fn conditions_that_differ_are_named() {
+        let a = RunMeta {
+            accel: crate::record::Accel::Tcg,
+            suite: "quick".into(),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        assert!(condition_warnings(&a, &b).is_empty());
+        b.accel = crate::record::Accel::Kvm;
+        b.host.hostname = "other".into();
+        let w = condition_warnings(&a, &b);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w.iter().any(|l| l.starts_with("accelerator differs")));
+        assert!(w.iter().any(|l| l.starts_with("host differs")));
+    }
+
+    #[test]
+    fn another_guest_image_is_named_by_what_differs_in_it() {
+        let file = |path: &str, package: &str, version: &str, sha: &str| ImageFile {
+            path: path.into(),
+            kind: "library".into(),
+            package: package.into(),
+            version: version.into(),
+            sha256: sha.repeat(16),
+        };
+        let image = |sha: &str, libc: ImageFile| ImageRecord {
+            sha256: sha.repeat(16),
+            files: vec![file("/usr/bin/hackbench", "rt-tests", "2.5-1", "a"), libc],
+        };
+        let a = RunMeta {
+            guest_image: Some(image(
+                "1",
+                file("/lib/libc.so.6", "libc6", "2.36-9+deb12u10", "b"),
+            )),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        assert!(condition_warnings(&a, &b).is_empty());
+        b.guest_image = Some(image(
+            "2",
+            file("/lib/libc.so.6", "libc6", "2.36-9+deb12u13", "c"),
+        ));
+        let w = condition_warnings(&a, &b);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("guest image differs: baseline sha256 1111111111111111, candidate 2222222222222222; /lib/libc.so.6: libc6 2.36-9+deb12u10"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("against libc6 2.36-9+deb12u13") && !w[0].contains("hackbench"));
+        // A run from before images were recorded: nothing to compare.
+        b.guest_image = None;
+        assert!(condition_warnings(&a, &b).is_empty());
+    }
+
+    #[test]
+    fn under_icount_another_host_is_no_warning_but_another_qemu_is() {
+        let a = RunMeta {
+            accel: crate::record::Accel::Tcg,
+            suite: "quick".into(),
+            timing: "icount (shift=4, sleep=off): guest time counts executed instructions".into(),
+            timing_decision: Some(crate::record::TimingDecision {
+                icount_shift: Some(4),
+                reason: "auto".into(),
+            }),
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        b.host.hostname = "other".into();
+        b.host.cpu_model = "another CPU".into();
+        assert!(condition_warnings(&a, &b).is_empty());
+        b.host.qemu_version = "QEMU emulator version 10.0.2".into();
+        let w = condition_warnings(&a, &b);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("QEMU differs"), "{w:?}");
+        b.timing = "wall: host time".into();
+        b.timing_decision = None;
+        let w = condition_warnings(&a, &b);
+        assert!(w.iter().any(|l| l.starts_with("host differs")), "{w:?}");
+        assert!(
+            w.iter().any(|l| l.starts_with("timing mode differs")),
+            "{w:?}"
+        );
+    }
+}

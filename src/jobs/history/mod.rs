@@ -1,0 +1,437 @@
+//! `markbench history DIR…`: every complete run under the directories,
+//! grouped by suite and point and ordered by time, each point's values run
+//! after run with the change points in them, written as `history.md` and a
+//! self-contained `history.html`.
+//!
+//! - the value of a run at a point is the gated variant's mean over boots
+//!   (`--variant`, by default the run's candidate, as `nightly` gates it)
+//!   with its 95% t interval on boot means; the band beside it is the
+//!   baseline variant's interval in the same run;
+//! - a run whose conditions differ from the run before it (what `diff`
+//!   warns of: QEMU, timing mode, guest image, accelerator, suite file…)
+//!   begins a new series: change points are searched within a series only,
+//!   since values across such a change are not comparable;
+//! - change points come from [`crate::base::stats::change_points`]; each names the
+//!   runs it lies between, the step (ratio of the two segments' means, with
+//!   the Welch interval of their log ratio) and, when both runs' kernels are
+//!   commits of one git tree, the `markbench bisect` command that finds the
+//!   commit.
+
+mod page;
+
+use crate::base::error::InputError;
+use crate::base::stats::change_points::{e_divisive, ChangePointConfig};
+use crate::base::stats::hypothesis::LogRatio;
+use crate::base::stats::Interval;
+use crate::record::GateRecord;
+use crate::record::{ConditionChange, PointKey, RunMeta, SkippedRun};
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The page's files in the output directory.
+pub const MARKDOWN_FILE: &str = "history.md";
+pub const HTML_FILE: &str = "history.html";
+/// The plots `history.md` shows (the HTML carries them inline).
+pub const PLOTS_DIR: &str = "plots";
+
+/// One complete run of the history.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub meta: RunMeta,
+    pub gate: Option<GateRecord>,
+    pub samples: Vec<crate::record::Sample>,
+}
+
+impl Run {
+    /// The run's directory name, which names it in tables.
+    pub fn name(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.dir.display().to_string())
+    }
+
+    /// The commit the kernel of `variant` was built from, if it records one.
+    pub fn commit(&self, variant: &str) -> Option<&str> {
+        self.meta
+            .kernels
+            .iter()
+            .find(|k| k.variant == variant)?
+            .origin
+            .as_ref()?
+            .commit
+            .as_deref()
+    }
+}
+
+/// A point's value in one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Value {
+    pub mean: f64,
+    /// 95% t interval of the mean on boot means.
+    pub interval: Option<(f64, f64)>,
+    /// The baseline variant's 95% interval (or its mean alone) in the same run.
+    pub band: Option<(f64, f64)>,
+    /// The night's gate called this point a regression.
+    pub regressed: bool,
+}
+
+/// A change point of one point's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The last run before the change and the first after it (indices into
+    /// the suite's runs).
+    pub before: usize,
+    pub after: usize,
+    /// Mean after / mean before − 1, and its 95% interval.
+    pub step: f64,
+    pub interval: Option<Interval>,
+    pub p_value: f64,
+    /// The command that finds the commit, when both runs' kernels are
+    /// commits of one tree.
+    pub bisect: Option<String>,
+}
+
+/// One point's history within one suite.
+#[derive(Debug, Clone)]
+pub struct PointHistory {
+    pub key: PointKey,
+    pub unit: String,
+    pub higher_is_better: bool,
+    /// One entry per run of the suite; `None` where the run lacks the point.
+    pub values: Vec<Option<Value>>,
+    pub changes: Vec<Change>,
+    /// Runs (after the first) where the point's values begin a new series.
+    pub series_starts: Vec<(usize, String)>,
+}
+
+/// The runs of one suite and its points' histories.
+#[derive(Debug, Clone)]
+pub struct SuiteHistory {
+    pub suite: String,
+    /// The variant whose values are tracked.
+    pub variant: String,
+    pub baseline_variant: String,
+    pub runs: Vec<Run>,
+    /// Runs (after the first) that begin a new series, and why (what differs).
+    pub series_starts: Vec<(usize, Vec<ConditionChange>)>,
+    pub points: Vec<PointHistory>,
+}
+
+/// Reads the runs under `dirs`, writes `history.md` and `history.html`
+/// into `out` and returns the histories. A directory that looks like a run
+/// but cannot be read is named on the screen and on the page, and left out.
+pub fn history(dirs: &[PathBuf], out: &Path, variant: Option<&str>) -> Result<Vec<SuiteHistory>> {
+    let (runs, skipped) = collect(dirs)?;
+    for s in &skipped {
+        crate::base::message::warning(s);
+    }
+    let histories = by_suite(runs)
+        .into_iter()
+        .map(|runs| suite_history(runs, variant))
+        .collect::<Result<Vec<_>>>()?;
+    page::write(&histories, &skipped, out)?;
+    Ok(histories)
+}
+
+/// Every complete, whole (not a single shard's) run under `dirs`: each a
+/// run directory or a directory of runs, with its samples; and the
+/// directories passed over because they cannot be read, each with why. An
+/// input error names a directory with no readable run.
+pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    for dir in dirs {
+        let (found, unreadable) = if std::fs::symlink_metadata(dir.join(crate::record::META_FILE))
+            .is_ok()
+        {
+            match RunMeta::read(dir) {
+                Ok(meta) => (vec![(dir.clone(), meta)], Vec::new()),
+                Err(e) => (
+                    Vec::new(),
+                    vec![SkippedRun {
+                        dir: dir.clone(),
+                        why: format!("{e:#}"),
+                    }],
+                ),
+            }
+        } else if dir.is_dir() {
+            crate::record::scan_runs(dir)
+        } else {
+            return Err(InputError::new(format!("{}: no such directory", dir.display())).into());
+        };
+        skipped.extend(unreadable);
+        let before = runs.len();
+        for (dir, meta) in found {
+            if !(meta.complete && meta.shard.is_none()) {
+                continue;
+            }
+            let read = GateRecord::read(&dir)
+                .and_then(|gate| Ok((gate, crate::record::read_samples(&dir)?)));
+            match read {
+                Ok((gate, samples)) => runs.push(Run {
+                    dir,
+                    meta,
+                    gate,
+                    samples,
+                }),
+                Err(e) => skipped.push(SkippedRun {
+                    dir,
+                    why: format!("{e:#}"),
+                }),
+            }
+        }
+        if runs.len() == before {
+            let why = skipped
+                .iter()
+                .map(|s| format!("\n  {s}"))
+                .collect::<String>();
+            return Err(InputError::new(format!(
+                "{}: no complete run here (a run directory with meta.toml, or a directory of them){why}",
+                dir.display()
+            ))
+            .into());
+        }
+    }
+    // The same run named twice (a directory and a run in it) counts once.
+    runs.sort_by(|a, b| a.dir.cmp(&b.dir));
+    runs.dedup_by(|a, b| a.dir.canonicalize().ok() == b.dir.canonicalize().ok());
+    skipped.sort_by(|a, b| a.dir.cmp(&b.dir));
+    skipped.dedup_by(|a, b| a.dir.canonicalize().ok() == b.dir.canonicalize().ok());
+    Ok((runs, skipped))
+}
+
+/// The runs grouped by suite, each group in time order.
+fn by_suite(runs: Vec<Run>) -> Vec<Vec<Run>> {
+    let mut groups: BTreeMap<String, Vec<Run>> = BTreeMap::new();
+    for run in runs {
+        groups.entry(run.meta.suite.clone()).or_default().push(run);
+    }
+    let time = |run: &Run| {
+        chrono::DateTime::parse_from_rfc3339(&run.meta.started_at)
+            .map(|t| t.timestamp_millis())
+            .ok()
+    };
+    groups
+        .into_values()
+        .map(|mut runs| {
+            // By start time; the directory name (which begins with the date)
+            // for runs that record none.
+            runs.sort_by(|a, b| time(a).cmp(&time(b)).then_with(|| a.dir.cmp(&b.dir)));
+            runs
+        })
+        .collect()
+}
+
+fn suite_history(runs: Vec<Run>, variant: Option<&str>) -> Result<SuiteHistory> {
+    let newest = &runs[runs.len() - 1].meta;
+    let variant = match variant {
+        Some(v) => v.to_string(),
+        None => crate::jobs::diff::default_variant(newest).ok_or_else(|| {
+            InputError::new(format!(
+                "{}: the run records no candidate variant",
+                runs[runs.len() - 1].dir.display()
+            ))
+        })?,
+    };
+    let baseline_variant = newest
+        .kernels
+        .first()
+        .map(|k| k.variant.clone())
+        .unwrap_or_default();
+    let series_starts: Vec<(usize, Vec<ConditionChange>)> = runs
+        .windows(2)
+        .enumerate()
+        .filter_map(|(i, pair)| {
+            let why = ConditionChange::between(&pair[0].meta, &pair[1].meta);
+            (!why.is_empty()).then_some((i + 1, why))
+        })
+        .collect();
+
+    let mut points: BTreeMap<PointKey, PointHistory> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        let analysis = crate::stages::analysis::analyse_unbootstrapped(&run.meta, &run.samples);
+        let side = |name: &str| analysis.variants.iter().position(|v| v == name);
+        let Some(tracked) = side(&variant) else {
+            continue;
+        };
+        let baseline = side(&baseline_variant).filter(|&b| b != tracked);
+        for (table, list) in &analysis.tables {
+            for (j, point) in list.iter().enumerate() {
+                let key = PointKey {
+                    workload: table.workload.clone(),
+                    metric: table.metric.clone(),
+                    cpus: table.cpus,
+                    param: point.param,
+                };
+                let Some((summary, _)) = analysis.variant_summary(table, j, tracked) else {
+                    continue;
+                };
+                if summary.n_boots == 0 || !summary.mean.is_finite() {
+                    continue;
+                }
+                let interval = |s: &crate::base::stats::SideSummary| {
+                    s.mean_ci.map(|c| (c.interval.lower, c.interval.upper))
+                };
+                let band = baseline
+                    .and_then(|b| analysis.variant_summary(table, j, b))
+                    .filter(|(s, _)| s.n_boots > 0 && s.mean.is_finite())
+                    .map(|(s, _)| interval(s).unwrap_or((s.mean, s.mean)));
+                let regressed = run.gate.as_ref().is_some_and(|g| {
+                    g.regressed.iter().any(|r| {
+                        r.variant == variant
+                            && r.workload == key.workload
+                            && r.metric == key.metric
+                            && r.cpus == key.cpus
+                            && r.param == key.param
+                    })
+                });
+                let history = points.entry(key.clone()).or_insert_with(|| PointHistory {
+                    key,
+                    unit: point.unit.clone(),
+                    higher_is_better: point.higher_is_better,
+                    values: vec![None; runs.len()],
+                    changes: Vec::new(),
+                    series_starts: Vec::new(),
+                });
+                history.values[i] = Some(Value {
+                    mean: summary.mean,
+                    interval: interval(summary),
+                    band,
+                    regressed,
+                });
+            }
+        }
+    }
+    let mut points: Vec<PointHistory> = points.into_values().collect();
+    let config = ChangePointConfig::default();
+    for point in &mut points {
+        point.series_starts = series_starts
+            .iter()
+            .map(|(i, why)| (*i, short_reason(why)))
+            .collect();
+        point.changes = changes(point, &runs, &series_starts, &variant, &config);
+    }
+    Ok(SuiteHistory {
+        suite: runs[0].meta.suite.clone(),
+        variant,
+        baseline_variant,
+        runs,
+        series_starts,
+        points,
+    })
+}
+
+/// The few words a plot shows for why a series began: what differs.
+fn short_reason(why: &[ConditionChange]) -> String {
+    let mut what: Vec<&str> = why.iter().map(ConditionChange::condition).collect();
+    what.dedup();
+    what.join(", ")
+}
+
+/// The change points of one point, series by series.
+fn changes(
+    point: &PointHistory,
+    runs: &[Run],
+    series_starts: &[(usize, Vec<ConditionChange>)],
+    variant: &str,
+    config: &ChangePointConfig,
+) -> Vec<Change> {
+    let mut bounds: Vec<usize> = std::iter::once(0)
+        .chain(series_starts.iter().map(|(i, _)| *i))
+        .chain(std::iter::once(runs.len()))
+        .collect();
+    bounds.dedup();
+    let mut found = Vec::new();
+    for series in bounds.windows(2) {
+        // The runs of this series that have the point: a gap is left out,
+        // not counted as a zero.
+        let present: Vec<(usize, f64)> = (series[0]..series[1])
+            .filter_map(|i| point.values[i].map(|v| (i, v.mean)))
+            .collect();
+        let values: Vec<f64> = present.iter().map(|(_, v)| *v).collect();
+        let cuts = e_divisive(&values, config);
+        let mut edges: Vec<usize> = std::iter::once(0)
+            .chain(cuts.iter().map(|c| c.index))
+            .chain(std::iter::once(values.len()))
+            .collect();
+        edges.dedup();
+        for (k, cut) in cuts.iter().enumerate() {
+            // The segments on either side of this change point alone.
+            let left = &values[edges[k]..cut.index];
+            let right = &values[cut.index..edges[k + 2]];
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let ratio = LogRatio::of_boot_means(left, right);
+            let before = present[cut.index - 1].0;
+            let after = present[cut.index].0;
+            found.push(Change {
+                before,
+                after,
+                step: mean(right) / mean(left) - 1.0,
+                interval: ratio.map(|r| r.interval(crate::base::stats::SIDE_CI_LEVEL)),
+                p_value: cut.p_value,
+                bisect: bisect_command(&runs[before], &runs[after], variant, &point.key),
+            });
+        }
+    }
+    found
+}
+
+/// `markbench bisect …` between the kernels of two runs, when both are
+/// commits of one git tree.
+fn bisect_command(before: &Run, after: &Run, variant: &str, key: &PointKey) -> Option<String> {
+    let (tree, good, bad) = crate::record::tree_commits(&before.meta, &after.meta, variant).ok()?;
+    let suite = match after.meta.suite_path.as_str() {
+        "" => String::new(),
+        path => format!(" --suite {}", shell_word(path)),
+    };
+    Some(format!(
+        "markbench bisect --kernel-source {} --good {good} --bad {bad}{suite} --point {}/{}@{}={} --variant {}",
+        shell_word(&tree.display().to_string()),
+        key.workload,
+        key.metric,
+        key.cpus,
+        key.param,
+        shell_word(variant)
+    ))
+}
+
+/// `text` quoted for a POSIX shell when it needs to be.
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Both;
+
+    #[test]
+    fn words_a_shell_would_split_are_quoted() {
+        assert_eq!(shell_word("/src/linux"), "/src/linux");
+        assert_eq!(shell_word("my tree"), "'my tree'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn a_new_series_is_named_by_what_differs() {
+        let both = |a: &str, b: &str| Both {
+            baseline: a.to_string(),
+            candidate: b.to_string(),
+        };
+        let why = vec![
+            ConditionChange::Qemu(both("8.2", "9.0")),
+            ConditionChange::TimingMode(both("wall", "icount shift=4")),
+        ];
+        assert_eq!(short_reason(&why), "QEMU, timing mode");
+        let why = vec![ConditionChange::SuiteFile(both("12aa", "401a"))];
+        assert_eq!(short_reason(&why), "suite file");
+    }
+}

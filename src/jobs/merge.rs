@@ -1,0 +1,420 @@
+//! Joining the run directories of a suite's shards (`markbench merge`) into
+//! one run directory whose report has the form of a single-machine run's.
+//!
+//! Before anything is written the shards are checked to be one sweep: the
+//! same suite file (hash) and overrides, kernels built from the same
+//! fragments (hashes), the same shard count, every shard once. Different timing modes are refused (wall time and instruction-count
+//! time are different measurements); a different accelerator, kernel build
+//! or an unfinished shard is merged but warned about at the top of the
+//! report. Every sample keeps the host that measured it, which the
+//! statistics use as a blocking factor (`stats::blocked`).
+
+use crate::base::error::InputError;
+use crate::base::exit::ExitStatus;
+use crate::record::{
+    hosts_or, read_samples_with_hosts, ConditionChange, RunMeta, SampleWriter, ShardRecord,
+    META_FILE,
+};
+use anyhow::{Context, Result};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// What a merge produced.
+#[derive(Debug)]
+pub struct Merged {
+    pub meta: RunMeta,
+    /// Doubts about the merge, also at the top of the report.
+    pub warnings: Vec<String>,
+}
+
+impl Merged {
+    /// The merge's exit status: incomplete when a shard did not finish or
+    /// a boot failed (the merge itself finished), else success.
+    pub fn status(&self) -> ExitStatus {
+        if !self.meta.complete || self.meta.boots.iter().any(|b| !b.ok) {
+            ExitStatus::Incomplete
+        } else {
+            ExitStatus::Success
+        }
+    }
+}
+
+/// One shard's run directory and its metadata.
+struct ShardRun {
+    dir: PathBuf,
+    meta: RunMeta,
+    index: u32,
+    count: u32,
+}
+
+fn read_shard(dir: &Path) -> Result<ShardRun> {
+    crate::record::require_run_dir(dir)?;
+    let meta = RunMeta::read(dir).map_err(|e| InputError::new(format!("{e:#}")))?;
+    let Some(shard) = &meta.shard else {
+        return Err(InputError::new(format!(
+            "{}: not a shard's run (its {META_FILE} records no shard; `markbench run-shard` makes them)",
+            dir.display()
+        ))
+        .into());
+    };
+    Ok(ShardRun {
+        dir: dir.to_path_buf(),
+        index: shard.index,
+        count: shard.count,
+        meta,
+    })
+}
+
+/// Checks that `runs` are every shard of one sweep, once; returns the
+/// warnings for differences that do not forbid merging.
+fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
+    let first = &runs[0];
+    let mut warnings = Vec::new();
+    for r in &runs[1..] {
+        let differs = |what: &str, a: &str, b: &str| -> Result<()> {
+            if a != b {
+                return Err(InputError::new(format!(
+                    "{}: {what} {b:?} differs from {:?} in {}: not shards of one sweep",
+                    r.dir.display(),
+                    a,
+                    first.dir.display()
+                ))
+                .into());
+            }
+            Ok(())
+        };
+        let changes = ConditionChange::between(&first.meta, &r.meta);
+        let refuse = |change: &ConditionChange| -> Result<()> {
+            match change {
+                ConditionChange::Suite(v) => differs("suite", &v.baseline, &v.candidate),
+                ConditionChange::SuiteFile(v) => {
+                    differs("suite file (sha256)", &v.baseline, &v.candidate)
+                }
+                ConditionChange::Overrides(v) => {
+                    differs("overrides", &v.baseline.join(", "), &v.candidate.join(", "))
+                }
+                ConditionChange::TimingMode(v) => differs("timing mode", &v.baseline, &v.candidate),
+                _ => Ok(()),
+            }
+        };
+        // The suite and its overrides are named before the shard count, the
+        // timing after it.
+        for change in &changes {
+            if !matches!(change, ConditionChange::TimingMode(_)) {
+                refuse(change)?;
+            }
+        }
+        differs(
+            "shard count",
+            &first.count.to_string(),
+            &r.count.to_string(),
+        )?;
+        for change in &changes {
+            refuse(change)?;
+        }
+        let variants = |m: &RunMeta| -> String {
+            m.kernels
+                .iter()
+                .map(|k| k.variant.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        differs("variants", &variants(&first.meta), &variants(&r.meta))?;
+        for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
+            if a.fragments != b.fragments {
+                return Err(InputError::new(format!(
+                    "{}: kernel {:?} was built from other fragments than in {} ({}): not \
+                     shards of one sweep",
+                    r.dir.display(),
+                    b.variant,
+                    first.dir.display(),
+                    fragment_differences(&b.fragments, &a.fragments)
+                ))
+                .into());
+            }
+        }
+        for change in &changes {
+            match change {
+                ConditionChange::Accelerator(v) => warnings.push(format!(
+                    "accelerator differs between shards: {} in {}, {} in {}",
+                    v.baseline,
+                    first.dir.display(),
+                    v.candidate,
+                    r.dir.display()
+                )),
+                ConditionChange::GuestImage(v) => warnings.push(format!(
+                    "guest image differs between shards: sha256 {} in {}, {} in {}{}",
+                    v.baseline.short_sha(),
+                    first.dir.display(),
+                    v.candidate.short_sha(),
+                    r.dir.display(),
+                    v.baseline.differing_files(&v.candidate)
+                )),
+                _ => {}
+            }
+        }
+        for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
+            if a.config_sha256 != b.config_sha256 || a.build_key != b.build_key {
+                warnings.push(format!(
+                    "kernel {:?} differs between shards (build key {} in {}, {} in {}): the hosts \
+                     built it differently",
+                    a.variant,
+                    a.build_key.chars().take(16).collect::<String>(),
+                    first.dir.display(),
+                    b.build_key.chars().take(16).collect::<String>(),
+                    r.dir.display()
+                ));
+            }
+        }
+    }
+    let mut seen: BTreeMap<u32, &Path> = BTreeMap::new();
+    for r in runs {
+        if r.index >= r.count {
+            return Err(InputError::new(format!(
+                "{}: shard {} of {} does not exist",
+                r.dir.display(),
+                r.index,
+                r.count
+            ))
+            .into());
+        }
+        if let Some(other) = seen.insert(r.index, &r.dir) {
+            return Err(InputError::new(format!(
+                "{} and {} are both shard {}: each shard once",
+                other.display(),
+                r.dir.display(),
+                r.index
+            ))
+            .into());
+        }
+        if !r.meta.complete {
+            warnings.push(format!(
+                "shard {} ({}) did not finish: the merged run is partial",
+                r.index,
+                r.dir.display()
+            ));
+        }
+    }
+    let missing: Vec<String> = (0..first.count)
+        .filter(|i| !seen.contains_key(i))
+        .map(|i| i.to_string())
+        .collect();
+    if !missing.is_empty() {
+        return Err(InputError::new(format!(
+            "shard{} {} of {} missing (given: {})",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            first.count,
+            runs.iter()
+                .map(|r| format!("{} = shard {}", r.dir.display(), r.index))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into());
+    }
+    Ok(warnings)
+}
+
+/// Each fragment whose hash differs between `here` and `there`, for a message.
+fn fragment_differences(
+    here: &BTreeMap<String, String>,
+    there: &BTreeMap<String, String>,
+) -> String {
+    let short = |hash: Option<&String>| {
+        hash.map_or_else(
+            || "none".to_string(),
+            |h| h.chars().take(16).collect::<String>(),
+        )
+    };
+    let files: BTreeSet<&String> = here.keys().chain(there.keys()).collect();
+    files
+        .into_iter()
+        .filter(|f| here.get(*f) != there.get(*f))
+        .map(|f| {
+            format!(
+                "{f} {} here, {} there",
+                short(here.get(f)),
+                short(there.get(f))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Copies a shard's console logs under `out/logs/shard-K/`; returns the new
+/// relative path of each old one.
+fn copy_logs(run: &ShardRun, out: &Path) -> Result<BTreeMap<String, String>> {
+    let mut moved = BTreeMap::new();
+    let target = out.join(format!("logs/shard-{}", run.index));
+    std::fs::create_dir_all(&target)?;
+    for b in &run.meta.boots {
+        let from = run.dir.join(&b.console_log);
+        let name = Path::new(&b.console_log)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let rel = format!("logs/shard-{}/{name}", run.index);
+        if from.is_file() {
+            std::fs::copy(&from, out.join(&rel))
+                .with_context(|| format!("copying {}", from.display()))?;
+        }
+        moved.insert(b.console_log.clone(), rel);
+    }
+    Ok(moved)
+}
+
+/// Merges the shards' run directories `dirs` into `out` and renders its report.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
+    if dirs.is_empty() {
+        return Err(InputError::new("merge needs the shards' run directories").into());
+    }
+    let mut runs = dirs
+        .iter()
+        .map(|d| read_shard(d))
+        .collect::<Result<Vec<_>>>()?;
+    let warnings = check(&runs)?;
+    runs.sort_by_key(|r| r.index);
+    if out.join(META_FILE).exists() {
+        return Err(InputError::new(format!(
+            "{}: already holds a run; merge into a new directory",
+            out.display()
+        ))
+        .into());
+    }
+    std::fs::create_dir_all(out.join("logs"))
+        .with_context(|| format!("creating {}", out.display()))?;
+
+    let first = &runs[0];
+    for file in [
+        crate::stages::report::DIFFCONFIG_FILE,
+        crate::guest::images::size::SIZES_FILE,
+        crate::base::run_dir::SUITE_COPY,
+    ] {
+        let from = first.dir.join(file);
+        if from.is_file() {
+            std::fs::copy(&from, out.join(file))?;
+        }
+    }
+    let _ = std::fs::remove_file(out.join(crate::record::SAMPLES_FILE));
+    let mut writer = SampleWriter::open(out)?;
+    // A measurement is (variant, CPUs, boot, workload, param, metric,
+    // iteration); two shards holding the same one would be a split gone wrong.
+    let mut measured: BTreeMap<crate::record::SampleKey, u32> = BTreeMap::new();
+    let mut meta = first.meta.clone();
+    meta.shard = None;
+    // The merged run is the whole suite: nothing to resume as a shard.
+    meta.override_settings.shard = None;
+    meta.boots = Vec::new();
+    meta.order = Vec::new();
+    let mut hosts = BTreeSet::new();
+    for run in &runs {
+        let (samples, sample_hosts) =
+            hosts_or(read_samples_with_hosts(&run.dir)?, &run.meta.host.hostname);
+        for (s, host) in samples.iter().zip(&sample_hosts) {
+            let key = s.key();
+            if let Some(other) = measured.insert(key, run.index) {
+                return Err(InputError::new(format!(
+                    "{}: {} {} {} on {} CPUs, {} boot {} iteration {} is also in shard {other}",
+                    run.dir.display(),
+                    s.workload,
+                    s.param,
+                    s.metric,
+                    s.cpus,
+                    s.variant,
+                    s.boot,
+                    s.iteration
+                ))
+                .into());
+            }
+            writer.append_from(s, host)?;
+            hosts.insert(host.clone());
+        }
+        let logs = copy_logs(run, out)?;
+        for b in &run.meta.boots {
+            let mut b = b.clone();
+            b.unit = meta.boots.len();
+            b.console_log = logs.get(&b.console_log).cloned().unwrap_or(b.console_log);
+            meta.boots.push(b);
+        }
+        meta.order
+            .extend(run.meta.order.iter().map(|o| crate::record::UnitRecord {
+                shard: Some(run.index),
+                ..o.clone()
+            }));
+        hosts.insert(run.meta.host.hostname.clone());
+        let pieces = run
+            .meta
+            .shard
+            .as_ref()
+            .map(|s| s.pieces.clone())
+            .unwrap_or_default();
+        meta.shards.push(ShardRecord {
+            index: run.index,
+            host: run.meta.host.hostname.clone(),
+            dir: run.dir.display().to_string(),
+            pieces,
+            boots: run.meta.boots.len(),
+            failed_boots: run.meta.boots.iter().filter(|b| !b.ok).count(),
+            wall_s: run.meta.wall_s,
+            accel: run.meta.accel.as_str().into(),
+            timing: run.meta.timing.clone(),
+            timing_mode: run.meta.timing_mode(),
+            complete: run.meta.complete,
+        });
+        meta.started_at = meta.started_at.clone().min(run.meta.started_at.clone());
+        meta.finished_at = meta.finished_at.clone().max(run.meta.finished_at.clone());
+        // The shards ran side by side: the sweep took as long as the slowest.
+        meta.wall_s = meta.wall_s.max(run.meta.wall_s);
+        meta.complete &= run.meta.complete;
+    }
+    drop(writer);
+    if hosts.len() > 1 {
+        meta.host.hostname = hosts.into_iter().collect::<Vec<_>>().join(", ");
+        if runs
+            .iter()
+            .any(|r| r.meta.host.cpu_model != first.meta.host.cpu_model)
+        {
+            meta.host.cpu_model = format!(
+                "{} (and others: see the Hosts table)",
+                first.meta.host.cpu_model
+            );
+        }
+    }
+    meta.warnings.extend(warnings.iter().cloned());
+    meta.write(out)?;
+    crate::stages::report::write(out)?;
+    Ok(Merged { meta, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::BootRecord;
+
+    fn merged(complete: bool, oks: &[bool]) -> Merged {
+        Merged {
+            meta: RunMeta {
+                complete,
+                boots: oks
+                    .iter()
+                    .map(|&ok| BootRecord {
+                        ok,
+                        ..BootRecord::default()
+                    })
+                    .collect(),
+                ..RunMeta::default()
+            },
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_merge_of_a_partial_shard_or_a_failed_boot_is_incomplete() {
+        assert_eq!(merged(true, &[true, true]).status(), ExitStatus::Success);
+        assert_eq!(
+            merged(true, &[true, false]).status(),
+            ExitStatus::Incomplete
+        );
+        assert_eq!(merged(false, &[true]).status(), ExitStatus::Incomplete);
+    }
+}

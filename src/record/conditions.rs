@@ -1,0 +1,131 @@
+//! What differs between the conditions two runs were measured under, as
+//! data: computed once from two [`RunMeta`]s, then worded by each reader
+//! (`diff`'s warnings, `merge`'s refusals, the history's series labels).
+
+use super::meta::{Accel, RunMeta};
+use crate::guest::images::initramfs::ImageRecord;
+
+/// One condition's value in the earlier run (`baseline`) and the later one
+/// (`candidate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Both<T> {
+    pub baseline: T,
+    pub candidate: T,
+}
+
+/// One condition that differs between two runs, with both values.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConditionChange {
+    Hostname(Both<String>),
+    HostCpu(Both<String>),
+    Qemu(Both<String>),
+    Accelerator(Both<Accel>),
+    /// The timing mode alone (`wall`, `icount shift=4`).
+    TimingMode(Both<String>),
+    Suite(Both<String>),
+    /// The suite file's sha256.
+    SuiteFile(Both<String>),
+    /// The suite overrides, one `key=value` each.
+    Overrides(Both<Vec<String>>),
+    GuestImage(Both<ImageRecord>),
+}
+
+impl ConditionChange {
+    /// What differs between `baseline`'s conditions and `candidate`'s, in a
+    /// fixed order (host, QEMU, accelerator, timing, suite, overrides, guest
+    /// image).
+    ///
+    /// Under icount guest time counts instructions, which the host's speed
+    /// and load do not change: another host is no change when both runs count
+    /// instructions, but another QEMU (its translation) still is. A run that
+    /// recorded no guest image has nothing to compare.
+    pub fn between(baseline: &RunMeta, candidate: &RunMeta) -> Vec<ConditionChange> {
+        let mut changes = Vec::new();
+        fn both<T: Clone + PartialEq>(a: &T, b: &T) -> Option<Both<T>> {
+            (a != b).then(|| Both {
+                baseline: a.clone(),
+                candidate: b.clone(),
+            })
+        }
+        let both_count_instructions =
+            baseline.counts_instructions() && baseline.timing_mode() == candidate.timing_mode();
+        if !both_count_instructions {
+            changes.extend(
+                both(&baseline.host.hostname, &candidate.host.hostname)
+                    .map(ConditionChange::Hostname),
+            );
+            changes.extend(
+                both(&baseline.host.cpu_model, &candidate.host.cpu_model)
+                    .map(ConditionChange::HostCpu),
+            );
+        }
+        changes.extend(
+            both(&baseline.host.qemu_version, &candidate.host.qemu_version)
+                .map(ConditionChange::Qemu),
+        );
+        changes.extend(both(&baseline.accel, &candidate.accel).map(ConditionChange::Accelerator));
+        changes.extend(
+            both(&baseline.timing_mode(), &candidate.timing_mode())
+                .map(ConditionChange::TimingMode),
+        );
+        changes.extend(both(&baseline.suite, &candidate.suite).map(ConditionChange::Suite));
+        changes.extend(
+            both(&baseline.suite_sha256, &candidate.suite_sha256).map(ConditionChange::SuiteFile),
+        );
+        changes.extend(
+            both(&baseline.overrides, &candidate.overrides).map(ConditionChange::Overrides),
+        );
+        if let (Some(a), Some(b)) = (&baseline.guest_image, &candidate.guest_image) {
+            if a.sha256 != b.sha256 {
+                changes.push(ConditionChange::GuestImage(Both {
+                    baseline: a.clone(),
+                    candidate: b.clone(),
+                }));
+            }
+        }
+        changes
+    }
+
+    /// The condition's name, as a label or the head of a sentence.
+    pub fn condition(&self) -> &'static str {
+        match self {
+            ConditionChange::Hostname(_) => "host",
+            ConditionChange::HostCpu(_) => "host CPU",
+            ConditionChange::Qemu(_) => "QEMU",
+            ConditionChange::Accelerator(_) => "accelerator",
+            ConditionChange::TimingMode(_) => "timing mode",
+            ConditionChange::Suite(_) => "suite",
+            ConditionChange::SuiteFile(_) => "suite file",
+            ConditionChange::Overrides(_) => "suite overrides",
+            ConditionChange::GuestImage(_) => "guest image",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_differs_is_a_change() {
+        let a = RunMeta {
+            suite: "quick".into(),
+            overrides: vec!["hackbench.loops=2".into()],
+            ..Default::default()
+        };
+        let mut b = a.clone();
+        assert!(ConditionChange::between(&a, &b).is_empty());
+        b.overrides.push("boots=3".into());
+        b.accel = Accel::Kvm;
+        let changes = ConditionChange::between(&a, &b);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert_eq!(
+            changes[0],
+            ConditionChange::Accelerator(Both {
+                baseline: Accel::Tcg,
+                candidate: Accel::Kvm
+            })
+        );
+        assert!(matches!(&changes[1], ConditionChange::Overrides(o) if o.candidate.len() == 2));
+    }
+}

@@ -1,0 +1,645 @@
+//! `meta.toml`: everything about a run except its samples, as data. Its
+//! format is numbered ([`RUN_FORMAT`]); [`RunMeta::read`] upgrades a run
+//! written in an older format, so readers see one shape.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+use super::{BootKey, META_FILE};
+
+/// What the report needs to know about the host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub memory_gib: f64,
+    pub kernel_release: String,
+    pub qemu_version: String,
+    /// The QEMU binary's path (runs before it was recorded: empty).
+    #[serde(default)]
+    pub qemu_path: String,
+}
+
+/// A kernel as the metadata records it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelMeta {
+    pub variant: String,
+    pub kernel: String,
+    pub cmdline: String,
+    pub source: String,
+    /// The source path, revision, resolved commit and subject, and patch
+    /// names and hashes (absent in runs made before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::guest::images::source::OriginRecord>,
+    pub build_key: String,
+    /// The configuration the kernel started from: `tinyconfig`,
+    /// `defconfig`, or a `.config`'s path and hash (empty in runs made
+    /// before there was a choice, all of them on tinyconfig).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub config_base: String,
+    pub config_sha256: String,
+    pub compiler: String,
+    /// Each fragment's hash, by file name.
+    pub fragments: std::collections::BTreeMap<String, String>,
+    /// Where each fragment was found, by file name: its path, or `built in`
+    /// (empty in runs made before this was recorded).
+    #[serde(default)]
+    pub fragment_sources: std::collections::BTreeMap<String, String>,
+    pub bzimage: PathBuf,
+    /// The booted bzImage's sha256 (empty in runs made before it was
+    /// recorded): two variants with the same one booted the same kernel.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bzimage_sha256: String,
+}
+
+/// How a boot ended, as the runner saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum BootEnd {
+    /// The agent said `done` and the VM powered off.
+    Completed,
+    /// The agent reported an error (e.g. a workload exited non-zero).
+    AgentError { message: String },
+    /// The guest kernel panicked (seen on the console).
+    KernelPanic { detail: String },
+    /// Still running at the deadline; killed.
+    TimedOut { after_s: u64 },
+    /// QEMU could not start or exited with an error of its own.
+    QemuFailed { detail: String },
+    /// QEMU could not load the TCG plugin the boot asked for.
+    PluginFailed { detail: String },
+    /// The VM ended without the agent saying `done`.
+    Vanished { detail: String },
+    /// Stopped by the user (Ctrl-C).
+    Interrupted,
+}
+
+impl BootEnd {
+    pub fn is_ok(&self) -> bool {
+        matches!(self, BootEnd::Completed)
+    }
+
+    /// One line for logs and the report.
+    pub fn describe(&self) -> String {
+        match self {
+            BootEnd::Completed => "completed".into(),
+            BootEnd::AgentError { message } => format!("agent error: {message}"),
+            BootEnd::KernelPanic { detail } => format!("kernel panic: {detail}"),
+            BootEnd::TimedOut { after_s } => format!("timed out after {after_s} s; killed"),
+            BootEnd::QemuFailed { detail } => format!("QEMU failed: {detail}"),
+            BootEnd::PluginFailed { detail } => format!("QEMU could not load the plugin: {detail}"),
+            BootEnd::Vanished { detail } => format!("guest ended without finishing: {detail}"),
+            BootEnd::Interrupted => "interrupted (Ctrl-C); stopped".into(),
+        }
+    }
+}
+
+/// One boot as it went.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BootRecord {
+    pub unit: usize,
+    pub variant: String,
+    pub cpus: u32,
+    pub boot: u32,
+    pub status: String,
+    pub ok: bool,
+    pub wall_s: f64,
+    pub samples: usize,
+    pub console_log: String,
+    /// Kernel release and online CPUs the guest reported.
+    pub guest_kernel: String,
+    pub guest_cpus: String,
+    /// `uname -v` as the guest reported it (empty in runs from before it
+    /// was reported).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub guest_version: String,
+    /// Whether the failure may be the host's (hang, QEMU failure) and worth a retry.
+    #[serde(default)]
+    pub retryable: bool,
+    /// Busy host cores over half a second before and after the boot.
+    #[serde(default)]
+    pub host_load_before: f64,
+    #[serde(default)]
+    pub host_load_after: f64,
+    /// QEMU's `-seed` of the boot (icount mode): with the same kernel, image
+    /// and QEMU, booting with it again repeats the boot's figures exactly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_seed: Option<u64>,
+    /// How the boot ended, as data (`status` is its description). Absent in
+    /// runs of format 0, whose `status` is all they recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<BootEnd>,
+    /// How the first attempt ended, when the boot was retried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried_after: Option<BootEnd>,
+    /// Wall seconds from QEMU's start to the guest agent's hello: the boot
+    /// itself (firmware, kernel, initramfs unpack), paid once a boot. Absent
+    /// in older runs and when the guest never said hello.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hello_s: Option<f64>,
+}
+
+impl BootRecord {
+    /// The `status` a boot that ended with `end` (after a first attempt
+    /// that ended with `retried_after`) records.
+    pub fn describe(end: &BootEnd, retried_after: Option<&BootEnd>) -> String {
+        match retried_after {
+            Some(first) => format!("{} (retried after: {})", end.describe(), first.describe()),
+            None => end.describe(),
+        }
+    }
+
+    pub fn key(&self) -> BootKey {
+        BootKey {
+            variant: self.variant.clone(),
+            cpus: self.cpus,
+            boot: self.boot,
+        }
+    }
+
+    /// A boot taken while the host was busy with something else: before it
+    /// started (no guest of ours running), half the cores or more were busy.
+    pub fn under_load(&self, host_cores: usize) -> bool {
+        self.host_load_before >= 0.5 * host_cores.max(1) as f64
+    }
+}
+
+/// The format of the run directory this version writes. Format 0 is every
+/// run written before the format was numbered; [`RunMeta::read`] brings it
+/// (and any later older format) up to this one.
+pub const RUN_FORMAT: u32 = 2;
+
+/// A run's format number. A run made now (and `RunMeta::default()`) is in
+/// [`RUN_FORMAT`]; a `meta.toml` without the number is format 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RunFormat(pub u32);
+
+impl Default for RunFormat {
+    fn default() -> RunFormat {
+        RunFormat(RUN_FORMAT)
+    }
+}
+
+fn unnumbered() -> RunFormat {
+    RunFormat(0)
+}
+
+fn default_margin() -> f64 {
+    0.02
+}
+
+// The values below are decided by the stages above this one (the machine,
+// the command line, the shard) and recorded in `meta.toml` as they are:
+// they live here, with the rest of the run directory's schema, so that
+// reading a run needs nothing of the code that decided them.
+
+/// One unit of a run's order: one boot of one variant at one CPU count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitRecord {
+    /// Its place in the run's order.
+    pub index: usize,
+    pub variant: String,
+    pub cpus: u32,
+    pub boot: u32,
+    /// The shard that ran it, in a merged run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u32>,
+}
+
+/// The accelerator a boot runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    Kvm,
+    #[default]
+    Tcg,
+}
+
+impl std::fmt::Display for Accel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Accel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+/// How guest time runs in a run, decided once: `icount_shift` is `None` for
+/// wall time and `Some(shift)` for instruction counting; `reason` says why,
+/// for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimingDecision {
+    pub icount_shift: Option<u32>,
+    pub reason: String,
+}
+
+impl TimingDecision {
+    pub fn is_icount(&self) -> bool {
+        self.icount_shift.is_some()
+    }
+
+    /// The mode and its setting alone (`icount shift=4`, `wall`): what two
+    /// runs must share to be compared or merged.
+    pub fn mode(&self) -> String {
+        match self.icount_shift {
+            Some(shift) => format!("icount shift={shift}"),
+            None => "wall".into(),
+        }
+    }
+}
+
+/// Which shard of how many a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardSel {
+    /// From 0.
+    pub index: u32,
+    pub count: u32,
+}
+
+/// Command-line changes to a suite, as `meta.toml` records them so a
+/// resumed run applies them again (applied and checked in
+/// `compare::overrides`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overrides {
+    /// Multiplies the work of every run: hackbench loops, ping packet counts.
+    pub scale: Option<f64>,
+    pub boots: Option<u32>,
+    pub iterations: Option<u32>,
+    pub cpus: Option<Vec<u32>>,
+    /// Replaces every workload's parameter list.
+    pub params: Option<Vec<u64>>,
+    /// Sets every kernel compile's scope: a seed-scale suite compiles the
+    /// whole kernel, which takes hours under TCG; `subset` makes it minutes.
+    #[serde(default)]
+    pub compile_scope: Option<crate::guest::workloads::kernel_compile::CompileScope>,
+    /// The seed of the run order (and of the report's bootstrap).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// A/A calibration: both sides boot the baseline variant, so every
+    /// difference found is noise (or a false positive).
+    #[serde(default)]
+    pub aa: bool,
+    /// Run only this shard of the suite (`run-shard K --shards N`). Not
+    /// listed with the overrides: every shard of one sweep has the same
+    /// overrides, and merge checks that they do. Kept here so a resumed
+    /// shard's run selects the same part again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardSel>,
+    /// `--patch`: the kernel source against the source with these patches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<std::path::PathBuf>,
+    /// `--revs`: two revisions (`A,B`) or a series (`BASE..TIP`) of the
+    /// kernel source, one kernel each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revs: Option<crate::guest::images::source::RevSelection>,
+    /// `--precision PCT`: the half-width every point is run to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
+    /// `--budget`: the wall time of a run with a precision target, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
+    /// `--max-boots`: the boots of a run with a precision target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_boots: Option<u32>,
+}
+
+/// `meta.toml`: everything about a run except its samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// [`RUN_FORMAT`] of the version that wrote the run (absent, so 0, in
+    /// runs written before the format was numbered).
+    #[serde(default = "unnumbered")]
+    pub format: RunFormat,
+    pub suite: String,
+    pub suite_path: String,
+    pub suite_sha256: String,
+    /// Command-line overrides of the suite, `key=value`.
+    #[serde(default)]
+    pub overrides: Vec<String>,
+    /// The same overrides as settings, so `--resume` rebuilds the same plan.
+    #[serde(default)]
+    pub override_settings: Overrides,
+    pub description: String,
+    pub git_revision: String,
+    pub markbench_version: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub wall_s: f64,
+    pub complete: bool,
+    pub host: HostInfo,
+    /// The accelerator every boot ran under (`kvm` or `tcg` in the file).
+    pub accel: Accel,
+    pub accel_reason: String,
+    /// The timing mode and what it measures, as the report words it.
+    #[serde(default)]
+    pub timing: String,
+    /// The timing decision as data (runs before it was recorded: only `timing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_decision: Option<TimingDecision>,
+    pub seed: u64,
+    /// Equivalence margin as a fraction (0.02 = ±2%).
+    #[serde(default = "default_margin")]
+    pub margin: f64,
+    #[serde(default)]
+    pub correction: crate::base::stats::Correction,
+    pub boots_per_variant: u32,
+    pub iterations: u32,
+    pub warmup: u32,
+    pub cpus: Vec<u32>,
+    pub memory_mib: u32,
+    /// Baseline first, candidate second.
+    pub kernels: Vec<KernelMeta>,
+    /// Run order: one record per unit booted, in the order it was planned
+    /// (format 2; earlier formats' sentences are read into records).
+    #[serde(deserialize_with = "super::upgrade::read_order")]
+    pub order: Vec<UnitRecord>,
+    pub boots: Vec<BootRecord>,
+    /// Each workload as a person reads it (its command line, runs a boot,
+    /// CPU counts), one line per workload; runs before wrote JSON lines,
+    /// which [`RunMeta::read`] turns into the same text.
+    pub workloads: Vec<String>,
+    /// The kernels are a patch series (`--revs BASE..TIP`): besides each
+    /// against the baseline, each is compared with the one before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub series: bool,
+    /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// What the guest image held: its hash and every program and library
+    /// in it with its package and version (absent in runs made before it
+    /// was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_image: Option<crate::guest::images::initramfs::ImageRecord>,
+    /// For a shard's run (`run-shard`): which shard and what it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardMeta>,
+    /// For a merged run (`merge`): the shards it was made of.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<ShardRecord>,
+    /// A run with a precision target: the target, its bounds, the boots it
+    /// added and why it stopped adding them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionRecord>,
+}
+
+/// What a run with a precision target was asked and how it ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrecisionRecord {
+    /// The half-width asked of every point, in percent.
+    pub percent: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
+    /// What spent the budget.
+    #[serde(default, skip_serializing_if = "BudgetScope::is_run")]
+    pub budget_scope: BudgetScope,
+    /// The cap on the run's boots, planned and added.
+    pub max_boots: usize,
+    /// Boots a side before a point's width may stop the run.
+    pub min_boots: usize,
+    /// Boots added after the planned ones.
+    #[serde(default)]
+    pub added_boots: usize,
+    /// Why no more blocks were added; `None` while the run goes on (or if
+    /// it was interrupted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<PrecisionStop>,
+}
+
+/// What a precision run's budget counts. Runs recorded before the budget
+/// was the boots' counted the whole command from its start, builds
+/// included; their reports keep saying so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetScope {
+    /// The command's wall time from when the run was asked for: kernel
+    /// builds and image preparation spent it too.
+    #[default]
+    Run,
+    /// Wall time from the first boot on: only booting and measuring
+    /// spend it.
+    Boots,
+}
+
+impl BudgetScope {
+    fn is_run(&self) -> bool {
+        *self == BudgetScope::Run
+    }
+
+    /// How a report says what the budget counted.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BudgetScope::Run => "of wall time",
+            BudgetScope::Boots => {
+                "of wall time from the first boot (kernel builds and image preparation are not \
+                 counted)"
+            }
+        }
+    }
+}
+
+/// Why a run with a precision target stopped adding boots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrecisionStop {
+    /// Every point is within the target.
+    Resolved,
+    /// The next block would have ended after the budget.
+    Budget,
+    /// The next block would have passed the cap on boots.
+    MaxBoots,
+    /// A boot the run added failed: more boots of a guest that fails would
+    /// spend the budget without resolving its points.
+    FailedBoots,
+}
+
+impl PrecisionStop {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PrecisionStop::Resolved => "every point within the target",
+            PrecisionStop::Budget => "the budget: the next block would have ended after it",
+            PrecisionStop::MaxBoots => "the cap on boots: the next block would have passed it",
+            PrecisionStop::FailedBoots => {
+                "a failed boot: a boot it added failed, and more of them would not resolve its points"
+            }
+        }
+    }
+}
+
+/// A shard's run: which of how many, and its pieces of the suite.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardMeta {
+    pub index: u32,
+    pub count: u32,
+    /// The pieces, as `shard::Piece::describe` words them.
+    pub pieces: Vec<String>,
+}
+
+/// One shard of a merged run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardRecord {
+    pub index: u32,
+    pub host: String,
+    /// The shard's run directory as given to merge.
+    pub dir: String,
+    pub pieces: Vec<String>,
+    pub boots: usize,
+    pub failed_boots: usize,
+    pub wall_s: f64,
+    pub accel: String,
+    /// The shard's timing as its report words it.
+    pub timing: String,
+    /// Its mode alone (`icount shift=4`, `wall`).
+    #[serde(default)]
+    pub timing_mode: String,
+    pub complete: bool,
+}
+
+impl RunMeta {
+    /// The icount shift the run was timed with (`None`: wall time).
+    pub fn icount_shift(&self) -> Option<u32> {
+        self.timing_decision.as_ref().and_then(|d| d.icount_shift)
+    }
+
+    /// Guest time counted executed instructions (`-icount`), so host load
+    /// did not reach the figures.
+    pub fn counts_instructions(&self) -> bool {
+        self.icount_shift().is_some()
+    }
+
+    /// The timing mode and its setting alone (`icount shift=4`, `wall`),
+    /// without the reason or the explanation: what two runs must share to be
+    /// compared or merged.
+    pub fn timing_mode(&self) -> String {
+        match &self.timing_decision {
+            Some(d) => d.mode(),
+            None => "wall".into(),
+        }
+    }
+
+    /// Writes `meta.toml` atomically: a reader never sees half of it.
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        let path = dir.join(META_FILE);
+        let tmp = dir.join(format!("{META_FILE}.tmp"));
+        std::fs::write(&tmp, toml::to_string(self)?)?;
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    }
+}
+
+/// Why two runs' kernels of `variant` cannot be bisected between, or the
+/// tree and the two commits (`nightly --bisect` and the history's change
+/// points name them).
+pub fn tree_commits(
+    baseline: &RunMeta,
+    tonight: &RunMeta,
+    variant: &str,
+) -> Result<(PathBuf, String, String), String> {
+    let kernel = |meta: &RunMeta| -> Result<KernelMeta, String> {
+        meta.kernels
+            .iter()
+            .find(|k| k.variant == variant)
+            .cloned()
+            .ok_or_else(|| format!("a run has no variant {variant}"))
+    };
+    let (a, b) = (kernel(baseline)?, kernel(tonight)?);
+    let origin = |k: &KernelMeta| {
+        let o = k.origin.clone().unwrap_or_default();
+        match (&o.commit, o.patches.is_empty()) {
+            (Some(c), true) => Ok((PathBuf::from(&o.source), c.clone())),
+            (Some(_), false) => Err("a kernel carries patches on top of its commit".to_string()),
+            (None, _) => Err(format!(
+                "the kernel of {variant} records no git commit (give the variant a `rev` of a \
+                 git tree)"
+            )),
+        }
+    };
+    let ((tree_a, good), (tree_b, bad)) = (origin(&a)?, origin(&b)?);
+    if tree_a != tree_b {
+        return Err(format!(
+            "the kernels come from two trees ({} and {})",
+            tree_a.display(),
+            tree_b.display()
+        ));
+    }
+    if good == bad {
+        return Err("both kernels are the same commit".into());
+    }
+    Ok((tree_a, good, bad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_recorded_before_fragment_sources_still_reads() {
+        let old = r#"
+variant = "markers-on"
+kernel = "markers-on"
+cmdline = ""
+source = "tarball"
+build_key = "k"
+config_sha256 = "c"
+compiler = "gcc"
+bzimage = "/cache/bzImage"
+[fragments]
+"base.config" = "d1bc"
+"#;
+        let k: KernelMeta = toml::from_str(old).unwrap();
+        assert_eq!(k.fragments["base.config"], "d1bc");
+        assert!(k.fragment_sources.is_empty());
+    }
+
+    #[test]
+    fn meta_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let boot = BootRecord {
+            unit: 0,
+            variant: "a".into(),
+            cpus: 1,
+            boot: 0,
+            status: "completed".into(),
+            ok: true,
+            wall_s: 20.0,
+            samples: 3,
+            console_log: "logs/unit-000.log".into(),
+            guest_kernel: "6.1".into(),
+            guest_cpus: "0".into(),
+            guest_version: String::new(),
+            retryable: false,
+            host_load_before: 0.0,
+            host_load_after: 0.0,
+            // `vm::boot_seed(u64::MAX, 3, 1)`: a 63-bit seed, as a boot draws one.
+            guest_seed: Some(2_754_225_531_024_541_113),
+            end: Some(BootEnd::Completed),
+            retried_after: Some(BootEnd::AgentError {
+                message: "exited with status 3".into(),
+            }),
+            hello_s: Some(4.2),
+        };
+        let meta = RunMeta {
+            suite: "quick".into(),
+            seed: 7,
+            order: vec![UnitRecord {
+                index: 0,
+                variant: "markers on".into(),
+                cpus: 2,
+                boot: 0,
+                shard: None,
+            }],
+            boots: vec![boot],
+            ..Default::default()
+        };
+        meta.write(dir.path()).unwrap();
+        assert_eq!(RunMeta::read(dir.path()).unwrap(), meta);
+    }
+}

@@ -1,0 +1,567 @@
+//! The boot loop of a run: each unit of the plan booted in order, samples
+//! appended as they arrive, and what happens emitted as typed events
+//! ([`events`]): the terminal's progress and `meta.toml`'s boot records
+//! (rewritten after every boot, so an interrupted run leaves a directory
+//! `markbench report` can read) are their consumers. It takes the images
+//! (`run_images`) and the machine as decided, and returns the run's
+//! metadata; `compare` renders the report from the directory after.
+
+use crate::base::protocol::Message;
+use crate::base::run_dir::RunDir;
+use crate::guest::images::size::SizeRecord;
+use crate::record::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
+use crate::stages::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
+use crate::stages::plan::{Addition, Unit};
+use crate::stages::suite::Suite;
+use crate::stages::vm::{BootEnd, BootRequest, Machine, Runner};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+pub use crate::stages::events::now;
+
+/// The cycle model every boot of a run is made under: the plugin that
+/// runs it and the arguments that turn it on with the suite's settings.
+#[derive(Debug, Clone)]
+pub struct ModelPlugin {
+    pub library: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// What every boot of a run is made with, and where it is recorded.
+struct BootLoop<'a> {
+    suite: &'a Suite,
+    images: &'a Images,
+    machine: &'a Machine,
+    dir: &'a Path,
+    model: Option<&'a ModelPlugin>,
+}
+
+/// A timed run as the guest reported it, for pairing with the model's
+/// region of it once the boot is over.
+struct TimedRun {
+    workload: String,
+    param: u64,
+    iteration: u32,
+    warmup: bool,
+}
+
+impl BootLoop<'_> {
+    /// Boots one unit and records its samples, emitting a
+    /// [`RunEvent::SampleWritten`] for each; returns how the boot went.
+    /// `attempt` counts retries of the unit (0 first).
+    fn run_unit(
+        &self,
+        unit: &Unit,
+        runner: &mut dyn Runner,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+        attempt: u32,
+    ) -> Result<(BootRecord, BootEnd)> {
+        let (suite, dir) = (self.suite, self.dir);
+        let log_name = format!(
+            "logs/unit-{:03}-{}-{}cpu-boot{}.log",
+            unit.index, unit.variant, unit.cpus, unit.boot
+        );
+        let initrd = dir.join(format!("logs/unit-{:03}.initrd", unit.index));
+        self.images.write_unit_initrd(suite, unit, &initrd)?;
+        let timing = self.machine.timing.icount_shift;
+        let model_output = dir.join(format!("logs/unit-{:03}-model.tsv", unit.index));
+        let request = BootRequest {
+            plugin: self.model.map(|m| crate::stages::vm::PluginLoad {
+                library: m.library.clone(),
+                output: model_output.clone(),
+                args: m.args.clone(),
+            }),
+            icount_shift: timing,
+            // Only icount keeps the host out of the guest otherwise; the retry of
+            // a hang gets a seed of its own, since the same one would hang again.
+            guest_seed: timing
+                .map(|_| crate::stages::vm::boot_seed(suite.seed, unit.index, attempt)),
+            ..self.images.boot_request(
+                suite,
+                unit,
+                self.machine.accel.accel,
+                initrd.clone(),
+                dir.join(&log_name),
+            )
+        };
+        let mut samples = 0usize;
+        let mut guest = (String::new(), String::new(), String::new());
+        let mut sample_error: Option<String> = None;
+        let mut write_error: Option<anyhow::Error> = None;
+        let launched = std::time::Instant::now();
+        let mut hello_s = None;
+        let mut timed_runs: Vec<TimedRun> = Vec::new();
+        let outcome = runner.boot(&request, &mut |message| match message {
+            Message::Hello {
+                kernel_release,
+                kernel_version,
+                online_cpus,
+                ..
+            } => {
+                hello_s = Some(tenths(launched.elapsed()));
+                guest = (kernel_release, online_cpus, kernel_version)
+            }
+            Message::Run(record) => {
+                let Some(step) = unit.step(&record.id) else {
+                    sample_error.get_or_insert(format!(
+                        "the guest reported an unknown step {:?}",
+                        record.id
+                    ));
+                    return;
+                };
+                let spec = &suite.workloads[step.workload];
+                timed_runs.push(TimedRun {
+                    workload: spec.label(),
+                    param: step.param,
+                    iteration: record.iteration,
+                    warmup: record.iteration < step.warmup,
+                });
+                match spec.measure(&record) {
+                    Ok(measurements) => {
+                        for m in measurements {
+                            let sample = Sample {
+                                suite: suite.name.clone(),
+                                workload: spec.label(),
+                                metric: m.metric,
+                                unit: m.unit,
+                                higher_is_better: m.higher_is_better,
+                                param: step.param,
+                                cpus: unit.cpus,
+                                variant: unit.variant.clone(),
+                                boot: unit.boot,
+                                iteration: record.iteration,
+                                warmup: record.iteration < step.warmup,
+                                value: m.value,
+                                started_at: now(),
+                            };
+                            let written = writer.append(&sample).and_then(|()| {
+                                events.on(&RunEvent::SampleWritten {
+                                    unit,
+                                    sample: &sample,
+                                })
+                            });
+                            match written {
+                                Ok(()) => samples += 1,
+                                Err(e) => {
+                                    write_error.get_or_insert(e);
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        sample_error.get_or_insert(e);
+                    }
+                }
+            }
+            _ => {}
+        });
+        let _ = std::fs::remove_file(&initrd);
+        if let Some(e) = write_error {
+            return Err(e.context("writing samples.csv"));
+        }
+        if self.model.is_some() && outcome.end.is_ok() && sample_error.is_none() {
+            match self.write_model_samples(unit, &timed_runs, &model_output, writer, events) {
+                Ok(n) => {
+                    samples += n;
+                    let _ = std::fs::remove_file(&model_output);
+                }
+                Err(ModelError::Samples(e)) => return Err(e.context("writing samples.csv")),
+                Err(ModelError::Counts(message)) => sample_error = Some(message),
+            }
+        }
+        let end = unit_end(unit, outcome.end, sample_error, &guest.1);
+        let retryable = matches!(
+            end,
+            BootEnd::TimedOut { .. } | BootEnd::QemuFailed { .. } | BootEnd::Vanished { .. }
+        );
+        let record = BootRecord {
+            guest_seed: request.guest_seed,
+            retryable,
+            host_load_before: 0.0,
+            host_load_after: 0.0,
+            unit: unit.index,
+            variant: unit.variant.clone(),
+            cpus: unit.cpus,
+            boot: unit.boot,
+            status: BootRecord::describe(&end, None),
+            ok: end.is_ok(),
+            wall_s: tenths(outcome.wall),
+            samples,
+            console_log: log_name,
+            guest_kernel: guest.0,
+            guest_cpus: guest.1,
+            guest_version: guest.2,
+            end: Some(end.clone()),
+            retried_after: None,
+            hello_s,
+        };
+        Ok((record, end))
+    }
+
+    /// Appends the model's counts of each timed run (the plugin's regions,
+    /// one per run in the order the guest ran them) as samples of their
+    /// own, each count a metric beside the workload's; returns how many.
+    fn write_model_samples(
+        &self,
+        unit: &Unit,
+        runs: &[TimedRun],
+        output: &Path,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+    ) -> Result<usize, ModelError> {
+        let regions = crate::base::cycle_model::read_regions(output)
+            .map_err(|e| ModelError::Counts(format!("no counts from the cycle model: {e}")))?;
+        if regions.len() != runs.len() {
+            return Err(ModelError::Counts(format!(
+                "the cycle model counted {} timed regions but the agent reported {} runs",
+                regions.len(),
+                runs.len()
+            )));
+        }
+        let mut written = 0;
+        for (run, region) in runs.iter().zip(&regions) {
+            for (metric, unit_name, value) in crate::base::cycle_model::metrics(region) {
+                let sample = Sample {
+                    suite: self.suite.name.clone(),
+                    workload: run.workload.clone(),
+                    metric: metric.into(),
+                    unit: unit_name.into(),
+                    higher_is_better: false,
+                    param: run.param,
+                    cpus: unit.cpus,
+                    variant: unit.variant.clone(),
+                    boot: unit.boot,
+                    iteration: run.iteration,
+                    warmup: run.warmup,
+                    value: value as f64,
+                    started_at: now(),
+                };
+                writer
+                    .append(&sample)
+                    .and_then(|()| {
+                        events.on(&RunEvent::SampleWritten {
+                            unit,
+                            sample: &sample,
+                        })
+                    })
+                    .map_err(ModelError::Samples)?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Boots `unit`, once more when the first attempt's failure may be the
+    /// host's (a hang, a QEMU failure), after dropping whatever it measured.
+    fn run_unit_with_retry(
+        &self,
+        unit: &Unit,
+        runner: &mut dyn Runner,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+    ) -> Result<BootRecord> {
+        let (record, first) = self.run_unit(unit, runner, writer, events, 0)?;
+        if !record.retryable || crate::stages::vm::interrupted() {
+            return Ok(record);
+        }
+        events.on(&RunEvent::Retrying {
+            unit,
+            first: &first,
+        })?;
+        let key = unit_key(unit);
+        crate::record::retain_samples(self.dir, |s| s.boot_key() != key)?;
+        *writer = SampleWriter::open(self.dir)?;
+        let (mut record, end) = self.run_unit(unit, runner, writer, events, 1)?;
+        record.status = BootRecord::describe(&end, Some(&first));
+        record.retried_after = Some(first);
+        Ok(record)
+    }
+}
+
+/// Why a boot's model counts did not become samples.
+enum ModelError {
+    /// The plugin's file is missing, unreadable, or does not pair with the runs.
+    Counts(String),
+    /// samples.csv could not be written.
+    Samples(anyhow::Error),
+}
+
+/// How a unit's boot ended, all told: the runner's ending, unless the host
+/// could not read a run's figures (its reading says more than the agent's)
+/// or the guest saw other CPUs than the unit asked for.
+/// Seconds to a tenth, as boot records keep them.
+fn tenths(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 10.0).round() / 10.0
+}
+
+fn unit_end(unit: &Unit, end: BootEnd, sample_error: Option<String>, guest_cpus: &str) -> BootEnd {
+    // The host's reading of a failed run ("exited with status 3: …") says
+    // more than the agent's ("command failed"), so it wins.
+    let end = match (end, sample_error) {
+        (BootEnd::Completed | BootEnd::AgentError { .. }, Some(message)) => {
+            BootEnd::AgentError { message }
+        }
+        (end, _) => end,
+    };
+    let expected_cpus = if unit.cpus == 1 {
+        "0".to_string()
+    } else {
+        format!("0-{}", unit.cpus - 1)
+    };
+    if end.is_ok() && guest_cpus != expected_cpus {
+        return BootEnd::AgentError {
+            message: format!("guest saw CPUs {guest_cpus:?}, expected {expected_cpus:?}"),
+        };
+    }
+    end
+}
+
+/// A lock file that stops two runs writing into one directory. A lock left
+/// by a process that no longer exists (killed with SIGKILL) is taken over.
+pub struct RunLock {
+    path: PathBuf,
+    dir: PathBuf,
+}
+
+impl RunLock {
+    pub fn acquire(dir: &Path) -> Result<RunLock> {
+        let path = RunDir::new(dir).lock();
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    write!(f, "{}", std::process::id())?;
+                    return Ok(RunLock {
+                        path,
+                        dir: dir.to_path_buf(),
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let alive = holder
+                        .trim()
+                        .parse::<u32>()
+                        .is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+                    if alive {
+                        return Err(crate::base::error::InputError::new(format!(
+                            "{}: another markbench (pid {}) is writing into this run directory",
+                            dir.display(),
+                            holder.trim()
+                        ))
+                        .into());
+                    }
+                    std::fs::remove_file(&path)?;
+                }
+                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+            }
+        }
+    }
+}
+
+impl RunLock {
+    /// The run directory this lock holds.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// The boot a unit makes, as its samples and boot record name it.
+fn unit_key(unit: &Unit) -> BootKey {
+    BootKey {
+        variant: unit.variant.clone(),
+        cpus: unit.cpus,
+        boot: unit.boot,
+    }
+}
+
+/// How a run starts: new, with its metadata as it begins, or as the
+/// continuation of an interrupted run, with the metadata that run left.
+pub enum Start {
+    New(RunMeta),
+    Resume(RunMeta),
+}
+
+/// What runs after the timed boots of a run that was not interrupted (the
+/// profiled boots), with the run's runner and its events' consumers.
+pub type AfterBoots<'a> = &'a mut dyn FnMut(&mut dyn Runner, &mut dyn RunObserver) -> Result<()>;
+
+/// What a run with a precision target asks once every unit so far has
+/// booted (all of them recorded in the run directory by then): given the
+/// units so far, the next block to boot, or why none.
+pub type MoreBoots<'a> = &'a mut dyn FnMut(&[Unit]) -> Result<Addition>;
+
+/// Runs every unit in order into the directory `lock` holds and returns the
+/// run's metadata as written last; the caller renders the report.
+/// With [`Start::Resume`], boots that finished are kept and skipped, the
+/// partial samples of any other are dropped, and the rest run as planned.
+/// With `more_boots`, the units it adds when the others are done run after
+/// them, until it says to stop.
+#[allow(clippy::too_many_arguments)]
+pub fn execute(
+    suite: &Suite,
+    units: &[Unit],
+    start: Start,
+    images: &Images,
+    machine: &Machine,
+    runner: &mut dyn Runner,
+    lock: &RunLock,
+    model: Option<&ModelPlugin>,
+    after_boots: Option<AfterBoots>,
+    mut more_boots: Option<MoreBoots>,
+) -> Result<RunMeta> {
+    let dir = lock.dir();
+    let mut terminal = Terminal::default();
+    let (meta, resumed) = begin(suite, units.len(), start, images, dir)?;
+    let mut record = MetaRecord::new(meta, dir)?;
+    let done: std::collections::BTreeSet<BootKey> = record
+        .meta
+        .boots
+        .iter()
+        .filter(|b| b.ok)
+        .map(BootRecord::key)
+        .collect();
+    let mut events = Observers(vec![&mut terminal, &mut record]);
+    if let Some(event) = resumed {
+        events.on(&event)?;
+    }
+    events.on(&RunEvent::Began {
+        total: units.len(),
+        done: done.len(),
+    })?;
+    let boots = BootLoop {
+        suite,
+        images,
+        machine,
+        dir,
+        model,
+    };
+    let mut writer = SampleWriter::open(dir)?;
+    let mut interrupted = false;
+    let mut queue: Vec<Unit> = units.to_vec();
+    let mut next = 0;
+    loop {
+        while let Some(unit) = queue.get(next) {
+            next += 1;
+            if done.contains(&unit_key(unit)) {
+                continue;
+            }
+            if crate::stages::vm::interrupted() {
+                interrupted = true;
+                break;
+            }
+            let total = queue.len();
+            events.on(&RunEvent::UnitStarted { unit, total })?;
+            let load_before = crate::base::host::load();
+            let mut boot = boots.run_unit_with_retry(unit, runner, &mut writer, &mut events)?;
+            boot.host_load_before = load_before;
+            boot.host_load_after = crate::base::host::load();
+            events.on(&RunEvent::UnitEnded {
+                unit,
+                total,
+                record: &boot,
+            })?;
+            if crate::stages::vm::interrupted() {
+                interrupted = true;
+                break;
+            }
+        }
+        let Some(more) = more_boots.as_mut().filter(|_| !interrupted) else {
+            break;
+        };
+        // Every sample and boot record is on disk by now (each is written
+        // as it arrives), so the decision reads the run from its directory.
+        match more(&queue)? {
+            Addition::Block { units, unresolved } => {
+                let total = queue.len() + units.len();
+                events.on(&RunEvent::BlockAdded {
+                    units: &units,
+                    unresolved: &unresolved,
+                    total,
+                })?;
+                queue.extend(units);
+            }
+            Addition::Stop(why) => {
+                events.on(&RunEvent::AdditionsStopped { why })?;
+                break;
+            }
+        }
+    }
+    events.on(&RunEvent::BootsEnded { interrupted })?;
+    if let Some(after_boots) = after_boots.filter(|_| !interrupted) {
+        after_boots(runner, &mut events)?;
+        interrupted = crate::stages::vm::interrupted();
+    }
+    events.on(&RunEvent::Finished { interrupted })?;
+    drop(events);
+    Ok(record.meta)
+}
+
+/// The run's metadata as the boot loop starts, with the directory ready: a
+/// new run's files written, or a resumed run's unfinished boots dropped (and
+/// the event that says so).
+fn begin(
+    suite: &Suite,
+    total: usize,
+    start: Start,
+    images: &Images,
+    dir: &Path,
+) -> Result<(RunMeta, Option<RunEvent<'static>>)> {
+    let layout = RunDir::new(dir);
+    match start {
+        Start::Resume(mut meta) => {
+            meta.boots.retain(|b| b.ok);
+            let done: std::collections::BTreeSet<_> =
+                meta.boots.iter().map(BootRecord::key).collect();
+            let dropped_samples =
+                crate::record::retain_samples(dir, |s| done.contains(&s.boot_key()))?;
+            meta.complete = false;
+            // A run begun before sizes were recorded gets them now: the
+            // kernels are the ones it started with.
+            if SizeRecord::read(dir)?.is_none() {
+                images.sizes.write(dir)?;
+            }
+            let event = RunEvent::Resumed {
+                done: meta.boots.len(),
+                total,
+                dropped_samples,
+            };
+            Ok((meta, Some(event)))
+        }
+        Start::New(meta) => {
+            std::fs::write(layout.diffconfig(), &images.diffconfig)?;
+            if !images.source_diff.is_empty() {
+                std::fs::write(layout.source_diff(), &images.source_diff)?;
+            }
+            images.sizes.write(dir)?;
+            std::fs::write(layout.suite_copy(), &suite.text)
+                .with_context(|| format!("keeping a copy of the suite in {}", dir.display()))?;
+            keep_fragments(images, dir)?;
+            Ok((meta, None))
+        }
+    }
+}
+
+pub use crate::base::run_dir::{FRAGMENTS_COPY, SUITE_COPY};
+/// The images moved to their own stage (`run_images`); kept reachable here.
+pub use crate::stages::run_images::Images;
+
+fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
+    let copies = RunDir::new(dir).fragments_copy();
+    std::fs::create_dir_all(&copies).with_context(|| format!("creating {}", copies.display()))?;
+    for f in images.fragments.iter().flatten() {
+        let path = copies.join(&f.file_name);
+        std::fs::write(&path, &f.text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,462 @@
+//! Choosing the accelerator. `auto` tries KVM with a short trial boot and
+//! falls back to TCG when KVM is missing or broken; `/dev/kvm` existing proves
+//! nothing (under nested virtualization it exists and guests die with
+//! "KVM internal error"). The verdict is remembered per host and QEMU
+//! version, and the report says which accelerator ran and why.
+
+use super::qemu::QemuBinary;
+use super::{BootEnd, BootRequest, Runner};
+use crate::base::protocol::Message;
+use crate::guest::images::{key_of, Cache};
+use crate::record::Accel;
+/// The decision's recorded form belongs to the run directory (`record`).
+pub use crate::record::TimingDecision;
+use crate::stages::suite::AccelChoice;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The accelerator chosen for a run and the reason, for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccelDecision {
+    pub accel: Accel,
+    pub reason: String,
+}
+
+/// Whether a QEMU binary runs an SMP guest under icount, found by a trial
+/// boot. QEMU before 8.1 hangs the guest bringing up its second CPU (its
+/// round-robin vCPU budget under icount was unfair until "accel/tcg/
+/// tcg-accel-ops-rr: ensure fairness with icount"), but a version number
+/// says nothing of a distribution's backports or a build of one's own: the
+/// trial does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmpIcountVerdict {
+    pub works: bool,
+    /// What the trial saw, for the report.
+    pub detail: String,
+}
+
+/// vCPUs of the trial boot: the smallest SMP guest, which is where QEMU 7.2 hangs.
+const TRIAL_CPUS: u32 = 2;
+/// A 2-vCPU icount guest reaches the agent in a few seconds of host time;
+/// one that hangs never does.
+const TRIAL_DEADLINE: Duration = Duration::from_secs(60);
+
+fn smp_verdict_path(qemu: &QemuBinary) -> PathBuf {
+    let key = key_of(&[
+        ("path", qemu.path.to_string_lossy().as_bytes()),
+        ("sha256", qemu.sha256.as_bytes()),
+    ]);
+    Cache::here().qemu_verdict(&key)
+}
+
+/// Boots `kernel` with an empty job on [`TRIAL_CPUS`] vCPUs under icount and
+/// says whether the agent came up seeing all of them. The verdict is
+/// remembered per QEMU binary (path and content hash) in the cache.
+pub fn smp_icount_trial(
+    runner: &mut dyn Runner,
+    qemu: &QemuBinary,
+    kernel: &Path,
+    initrd: &Path,
+    trial_log: &Path,
+) -> SmpIcountVerdict {
+    let path = smp_verdict_path(qemu);
+    if let Some(v) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| toml::from_str::<SmpIcountVerdict>(&t).ok())
+    {
+        return SmpIcountVerdict {
+            works: v.works,
+            detail: format!("{} (remembered in {})", v.detail, path.display()),
+        };
+    }
+    let verdict = run_smp_icount_trial(runner, kernel, initrd, trial_log);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(&path, toml::to_string(&verdict).unwrap_or_default());
+    verdict
+}
+
+fn run_smp_icount_trial(
+    runner: &mut dyn Runner,
+    kernel: &Path,
+    initrd: &Path,
+    trial_log: &Path,
+) -> SmpIcountVerdict {
+    let request = BootRequest {
+        kernel: kernel.to_path_buf(),
+        initrd: initrd.to_path_buf(),
+        extra_cmdline: String::new(),
+        cpus: TRIAL_CPUS,
+        memory_mib: 256,
+        accel: Accel::Tcg,
+        icount_shift: Some(4),
+        guest_seed: Some(1),
+        deadline: TRIAL_DEADLINE,
+        console_log: trial_log.to_path_buf(),
+        plugin: None,
+    };
+    let mut online = None;
+    let outcome = runner.boot(&request, &mut |m| {
+        if let Message::Hello { online_cpus, .. } = m {
+            online = Some(online_cpus);
+        }
+    });
+    let expected = format!("0-{}", TRIAL_CPUS - 1);
+    match (&outcome.end, online) {
+        (BootEnd::Completed, Some(cpus)) if cpus == expected => SmpIcountVerdict {
+            works: true,
+            detail: format!(
+                "a {TRIAL_CPUS}-vCPU icount trial boot reached the guest agent with CPUs {cpus} online in {:.1} s",
+                outcome.wall.as_secs_f64()
+            ),
+        },
+        (_, Some(cpus)) if cpus != expected => SmpIcountVerdict {
+            works: false,
+            detail: format!(
+                "a {TRIAL_CPUS}-vCPU icount trial boot came up with CPUs {cpus:?} online, not {expected}"
+            ),
+        },
+        (end, _) => SmpIcountVerdict {
+            works: false,
+            detail: format!(
+                "a {TRIAL_CPUS}-vCPU icount trial boot did not reach the guest agent ({}; console in {})",
+                end.describe(),
+                trial_log.display()
+            ),
+        },
+    }
+}
+
+/// The timing mode of a run, given the accelerator, the largest vCPU count
+/// and, for an SMP suite under TCG, the trial's verdict on the QEMU binary
+/// (`None` when no trial was needed). `auto` counts instructions under TCG
+/// whenever the QEMU can; an explicit `icount` it cannot give is refused,
+/// naming the fix.
+pub fn timing_for(
+    choice: crate::stages::suite::TimingChoice,
+    shift: u32,
+    accel: Accel,
+    max_cpus: u32,
+    smp_icount: Option<&SmpIcountVerdict>,
+    qemu: &QemuBinary,
+) -> Result<TimingDecision, crate::base::error::InputError> {
+    use crate::stages::suite::TimingChoice::*;
+    let wall = |reason: String| TimingDecision {
+        icount_shift: None,
+        reason,
+    };
+    let icount = |reason: String| TimingDecision {
+        icount_shift: Some(shift),
+        reason,
+    };
+    let smp_fails = match smp_icount {
+        Some(v) if max_cpus > 1 && !v.works => Some(v),
+        _ => None,
+    };
+    let cannot = |v: &SmpIcountVerdict| {
+        format!(
+            "this QEMU ({}, {}) cannot run SMP guests under icount: {}. A QEMU of 8.1 or later \
+             can; {}",
+            qemu.version,
+            qemu.path.display(),
+            v.detail,
+            crate::base::prereq::smp_icount_qemu_hint()
+        )
+    };
+    match (choice, accel) {
+        (Wall, _) => Ok(wall(
+            "the suite or command line asked for wall time".into(),
+        )),
+        (Auto, Accel::Kvm) => Ok(wall("auto: under KVM the guest's clock is the host's".into())),
+        (Icount, Accel::Kvm) => Err(crate::base::error::InputError::new(
+            "timing = \"icount\" needs TCG; under KVM guest time is host time (use --accel tcg or --timing wall)",
+        )),
+        (Auto, Accel::Tcg) => Ok(match smp_fails {
+            Some(v) => wall(format!("auto: wall time, since {}", cannot(v))),
+            None if max_cpus > 1 => icount(format!(
+                "auto: instruction counting under TCG, with up to {max_cpus} vCPUs: {}",
+                smp_icount.map_or("not tried", |v| v.detail.as_str())
+            )),
+            None => icount("auto: instruction counting under TCG".into()),
+        }),
+        (Icount, Accel::Tcg) => match smp_fails {
+            Some(v) => Err(crate::base::error::InputError::new(format!(
+                "timing = \"icount\" with {max_cpus} vCPUs: {} (or use --cpus 1, or --timing wall)",
+                cannot(v)
+            ))),
+            None => Ok(icount(match smp_icount {
+                Some(v) if max_cpus > 1 => {
+                    format!("the suite or command line asked for icount; {}", v.detail)
+                }
+                _ => "the suite or command line asked for icount".into(),
+            })),
+        },
+    }
+}
+
+/// What a run's timing measures, for the report and meta.toml; the mode
+/// comes first (`icount (…)` or `wall`), as the readers of older runs expect.
+pub fn describe_timing(timing: &TimingDecision, max_cpus: u32) -> String {
+    match timing.icount_shift {
+        None => format!(
+            "wall: the guest's CLOCK_MONOTONIC runs on host time ({})",
+            timing.reason
+        ),
+        Some(shift) => {
+            let smp = if max_cpus > 1 {
+                " With several vCPUs QEMU runs them in turn on one host thread and guest time \
+                 advances with the instructions of all of them, so a figure on N CPUs is the \
+                 deterministic work of all N (spinning on locks and IPIs included); it cannot \
+                 show parallel speed-up, and host cores do not limit the vCPU count."
+            } else {
+                ""
+            };
+            format!(
+                "icount (shift={shift}, sleep=off, RTC from {} on guest time, a -seed per boot): \
+                 guest time counts executed instructions (2^{shift} ns each), so timings measure \
+                 code-path length and do not move with host load; each boot repeats exactly with \
+                 its seed (in the Boots records of meta.toml); they cannot show cache, memory or \
+                 timing effects.{smp} ({})",
+                super::qemu::ICOUNT_RTC_BASE,
+                timing.reason
+            )
+        }
+    }
+}
+
+/// Identifies the host for the remembered verdict: kernel, CPU and QEMU.
+fn host_key(qemu: &QemuBinary) -> String {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cpu = crate::base::host::cpu_model();
+    let qemu = &qemu.sha256;
+    key_of(&[
+        ("release", release.trim().as_bytes()),
+        ("cpu", cpu.as_bytes()),
+        ("qemu", qemu.as_bytes()),
+    ])[..16]
+        .to_string()
+}
+
+fn verdict_path(qemu: &QemuBinary) -> PathBuf {
+    Cache::here().accel_verdict(&host_key(qemu))
+}
+
+/// Decides the accelerator. `trial` boots the given kernel and initrd (an
+/// empty job) under KVM; the trial's console log goes to `trial_log`.
+pub fn decide(
+    choice: AccelChoice,
+    runner: &mut dyn Runner,
+    qemu: &QemuBinary,
+    kernel: &Path,
+    initrd: &Path,
+    trial_log: &Path,
+) -> AccelDecision {
+    match choice {
+        AccelChoice::Tcg => {
+            return AccelDecision {
+                accel: Accel::Tcg,
+                reason: "the suite or command line asked for TCG".into(),
+            }
+        }
+        AccelChoice::Kvm => {
+            return AccelDecision {
+                accel: Accel::Kvm,
+                reason: "the suite or command line asked for KVM (not checked)".into(),
+            }
+        }
+        AccelChoice::Auto => {}
+    }
+    if !Path::new("/dev/kvm").exists() {
+        return AccelDecision {
+            accel: Accel::Tcg,
+            reason: "auto: /dev/kvm does not exist, so software emulation (TCG)".into(),
+        };
+    }
+    let path = verdict_path(qemu);
+    if let Some(d) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| toml::from_str::<AccelDecision>(&t).ok())
+    {
+        return AccelDecision {
+            accel: d.accel,
+            reason: format!("{} (remembered in {})", d.reason, path.display()),
+        };
+    }
+    let request = BootRequest {
+        kernel: kernel.to_path_buf(),
+        initrd: initrd.to_path_buf(),
+        extra_cmdline: String::new(),
+        cpus: 1,
+        memory_mib: 256,
+        accel: Accel::Kvm,
+        icount_shift: None,
+        guest_seed: None,
+        deadline: Duration::from_secs(30),
+        console_log: trial_log.to_path_buf(),
+        plugin: None,
+    };
+    let mut hello = false;
+    let outcome = runner.boot(&request, &mut |m| {
+        hello |= matches!(m, Message::Hello { .. })
+    });
+    let decision = if outcome.end.is_ok() && hello {
+        AccelDecision {
+            accel: Accel::Kvm,
+            reason: format!(
+                "auto: a KVM trial boot completed in {:.1} s",
+                outcome.wall.as_secs_f64()
+            ),
+        }
+    } else {
+        AccelDecision {
+            accel: Accel::Tcg,
+            reason: format!(
+                "auto: /dev/kvm exists but a KVM trial boot failed ({}), so software emulation (TCG)",
+                outcome.end.describe()
+            ),
+        }
+    };
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(&path, toml::to_string(&decision).unwrap_or_default());
+    decision
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::suite::TimingChoice;
+    use crate::stages::vm::fake::FakeRunner;
+
+    fn qemu() -> QemuBinary {
+        QemuBinary {
+            path: "/usr/bin/qemu-system-x86_64".into(),
+            version: "QEMU emulator version 7.2.0".into(),
+            sha256: "ab".into(),
+        }
+    }
+
+    fn verdict(works: bool) -> SmpIcountVerdict {
+        SmpIcountVerdict {
+            works,
+            detail: "trial".into(),
+        }
+    }
+
+    fn shift(
+        choice: TimingChoice,
+        accel: Accel,
+        cpus: u32,
+        smp: Option<&SmpIcountVerdict>,
+    ) -> Option<u32> {
+        timing_for(choice, 4, accel, cpus, smp, &qemu())
+            .unwrap()
+            .icount_shift
+    }
+
+    #[test]
+    fn auto_timing_counts_instructions_under_tcg_whenever_the_qemu_can() {
+        use Accel::*;
+        use TimingChoice::*;
+        assert_eq!(shift(Auto, Tcg, 1, None), Some(4));
+        assert_eq!(shift(Auto, Tcg, 8, Some(&verdict(true))), Some(4));
+        assert_eq!(shift(Auto, Tcg, 2, Some(&verdict(false))), None);
+        // One vCPU needs no SMP: a failed trial does not matter there.
+        assert_eq!(shift(Auto, Tcg, 1, Some(&verdict(false))), Some(4));
+        assert_eq!(shift(Auto, Kvm, 1, None), None);
+        assert_eq!(shift(Wall, Tcg, 1, None), None);
+        assert_eq!(shift(Icount, Tcg, 4, Some(&verdict(true))), Some(4));
+    }
+
+    #[test]
+    fn wall_time_after_a_failed_trial_says_why_and_how_to_get_a_qemu_that_can() {
+        let t = timing_for(
+            TimingChoice::Auto,
+            4,
+            Accel::Tcg,
+            2,
+            Some(&verdict(false)),
+            &qemu(),
+        )
+        .unwrap();
+        assert!(
+            t.reason.contains("cannot run SMP guests under icount"),
+            "{}",
+            t.reason
+        );
+        assert!(t.reason.contains("7.2.0"), "{}", t.reason);
+        assert!(describe_timing(&t, 2).starts_with("wall"));
+    }
+
+    #[test]
+    fn explicit_icount_on_a_qemu_that_fails_the_trial_is_an_input_error_naming_the_fix() {
+        let err = timing_for(
+            TimingChoice::Icount,
+            4,
+            Accel::Tcg,
+            2,
+            Some(&verdict(false)),
+            &qemu(),
+        )
+        .unwrap_err();
+        assert!(err.message.contains("8.1 or later"), "{err}");
+        assert!(err.message.contains("--timing wall"), "{err}");
+        assert!(timing_for(TimingChoice::Icount, 4, Accel::Kvm, 1, None, &qemu()).is_err());
+    }
+
+    #[test]
+    fn smp_icount_description_says_what_an_n_cpu_figure_means() {
+        let t = TimingDecision {
+            icount_shift: Some(4),
+            reason: "auto".into(),
+        };
+        let d = describe_timing(&t, 8);
+        assert!(d.starts_with("icount (shift=4"), "{d}");
+        assert!(d.contains("in turn on one host thread"), "{d}");
+        assert!(!describe_timing(&t, 1).contains("in turn"));
+    }
+
+    fn trial_with(runner: &mut FakeRunner) -> SmpIcountVerdict {
+        let dir = tempfile::tempdir().unwrap();
+        run_smp_icount_trial(
+            runner,
+            Path::new("/k"),
+            Path::new("/i"),
+            &dir.path().join("trial.log"),
+        )
+    }
+
+    #[test]
+    fn the_trial_passes_when_the_agent_sees_both_cpus() {
+        let mut runner = FakeRunner::default();
+        let v = trial_with(&mut runner);
+        assert!(v.works, "{}", v.detail);
+        let asked = &runner.requests[0];
+        assert_eq!((asked.cpus, asked.icount_shift), (2, Some(4)));
+    }
+
+    #[test]
+    fn the_trial_fails_on_a_hang_a_missing_qemu_and_a_guest_short_of_cpus() {
+        let mut hang = FakeRunner {
+            hang_before_agent: true,
+            ..FakeRunner::default()
+        };
+        let v = trial_with(&mut hang);
+        assert!(!v.works && v.detail.contains("timed out"), "{}", v.detail);
+        let mut missing = FakeRunner {
+            fail_to_start: Some("No such file or directory".into()),
+            ..FakeRunner::default()
+        };
+        let v = trial_with(&mut missing);
+        assert!(!v.works && v.detail.contains("QEMU failed"), "{}", v.detail);
+        let mut short = FakeRunner {
+            online_cpus: Some("0".into()),
+            ..FakeRunner::default()
+        };
+        let v = trial_with(&mut short);
+        assert!(!v.works && v.detail.contains("\"0\""), "{}", v.detail);
+    }
+}

@@ -1,0 +1,217 @@
+//! A runner that boots nothing, for tests of everything around the VM: it
+//! reads the job appended to the initrd and answers as the guest agent would,
+//! with deterministic timings. Never used by the shipped commands.
+
+use super::{BootEnd, BootOutcome, BootRequest, Runner};
+use crate::base::protocol::{Directive, Message, RunRecord, JOB_HEADER};
+use std::time::Duration;
+
+/// Where the fake guest's kernel text starts: its profiles count
+/// instructions at this address and 0x40 past it.
+pub const FAKE_TEXT: u64 = 0xffff_ffff_8100_0000;
+
+/// What the fake guest does.
+#[derive(Debug, Clone, Default)]
+pub struct FakeRunner {
+    /// Boots started so far.
+    pub boots: usize,
+    /// Seconds each run "takes": base + 0.01 × param, times this factor for
+    /// boots whose command line contains `slow`.
+    pub slow_factor: f64,
+    /// Stop answering after this many boots, as a host killed mid-run would.
+    pub crash_after_boots: Option<usize>,
+    /// Boots (counted from 1) that hang after their first sample and time out.
+    pub hanging_boots: Vec<usize>,
+    /// Every boot hangs before the agent starts, as an SMP guest under
+    /// icount does with QEMU 7.2, and times out.
+    pub hang_before_agent: bool,
+    /// QEMU cannot start (a missing binary): the error it gives.
+    pub fail_to_start: Option<String>,
+    /// The CPUs the guest reports online, instead of all it was given.
+    pub online_cpus: Option<String>,
+    /// Every request, in order.
+    pub requests: Vec<BootRequest>,
+    /// Relative spread of a boot's timings: each boot's runs are scaled by
+    /// one factor in [1 − noise, 1 + noise], drawn from its console log's
+    /// name (unit, variant, boot), so the same unit gives the same figures
+    /// when a run is resumed.
+    pub boot_noise: f64,
+    /// The wall time each completed boot reports (10 ms when unset), for
+    /// tests of what a budget of wall time allows.
+    pub boot_wall: Option<Duration>,
+}
+
+/// A number in [−1, 1] drawn from `text` (FNV-1a, then SplitMix64's finaliser).
+fn spread_of(text: &str) -> f64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    (h >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+}
+
+/// The job text inside an initrd (the appended archive holds it verbatim).
+pub fn job_in_initrd(bytes: &[u8]) -> Option<String> {
+    let start = bytes
+        .windows(JOB_HEADER.len())
+        .rposition(|w| w == JOB_HEADER.as_bytes())?;
+    let end = bytes[start..]
+        .iter()
+        .position(|&b| b == 0)
+        .map_or(bytes.len(), |e| start + e);
+    Some(String::from_utf8_lossy(&bytes[start..end]).into_owned())
+}
+
+impl Runner for FakeRunner {
+    fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
+        self.boots += 1;
+        self.requests.push(r.clone());
+        if let Some(error) = &self.fail_to_start {
+            return BootOutcome {
+                end: BootEnd::QemuFailed {
+                    detail: format!("cannot start qemu: {error}"),
+                },
+                wall: Duration::ZERO,
+            };
+        }
+        if self.crash_after_boots.is_some_and(|n| self.boots > n) {
+            return BootOutcome {
+                end: BootEnd::Interrupted,
+                wall: Duration::ZERO,
+            };
+        }
+        let _ = std::fs::write(&r.console_log, "Linux version 6.1.0-fake\n");
+        if self.hang_before_agent {
+            return BootOutcome {
+                end: BootEnd::TimedOut {
+                    after_s: r.deadline.as_secs(),
+                },
+                wall: r.deadline,
+            };
+        }
+        let job = std::fs::read(&r.initrd)
+            .ok()
+            .and_then(|b| job_in_initrd(&b))
+            .unwrap_or_default();
+        on_message(Message::Hello {
+            kernel_release: "6.1.0-fake".into(),
+            kernel_version: "#1 fake".into(),
+            online_cpus: if let Some(cpus) = &self.online_cpus {
+                cpus.clone()
+            } else if r.cpus == 1 {
+                "0".into()
+            } else {
+                format!("0-{}", r.cpus - 1)
+            },
+            cmdline: r.extra_cmdline.clone(),
+        });
+        let hangs = self.hanging_boots.contains(&self.boots);
+        // As the plugin would: one region per timed run, with as many
+        // instructions as icount's 16 ns each give the run's time, all but
+        // a fixed 1500 (user space and the second function) in the first
+        // function of the kernel text.
+        // With the cycle model (version 2): the model's counts too, in the
+        // kernel a miss of each level per 50, 500 and 5000 instructions and a
+        // misprediction per 200, each region's estimate twice its instructions.
+        let model = r
+            .plugin
+            .as_ref()
+            .is_some_and(|p| p.args.iter().any(|a| a == "model=cycles"));
+        let mut regions = if model {
+            String::from("# markbench-profile 2\n# model cycles: fake\n")
+        } else {
+            String::from("# markbench-profile 1\n")
+        };
+        regions.push_str("region\tkind\taddress\tinstructions\n");
+        let mut region = 0usize;
+        let name = r
+            .console_log
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let factor = if r.extra_cmdline.contains("slow") {
+            self.slow_factor.max(1.0)
+        } else {
+            1.0
+        } * (1.0 + self.boot_noise * spread_of(&name));
+        for line in job.lines() {
+            match Directive::parse_line(line) {
+                Ok(Some(Directive::Run { id, iterations, .. })) => {
+                    let param: f64 = id
+                        .rsplit('/')
+                        .next()
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(1.0);
+                    for iteration in 0..iterations {
+                        let seconds =
+                            (0.5 + 0.01 * param) * factor * (1.0 + 0.001 * iteration as f64);
+                        on_message(Message::Run(RunRecord {
+                            id: id.clone(),
+                            iteration,
+                            status: 0,
+                            elapsed_ns: (seconds * 1e9) as u64,
+                            user_ns: 0,
+                            sys_ns: 0,
+                            output: format!(
+                                "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
+                            ),
+                        }));
+                        let instructions = (seconds * 1e9 / 16.0) as u64;
+                        regions.push_str(&format!("{region}\tuser\t-\t1000\n"));
+                        if model {
+                            let kernel = instructions.saturating_sub(1000);
+                            for (mode, n, misses) in [("user", 1000, 0), ("kernel", kernel, kernel)]
+                            {
+                                for (name, value) in [
+                                    ("instructions", n),
+                                    ("l1i-misses", misses / 100),
+                                    ("l1d-misses", misses / 50),
+                                    ("l2-misses", misses / 500),
+                                    ("llc-misses", misses / 5000),
+                                    ("coherence-misses", 0),
+                                    ("conditional-mispredicts", misses / 200),
+                                    ("estimated-cycles", 2 * n),
+                                ] {
+                                    regions.push_str(&format!(
+                                        "{region}\tmodel\t{mode}:{name}\t{value}\n"
+                                    ));
+                                }
+                            }
+                        }
+                        regions.push_str(&format!(
+                            "{region}\tkernel\t{:016x}\t{}\n{region}\tkernel\t{:016x}\t500\n",
+                            FAKE_TEXT,
+                            instructions.saturating_sub(1500),
+                            FAKE_TEXT + 0x40
+                        ));
+                        region += 1;
+                        if hangs {
+                            return BootOutcome {
+                                end: BootEnd::TimedOut {
+                                    after_s: r.deadline.as_secs(),
+                                },
+                                wall: r.deadline,
+                            };
+                        }
+                    }
+                }
+                Ok(Some(Directive::Setup { .. })) => on_message(Message::Setup {
+                    status: 0,
+                    output: String::new(),
+                }),
+                _ => {}
+            }
+        }
+        on_message(Message::Done);
+        if let Some(plugin) = &r.plugin {
+            let _ = std::fs::write(&plugin.output, regions);
+        }
+        BootOutcome {
+            end: BootEnd::Completed,
+            wall: self.boot_wall.unwrap_or(Duration::from_millis(10)),
+        }
+    }
+}

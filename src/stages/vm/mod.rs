@@ -1,0 +1,114 @@
+//! Booting guests. The QEMU boundary sits behind [`Runner`], so planning,
+//! sample handling and reporting are tested with a fake runner, and the real
+//! one ([`qemu::QemuRunner`]) is the only thing that starts processes.
+
+pub mod accel;
+pub mod fake;
+pub mod qemu;
+
+use crate::base::protocol::Message;
+/// The accelerator's recorded form belongs to the run directory (`record`).
+pub use crate::record::Accel;
+use crate::record::TimingDecision;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Set by the Ctrl-C handler: the running guest is stopped, every sample so
+/// far is kept, and the run ends with a report marked partial.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// What every boot of a run is made with, decided once before the first:
+/// the QEMU binary, the accelerator and how guest time runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    pub qemu: qemu::QemuBinary,
+    pub accel: accel::AccelDecision,
+    pub timing: TimingDecision,
+}
+
+/// Everything needed to boot one guest.
+#[derive(Debug, Clone)]
+pub struct BootRequest {
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    /// Appended to markbench's own kernel command line.
+    pub extra_cmdline: String,
+    pub cpus: u32,
+    pub memory_mib: u32,
+    pub accel: Accel,
+    /// `Some(shift)`: guest time counts instructions (`-icount shift=N,sleep=off`, TCG only).
+    pub icount_shift: Option<u32>,
+    /// QEMU's `-seed`: the random numbers QEMU hands the guest (RDRAND and
+    /// RDSEED of `-cpu max`) come from this seed instead of the host's. With
+    /// icount nothing else of the host reaches the guest, so a boot with the
+    /// same seed repeats bit for bit; `None` leaves them to the host.
+    pub guest_seed: Option<u64>,
+    /// The boot is killed and recorded as failed when it runs longer.
+    pub deadline: Duration,
+    /// Where the guest's kernel console (ttyS0) is written.
+    pub console_log: PathBuf,
+    /// A TCG plugin QEMU loads for this boot (profiled boots, and every
+    /// boot of a run with the cycle model).
+    pub plugin: Option<PluginLoad>,
+}
+
+/// A TCG plugin and the file it writes when QEMU exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginLoad {
+    pub library: PathBuf,
+    pub output: PathBuf,
+    /// More `key=value` arguments for the plugin (the cycle model's).
+    pub args: Vec<String>,
+}
+
+/// How a boot ended: recorded in `meta.toml`, so it is part of the run
+/// directory's schema.
+pub use crate::record::BootEnd;
+
+/// What a boot produced besides its messages.
+#[derive(Debug, Clone)]
+pub struct BootOutcome {
+    pub end: BootEnd,
+    pub wall: Duration,
+}
+
+/// The `-seed` of one boot: distinct for every unit and attempt (so the
+/// boots of a run, A/A sides included, are independent draws of the guest's
+/// random state: layout, hash keys, stack canaries), and the same for the
+/// same run seed (so a run repeats exactly). SplitMix64 of the three, cut
+/// to 63 bits because meta.toml records it and TOML integers are signed.
+pub fn boot_seed(run_seed: u64, unit: usize, attempt: u32) -> u64 {
+    let mut z = run_seed
+        .wrapping_add((unit as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_add(u64::from(attempt).wrapping_mul(0xd1b5_4a32_d192_ed03));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) >> 1
+}
+
+/// Boots guests. `on_message` sees each agent message as it arrives, so
+/// samples are written while the guest is still running.
+pub trait Runner {
+    fn boot(&mut self, request: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::boot_seed;
+
+    #[test]
+    fn boot_seeds_differ_per_unit_and_attempt_and_repeat_per_run_seed() {
+        let seeds: std::collections::BTreeSet<u64> = (0..20)
+            .flat_map(|unit| (0..2).map(move |attempt| boot_seed(7, unit, attempt)))
+            .collect();
+        assert_eq!(seeds.len(), 40);
+        assert!(seeds.iter().all(|&s| s <= i64::MAX as u64));
+        assert_eq!(boot_seed(7, 3, 0), boot_seed(7, 3, 0));
+        assert_ne!(boot_seed(7, 3, 0), boot_seed(8, 3, 0));
+    }
+}

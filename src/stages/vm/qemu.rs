@@ -1,0 +1,489 @@
+//! The real runner: one `qemu-system-x86_64` process per boot.
+//!
+//! No network device, no disk, no shared folder: `-nodefaults` and nothing
+//! added but two serial ports, so nothing of the host is writable from the
+//! guest. ttyS0 (the kernel console) goes to a log file; ttyS1 carries the
+//! agent's result lines on QEMU's stdout, read line by line as they come.
+
+use super::{BootEnd, BootOutcome, BootRequest, Runner};
+use crate::base::error::InputError;
+use crate::base::protocol::Message;
+use crate::guest::images::kernel::BASE_CMDLINE;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub const QEMU: &str = "qemu-system-x86_64";
+
+/// Where the guest's RTC starts in icount mode: any fixed date will do.
+pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
+
+/// The QEMU binary a run boots its guests with: the one a suite or
+/// `--qemu` names, else `qemu-system-x86_64` on PATH. Its content hash keys
+/// the verdicts remembered about it (whether SMP guests run under icount),
+/// so an upgrade in place is tried again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QemuBinary {
+    pub path: PathBuf,
+    /// First line of `--version`, e.g. `QEMU emulator version 10.0.2 (Debian …)`.
+    pub version: String,
+    pub sha256: String,
+}
+
+impl QemuBinary {
+    /// The binary at `explicit`, or the first `qemu-system-x86_64` on PATH.
+    pub fn locate(explicit: Option<&Path>) -> Result<QemuBinary, InputError> {
+        let path = match explicit {
+            Some(p) if p.is_file() => p.to_path_buf(),
+            Some(p) => {
+                return Err(InputError::new(format!(
+                    "QEMU binary {} does not exist (give the path of a qemu-system-x86_64)",
+                    p.display()
+                )))
+            }
+            None => crate::base::prereq::on_path(QEMU).ok_or_else(|| {
+                InputError::new(format!(
+                    "{QEMU} is not on PATH; run `markbench setup` (or name a binary with --qemu PATH)"
+                ))
+            })?,
+        };
+        let bytes = std::fs::read(&path)
+            .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+        let version = Command::new(&path)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .map(str::to_string)
+            })
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "{}: `--version` failed; is it a qemu-system-x86_64?",
+                    path.display()
+                ))
+            })?;
+        Ok(QemuBinary {
+            path,
+            version,
+            sha256: crate::guest::images::key_of(&[("qemu", &bytes)]),
+        })
+    }
+}
+
+/// Boots each request with one process of its QEMU binary.
+#[derive(Debug)]
+pub struct QemuRunner {
+    pub binary: PathBuf,
+}
+
+impl QemuRunner {
+    pub fn new(qemu: &QemuBinary) -> QemuRunner {
+        QemuRunner {
+            binary: qemu.path.clone(),
+        }
+    }
+}
+
+/// The QEMU command line for a request.
+pub fn qemu_args(r: &BootRequest) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "-nodefaults".into(),
+        "-no-user-config".into(),
+        "-display".into(),
+        "none".into(),
+        "-no-reboot".into(),
+        "-accel".into(),
+        r.accel.as_str().into(),
+        "-cpu".into(),
+        "max".into(),
+        "-smp".into(),
+        r.cpus.to_string(),
+        "-m".into(),
+        r.memory_mib.to_string(),
+        "-kernel".into(),
+        r.kernel.display().to_string(),
+        "-initrd".into(),
+        r.initrd.display().to_string(),
+        "-append".into(),
+        format!("{BASE_CMDLINE} {}", r.extra_cmdline)
+            .trim()
+            .to_string(),
+        "-serial".into(),
+        format!("file:{}", r.console_log.display()),
+        "-chardev".into(),
+        "stdio,id=results,signal=off".into(),
+        "-serial".into(),
+        "chardev:results".into(),
+        "-monitor".into(),
+        "none".into(),
+    ];
+    if let Some(shift) = r.icount_shift {
+        // sleep=off: idle guest time jumps ahead instead of waiting for the
+        // host (sleep=on lets host time into every idle period, and align=on
+        // needs it). The RTC runs on guest time from a fixed start, so the
+        // guest's wall clock does not depend on when the boot began either.
+        args.extend([
+            "-icount".into(),
+            format!("shift={shift},sleep=off"),
+            "-rtc".into(),
+            format!("base={ICOUNT_RTC_BASE},clock=vm"),
+        ]);
+    }
+    if let Some(seed) = r.guest_seed {
+        args.extend(["-seed".into(), seed.to_string()]);
+    }
+    if let Some(plugin) = &r.plugin {
+        // QEMU's option syntax separates with commas; a doubled one is literal.
+        let escape = |p: &Path| p.display().to_string().replace(',', ",,");
+        args.extend([
+            "-plugin".into(),
+            format!(
+                "file={},out={}{}",
+                escape(&plugin.library),
+                escape(&plugin.output),
+                plugin
+                    .args
+                    .iter()
+                    .map(|a| format!(",{}", a.replace(',', ",,")))
+                    .collect::<String>()
+            ),
+        ]);
+    }
+    args
+}
+
+/// What watching a boot saw, besides QEMU's stderr and the console.
+struct Watched {
+    interrupted: bool,
+    timed_out: bool,
+    /// The agent said `done`.
+    done: bool,
+    agent_error: Option<String>,
+    status: Option<std::process::ExitStatus>,
+}
+
+/// How a boot ended, from what watching it saw: the first of Ctrl-C, the
+/// deadline, a panic on the console, the agent's error, the agent's
+/// `done`, a plugin QEMU could not load, QEMU's own failure, or an end
+/// nobody announced.
+fn ending(r: &BootRequest, seen: Watched, qemu_stderr: &str, console: &str) -> BootEnd {
+    let Watched {
+        interrupted,
+        timed_out,
+        done,
+        agent_error,
+        status,
+    } = seen;
+    // Ctrl-C on a terminal reaches QEMU too, which may exit before we notice.
+    if interrupted || super::interrupted() {
+        BootEnd::Interrupted
+    } else if timed_out {
+        BootEnd::TimedOut {
+            after_s: r.deadline.as_secs(),
+        }
+    } else if let Some(panic) = find_panic(console) {
+        BootEnd::KernelPanic { detail: panic }
+    } else if let Some(message) = agent_error {
+        BootEnd::AgentError { message }
+    } else if done {
+        BootEnd::Completed
+    } else if let Some(plugin) = r.plugin.as_ref().filter(|p| {
+        // QEMU names the library it could not load.
+        qemu_stderr.contains(&*p.library.to_string_lossy())
+    }) {
+        BootEnd::PluginFailed {
+            detail: format!("{}: {}", plugin.library.display(), qemu_stderr.trim()),
+        }
+    } else if status.is_some_and(|s| !s.success()) || !qemu_stderr.trim().is_empty() {
+        BootEnd::QemuFailed {
+            detail: format!(
+                "exit {}: {}",
+                status.map_or("unknown".into(), |s| s.to_string()),
+                qemu_stderr.trim()
+            ),
+        }
+    } else if console.trim().is_empty() {
+        // Firmware that finds no kernel to start, or an image that is not
+        // one, leaves the serial console empty: name what was booted.
+        BootEnd::Vanished {
+            detail: format!(
+                "the guest printed nothing on its console: is {} a kernel image?",
+                r.kernel.display()
+            ),
+        }
+    } else {
+        BootEnd::Vanished {
+            detail: format!("console ends with: {}", console_tail(console, 3)),
+        }
+    }
+}
+
+/// Looks for a panic in the console log; returns the panic line.
+pub fn find_panic(console: &str) -> Option<String> {
+    console
+        .lines()
+        .find(|l| l.contains("Kernel panic - not syncing"))
+        .map(|l| l.trim().to_string())
+}
+
+/// Last lines of the console, for failure reports.
+pub fn console_tail(console: &str, lines: usize) -> String {
+    let all: Vec<&str> = console.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+impl Runner for QemuRunner {
+    fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
+        let started = Instant::now();
+        let outcome = |end| BootOutcome {
+            end,
+            wall: started.elapsed(),
+        };
+        let mut command = Command::new(&self.binary);
+        // If markbench itself is killed (SIGKILL, OOM), its guest must not run
+        // on unwatched: the kernel kills QEMU when its parent dies.
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = match command
+            .args(qemu_args(r))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                return outcome(BootEnd::QemuFailed {
+                    detail: format!("cannot start {}: {e}", self.binary.display()),
+                })
+            }
+        };
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let (tx, rx) = mpsc::channel::<Result<Message, String>>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match Message::parse_line(&line) {
+                    Ok(Some(m)) => {
+                        if tx.send(Ok(m)).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            }
+        });
+        let stderr_reader = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            text
+        });
+
+        let mut done = false;
+        let mut agent_error: Option<String> = None;
+        let mut timed_out = false;
+        let mut interrupted = false;
+        loop {
+            if super::interrupted() {
+                interrupted = true;
+                let _ = child.kill();
+                break;
+            }
+            let left = r.deadline.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                timed_out = true;
+                let _ = child.kill();
+                break;
+            }
+            match rx.recv_timeout(left.min(Duration::from_millis(500))) {
+                Ok(Ok(Message::Done)) => {
+                    done = true;
+                    on_message(Message::Done);
+                }
+                Ok(Ok(Message::Error { message })) => {
+                    agent_error.get_or_insert(message.clone());
+                    on_message(Message::Error { message });
+                }
+                Ok(Ok(m)) => on_message(m),
+                Ok(Err(e)) => {
+                    agent_error.get_or_insert(e.clone());
+                    on_message(Message::Error { message: e });
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        // The results port closed (QEMU exited) or we killed it: reap it, with
+        // a grace period for the poweroff to finish.
+        let grace = Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if grace.elapsed() < Duration::from_secs(20) => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                _ => {
+                    let _ = child.kill();
+                    break child.wait().ok();
+                }
+            }
+        };
+        let _ = reader.join();
+        let qemu_stderr = stderr_reader.join().unwrap_or_default();
+        let console = std::fs::read_to_string(&r.console_log).unwrap_or_default();
+
+        let end = ending(
+            r,
+            Watched {
+                interrupted,
+                timed_out,
+                done,
+                agent_error,
+                status,
+            },
+            &qemu_stderr,
+            &console,
+        );
+        outcome(end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Accel;
+
+    #[test]
+    fn the_icount_rtc_base_is_the_clock_start_the_archives_are_dated_against() {
+        let base = chrono::NaiveDateTime::parse_from_str(ICOUNT_RTC_BASE, "%Y-%m-%dT%H:%M:%S")
+            .unwrap()
+            .and_utc()
+            .timestamp();
+        assert_eq!(
+            base as u64,
+            crate::guest::images::initramfs::GUEST_CLOCK_START_S
+        );
+    }
+
+    fn request() -> BootRequest {
+        BootRequest {
+            kernel: "/k/bzImage".into(),
+            initrd: "/k/initrd".into(),
+            extra_cmdline: "trace_event=sched:*".into(),
+            cpus: 4,
+            memory_mib: 512,
+            accel: Accel::Tcg,
+            icount_shift: None,
+            guest_seed: None,
+            deadline: Duration::from_secs(10),
+            console_log: "/run/logs/boot.log".into(),
+            plugin: None,
+        }
+    }
+
+    #[test]
+    fn qemu_gets_no_network_no_disk_and_two_serial_ports() {
+        let args = qemu_args(&request());
+        let joined = args.join(" ");
+        assert!(joined.starts_with("-nodefaults"));
+        for forbidden in ["-netdev", "-nic", "-drive", "-hda", "-virtfs", "-fsdev"] {
+            assert!(
+                !args.iter().any(|a| a == forbidden),
+                "{forbidden} in {joined}"
+            );
+        }
+        assert_eq!(args.iter().filter(|a| *a == "-serial").count(), 2);
+        assert!(joined.contains("-smp 4 -m 512"));
+        assert!(joined.contains("-accel tcg"));
+        assert!(joined.contains("panic=-1 oops=panic rdinit=/init trace_event=sched:*"));
+        assert!(joined.contains("file:/run/logs/boot.log"));
+    }
+
+    #[test]
+    fn icount_mode_counts_instructions_and_keeps_the_rtc_on_guest_time() {
+        let mut r = request();
+        assert!(!qemu_args(&r).iter().any(|a| a == "-icount" || a == "-seed"));
+        r.icount_shift = Some(4);
+        r.guest_seed = Some(12345);
+        let joined = qemu_args(&r).join(" ");
+        assert!(
+            joined.ends_with(
+                "-icount shift=4,sleep=off -rtc base=2020-01-01T00:00:00,clock=vm -seed 12345"
+            ),
+            "{joined}"
+        );
+    }
+
+    #[test]
+    fn a_plugin_is_loaded_only_when_asked_for_with_its_paths_escaped() {
+        let mut r = request();
+        assert!(!qemu_args(&r).iter().any(|a| a == "-plugin"));
+        r.plugin = Some(crate::stages::vm::PluginLoad {
+            library: "/cache/lib,x.so".into(),
+            output: "/run/profiles/raw.tsv".into(),
+            args: Vec::new(),
+        });
+        let args = qemu_args(&r);
+        let at = args.iter().position(|a| a == "-plugin").unwrap();
+        assert_eq!(
+            args[at + 1],
+            "file=/cache/lib,,x.so,out=/run/profiles/raw.tsv"
+        );
+        r.plugin.as_mut().unwrap().args = vec!["model=cycles".into(), "l2-cycles=14".into()];
+        let args = qemu_args(&r);
+        assert_eq!(
+            args[at + 1],
+            "file=/cache/lib,,x.so,out=/run/profiles/raw.tsv,model=cycles,l2-cycles=14"
+        );
+    }
+
+    #[test]
+    fn a_guest_that_printed_nothing_is_told_apart_and_its_kernel_named() {
+        let seen = || Watched {
+            interrupted: false,
+            timed_out: false,
+            done: false,
+            agent_error: None,
+            status: None,
+        };
+        let BootEnd::Vanished { detail } = ending(&request(), seen(), "", " \n") else {
+            panic!("not a vanished boot");
+        };
+        assert!(detail.contains("printed nothing"), "{detail}");
+        assert!(detail.contains("/k/bzImage"), "{detail}");
+        let BootEnd::Vanished { detail } =
+            ending(&request(), seen(), "", "Linux version 6.1\nRun /init\n")
+        else {
+            panic!("not a vanished boot");
+        };
+        assert_eq!(detail, "console ends with: Linux version 6.1\nRun /init");
+    }
+
+    #[test]
+    fn panics_are_found_on_the_console() {
+        let console =
+            "[    1.0] foo\n[    2.1] Kernel panic - not syncing: sysrq triggered crash\n";
+        assert_eq!(
+            find_panic(console).as_deref(),
+            Some("[    2.1] Kernel panic - not syncing: sysrq triggered crash")
+        );
+        assert_eq!(find_panic("all good\n"), None);
+    }
+}
