@@ -414,3 +414,43 @@ fn shards_add_blocks_to_their_own_groups_with_boot_numbers_apart() {
     all.dedup();
     assert_eq!(all.len(), count, "two shards booted the same unit");
 }
+
+/// Under the cycle model every point gains the model's counts, and some of
+/// them are the same in every sample (the fake guest's coherence misses are
+/// always 0, as on one vCPU): such a point's difference is exact, so it
+/// stops nothing, and the run still stops at the target, not at the cap.
+#[test]
+fn a_point_the_same_in_every_sample_does_not_keep_the_run_going() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = load(
+        tmp.path(),
+        &PRECISE.replace("cpus = [1, 2]", "cpus = [1]\nmodel = \"cycles\""),
+    );
+    let dir = run_dir(tmp.path(), "run");
+    let mut icount = machine();
+    icount.timing.icount_shift = Some(4);
+    let meta = execute(
+        &suite,
+        &images(tmp.path()),
+        &icount,
+        &mut noisy(),
+        &dir,
+        None,
+    )
+    .unwrap();
+    let coherence: Vec<f64> = read_samples(&dir)
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.metric == "coherence-misses" && !s.warmup)
+        .map(|s| s.value)
+        .collect();
+    assert!(!coherence.is_empty() && coherence.iter().all(|&v| v == 0.0));
+    let precision = meta.precision.as_ref().expect("a precision record");
+    assert_eq!(
+        precision.stopped,
+        Some(PrecisionStop::Resolved),
+        "{precision:?}"
+    );
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(!report.contains("no interval yet"), "{report}");
+}

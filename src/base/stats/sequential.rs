@@ -82,6 +82,19 @@ impl FixedWidth {
         }
     }
 
+    /// Where a point stands whose every sample is the same on each side
+    /// (an always-zero count of the cycle model on one vCPU, say): its
+    /// difference is known exactly, so it needs no interval, only the
+    /// boots a side every point needs before it may stop a run.
+    pub fn assess_exact(&self, boots: usize) -> PointPrecision {
+        PointPrecision {
+            half_width: Some(0.0),
+            boots,
+            resolved: boots >= self.min_boots,
+            boots_needed: Some(self.min_boots),
+        }
+    }
+
     /// Boots a side for the half-width to reach the target, by the model
     /// that the standard error of a difference of boot means falls as
     /// 1/√n: n·(h/target)², rounded up, never fewer than `min_boots`.
@@ -124,6 +137,15 @@ mod tests {
         let rule = FixedWidth::percent_target(0.5);
         let p = rule.assess(Some(&interval(-0.001, 0.001)), MIN_BOOTS - 1);
         assert!(!p.resolved);
+    }
+
+    #[test]
+    fn a_point_known_exactly_waits_only_for_the_minimum_of_boots() {
+        let rule = FixedWidth::percent_target(0.5);
+        assert!(!rule.assess_exact(MIN_BOOTS - 1).resolved);
+        let p = rule.assess_exact(MIN_BOOTS);
+        assert!(p.resolved);
+        assert_eq!(p.half_width, Some(0.0));
     }
 
     #[test]

@@ -36,11 +36,19 @@ pub fn standings(analysis: &Analysis, rule: FixedWidth) -> Vec<Standing> {
             };
             for (point, result) in points.iter().zip(results) {
                 let boots = result.a.n_boots.min(result.b.n_boots);
+                let exact = [&result.a, &result.b]
+                    .iter()
+                    .all(|side| side.std_dev == Some(0.0));
+                let precision = if exact {
+                    rule.assess_exact(boots)
+                } else {
+                    rule.assess(result.relative_difference_ci.as_ref(), boots)
+                };
                 out.push(Standing {
                     key: key.clone(),
                     param: point.param,
                     comparison,
-                    precision: rule.assess(result.relative_difference_ci.as_ref(), boots),
+                    precision,
                 });
             }
         }
