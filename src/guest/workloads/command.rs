@@ -12,6 +12,7 @@
 //! lacks a declared metric is a failed run, never a zero.
 
 use super::{check_guest_path, output_tail, GuestFile, Guest, Measurement, Refusal, Workload};
+use crate::base::cycle_model::is_model_metric;
 use crate::base::protocol::RunRecord;
 use serde::{Deserialize, Serialize};
 
@@ -106,6 +107,17 @@ impl CommandSpec {
                 return Err(Refusal::near(
                     format!(
                         "command: metric name {:?} must be letters, digits, _ - or .",
+                        m.name
+                    ),
+                    "name",
+                    &m.name,
+                ));
+            }
+            if is_model_metric(&m.name) {
+                return Err(Refusal::near(
+                    format!(
+                        "command: metric name {:?} is one the cycle model adds to every \
+                         workload (--model cycles); choose another",
                         m.name
                     ),
                     "name",
@@ -320,6 +332,15 @@ higher_is_better = false
         let r = metric("(a)(b)").check(&[1], GUEST).unwrap_err();
         assert!(r.message.contains("has 2 capture groups"), "{}", r.message);
         assert!(metric("(?:a)(b)").check(&[1], GUEST).is_ok());
+        let named = |name: &str| {
+            spec(&format!(
+                "argv = [\"/bin/x\"]\n[[metric]]\nname = \"{name}\"\npattern = '(a)'\nunit = \"s\"\nhigher_is_better = false\n"
+            ))
+        };
+        let r = named("llc-misses").check(&[1], GUEST).unwrap_err();
+        assert!(r.message.contains("the cycle model adds"), "{}", r.message);
+        assert_eq!(r.near, Some(("name", "llc-misses".to_string())));
+        assert!(named("llc-misses-per-op").check(&[1], GUEST).is_ok());
 
         let files = |to: &str| {
             spec(&format!(
