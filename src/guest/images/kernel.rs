@@ -398,31 +398,13 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let mirroring = std::time::Instant::now();
     let (mirrored, whole) = bring_tree(&workspace, origin, &want)?;
     let first_build = whole && mirrored.unchanged == 0;
-    if !whole {
-        crate::base::message::note(format_args!(
-            "{} file(s) written and {} removed in {} ({} of the paths already held it) in {:.1} s",
-            mirrored.written,
-            mirrored.removed,
-            workspace.tree().display(),
-            mirrored.unchanged,
-            mirroring.elapsed().as_secs_f64()
-        ));
-    } else if first_build {
-        crate::base::message::note(format_args!(
-            "the first build of this configuration: {} source files copied to {} in {:.0} s",
-            mirrored.written,
-            workspace.tree().display(),
-            mirroring.elapsed().as_secs_f64()
-        ));
-    } else {
-        crate::base::message::note(format_args!(
-            "{} of {} source files differ from the last build in {} (mirrored in {:.0} s)",
-            mirrored.written,
-            mirrored.written + mirrored.unchanged,
-            workspace.tree().display(),
-            mirroring.elapsed().as_secs_f64()
-        ));
-    }
+    note_mirroring(
+        &workspace,
+        &mirrored,
+        whole,
+        first_build,
+        mirroring.elapsed(),
+    );
     let expected = first_build.then(|| expected_objects(spec)).flatten();
     let source = origin.source.path().to_path_buf();
     let objects = match build_in(
@@ -442,28 +424,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         }
     };
     workspace.finish(identity)?;
-    let copy = Command::new("cp")
-        .arg("-a")
-        .arg(workspace.build_dir())
-        .arg(partial.join("build"))
-        .status()
-        .context("starting cp")?;
-    if !copy.success() {
-        bail!(
-            "copying {} beside the kernel failed ({copy})",
-            workspace.build_dir().display()
-        );
-    }
-    // Kbuild's `source` link says `..`; beside the kernel it names the
-    // source the tree came from.
-    let link = partial.join("build").join("source");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink(&source, &link)?;
-    let build = partial.join("build");
-    let config_path = build.join(".config");
-    let built = build.join("arch/x86/boot/bzImage");
-    std::fs::copy(&built, partial.join("bzImage"))?;
-    std::fs::copy(&config_path, partial.join("config"))?;
+    keep_build(&workspace, &partial, &source)?;
     let fragment_sha256 = spec
         .fragments
         .iter()
@@ -500,6 +461,69 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         spec.name, image.build_seconds
     ));
     Ok(image)
+}
+
+/// Says how the workspace's mirror came to hold the tree: by the paths
+/// that differ, as a first build, or by comparing every file.
+fn note_mirroring(
+    workspace: &Workspace,
+    mirrored: &MirrorStats,
+    whole: bool,
+    first_build: bool,
+    took: std::time::Duration,
+) {
+    if !whole {
+        crate::base::message::note(format_args!(
+            "{} file(s) written and {} removed in {} ({} of the paths already held it) in {:.1} s",
+            mirrored.written,
+            mirrored.removed,
+            workspace.tree().display(),
+            mirrored.unchanged,
+            took.as_secs_f64()
+        ));
+    } else if first_build {
+        crate::base::message::note(format_args!(
+            "the first build of this configuration: {} source files copied to {} in {:.0} s",
+            mirrored.written,
+            workspace.tree().display(),
+            took.as_secs_f64()
+        ));
+    } else {
+        crate::base::message::note(format_args!(
+            "{} of {} source files differ from the last build in {} (mirrored in {:.0} s)",
+            mirrored.written,
+            mirrored.written + mirrored.unchanged,
+            workspace.tree().display(),
+            took.as_secs_f64()
+        ));
+    }
+}
+
+/// Keeps the workspace's build beside the kernel in `partial`: the whole
+/// build directory (for `size`, `nm` and the profile's symbols), the
+/// bzImage and the `.config`.
+fn keep_build(workspace: &Workspace, partial: &Path, source: &Path) -> Result<()> {
+    let copy = Command::new("cp")
+        .arg("-a")
+        .arg(workspace.build_dir())
+        .arg(partial.join("build"))
+        .status()
+        .context("starting cp")?;
+    if !copy.success() {
+        bail!(
+            "copying {} beside the kernel failed ({copy})",
+            workspace.build_dir().display()
+        );
+    }
+    // Kbuild's `source` link says `..`; beside the kernel it names the
+    // source the tree came from.
+    let link = partial.join("build").join("source");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(source, &link)?;
+    let build = partial.join("build");
+    std::fs::copy(build.join("arch/x86/boot/bzImage"), partial.join("bzImage"))?;
+    std::fs::copy(build.join(".config"), partial.join("config"))?;
+    Ok(())
 }
 
 /// Brings the workspace's mirror to the tree `origin` builds: by the paths
