@@ -101,39 +101,12 @@ pub(crate) fn apply(
     let (Some(log_a), Some(log_b)) = (boot_log_means(point.a), boot_log_means(point.b)) else {
         return;
     };
-    let mut names: Vec<&String> = hosts.a.iter().chain(&hosts.b).collect();
-    names.sort();
-    names.dedup();
-    let cell = |logs: &[f64], of: &[String], host: &String| -> Vec<f64> {
-        logs.iter()
-            .zip(of)
-            .filter(|(_, h)| *h == host)
-            .map(|(v, _)| *v)
-            .collect()
-    };
-    let mut strata = Vec::new();
-    // (d_h, w_h) of hosts with both sides, and the within-cell sum of squares.
-    let (mut usable, mut ss_within, mut n_boots) = (Vec::new(), 0.0, 0usize);
-    for host in names {
-        let (ca, cb) = (cell(&log_a, &hosts.a, host), cell(&log_b, &hosts.b, host));
-        let both = !ca.is_empty() && !cb.is_empty();
-        let d = both.then(|| mean(&cb) - mean(&ca));
-        if let Some(d) = d {
-            let (na, nb) = (ca.len() as f64, cb.len() as f64);
-            usable.push((d, na * nb / (na + nb)));
-            for c in [&ca, &cb] {
-                let m = mean(c);
-                ss_within += c.iter().map(|v| (v - m).powi(2)).sum::<f64>();
-            }
-            n_boots += ca.len() + cb.len();
-        }
-        strata.push(HostStratum {
-            host: host.clone(),
-            boots_a: ca.len(),
-            boots_b: cb.len(),
-            relative_difference: d.map(|d| d.exp() - 1.0),
-        });
-    }
+    let Cells {
+        strata,
+        usable,
+        ss_within,
+        n_boots,
+    } = cells(&log_a, &log_b, hosts);
     if usable.is_empty() {
         result.host_blocking = Some(HostBlocking {
             applied: false,
@@ -176,6 +149,64 @@ pub(crate) fn apply(
         result.relative_difference_ci = None;
         return;
     }
+    set_blocked_tests(result, d, se, df, cfg);
+}
+
+/// The boots' log means cell by cell (host × variant).
+struct Cells {
+    strata: Vec<HostStratum>,
+    /// (d_h, w_h) of the hosts that ran both sides.
+    usable: Vec<(f64, f64)>,
+    /// The within-cell sum of squares of those hosts.
+    ss_within: f64,
+    /// Their boots.
+    n_boots: usize,
+}
+
+fn cells(log_a: &[f64], log_b: &[f64], hosts: &PointHosts) -> Cells {
+    let mut names: Vec<&String> = hosts.a.iter().chain(&hosts.b).collect();
+    names.sort();
+    names.dedup();
+    let cell = |logs: &[f64], of: &[String], host: &String| -> Vec<f64> {
+        logs.iter()
+            .zip(of)
+            .filter(|(_, h)| *h == host)
+            .map(|(v, _)| *v)
+            .collect()
+    };
+    let mut strata = Vec::new();
+    let (mut usable, mut ss_within, mut n_boots) = (Vec::new(), 0.0, 0usize);
+    for host in names {
+        let (ca, cb) = (cell(log_a, &hosts.a, host), cell(log_b, &hosts.b, host));
+        let both = !ca.is_empty() && !cb.is_empty();
+        let d = both.then(|| mean(&cb) - mean(&ca));
+        if let Some(d) = d {
+            let (na, nb) = (ca.len() as f64, cb.len() as f64);
+            usable.push((d, na * nb / (na + nb)));
+            for c in [&ca, &cb] {
+                let m = mean(c);
+                ss_within += c.iter().map(|v| (v - m).powi(2)).sum::<f64>();
+            }
+            n_boots += ca.len() + cb.len();
+        }
+        strata.push(HostStratum {
+            host: host.clone(),
+            boots_a: ca.len(),
+            boots_b: cb.len(),
+            relative_difference: d.map(|d| d.exp() - 1.0),
+        });
+    }
+    Cells {
+        strata,
+        usable,
+        ss_within,
+        n_boots,
+    }
+}
+
+/// The blocked test, TOST and interval of a log ratio `d` with standard
+/// error `se` on `df` degrees of freedom.
+fn set_blocked_tests(result: &mut PointAnalysis, d: f64, se: f64, df: f64, cfg: &AnalysisConfig) {
     let (low, high) = ((1.0 - cfg.margin).ln(), (1.0 + cfg.margin).ln());
     let interval = |level: f64| log_ratio_interval(d, se, df, level);
     result.relative_difference_ci = Some(interval(1.0 - cfg.alpha));
