@@ -1,7 +1,7 @@
 //! A cache entry damaged after it was made is found before it is used: a
 //! kernel whose `bzImage` was cut short (a full disk, a killed copy) is
 //! named and passed over to be built again, never handed to a boot; `cache
-//! --verify` names it and exits 1; `cache prune` removes what a killed
+//! --verify` names it and exits 7; `cache prune` removes what a killed
 //! build left. The cache is a temporary directory (`MARKBENCH_CACHE`)
 //! holding an entry shaped like a real one; no kernel is built.
 
