@@ -233,6 +233,7 @@ fn a_profile_under_the_model_says_where_its_counts_differ_function_by_function()
     assert!(!row("estimated-cycles").contains("[user space]"), "{point}");
     assert_eq!(cells("coherence-misses")[6], "none differs");
     assert!(!point.contains("| instructions | 0"), "{point}");
+    assert!(section.contains("`profiles/*-model.tsv`"), "{section}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let first = &summary["profile"]["points"][0];
@@ -262,6 +263,7 @@ fn a_profile_under_the_model_says_where_its_counts_differ_function_by_function()
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("## Where the difference goes"));
     assert!(!report.contains("The cycle model's counts"), "{report}");
+    assert!(!report.contains("-model.tsv"), "{report}");
     let manifest = std::fs::read_to_string(dir.join("profiles/profiles.toml")).unwrap();
     assert!(!manifest.contains("model_file"), "{manifest}");
 }

@@ -329,10 +329,15 @@ pub fn section(view: Option<&ProfileView>, with_plots: bool) -> String {
     for p in &v.points {
         r.push_str(&point(v, p, with_plots));
     }
+    let model = if v.points.iter().any(|p| p.model.is_some()) {
+        "; the cycle model's in `profiles/*-model.tsv` (workload, param, symbol, metric, value)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         r,
         "Counts by function: `profiles/*.tsv` (workload, param, symbol, instructions over the \
-         measured runs); the profiled boots in `profiles/profiles.toml`.\n"
+         measured runs){model}; the profiled boots in `profiles/profiles.toml`.\n"
     );
     r
 }
