@@ -160,3 +160,112 @@ fn the_model_needs_icount() {
     );
     assert_eq!(runner.boots, 0);
 }
+
+#[test]
+fn a_profile_under_the_model_says_where_its_counts_differ_function_by_function() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, images, dir) = setup(tmp.path(), "model = \"cycles\"\nprofile = true");
+    // Both stand-in kernels live in `tmp`: one System.map for both.
+    std::fs::create_dir_all(tmp.path().join("build")).unwrap();
+    let text = markbench::stages::vm::fake::FAKE_TEXT;
+    std::fs::write(
+        tmp.path().join("build/System.map"),
+        format!(
+            "{text:016x} T _stext\n{text:016x} T schedule\n{:016x} T memcpy\n{:016x} T _etext\n",
+            text + 0x40,
+            text + 0x100
+        ),
+    )
+    .unwrap();
+    let mut runner = FakeRunner {
+        slow_factor: 1.2,
+        ..Default::default()
+    };
+    let meta = execute(&suite, &images, &icount(), &mut runner, &dir, None).unwrap();
+    assert!(meta.complete, "{:?}", meta.boots);
+    // The profiled boots run the model beside the per-address profile.
+    let profiled: Vec<_> = runner.requests[6..].iter().collect();
+    assert_eq!(profiled.len(), 2);
+    for r in &profiled {
+        let args = &r.plugin.as_ref().unwrap().args;
+        assert_eq!(args[0], "model=cycles");
+        assert!(!args.iter().any(|a| a == "profile=off"), "{args:?}");
+    }
+    let manifest = markbench::stages::profile::Manifest::read(&dir)
+        .unwrap()
+        .unwrap();
+    for boot in &manifest.boots {
+        let file = boot
+            .model_file
+            .as_ref()
+            .expect("the model's counts are kept");
+        assert!(dir.join("profiles").join(file).is_file());
+    }
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let at = report.find("## Where the difference goes").expect(&report);
+    let section = &report[at..report.find("## Boots").unwrap()];
+    let point = &section[section.find("### hackbench, groups 2, 1 CPU").unwrap()..];
+    let point = &point[..point[4..].find("### ").map_or(point.len(), |e| e + 4)];
+    assert!(
+        point.contains("The cycle model's counts, per run"),
+        "{point}"
+    );
+    let row = |metric: &str| -> String {
+        point
+            .lines()
+            .find(|l| l.starts_with(&format!("| {metric} |")))
+            .unwrap_or_else(|| panic!("no {metric} row in {point}"))
+            .to_string()
+    };
+    // The fake kernel: an LLC miss per 5000 kernel instructions, all in
+    // the first function; the slow candidate runs 20% more of them.
+    let cells = |metric: &str| -> Vec<String> {
+        row(metric)
+            .split('|')
+            .map(|c| c.trim().replace('\u{2009}', ""))
+            .collect()
+    };
+    let llc = cells("llc-misses");
+    let (base, cand): (f64, f64) = (llc[2].parse().unwrap(), llc[3].parse().unwrap());
+    assert!(cand > base * 1.15 && cand < base * 1.25, "{llc:?}");
+    assert!(llc[6].starts_with("`schedule` "), "{llc:?}");
+    assert!(!llc[6].contains("memcpy"), "{llc:?}");
+    // User space's counts are the same on both sides.
+    assert!(!row("estimated-cycles").contains("[user space]"), "{point}");
+    assert_eq!(cells("coherence-misses")[6], "none differs");
+    assert!(!point.contains("| instructions | 0"), "{point}");
+    assert!(section.contains("`profiles/*-model.tsv`"), "{section}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let first = &summary["profile"]["points"][0];
+    assert_eq!(
+        first["model"]["llc-misses"]["functions"][0]["function"],
+        "schedule"
+    );
+    // From the run directory alone, the same report.
+    std::fs::remove_file(tmp.path().join("build/System.map")).unwrap();
+    markbench::stages::report::write(&dir).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("report.md")).unwrap(),
+        report
+    );
+
+    // A profile without the model shows nothing of it.
+    let plain = tempfile::tempdir().unwrap();
+    let (suite, images, dir) = setup(plain.path(), "profile = true");
+    std::fs::create_dir_all(plain.path().join("build")).unwrap();
+    std::fs::write(
+        plain.path().join("build/System.map"),
+        format!("{text:016x} T schedule\n{:016x} T _etext\n", text + 0x100),
+    )
+    .unwrap();
+    let mut runner = FakeRunner::default();
+    execute(&suite, &images, &icount(), &mut runner, &dir, None).unwrap();
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("## Where the difference goes"));
+    assert!(!report.contains("The cycle model's counts"), "{report}");
+    assert!(!report.contains("-model.tsv"), "{report}");
+    let manifest = std::fs::read_to_string(dir.join("profiles/profiles.toml")).unwrap();
+    assert!(!manifest.contains("model_file"), "{manifest}");
+}

@@ -30,14 +30,21 @@
 //! apart (`0  model  kernel:l1d-misses  42`), `estimated-cycles` among them.
 //! Without it the file is version 1, byte for byte as before the model.
 //! With `profile=off` as well it counts nothing per address and writes
-//! only the header, the settings and the `model` lines.
+//! only the header, the settings and the `model` lines. With the profile
+//! and the model both on, the model's counts are also split over the
+//! blocks that caused them ([`attribution`]) and written per kernel block
+//! address and for user space (`0  kernel:llc-misses  ffffffff81001234  3`,
+//! `0  user:llc-misses  -  9`, each count that is not zero, the estimate
+//! among them): version 3 of the file.
 //!
 //! A block is counted whole when it starts, so an exception in its middle
 //! (a page fault) counts the instructions after the fault once too often;
 //! the host compares the totals with icount's guest time to bound that.
 
+pub mod attribution;
 pub mod model;
 
+use attribution::{Attribution, Values};
 use model::{BlockEnd, Config, Counts, Mode, Model};
 use qemu_plugin_sys as sys;
 use std::cell::UnsafeCell;
@@ -129,18 +136,26 @@ struct ModelBlock {
     instructions: u64,
     lines: Vec<u64>,
     end: BlockEnd,
+    /// Its index in the attribution, when there is one.
+    index: u32,
 }
 
 struct ModelState {
     model: Model,
     /// Every block translated, boxed so the callbacks' pointers stay valid
-    /// as the vector grows.
+    /// as the vector grows; a block's place here is its index in the
+    /// attribution too (both grow together).
     #[allow(clippy::vec_box)]
     blocks: Vec<Box<ModelBlock>>,
     /// The counts when the open region started.
     open: Option<[Counts; 2]>,
     /// Each finished region's counts, user then kernel.
     regions: Vec<[Counts; 2]>,
+    /// The counts per block, when the profile is on too.
+    attribution: Option<Attribution>,
+    /// Each finished region's counts by block (block, counts), with the
+    /// attribution.
+    block_regions: Vec<Vec<(u32, Values)>>,
 }
 
 /// The model, when the plugin runs it. Round-robin TCG (which icount
@@ -183,6 +198,10 @@ impl ModelLock {
 impl ModelState {
     fn start_region(&mut self) {
         self.open = Some(self.model.counts());
+        if let Some(a) = self.attribution.as_mut() {
+            let model = &self.model;
+            a.start_region(|vcpu| attribution::values(&model.vcpu_counts(vcpu)));
+        }
     }
 
     fn end_region(&mut self) {
@@ -190,7 +209,52 @@ impl ModelState {
             let now = self.model.counts();
             self.regions
                 .push([now[0].since(&start[0]), now[1].since(&start[1])]);
+            if let Some(a) = self.attribution.as_mut() {
+                let model = &self.model;
+                let blocks = a.end_region(|vcpu| attribution::values(&model.vcpu_counts(vcpu)));
+                self.block_regions.push(blocks);
+            }
         }
+    }
+
+    /// A region's counts by kernel block address and in user space, one
+    /// line per count that is not zero (`0  kernel:llc-misses
+    /// ffffffff81001234  3`, `0  user:llc-misses  -  9`), the estimate
+    /// among them; instructions are the profile's own lines.
+    fn write_blocks(&self, out: &mut impl Write, number: usize) -> std::io::Result<()> {
+        let Some(region) = self.block_regions.get(number) else {
+            return Ok(());
+        };
+        let mut user = [0u64; attribution::VALUES];
+        let mut kernel: HashMap<u64, Values> = HashMap::new();
+        for (block, values) in region {
+            let b = &self.blocks[*block as usize];
+            let into = match b.mode {
+                Mode::User => &mut user,
+                Mode::Kernel => kernel.entry(b.pc).or_insert([0; attribution::VALUES]),
+            };
+            for (sum, v) in into.iter_mut().zip(values) {
+                *sum += v;
+            }
+        }
+        let mut rows: Vec<(u64, Values)> = kernel.into_iter().collect();
+        rows.sort_unstable_by_key(|(address, _)| *address);
+        let user_row = (user.iter().any(|&v| v != 0)).then_some(("user", "-".to_string(), user));
+        let kernel_rows = rows
+            .into_iter()
+            .map(|(address, v)| ("kernel", format!("{address:016x}"), v));
+        for (mode, address, values) in user_row.into_iter().chain(kernel_rows) {
+            for (name, value) in Counts::NAMES.iter().zip(values) {
+                if value != 0 && *name != "instructions" {
+                    writeln!(out, "{number}	{mode}:{name}	{address}	{value}")?;
+                }
+            }
+            let cycles = attribution::counts(&values).estimated_cycles(&self.model.config);
+            if cycles != 0 {
+                writeln!(out, "{number}	{mode}:estimated-cycles	{address}	{cycles}")?;
+            }
+        }
+        Ok(())
     }
 
     fn write_settings(&self, out: &mut impl Write) -> std::io::Result<()> {
@@ -317,7 +381,12 @@ impl State {
 
     fn write(&self, model: Option<&ModelState>) -> std::io::Result<()> {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&self.out)?);
-        let version = if model.is_some() { 2 } else { 1 };
+        // Version 3 adds the model's counts per block address to version 2.
+        let version = match model {
+            Some(m) if m.attribution.is_some() => 3,
+            Some(_) => 2,
+            None => 1,
+        };
         writeln!(out, "# markbench-profile {version}")?;
         if let Some(model) = model {
             model.write_settings(&mut out)?;
@@ -344,6 +413,9 @@ impl State {
             rows.sort_unstable();
             for (address, n) in rows {
                 writeln!(out, "{number}\tkernel\t{address:016x}\t{n}")?;
+            }
+            if let Some(model) = model {
+                model.write_blocks(&mut out, number)?;
             }
         }
         out.flush()
@@ -374,11 +446,19 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     // SAFETY: `block` is one of the model's boxed blocks, which live as
     // long as the plugin.
     let b = unsafe { &*(block as *const ModelBlock) };
+    let vcpu = vcpu as usize;
     MODEL.with(|m| {
-        if let Some(m) = m.as_mut() {
+        let Some(m) = m.as_mut() else { return };
+        let Some(a) = m.attribution.as_mut() else {
             m.model
-                .block(vcpu as usize, b.pc, b.mode, b.instructions, &b.lines, b.end);
-        }
+                .block(vcpu, b.pc, b.mode, b.instructions, &b.lines, b.end);
+            return;
+        };
+        let before = attribution::values(&m.model.vcpu_counts(vcpu));
+        m.model
+            .block(vcpu, b.pc, b.mode, b.instructions, &b.lines, b.end);
+        let after = attribution::values(&m.model.vcpu_counts(vcpu));
+        a.enter(vcpu, b.index, &before, &after);
     });
 }
 
@@ -430,6 +510,10 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
             std::ptr::null_mut(),
         );
     }
+    let index = m
+        .attribution
+        .as_mut()
+        .map_or(u32::MAX, Attribution::add_block);
     let block = Box::new(ModelBlock {
         pc,
         mode: if pc >= KERNEL_HALF {
@@ -440,6 +524,7 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
         instructions: n as u64,
         lines,
         end,
+        index,
     });
     let pointer = (&*block as *const ModelBlock).cast_mut().cast();
     m.blocks.push(block);
@@ -613,6 +698,9 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 blocks: Vec::new(),
                 open: None,
                 regions: Vec::new(),
+                // The profile's buckets get the model's counts too.
+                attribution: profile.then(|| Attribution::new(vcpus.max(1) as usize)),
+                block_regions: Vec::new(),
             })
         });
     }

@@ -558,6 +558,15 @@ impl Model {
     }
 }
 
+/// Read access to one vCPU's counts, for the plugin's profile, which
+/// attributes them to the blocks that caused them.
+impl Model {
+    /// The counts of `vcpu` alone, user then kernel.
+    pub fn vcpu_counts(&self, vcpu: usize) -> [Counts; 2] {
+        self.cores[vcpu.min(self.cores.len() - 1)].counts
+    }
+}
+
 /// The lines an instruction of `size` bytes at `address` touches, added to
 /// `lines` unless the last one there is already it.
 pub fn push_lines(lines: &mut Vec<u64>, address: u64, size: u64) {

@@ -128,6 +128,16 @@ impl CycleModel {
             .collect()
     }
 
+    /// The plugin's arguments for a profiled boot: the model with these
+    /// settings beside the per-address profile, whose buckets then get the
+    /// model's counts too.
+    pub fn profile_plugin_args(&self) -> Vec<String> {
+        self.plugin_args()
+            .into_iter()
+            .filter(|a| a != "profile=off")
+            .collect()
+    }
+
     /// The estimate's formula with this model's figures, for the report.
     pub fn formula(&self) -> String {
         format!(
@@ -204,6 +214,18 @@ pub fn is_model_metric(metric: &str) -> bool {
     METRICS.iter().any(|(m, _)| *m == metric)
 }
 
+/// The point of [`METRICS`] that a count of the plugin's goes to (both
+/// kinds of misprediction to `branch-mispredicts`); `None` for counts that
+/// are no point (instructions, which the profile counts itself, and the
+/// branches).
+pub fn metric_of_count(count: &str) -> Option<&'static str> {
+    match count {
+        "conditional-mispredicts" | "indirect-mispredicts" => Some("branch-mispredicts"),
+        "instructions" => None,
+        other => METRICS.iter().map(|(m, _)| *m).find(|m| *m == other),
+    }
+}
+
 /// One timed region's counts as the plugin writes them, by name
 /// (`user:l1d-misses`, `kernel:estimated-cycles`, …).
 pub type RegionCounts = BTreeMap<String, u64>;
@@ -237,7 +259,9 @@ pub fn parse_regions(text: &str, file: &Path) -> Result<Vec<RegionCounts>, Input
     let at = |line: usize, what: &str| {
         InputError::new(format!("{}:{}: {what}", file.display(), line + 1))
     };
-    if text.lines().next() != Some("# markbench-profile 2") {
+    // Version 3 adds the counts per block, which other kinds of line carry.
+    let first = text.lines().next();
+    if first != Some("# markbench-profile 2") && first != Some("# markbench-profile 3") {
         return Err(at(
             0,
             "not a profile of markbench's plugin with the cycle model \
@@ -319,6 +343,30 @@ region\tkind\taddress\tinstructions
         let bad = RAW.replace("\t400", "\tmany");
         let e = parse_regions(&bad, Path::new("p.tsv")).unwrap_err();
         assert!(e.message.starts_with("p.tsv:5: bad count"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_counts_per_block_of_version_3_leave_the_regions_counts_alone() {
+        let blocks = RAW
+            .replace("# markbench-profile 2", "# markbench-profile 3")
+            .replace(
+                "0\tkernel\tffffffff81000000\t5\n",
+                "0\tkernel\tffffffff81000000\t5\n0\tkernel:l1d-misses\tffffffff81000000\t9\n",
+            );
+        assert_eq!(
+            parse_regions(&blocks, Path::new("raw.tsv")).unwrap(),
+            parse_regions(RAW, Path::new("raw.tsv")).unwrap()
+        );
+        assert_eq!(
+            metric_of_count("indirect-mispredicts"),
+            Some("branch-mispredicts")
+        );
+        assert_eq!(metric_of_count("llc-misses"), Some("llc-misses"));
+        assert_eq!(metric_of_count("instructions"), None);
+        assert_eq!(metric_of_count("conditional-branches"), None);
+        let args = CycleModel::default().profile_plugin_args();
+        assert_eq!(args[0], "model=cycles");
+        assert_eq!(args.len(), 1 + SETTINGS.len());
     }
 
     #[test]

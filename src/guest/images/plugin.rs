@@ -22,6 +22,10 @@ pub struct ProfilePlugin {
 const PLUGIN_SOURCES: &[(&str, &str)] = &[
     ("Cargo.toml", include_str!("../../../plugin/Cargo.toml")),
     ("Cargo.lock", include_str!("../../../plugin/Cargo.lock")),
+    (
+        "src/attribution.rs",
+        include_str!("../../../plugin/src/attribution.rs"),
+    ),
     ("src/lib.rs", include_str!("../../../plugin/src/lib.rs")),
     ("src/model.rs", include_str!("../../../plugin/src/model.rs")),
 ];

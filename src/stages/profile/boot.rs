@@ -2,7 +2,7 @@
 //! plugin loaded, each turned into counts per function as it ends.
 
 use super::raw::{self, Region};
-use super::store::{self, Counts, Manifest, PointTotals, ProfileBoot};
+use super::store::{self, Counts, Manifest, ModelCounts, PointTotals, ProfileBoot};
 use super::symbols::SymbolMap;
 use crate::base::error::InputError;
 use crate::base::protocol::{Message, RunRecord};
@@ -171,7 +171,12 @@ impl Profiler {
             plugin: Some(PluginLoad {
                 library: self.plugin.path.clone(),
                 output: output.clone(),
-                args: Vec::new(),
+                // Under the cycle model the profile's buckets get its counts too.
+                args: suite
+                    .model
+                    .as_ref()
+                    .map(|m| m.profile_plugin_args())
+                    .unwrap_or_default(),
             }),
             ..images.boot_request(
                 suite,
@@ -203,6 +208,7 @@ impl Profiler {
             wall_s,
             console_log,
             file: store::counts_file(&unit.variant, unit.cpus),
+            model_file: None,
             points: Vec::new(),
         };
         if !outcome.end.is_ok() {
@@ -216,8 +222,13 @@ impl Profiler {
             }
         };
         match attribute_runs(suite, unit, &runs, &regions, map) {
-            Ok((counts, points)) => {
+            Ok((counts, model, points)) => {
                 store::write_counts(&store::dir(dir).join(&record.file), &counts)?;
+                if let Some(model) = model {
+                    let file = store::model_counts_file(&unit.variant, unit.cpus);
+                    store::write_model_counts(&store::dir(dir).join(&file), &model)?;
+                    record.model_file = Some(file);
+                }
                 record.points = points;
                 record.ok = true;
             }
@@ -230,14 +241,15 @@ impl Profiler {
 
 /// Pairs the plugin's regions with the agent's runs (one region per timed
 /// run, in order), drops the warm-ups, and sums each point's measured runs
-/// by function.
+/// by function: the instructions, and the cycle model's counts as its
+/// points (`llc-misses`, …) when the plugin wrote them.
 pub fn attribute_runs(
     suite: &Suite,
     unit: &Unit,
     runs: &[RunRecord],
     regions: &[Region],
     map: &SymbolMap,
-) -> Result<(Counts, Vec<PointTotals>), String> {
+) -> Result<(Counts, Option<ModelCounts>, Vec<PointTotals>), String> {
     if runs.len() != regions.len() {
         return Err(format!(
             "the plugin counted {} timed regions but the agent reported {} runs",
@@ -246,6 +258,10 @@ pub fn attribute_runs(
         ));
     }
     let mut counts = Counts::new();
+    let with_model = regions
+        .iter()
+        .any(|r| !r.model_user.is_empty() || !r.model_kernel.is_empty());
+    let mut model = ModelCounts::new();
     let mut totals: BTreeMap<(String, u64), PointTotals> = BTreeMap::new();
     for (record, region) in runs.iter().zip(regions) {
         let step = unit
@@ -256,6 +272,22 @@ pub fn attribute_runs(
         }
         let key = (suite.workloads[step.workload].label(), step.param);
         raw::attribute(region, map, counts.entry(key.clone()).or_default());
+        if with_model {
+            let mut by_count = BTreeMap::new();
+            raw::attribute_model(region, map, &mut by_count);
+            let point = model.entry(key.clone()).or_default();
+            for (function, named) in by_count {
+                for (count, n) in named {
+                    if let Some(metric) = crate::base::cycle_model::metric_of_count(&count) {
+                        *point
+                            .entry(function.clone())
+                            .or_default()
+                            .entry(metric.to_string())
+                            .or_default() += n;
+                    }
+                }
+            }
+        }
         let t = totals.entry(key.clone()).or_insert_with(|| PointTotals {
             workload: key.0.clone(),
             param: key.1,
@@ -267,7 +299,11 @@ pub fn attribute_runs(
         t.elapsed_ns += record.elapsed_ns;
         t.instructions += region.total();
     }
-    Ok((counts, totals.into_values().collect()))
+    Ok((
+        counts,
+        with_model.then_some(model),
+        totals.into_values().collect(),
+    ))
 }
 
 #[cfg(test)]
@@ -327,10 +363,12 @@ mod tests {
                     // The warm-up counts far more, so leaving it in would show.
                     user: if iteration == 0 { 1_000_000 } else { 10 },
                     kernel: vec![(0xffffffff81000010, param * 100)],
+                    ..Region::default()
                 });
             }
         }
-        let (counts, points) = attribute_runs(&s, unit, &runs, &regions, &map).unwrap();
+        let (counts, model, points) = attribute_runs(&s, unit, &runs, &regions, &map).unwrap();
+        assert_eq!(model, None, "no model, no model counts");
         let two = &counts[&("hackbench".to_string(), 2)];
         assert_eq!(two["schedule"], 600);
         assert_eq!(two[raw::USER_SPACE], 30);
@@ -339,6 +377,34 @@ mod tests {
         assert_eq!(points[1].runs, 3);
         assert_eq!(points[1].elapsed_ns, 3000);
         assert_eq!(points[1].instructions, 3 * (400 + 10));
+
+        // With the model's counts per block: summed like the instructions,
+        // both kinds of misprediction into one point, branches left out.
+        for (n, region) in regions.iter_mut().enumerate() {
+            let warmup = n % 4 == 0;
+            region.model_user = [("llc-misses".to_string(), if warmup { 1000 } else { 1 })].into();
+            region.model_kernel = [
+                ("llc-misses".to_string(), vec![(0xffffffff81000010, 3)]),
+                (
+                    "conditional-mispredicts".into(),
+                    vec![(0xffffffff81000010, 2)],
+                ),
+                ("indirect-mispredicts".into(), vec![(0xffffffff81000020, 1)]),
+                (
+                    "conditional-branches".into(),
+                    vec![(0xffffffff81000020, 50)],
+                ),
+            ]
+            .into();
+        }
+        let (again, model, _) = attribute_runs(&s, unit, &runs, &regions, &map).unwrap();
+        assert_eq!(again, counts, "the instructions do not move");
+        let model = model.unwrap();
+        let two = &model[&("hackbench".to_string(), 2)];
+        assert_eq!(two["schedule"]["llc-misses"], 9);
+        assert_eq!(two["schedule"]["branch-mispredicts"], 9);
+        assert_eq!(two[raw::USER_SPACE]["llc-misses"], 3);
+        assert_eq!(two["schedule"].len(), 2, "{two:?}");
 
         let e = attribute_runs(&s, unit, &runs[1..], &regions, &map).unwrap_err();
         assert!(

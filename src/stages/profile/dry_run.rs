@@ -157,6 +157,7 @@ mod tests {
                 wall_s: 30.0 * u.cpus as f64,
                 console_log: String::new(),
                 file: String::new(),
+                model_file: None,
                 points: Vec::new(),
             })
             .collect();

@@ -1,12 +1,13 @@
 //! What the plugin writes at the end of a profiled boot: per timed region
 //! (one per timed run, in the order the guest ran them), the instructions
-//! executed in user space and at each kernel address; and their attribution
-//! to the kernel's functions.
+//! executed in user space and at each kernel address, with the cycle model
+//! also the model's counts in user space and per kernel block address; and
+//! their attribution to the kernel's functions.
 
 use super::symbols::SymbolMap;
 use crate::base::error::InputError;
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The plugin's first line.
@@ -14,6 +15,10 @@ pub const RAW_HEADER: &str = "# markbench-profile 1";
 /// Its first line with the cycle model on: the same lines, and `model`
 /// lines with the model's counts (read by `cycle_model`, skipped here).
 pub const RAW_HEADER_MODEL: &str = "# markbench-profile 2";
+/// Its first line with the cycle model's counts per block too: version 2's
+/// lines, and lines of kind `user:COUNT` (address `-`) and `kernel:COUNT`
+/// (a block's address) with the count the model made there.
+pub const RAW_HEADER_MODEL_BLOCKS: &str = "# markbench-profile 3";
 
 /// The bucket of every instruction executed in user space.
 pub const USER_SPACE: &str = "[user space]";
@@ -26,6 +31,12 @@ pub struct Region {
     pub user: u64,
     /// (address, instructions executed there), ascending by address.
     pub kernel: Vec<(u64, u64)>,
+    /// The cycle model's counts in user space, by the plugin's name of the
+    /// count (`llc-misses`, `estimated-cycles`, …); empty without them.
+    pub model_user: BTreeMap<String, u64>,
+    /// The cycle model's counts by name: (block address, count), ascending
+    /// by address.
+    pub model_kernel: BTreeMap<String, Vec<(u64, u64)>>,
 }
 
 impl Region {
@@ -45,7 +56,10 @@ struct Row {
 /// Parses the plugin's output; `file` names it in errors.
 pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
     let first = text.lines().next();
-    if first != Some(RAW_HEADER) && first != Some(RAW_HEADER_MODEL) {
+    if first != Some(RAW_HEADER)
+        && first != Some(RAW_HEADER_MODEL)
+        && first != Some(RAW_HEADER_MODEL_BLOCKS)
+    {
         return Err(InputError::new(format!(
             "{}:1: not a profile of markbench's plugin (expected {RAW_HEADER:?})",
             file.display()
@@ -84,15 +98,29 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
             regions.push(Region::default());
         }
         let region = &mut regions[row.region];
-        match row.kind.as_str() {
-            "user" => region.user += row.instructions,
-            "kernel" => {
-                let address = u64::from_str_radix(&row.address, 16)
-                    .map_err(|_| at(&format!("bad address {:?}", row.address), line))?;
-                region.kernel.push((address, row.instructions));
+        let address = || {
+            u64::from_str_radix(&row.address, 16)
+                .map_err(|_| at(&format!("bad address {:?}", row.address), line))
+        };
+        match row.kind.split_once(':') {
+            None if row.kind == "user" => region.user += row.instructions,
+            None if row.kind == "kernel" => region.kernel.push((address()?, row.instructions)),
+            None if row.kind == "model" => {}
+            Some(("user", count)) if !count.is_empty() => {
+                *region.model_user.entry(count.to_string()).or_default() += row.instructions;
             }
-            "model" => {}
-            other => return Err(at(&format!("unknown kind {other:?}"), line)),
+            Some(("kernel", count)) if !count.is_empty() => {
+                let address = address()?;
+                let counts = region.model_kernel.entry(count.to_string()).or_default();
+                if counts.last().is_some_and(|&(last, _)| last >= address) {
+                    return Err(at(
+                        &format!("{count} at {:?} out of order", row.address),
+                        line,
+                    ));
+                }
+                counts.push((address, row.instructions));
+            }
+            _ => return Err(at(&format!("unknown kind {:?}", row.kind), line)),
         }
     }
     Ok(regions)
@@ -107,13 +135,50 @@ pub fn read(path: &Path) -> Result<Vec<Region>, InputError> {
 /// Adds a region's instructions, by function, into `into`: each kernel
 /// address to the function containing it, user space to [`USER_SPACE`].
 pub fn attribute(region: &Region, map: &SymbolMap, into: &mut BTreeMap<String, u64>) {
-    if region.user > 0 {
-        *into.entry(USER_SPACE.into()).or_default() += region.user;
+    attribute_counts(region.user, &region.kernel, map, into);
+}
+
+/// Adds a region's cycle-model counts, by function and then by the
+/// plugin's name of the count, into `into`, as [`attribute`] does
+/// instructions.
+pub fn attribute_model(
+    region: &Region,
+    map: &SymbolMap,
+    into: &mut BTreeMap<String, BTreeMap<String, u64>>,
+) {
+    let names: BTreeSet<&String> = region
+        .model_user
+        .keys()
+        .chain(region.model_kernel.keys())
+        .collect();
+    for name in names {
+        let user = region.model_user.get(name).copied().unwrap_or(0);
+        let kernel = region.model_kernel.get(name).map_or(&[][..], Vec::as_slice);
+        let mut by_function = BTreeMap::new();
+        attribute_counts(user, kernel, map, &mut by_function);
+        for (function, n) in by_function {
+            *into
+                .entry(function)
+                .or_default()
+                .entry(name.clone())
+                .or_default() += n;
+        }
+    }
+}
+
+fn attribute_counts(
+    user: u64,
+    kernel: &[(u64, u64)],
+    map: &SymbolMap,
+    into: &mut BTreeMap<String, u64>,
+) {
+    if user > 0 {
+        *into.entry(USER_SPACE.into()).or_default() += user;
     }
     // Addresses come sorted, so a function's instructions are adjacent:
     // sum each stretch before touching the map.
     let mut stretch: Option<(&str, u64)> = None;
-    for &(address, n) in &region.kernel {
+    for &(address, n) in kernel {
         let name = map.lookup(address).unwrap_or(KERNEL_UNKNOWN);
         match &mut stretch {
             Some((current, count)) if *current == name => *count += n,
@@ -194,6 +259,51 @@ region\tkind\taddress\tinstructions
             parse(&with_model, Path::new("raw.tsv")).unwrap(),
             parse(RAW, Path::new("raw.tsv")).unwrap()
         );
+    }
+
+    #[test]
+    fn the_models_counts_per_block_go_to_the_function_of_the_block() {
+        let blocks = RAW
+            .replace("# markbench-profile 1", RAW_HEADER_MODEL_BLOCKS)
+            .replace(
+                "0\tkernel\tffffffff81000100\t3\n",
+                "0\tkernel\tffffffff81000100\t3\n\
+                 0\tuser:llc-misses\t-\t4\n\
+                 0\tkernel:llc-misses\tffffffff81000000\t2\n\
+                 0\tkernel:llc-misses\tffffffff81000040\t5\n\
+                 0\tkernel:llc-misses\tffffffff81000044\t1\n\
+                 0\tkernel:coherence-misses\tffffffff81000100\t6\n",
+            );
+        let regions = parse(&blocks, Path::new("raw.tsv")).unwrap();
+        let plain = parse(RAW, Path::new("raw.tsv")).unwrap();
+        assert_eq!(regions[0].total(), plain[0].total());
+        assert_eq!(regions[0].kernel, plain[0].kernel);
+        assert_eq!(regions[0].model_user["llc-misses"], 4);
+        assert_eq!(regions[0].model_kernel["llc-misses"].len(), 3);
+        assert!(regions[1].model_kernel.is_empty());
+        let map = SymbolMap::parse(
+            "ffffffff81000000 T startup_64\nffffffff81000040 T memcpy\nffffffff81000100 T _etext\n",
+            Path::new("System.map"),
+        )
+        .unwrap();
+        let mut by_function = BTreeMap::new();
+        attribute_model(&regions[0], &map, &mut by_function);
+        let count = |f: &str, c: &str| by_function[f][c];
+        assert_eq!(count(USER_SPACE, "llc-misses"), 4);
+        assert_eq!(count("startup_64", "llc-misses"), 2);
+        assert_eq!(count("memcpy", "llc-misses"), 6);
+        assert_eq!(count(KERNEL_UNKNOWN, "coherence-misses"), 6);
+        assert!(!by_function["memcpy"].contains_key("coherence-misses"));
+
+        let swapped = blocks.replace("ffffffff81000044\t1\n", "ffffffff81000004\t1\n");
+        let e = parse(&swapped, Path::new("p.tsv")).unwrap_err();
+        assert!(e.message.contains("p.tsv:11: llc-misses"), "{}", e.message);
+        let e = parse(
+            &blocks.replace("user:llc-misses", "user:"),
+            Path::new("p.tsv"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("p.tsv:8: unknown kind"), "{}", e.message);
     }
 
     #[test]

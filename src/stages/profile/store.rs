@@ -1,7 +1,9 @@
 //! A run directory's profiles: `profiles/profiles.toml` lists the profiled
 //! boots and their points' totals; `profiles/<variant>-<N>cpu.tsv` holds
 //! one boot's instructions by function (tidy: workload, param, symbol,
-//! instructions, summed over the point's measured runs); and
+//! instructions, summed over the point's measured runs); with the cycle
+//! model, `profiles/<variant>-<N>cpu-model.tsv` the model's counts by
+//! function (workload, param, symbol, metric, value, summed likewise); and
 //! `profiles/only-in-<variant>.txt` the functions of that variant's kernel
 //! that the other kernel lacks (by [`super::symbols::function_name`]). The report reads nothing else.
 
@@ -41,6 +43,10 @@ pub struct ProfileBoot {
     pub console_log: String,
     /// The TSV of its counts, relative to `profiles/`.
     pub file: String,
+    /// The TSV of the cycle model's counts by function, relative to
+    /// `profiles/`, when the boot ran under the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_file: Option<String>,
     #[serde(default, rename = "point")]
     pub points: Vec<PointTotals>,
 }
@@ -68,6 +74,21 @@ pub struct Row {
 
 /// The counts of one boot: (workload, param) → function → instructions.
 pub type Counts = BTreeMap<(String, u64), BTreeMap<String, u64>>;
+
+/// One row of a boot's cycle-model TSV.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRow {
+    pub workload: String,
+    pub param: u64,
+    pub symbol: String,
+    /// A point of the model (`llc-misses`, `estimated-cycles`, …).
+    pub metric: String,
+    pub value: u64,
+}
+
+/// The cycle model's counts of one boot: (workload, param) → function →
+/// metric → count.
+pub type ModelCounts = BTreeMap<(String, u64), BTreeMap<String, BTreeMap<String, u64>>>;
 
 pub fn dir(run: &Path) -> PathBuf {
     run.join(PROFILES_DIR)
@@ -104,6 +125,11 @@ impl Manifest {
 /// The TSV file name of a variant's boot at a CPU count.
 pub fn counts_file(variant: &str, cpus: u32) -> String {
     format!("{variant}-{cpus}cpu.tsv")
+}
+
+/// The cycle model's TSV file name of a variant's boot at a CPU count.
+pub fn model_counts_file(variant: &str, cpus: u32) -> String {
+    format!("{variant}-{cpus}cpu-model.tsv")
 }
 
 /// The file of functions only `variant`'s kernel has, of a run of two.
@@ -178,6 +204,53 @@ pub fn read_counts(path: &Path) -> Result<Counts, InputError> {
     Ok(counts)
 }
 
+/// Writes one boot's cycle-model counts, by point, function and metric.
+pub fn write_model_counts(path: &Path, counts: &ModelCounts) -> Result<()> {
+    let mut w = tsv_writer(path)?;
+    for ((workload, param), functions) in counts {
+        for (symbol, metrics) in functions {
+            for (metric, &value) in metrics {
+                w.serialize(ModelRow {
+                    workload: workload.clone(),
+                    param: *param,
+                    symbol: symbol.clone(),
+                    metric: metric.clone(),
+                    value,
+                })?;
+            }
+        }
+    }
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Reads one boot's cycle-model counts; errors name the file and line.
+pub fn read_model_counts(path: &Path) -> Result<ModelCounts, InputError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(b'\t')
+        .from_path(path)
+        .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+    let mut counts = ModelCounts::new();
+    for row in reader.deserialize::<ModelRow>() {
+        let row = row.map_err(|e| {
+            InputError::new(format!(
+                "{}:{}: {e}",
+                path.display(),
+                e.position().map_or(0, |p| p.line())
+            ))
+        })?;
+        *counts
+            .entry((row.workload, row.param))
+            .or_default()
+            .entry(row.symbol)
+            .or_default()
+            .entry(row.metric)
+            .or_default() += row.value;
+    }
+    Ok(counts)
+}
+
 pub fn write_names(path: &Path, names: &BTreeSet<String>) -> Result<()> {
     let mut f = std::io::BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?,
@@ -233,6 +306,7 @@ mod tests {
                 wall_s: 1.5,
                 console_log: "logs/p.log".into(),
                 file: "off-1cpu.tsv".into(),
+                model_file: None,
                 points: vec![PointTotals {
                     workload: "hackbench".into(),
                     param: 2,
@@ -243,7 +317,40 @@ mod tests {
             }],
         };
         manifest.write(dir.path()).unwrap();
-        assert_eq!(Manifest::read(dir.path()).unwrap(), Some(manifest));
+        assert_eq!(Manifest::read(dir.path()).unwrap(), Some(manifest.clone()));
+        // A boot without the model's counts is written as before them.
+        let text = std::fs::read_to_string(dir.path().join("profiles/profiles.toml")).unwrap();
+        assert!(!text.contains("model_file"), "{text}");
+
+        let mut model = ModelCounts::new();
+        model
+            .entry(("hackbench".into(), 2))
+            .or_default()
+            .entry("unix_stream_sendmsg".into())
+            .or_default()
+            .extend([("llc-misses".to_string(), 7u64), ("l1d-misses".into(), 9)]);
+        let path = dir.path().join("x-model.tsv");
+        write_model_counts(&path, &model).unwrap();
+        assert_eq!(read_model_counts(&path).unwrap(), model);
+        let mut with_model = manifest;
+        with_model.boots[0].model_file = Some("off-1cpu-model.tsv".into());
+        with_model.write(dir.path()).unwrap();
+        assert_eq!(Manifest::read(dir.path()).unwrap(), Some(with_model));
+    }
+
+    #[test]
+    fn a_manifest_written_before_the_models_counts_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("profiles")).unwrap();
+        std::fs::write(
+            dir.path().join("profiles/profiles.toml"),
+            "plugin = \"k\"\nicount_shift = 4\n\n[[boot]]\nvariant = \"off\"\nside = 0\n\
+             cpus = 1\nok = true\nstatus = \"completed\"\nwall_s = 1.5\n\
+             console_log = \"logs/p.log\"\nfile = \"off-1cpu.tsv\"\n",
+        )
+        .unwrap();
+        let m = Manifest::read(dir.path()).unwrap().unwrap();
+        assert_eq!(m.boots[0].model_file, None);
     }
 
     #[test]

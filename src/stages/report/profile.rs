@@ -1,7 +1,8 @@
 //! The report's "Where the difference goes": from a run directory's
 //! `profiles/` alone, per point the instructions per run of each kernel, the
-//! difference, and the functions that account for most of it. A run without
-//! profiles has no such section.
+//! difference, and the functions that account for most of it; with the
+//! cycle model, its counts likewise. A run without profiles has no such
+//! section.
 
 use super::format::{escape_md, percent, signed};
 use crate::record::RunMeta;
@@ -30,6 +31,10 @@ pub struct ProfilePoint {
     /// The agent's guest time per measured run on each side, in ns.
     pub elapsed_ns_per_run: [f64; 2],
     pub breakdown: Breakdown,
+    /// The cycle model's counts compared likewise, one breakdown per point
+    /// of the model (`llc-misses`, …, in the order of
+    /// [`crate::base::cycle_model::METRICS`]), when both profiled boots ran under it.
+    pub model: Option<Vec<(String, Breakdown)>>,
 }
 
 /// The wall time of a profiled boot against the timed boots of its
@@ -83,6 +88,23 @@ fn fold(counts: Option<&BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
     out
 }
 
+/// The cycle model's counts of a point by metric and function, folded as
+/// [`fold`] does.
+fn fold_model(
+    counts: Option<&BTreeMap<String, BTreeMap<String, u64>>>,
+) -> BTreeMap<String, BTreeMap<String, u64>> {
+    let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for (symbol, metrics) in counts.into_iter().flatten() {
+        for (metric, n) in metrics {
+            *out.entry(metric.clone())
+                .or_default()
+                .entry(function_name(symbol).to_string())
+                .or_default() += n;
+        }
+    }
+    out
+}
+
 /// Reads a run directory's profiles: one view per candidate against the
 /// baseline; none when it has no profiles.
 pub fn load(dir: &Path, meta: &RunMeta) -> Result<Vec<ProfileView>> {
@@ -122,6 +144,13 @@ fn load_candidate(
             store::read_counts(&pdir.join(&base.file))?,
             store::read_counts(&pdir.join(&cand.file))?,
         ];
+        let model = match (&base.model_file, &cand.model_file) {
+            (Some(a), Some(b)) => Some([
+                store::read_model_counts(&pdir.join(a))?,
+                store::read_model_counts(&pdir.join(b))?,
+            ]),
+            _ => None,
+        };
         for t in &base.points {
             let Some(u) = totals(cand, &t.workload, t.param) else {
                 continue;
@@ -129,6 +158,21 @@ fn load_candidate(
             let key = (t.workload.clone(), t.param);
             let folded = [0, 1].map(|s| fold(counts[s].get(&key)));
             let side = |s: usize| &folded[s];
+            let model = model.as_ref().map(|m| {
+                let by_metric = [0, 1].map(|s| fold_model(m[s].get(&key)));
+                let none = BTreeMap::new();
+                crate::base::cycle_model::METRICS
+                    .iter()
+                    .map(|(metric, _)| *metric)
+                    .filter(|metric| *metric != "instructions")
+                    .map(|metric| {
+                        let of = |s: usize| by_metric[s].get(metric).unwrap_or(&none);
+                        let b =
+                            compare([of(0), of(1)], [t.runs, u.runs], [&only_in[0], &only_in[1]]);
+                        (metric.to_string(), b)
+                    })
+                    .collect()
+            });
             points.push(ProfilePoint {
                 workload: t.workload.clone(),
                 param: t.param,
@@ -139,6 +183,7 @@ fn load_candidate(
                     [t.runs, u.runs],
                     [&only_in[0], &only_in[1]],
                 ),
+                model,
             });
         }
     }
@@ -284,10 +329,15 @@ pub fn section(view: Option<&ProfileView>, with_plots: bool) -> String {
     for p in &v.points {
         r.push_str(&point(v, p, with_plots));
     }
+    let model = if v.points.iter().any(|p| p.model.is_some()) {
+        "; the cycle model's in `profiles/*-model.tsv` (workload, param, symbol, metric, value)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         r,
         "Counts by function: `profiles/*.tsv` (workload, param, symbol, instructions over the \
-         measured runs); the profiled boots in `profiles/profiles.toml`.\n"
+         measured runs){model}; the profiled boots in `profiles/profiles.toml`.\n"
     );
     r
 }
@@ -411,6 +461,9 @@ fn point(v: &ProfileView, p: &ProfilePoint, with_plots: bool) -> String {
              function ({} functions ran).\n",
             b.functions.len()
         );
+        if let Some(model) = &p.model {
+            r.push_str(&model_counts(model, names));
+        }
         return r;
     }
     r.push_str(&functions_table(b, &differing, names));
@@ -421,6 +474,68 @@ fn point(v: &ProfileView, p: &ProfilePoint, with_plots: bool) -> String {
             r,
             "\n![largest differences by function](plots/{stem}-bars.png)\n\n\
              Plot as SVG: [largest differences by function](plots/{stem}-bars.svg)."
+        );
+    }
+    let _ = writeln!(r);
+    if let Some(model) = &p.model {
+        r.push_str(&model_counts(model, names));
+    }
+    r
+}
+
+/// Functions named per point of the model, largest differences first.
+pub const MODEL_FUNCTIONS: usize = 4;
+
+/// The cycle model's counts of a point: per run on each side, and for each
+/// count the functions whose counts differ most.
+fn model_counts(model: &[(String, Breakdown)], names: &[String; 2]) -> String {
+    let mut r = String::new();
+    let _ = writeln!(
+        r,
+        "The cycle model's counts, per run; each count is the function's whose translated \
+         block made it (its instruction fetches, its loads and stores, the branch that ends \
+         it), so a function's misses are those of its own code and accesses:\n"
+    );
+    let _ = writeln!(
+        r,
+        "| per run | {} | {} | diff | diff % | largest differences by function |",
+        escape_md(&names[0]),
+        escape_md(&names[1])
+    );
+    let _ = writeln!(r, "|---|---:|---:|---:|---:|---|");
+    for (metric, b) in model {
+        let rel = if b.per_run[0] > 0.0 {
+            percent(b.difference / b.per_run[0] * 100.0)
+        } else {
+            "–".into()
+        };
+        let largest: Vec<String> = b
+            .differing()
+            .take(MODEL_FUNCTIONS)
+            .map(|f| {
+                let of = f
+                    .share
+                    .map_or(String::new(), |s| format!(", {}%", percent(s * 100.0)));
+                format!(
+                    "{} {} → {} ({}{of})",
+                    function_cell(&f.function, f.only_in, names),
+                    count(f.per_run[0]),
+                    count(f.per_run[1]),
+                    signed_count(f.difference)
+                )
+            })
+            .collect();
+        let largest = if largest.is_empty() {
+            "none differs".to_string()
+        } else {
+            largest.join("; ")
+        };
+        let _ = writeln!(
+            r,
+            "| {metric} | {} | {} | {} | {rel} | {largest} |",
+            count(b.per_run[0]),
+            count(b.per_run[1]),
+            signed_count(b.difference)
         );
     }
     let _ = writeln!(r);
@@ -538,7 +653,7 @@ pub fn json(view: &ProfileView) -> serde_json::Value {
         .iter()
         .map(|p| {
             let b = &p.breakdown;
-            serde_json::json!({
+            let mut point = serde_json::json!({
                 "workload": p.workload,
                 "param": p.param,
                 "cpus": p.cpus,
@@ -550,7 +665,22 @@ pub fn json(view: &ProfileView) -> serde_json::Value {
                 "elapsed_ns_per_run": p.elapsed_ns_per_run,
                 "functions": b.differing().take(TOP_FUNCTIONS * 4).collect::<Vec<_>>(),
                 "user_space": b.functions.iter().find(|f| f.function == USER_SPACE),
-            })
+            });
+            if let Some(model) = &p.model {
+                let metrics: serde_json::Map<String, serde_json::Value> = model
+                    .iter()
+                    .map(|(metric, b)| {
+                        let figures = serde_json::json!({
+                            "per_run": b.per_run,
+                            "difference": b.difference,
+                            "functions": b.differing().take(TOP_FUNCTIONS).collect::<Vec<_>>(),
+                        });
+                        (metric.clone(), figures)
+                    })
+                    .collect();
+                point["model"] = serde_json::Value::Object(metrics);
+            }
+            point
         })
         .collect();
     serde_json::json!({

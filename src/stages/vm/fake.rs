@@ -116,11 +116,19 @@ impl Runner for FakeRunner {
         // With the cycle model (version 2): the model's counts too, in the
         // kernel a miss of each level per 50, 500 and 5000 instructions and a
         // misprediction per 200, each region's estimate twice its instructions.
+        // With the profile on as well (version 3): the same counts per block,
+        // the kernel's all in the first function.
         let model = r
             .plugin
             .as_ref()
             .is_some_and(|p| p.args.iter().any(|a| a == "model=cycles"));
-        let mut regions = if model {
+        let model_blocks = model
+            && r.plugin
+                .as_ref()
+                .is_some_and(|p| !p.args.iter().any(|a| a == "profile=off"));
+        let mut regions = if model_blocks {
+            String::from("# markbench-profile 3\n# model cycles: fake\n")
+        } else if model {
             String::from("# markbench-profile 2\n# model cycles: fake\n")
         } else {
             String::from("# markbench-profile 1\n")
@@ -161,6 +169,7 @@ impl Runner for FakeRunner {
                         }));
                         let instructions = (seconds * 1e9 / 16.0) as u64;
                         regions.push_str(&format!("{region}\tuser\t-\t1000\n"));
+                        let mut blocks = String::new();
                         if model {
                             let kernel = instructions.saturating_sub(1000);
                             for (mode, n, misses) in [("user", 1000, 0), ("kernel", kernel, kernel)]
@@ -178,6 +187,16 @@ impl Runner for FakeRunner {
                                     regions.push_str(&format!(
                                         "{region}\tmodel\t{mode}:{name}\t{value}\n"
                                     ));
+                                    let at = if mode == "user" {
+                                        "-".to_string()
+                                    } else {
+                                        format!("{FAKE_TEXT:016x}")
+                                    };
+                                    if model_blocks && value != 0 && name != "instructions" {
+                                        blocks.push_str(&format!(
+                                            "{region}\t{mode}:{name}\t{at}\t{value}\n"
+                                        ));
+                                    }
                                 }
                             }
                         }
@@ -187,6 +206,7 @@ impl Runner for FakeRunner {
                             instructions.saturating_sub(1500),
                             FAKE_TEXT + 0x40
                         ));
+                        regions.push_str(&blocks);
                         region += 1;
                         if hangs {
                             return BootOutcome {
