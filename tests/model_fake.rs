@@ -269,3 +269,120 @@ fn a_profile_under_the_model_says_where_its_counts_differ_function_by_function()
     let manifest = std::fs::read_to_string(dir.join("profiles/profiles.toml")).unwrap();
     assert!(!manifest.contains("model_file"), "{manifest}");
 }
+
+/// The micro workload on the fake guest, which prints the kernel code's
+/// lines and, under the model, counts each loop as the part the kernel code
+/// marks (3, 4 and 20 instructions per empty loop without, with a dormant
+/// and with an enabled marker, 520, 521 and 537 per memcpy loop, one L1d
+/// miss per copy).
+const MICRO_SUITE: &str = r#"
+name = "micro-fake"
+boots = 1
+iterations = 2
+warmup = 1
+cpus = [1]
+seed = 6
+[[variant]]
+name = "optimized"
+kernel = "markers-off"
+[[variant]]
+name = "generic"
+kernel = "markers-on"
+[[workload]]
+kind = "micro"
+params = [1000]
+memcpy_iterations = 10
+"#;
+
+fn micro_run(root: &Path, model: &str) -> PathBuf {
+    let suite_path = root.join("micro.toml");
+    std::fs::write(&suite_path, format!("{model}\n{MICRO_SUITE}")).unwrap();
+    let suite = Suite::load(
+        &suite_path,
+        &FragmentLookup::BesideSuite {
+            cwd: env!("CARGO_MANIFEST_DIR").into(),
+        },
+    )
+    .unwrap();
+    let images = images(root);
+    let dir = root.join("run");
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let meta = execute(
+        &suite,
+        &images,
+        &icount(),
+        &mut FakeRunner::default(),
+        &dir,
+        None,
+    )
+    .unwrap();
+    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    dir
+}
+
+#[test]
+fn each_micro_loop_gets_the_models_counts_per_iteration_and_the_report_its_cycles() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = micro_run(tmp.path(), "model = \"cycles\"");
+    let samples = read_samples(&dir).unwrap();
+    let value = |metric: &str| {
+        let found: Vec<f64> = samples
+            .iter()
+            .filter(|s| s.metric == metric && s.variant == "generic" && !s.warmup)
+            .map(|s| s.value)
+            .collect();
+        assert_eq!(found.len(), 2, "{metric}: {found:?}");
+        found[0]
+    };
+    assert_eq!(value("empty/dormant/instructions"), 4.0);
+    assert_eq!(value("memcpy/none/l1d-misses"), 1.0);
+    assert_eq!(value("memcpy/enabled/estimated-cycles"), 537.0 + 14.0);
+    assert_eq!(value("empty/enabled/branch-mispredicts"), 0.0);
+    // Beside the loop's own TSC figure and the whole run's model points.
+    assert_eq!(value("empty/dormant"), 16.0 * 4.0);
+    let per_run = samples
+        .iter()
+        .filter(|s| s.iteration == 1 && s.variant == "generic")
+        .count();
+    let models = markbench::base::cycle_model::METRICS.len();
+    assert_eq!(per_run, 10 + models + 6 * models);
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains(
+            "| empty loop | 3.00 | 3.00 | 4.00 | 4.00 | +1.000 | +1.000 | 4.00 | 4.00 | +1.000 | +1.000 |"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("| memcpy loop (4096 bytes) | dormant | optimized | 521.000 | 0 | 1.000 |"),
+        "{report}"
+    );
+}
+
+#[test]
+fn without_the_model_the_micro_run_has_its_own_samples_alone() {
+    let with = tempfile::tempdir().unwrap();
+    let model_dir = micro_run(with.path(), "model = \"cycles\"");
+    let without = tempfile::tempdir().unwrap();
+    let plain_dir = micro_run(without.path(), "");
+    let report = std::fs::read_to_string(plain_dir.join("report.md")).unwrap();
+    assert!(!report.contains("estimated cycles"), "{report}");
+    assert!(
+        report.contains("| empty loop | 3.00 | 4.00 | +1.000 | 4.00 | +1.000 |"),
+        "{report}"
+    );
+    let own = |dir: &Path| -> Vec<(String, String, u32, f64)> {
+        read_samples(dir)
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.metric.matches('/').count() == 1)
+            .map(|s| (s.variant, s.metric, s.iteration, s.value))
+            .collect()
+    };
+    let plain = own(&plain_dir);
+    // 2 kernels × (1 warm-up + 2 runs) × the 10 metrics of a run.
+    assert_eq!(plain.len(), 2 * 3 * 10);
+    assert_eq!(own(&model_dir), plain);
+    assert_eq!(read_samples(&plain_dir).unwrap().len(), plain.len());
+}

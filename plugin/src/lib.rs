@@ -28,6 +28,12 @@
 //! version 2 of the file: the same lines, a comment naming the model's
 //! settings, and per region one `model` line per count, user and kernel
 //! apart (`0  model  kernel:l1d-misses  42`), `estimated-cycles` among them.
+//! Inside a region the guest may mark parts, each with a number from 0 to
+//! 15 (`nopl 0x4d4253NN(%rax)` with NN = 0x10 + the number starts one,
+//! `…03` ends it; the micro workload's kernel code marks each timed loop):
+//! the model's counts of each finished part follow the region's, their
+//! names prefixed with the part (`0  model  part4/kernel:l1d-misses  3`).
+//! Parts are the model's alone: without it their markers are plain NOPs.
 //! Without it the file is version 1, byte for byte as before the model.
 //! With `profile=off` as well it counts nothing per address and writes
 //! only the header, the settings and the `model` lines. With the profile
@@ -62,6 +68,61 @@ pub static qemu_plugin_version: c_int = 4;
 /// The marker instructions: `0f 1f 80` + a 32-bit displacement.
 const MARK_START: [u8; 7] = [0x0f, 0x1f, 0x80, 0x01, 0x53, 0x42, 0x4d];
 const MARK_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x02, 0x53, 0x42, 0x4d];
+const MARK_PART_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x03, 0x53, 0x42, 0x4d];
+/// A part's start carries its number in the displacement's low byte.
+const PART_START_BYTE: u8 = 0x10;
+/// Parts are numbered 0 to 15.
+pub const PARTS: u8 = 16;
+
+/// What a marker instruction does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Start,
+    End,
+    PartStart(u8),
+    PartEnd,
+}
+
+impl Mark {
+    /// The marker an instruction's bytes are, if they are one.
+    pub fn of(bytes: &[u8]) -> Option<Mark> {
+        let bytes: [u8; 7] = bytes.try_into().ok()?;
+        match bytes {
+            MARK_START => Some(Mark::Start),
+            MARK_END => Some(Mark::End),
+            MARK_PART_END => Some(Mark::PartEnd),
+            [0x0f, 0x1f, 0x80, n, 0x53, 0x42, 0x4d]
+                if (PART_START_BYTE..PART_START_BYTE + PARTS).contains(&n) =>
+            {
+                Some(Mark::PartStart(n - PART_START_BYTE))
+            }
+            _ => None,
+        }
+    }
+
+    /// The callback's user datum (never null, so no marker reads as none).
+    fn datum(self) -> *mut c_void {
+        let n: usize = match self {
+            Mark::Start => 1,
+            Mark::End => 2,
+            Mark::PartEnd => 3,
+            Mark::PartStart(k) => 0x100 + k as usize,
+        };
+        n as *mut c_void
+    }
+
+    fn from_datum(datum: *mut c_void) -> Option<Mark> {
+        match datum as usize {
+            1 => Some(Mark::Start),
+            2 => Some(Mark::End),
+            3 => Some(Mark::PartEnd),
+            n if (0x100..0x100 + PARTS as usize).contains(&n) => {
+                Some(Mark::PartStart((n - 0x100) as u8))
+            }
+            _ => None,
+        }
+    }
+}
 
 /// The lowest address of the kernel half of the x86_64 address space.
 const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
@@ -149,13 +210,28 @@ struct ModelState {
     blocks: Vec<Box<ModelBlock>>,
     /// The counts when the open region started.
     open: Option<[Counts; 2]>,
-    /// Each finished region's counts, user then kernel.
-    regions: Vec<[Counts; 2]>,
+    /// The open part's number and the counts when it started.
+    open_part: Option<(u8, [Counts; 2])>,
+    /// The open region's finished parts.
+    parts: Vec<(u8, [Counts; 2])>,
+    /// Each finished region's counts.
+    regions: Vec<ModelRegion>,
     /// The counts per block, when the profile is on too.
     attribution: Option<Attribution>,
     /// Each finished region's counts by block (block, counts), with the
     /// attribution.
     block_regions: Vec<Vec<(u32, Values)>>,
+}
+
+/// A finished region's counts, user then kernel, and those of its parts.
+struct ModelRegion {
+    counts: [Counts; 2],
+    parts: Vec<(u8, [Counts; 2])>,
+}
+
+/// Counts between two readings of the model's, user then kernel.
+fn between(start: &[Counts; 2], now: &[Counts; 2]) -> [Counts; 2] {
+    [now[0].since(&start[0]), now[1].since(&start[1])]
 }
 
 /// The model, when the plugin runs it. Round-robin TCG (which icount
@@ -196,8 +272,23 @@ impl ModelLock {
 }
 
 impl ModelState {
+    fn new(model: Model, attribution: Option<Attribution>) -> ModelState {
+        ModelState {
+            model,
+            blocks: Vec::new(),
+            open: None,
+            open_part: None,
+            parts: Vec::new(),
+            regions: Vec::new(),
+            attribution,
+            block_regions: Vec::new(),
+        }
+    }
+
     fn start_region(&mut self) {
         self.open = Some(self.model.counts());
+        self.open_part = None;
+        self.parts.clear();
         if let Some(a) = self.attribution.as_mut() {
             let model = &self.model;
             a.start_region(|vcpu| attribution::values(&model.vcpu_counts(vcpu)));
@@ -206,14 +297,33 @@ impl ModelState {
 
     fn end_region(&mut self) {
         if let Some(start) = self.open.take() {
-            let now = self.model.counts();
-            self.regions
-                .push([now[0].since(&start[0]), now[1].since(&start[1])]);
+            // A part still open when its region ends belongs to no
+            // finished measurement: dropped.
+            self.open_part = None;
+            self.regions.push(ModelRegion {
+                counts: between(&start, &self.model.counts()),
+                parts: std::mem::take(&mut self.parts),
+            });
             if let Some(a) = self.attribution.as_mut() {
                 let model = &self.model;
                 let blocks = a.end_region(|vcpu| attribution::values(&model.vcpu_counts(vcpu)));
                 self.block_regions.push(blocks);
             }
+        }
+    }
+
+    /// A part outside a region, or inside an open part, is not counted:
+    /// a part is a piece of one timed run, and parts do not nest.
+    fn start_part(&mut self, number: u8) {
+        if self.open.is_some() && self.open_part.is_none() {
+            self.open_part = Some((number, self.model.counts()));
+        }
+    }
+
+    fn end_part(&mut self) {
+        if let Some((number, start)) = self.open_part.take() {
+            let counts = between(&start, &self.model.counts());
+            self.parts.push((number, counts));
         }
     }
 
@@ -286,12 +396,31 @@ impl ModelState {
         let Some(region) = self.regions.get(number) else {
             return Ok(());
         };
-        for (mode, counts) in ["user", "kernel"].iter().zip(region) {
+        self.write_counts(out, number, "", &region.counts)?;
+        for (part, counts) in &region.parts {
+            self.write_counts(out, number, &format!("part{part}/"), counts)?;
+        }
+        Ok(())
+    }
+
+    /// One `model` line per count, user space then kernel, each name after
+    /// `prefix`.
+    fn write_counts(
+        &self,
+        out: &mut impl Write,
+        number: usize,
+        prefix: &str,
+        counts: &[Counts; 2],
+    ) -> std::io::Result<()> {
+        for (mode, counts) in ["user", "kernel"].iter().zip(counts) {
             for (name, value) in Counts::NAMES.iter().zip(counts.values()) {
-                writeln!(out, "{number}\tmodel\t{mode}:{name}\t{value}")?;
+                writeln!(out, "{number}\tmodel\t{prefix}{mode}:{name}\t{value}")?;
             }
             let cycles = counts.estimated_cycles(&self.model.config);
-            writeln!(out, "{number}\tmodel\t{mode}:estimated-cycles\t{cycles}")?;
+            writeln!(
+                out,
+                "{number}\tmodel\t{prefix}{mode}:estimated-cycles\t{cycles}"
+            )?;
         }
         Ok(())
     }
@@ -423,20 +552,34 @@ impl State {
 }
 
 unsafe extern "C" fn on_mark(_vcpu: c_uint, userdata: *mut c_void) {
+    let Some(mark) = Mark::from_datum(userdata) else {
+        return;
+    };
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
-    MODEL.with(|model| {
-        if userdata.is_null() {
+    MODEL.with(|model| match mark {
+        Mark::End => {
             state.end_region();
             if let Some(model) = model.as_mut() {
                 model.end_region();
             }
-        } else {
+        }
+        Mark::Start => {
             // A start without an end (the guest died mid-run) drops the open
             // region: its counts would belong to no finished run.
             state.start_region();
             if let Some(model) = model.as_mut() {
                 model.start_region();
+            }
+        }
+        Mark::PartStart(number) => {
+            if let Some(model) = model.as_mut() {
+                model.start_part(number);
+            }
+        }
+        Mark::PartEnd => {
+            if let Some(model) = model.as_mut() {
+                model.end_part();
             }
         }
     });
@@ -558,20 +701,17 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
         if sys::qemu_plugin_insn_size(insn) == MARK_START.len() {
             let mut bytes = [0u8; 7];
             sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), bytes.len());
-            // The start marker passes a non-null tag, the end a null one.
-            let tag = if bytes == MARK_START {
-                Some(std::ptr::dangling_mut::<c_void>())
-            } else if bytes == MARK_END {
-                Some(std::ptr::null_mut())
-            } else {
-                None
-            };
-            if let Some(tag) = tag {
+            // Parts are counted by the model alone: without it their
+            // markers get no callback, as before parts existed.
+            let mark = Mark::of(&bytes).filter(|mark| {
+                matches!(mark, Mark::Start | Mark::End) || MODEL.with(|m| m.is_some())
+            });
+            if let Some(mark) = mark {
                 sys::qemu_plugin_register_vcpu_insn_exec_cb(
                     insn,
                     Some(on_mark),
                     sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-                    tag,
+                    mark.datum(),
                 );
             }
         }
@@ -693,15 +833,11 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
         };
         MODEL.with(|model| {
-            *model = Some(ModelState {
-                model: built,
-                blocks: Vec::new(),
-                open: None,
-                regions: Vec::new(),
+            *model = Some(ModelState::new(
+                built,
                 // The profile's buckets get the model's counts too.
-                attribution: profile.then(|| Attribution::new(vcpus.max(1) as usize)),
-                block_regions: Vec::new(),
-            })
+                profile.then(|| Attribution::new(vcpus.max(1) as usize)),
+            ))
         });
     }
     let counting = if vcpus > 1 {
@@ -726,4 +862,137 @@ pub unsafe extern "C" fn qemu_plugin_install(
     sys::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
     sys::qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_bytes_read_as_their_marks_and_other_nops_as_none() {
+        assert_eq!(Mark::of(&MARK_START), Some(Mark::Start));
+        assert_eq!(Mark::of(&MARK_END), Some(Mark::End));
+        assert_eq!(Mark::of(&MARK_PART_END), Some(Mark::PartEnd));
+        let part = |n: u8| [0x0f, 0x1f, 0x80, n, 0x53, 0x42, 0x4d];
+        assert_eq!(Mark::of(&part(0x10)), Some(Mark::PartStart(0)));
+        assert_eq!(Mark::of(&part(0x1f)), Some(Mark::PartStart(15)));
+        assert_eq!(Mark::of(&part(0x20)), None);
+        assert_eq!(Mark::of(&part(0x04)), None);
+        // nopl 0x4d425301(%rbx): another register is another instruction.
+        assert_eq!(Mark::of(&[0x0f, 0x1f, 0x83, 0x01, 0x53, 0x42, 0x4d]), None);
+        assert_eq!(Mark::of(&MARK_START[..6]), None);
+        for mark in [
+            Mark::Start,
+            Mark::End,
+            Mark::PartEnd,
+            Mark::PartStart(0),
+            Mark::PartStart(15),
+        ] {
+            assert!(!mark.datum().is_null());
+            assert_eq!(Mark::from_datum(mark.datum()), Some(mark));
+        }
+        assert_eq!(Mark::from_datum(std::ptr::null_mut()), None);
+    }
+
+    fn state() -> ModelState {
+        ModelState::new(Model::new(Config::default(), 1).unwrap(), None)
+    }
+
+    /// Runs a kernel block of `n` instructions that ends in no branch.
+    fn run(s: &mut ModelState, n: u64) {
+        s.model.block(
+            0,
+            0xffff_ffff_8100_0000,
+            Mode::Kernel,
+            n,
+            &[1],
+            BlockEnd::Other,
+        );
+    }
+
+    fn written(s: &ModelState) -> String {
+        let mut out = Vec::new();
+        for number in 0..s.regions.len() {
+            s.write_region(&mut out, number).unwrap();
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    fn count(text: &str, name: &str) -> Vec<u64> {
+        text.lines()
+            .filter_map(|l| {
+                let fields: Vec<&str> = l.split('\t').collect();
+                (fields[2] == name).then(|| fields[3].parse().unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parts_inside_a_region_get_their_own_counts_after_the_regions() {
+        let mut s = state();
+        run(&mut s, 100); // before the region: counted nowhere
+        s.start_region();
+        run(&mut s, 10);
+        s.start_part(4);
+        run(&mut s, 7);
+        s.end_part();
+        s.start_part(1);
+        run(&mut s, 3);
+        s.end_part();
+        s.end_part(); // an end without a start: nothing
+        s.end_region();
+        s.start_part(2); // outside a region: nothing
+        run(&mut s, 5);
+        s.end_part();
+        s.start_region();
+        s.start_part(0);
+        run(&mut s, 8);
+        s.end_region(); // the part never ended: dropped
+        let text = written(&s);
+        assert_eq!(count(&text, "kernel:instructions"), [20, 8]);
+        assert_eq!(count(&text, "part4/kernel:instructions"), [7]);
+        assert_eq!(count(&text, "part1/kernel:instructions"), [3]);
+        assert_eq!(count(&text, "part1/user:instructions"), [0]);
+        assert!(count(&text, "part4/kernel:estimated-cycles")[0] >= 7);
+        assert!(
+            count(&text, "part2/kernel:instructions").is_empty(),
+            "{text}"
+        );
+        assert!(
+            count(&text, "part0/kernel:instructions").is_empty(),
+            "{text}"
+        );
+        // Region 0's part lines follow its own and carry its number.
+        let first_part = text.lines().position(|l| l.contains("part4/")).unwrap();
+        let last_own = text
+            .lines()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|l| l.starts_with("0\tmodel\tkernel:"))
+            .unwrap();
+        assert!(last_own < first_part, "{text}");
+        assert!(text
+            .lines()
+            .filter(|l| l.contains("part"))
+            .all(|l| l.starts_with("0\t")));
+    }
+
+    #[test]
+    fn parts_do_not_nest() {
+        let mut s = state();
+        s.start_region();
+        s.start_part(3);
+        run(&mut s, 4);
+        s.start_part(5);
+        run(&mut s, 6);
+        s.end_part();
+        s.end_part();
+        s.end_region();
+        let text = written(&s);
+        assert_eq!(count(&text, "part3/kernel:instructions"), [10]);
+        assert!(
+            count(&text, "part5/kernel:instructions").is_empty(),
+            "{text}"
+        );
+    }
 }

@@ -252,6 +252,32 @@ pub fn metrics(region: &RegionCounts) -> Vec<(&'static str, &'static str, u64)> 
         .collect()
 }
 
+/// The prefix of a part's counts in a region: `part4/kernel:l1d-misses`.
+const PART_PREFIX: &str = "part";
+
+/// The parts a region's counts hold, by number: the guest may mark pieces
+/// of a timed run (the micro workload's kernel code marks each timed loop),
+/// and the plugin writes each part's counts beside the region's, their
+/// names prefixed with `partN/`. Each part's counts are named as a region's
+/// are, so [`metrics`] reads them. A region without parts gives none.
+pub fn parts(region: &RegionCounts) -> BTreeMap<u8, RegionCounts> {
+    let mut out: BTreeMap<u8, RegionCounts> = BTreeMap::new();
+    for (name, value) in region {
+        let Some((part, count)) = name
+            .strip_prefix(PART_PREFIX)
+            .and_then(|rest| rest.split_once('/'))
+        else {
+            continue;
+        };
+        if let Ok(part) = part.parse::<u8>() {
+            out.entry(part)
+                .or_default()
+                .insert(count.to_string(), *value);
+        }
+    }
+    out
+}
+
 /// The model's counts of every region in the plugin's output (version 2,
 /// with the model): its `model` lines, region by region. `file` names it in
 /// errors.
@@ -334,6 +360,27 @@ region\tkind\taddress\tinstructions
         assert_eq!(value(&m, "estimated-cycles"), 450);
         assert_eq!(value(&m, "branch-mispredicts"), 5);
         assert_eq!(value(&metrics(&regions[1]), "l1d-misses"), 9);
+    }
+
+    #[test]
+    fn parts_are_read_apart_from_their_region_and_sum_as_regions_do() {
+        let raw = format!(
+            "{RAW}1\tmodel\tpart3/kernel:estimated-cycles\t70\n\
+             1\tmodel\tpart3/user:estimated-cycles\t1\n\
+             1\tmodel\tpart3/kernel:conditional-mispredicts\t4\n\
+             1\tmodel\tpart12/kernel:l1d-misses\t6\n"
+        );
+        let regions = parse_regions(&raw, Path::new("raw.tsv")).unwrap();
+        assert!(parts(&regions[0]).is_empty());
+        let parts = parts(&regions[1]);
+        assert_eq!(parts.keys().copied().collect::<Vec<_>>(), [3, 12]);
+        let m = metrics(&parts[&3]);
+        let value = |name: &str| m.iter().find(|(n, _, _)| *n == name).unwrap().2;
+        assert_eq!(value("estimated-cycles"), 71);
+        assert_eq!(value("branch-mispredicts"), 4);
+        assert_eq!(value("l1d-misses"), 0);
+        // The region's own counts leave its parts out.
+        assert_eq!(metrics(&regions[1])[3], ("l1d-misses", "misses", 9));
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! (`run_images`) and the machine as decided, and returns the run's
 //! metadata; `compare` renders the report from the directory after.
 
-use crate::base::protocol::Message;
+use crate::base::protocol::{Message, RunRecord};
 use crate::base::run_dir::RunDir;
 use crate::guest::images::size::SizeRecord;
+use crate::guest::workloads::Measurement;
 use crate::record::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
 use crate::stages::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
 use crate::stages::plan::{Addition, Unit};
@@ -43,6 +44,10 @@ struct TimedRun {
     param: u64,
     iteration: u32,
     warmup: bool,
+    /// The suite's workload (its index) and the run's record, kept when
+    /// the model runs: the workload reads the counts of the run's parts
+    /// with its output.
+    measured: Option<(usize, RunRecord)>,
 }
 
 impl BootLoop<'_> {
@@ -116,6 +121,7 @@ impl BootLoop<'_> {
                     param: step.param,
                     iteration: record.iteration,
                     warmup: record.iteration < step.warmup,
+                    measured: self.model.map(|_| (step.workload, record.clone())),
                 });
                 match spec.measure(&record) {
                     Ok(measurements) => {
@@ -201,7 +207,9 @@ impl BootLoop<'_> {
 
     /// Appends the model's counts of each timed run (the plugin's regions,
     /// one per run in the order the guest ran them) as samples of their
-    /// own, each count a metric beside the workload's; returns how many.
+    /// own, each count a metric beside the workload's, and what the
+    /// workload makes of the counts of the run's parts, if the guest marked
+    /// any; returns how many.
     fn write_model_samples(
         &self,
         unit: &Unit,
@@ -221,20 +229,36 @@ impl BootLoop<'_> {
         }
         let mut written = 0;
         for (run, region) in runs.iter().zip(&regions) {
-            for (metric, unit_name, value) in crate::base::cycle_model::metrics(region) {
+            let mut points: Vec<Measurement> = crate::base::cycle_model::metrics(region)
+                .into_iter()
+                .map(|(metric, unit, value)| Measurement {
+                    metric: metric.into(),
+                    unit: unit.into(),
+                    higher_is_better: false,
+                    value: value as f64,
+                })
+                .collect();
+            let parts = crate::base::cycle_model::parts(region);
+            if let (false, Some((workload, record))) = (parts.is_empty(), &run.measured) {
+                let spec = &self.suite.workloads[*workload];
+                points.extend(spec.model_parts(record, &parts).map_err(|e| {
+                    ModelError::Counts(format!("the cycle model's counts per part: {e}"))
+                })?);
+            }
+            for point in points {
                 let sample = Sample {
                     suite: self.suite.name.clone(),
                     workload: run.workload.clone(),
-                    metric: metric.into(),
-                    unit: unit_name.into(),
-                    higher_is_better: false,
+                    metric: point.metric,
+                    unit: point.unit,
+                    higher_is_better: point.higher_is_better,
                     param: run.param,
                     cpus: unit.cpus,
                     variant: unit.variant.clone(),
                     boot: unit.boot,
                     iteration: run.iteration,
                     warmup: run.warmup,
-                    value: value as f64,
+                    value: point.value,
                     started_at: now(),
                 };
                 writer

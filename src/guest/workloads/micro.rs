@@ -23,8 +23,14 @@
 //! and `LOOP/probe` (enabled − dormant: what the enabled marker and its empty
 //! probe add, the seed's "52.11−4.00=48.11"). Under icount the guest's TSC
 //! follows the instruction count, so the figures count instructions.
+//!
+//! Under the cycle model (`--model cycles`) the kernel code marks each timed
+//! loop as a part of the run (loop index × 3 + marker index, the order of
+//! [`Loop::ALL`] and [`Marker::ALL`]), and each of the model's points per
+//! loop becomes a metric of its own, `LOOP/MARKER/POINT` per iteration
+//! (`empty/dormant/estimated-cycles`), beside the whole run's points.
 
-use super::{Guest, Measurement, Refusal, Workload};
+use super::{Guest, Measurement, ModelParts, Refusal, Workload};
 use crate::base::protocol::RunRecord;
 use serde::{Deserialize, Serialize};
 
@@ -124,6 +130,19 @@ pub fn probe_cost_metric(l: Loop) -> String {
     format!("{}/probe", l.name())
 }
 
+/// The metric of one of the cycle model's points per iteration of a loop
+/// with a marker: `empty/dormant/estimated-cycles`.
+pub fn model_metric(l: Loop, m: Marker, point: &str) -> String {
+    format!("{}/{point}", metric(l, m))
+}
+
+/// The part number the kernel code gives a loop with a marker.
+pub fn part(l: Loop, m: Marker) -> u8 {
+    let loop_index = Loop::ALL.iter().position(|&x| x == l).unwrap_or(0);
+    let marker_index = Marker::ALL.iter().position(|&x| x == m).unwrap_or(0);
+    (loop_index * Marker::ALL.len() + marker_index) as u8
+}
+
 /// One measurement line of the kernel code.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
@@ -216,6 +235,41 @@ pub fn parse(output: &str) -> Result<Vec<Timing>, String> {
     Ok(timings)
 }
 
+/// The cycle model's points per iteration of each timed loop, from the
+/// counts of the run's parts: every loop's part must be there (a kernel
+/// that marks none gives no parts at all, and is never asked).
+pub fn model_measurements(
+    timings: &[Timing],
+    parts: &ModelParts,
+) -> Result<Vec<Measurement>, String> {
+    let known: Vec<u8> = timings.iter().map(|t| part(t.l, t.marker)).collect();
+    if let Some(unknown) = parts.keys().find(|p| !known.contains(p)) {
+        return Err(format!(
+            "the cycle model counted a part {unknown}, which is no loop's (0 to {})",
+            Loop::ALL.len() * Marker::ALL.len() - 1
+        ));
+    }
+    let mut out = Vec::new();
+    for t in timings {
+        let Some(counts) = parts.get(&part(t.l, t.marker)) else {
+            return Err(format!(
+                "the cycle model counted no part {} ({})",
+                part(t.l, t.marker),
+                metric(t.l, t.marker)
+            ));
+        };
+        for (point, unit, value) in crate::base::cycle_model::metrics(counts) {
+            out.push(Measurement {
+                metric: model_metric(t.l, t.marker, point),
+                unit: unit.into(),
+                higher_is_better: false,
+                value: value as f64 / t.iterations as f64,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The measurements of one run: cycles per iteration of every (loop,
 /// marker) and, per loop, the dormant marker's and the probe's cost.
 pub fn measurements(timings: &[Timing]) -> Vec<Measurement> {
@@ -293,6 +347,15 @@ impl Workload for MicroSpec {
             )
         })?;
         Ok(measurements(&timings))
+    }
+
+    fn model_parts(
+        &self,
+        record: &RunRecord,
+        parts: &ModelParts,
+    ) -> Result<Vec<Measurement>, String> {
+        let timings = parse(&record.output).map_err(|e| format!("micro: {e}"))?;
+        model_measurements(&timings, parts).map_err(|e| format!("micro: {e}"))
     }
 
     fn describe(&self, params: &str) -> String {
@@ -437,5 +500,77 @@ mod tests {
         let mut params = vec![10_000_000];
         s.scale(&mut params, 0.01);
         assert_eq!((params, s.memcpy_iterations), (vec![100_000], 100));
+    }
+
+    /// The counts the plugin writes for one part, as the host reads them.
+    fn counts(instructions: u64, l1d: u64, mispredicts: u64) -> crate::base::cycle_model::RegionCounts {
+        [
+            ("kernel:instructions", instructions),
+            ("kernel:estimated-cycles", instructions + 14 * l1d + 17 * mispredicts),
+            ("kernel:l1d-misses", l1d),
+            ("kernel:conditional-mispredicts", mispredicts),
+            ("user:instructions", 0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    fn all_parts() -> ModelParts {
+        (0..6u8).map(|p| (p, counts(1000 * (p as u64 + 1), p as u64, 10))).collect()
+    }
+
+    #[test]
+    fn each_loops_model_counts_become_points_per_iteration() {
+        let text = output([1500, 4000, 12980, 12990, 52000, 13500]);
+        let m = spec().model_parts(&record(&text), &all_parts()).unwrap();
+        assert_eq!(m.len(), 6 * crate::base::cycle_model::METRICS.len());
+        // empty loops run 1000 iterations, memcpy loops 10 (see `output`).
+        assert_eq!(value(&m, "empty/none/instructions"), 1.0);
+        assert_eq!(value(&m, "empty/dormant/l1d-misses"), 0.001);
+        assert_eq!(value(&m, "empty/enabled/branch-mispredicts"), 0.01);
+        assert_eq!(value(&m, "memcpy/none/instructions"), 400.0);
+        assert_eq!(value(&m, "memcpy/dormant/estimated-cycles"), (5000.0 + 56.0 + 170.0) / 10.0);
+        assert_eq!(value(&m, "memcpy/enabled/l1i-misses"), 0.0);
+        let estimated = m.iter().find(|m| m.metric == "memcpy/none/estimated-cycles").unwrap();
+        assert_eq!((estimated.unit.as_str(), estimated.higher_is_better), ("cycles", false));
+    }
+
+    #[test]
+    fn a_missing_or_unknown_part_is_an_error_naming_it() {
+        let text = output([1, 2, 3, 4, 5, 6]);
+        let mut parts = all_parts();
+        parts.remove(&part(Loop::Memcpy, Marker::Dormant));
+        let e = spec().model_parts(&record(&text), &parts).unwrap_err();
+        assert!(e.contains("no part 4 (memcpy/dormant)"), "{e}");
+        let mut parts = all_parts();
+        parts.insert(9, counts(1, 0, 0));
+        let e = spec().model_parts(&record(&text), &parts).unwrap_err();
+        assert!(e.contains("a part 9, which is no loop's"), "{e}");
+    }
+
+    /// The kernel code numbers its parts with #defines; they must be the
+    /// numbers [`part`] gives.
+    #[test]
+    fn the_kernel_codes_part_numbers_are_the_hosts() {
+        let patch = include_str!("../../../vm-images/patches/markbench-micro.patch");
+        let mut seen = 0;
+        for l in Loop::ALL {
+            for m in Marker::ALL {
+                let define = format!(
+                    "#define MARKBENCH_MICRO_{}_{} {}",
+                    l.name().to_uppercase(),
+                    m.name().to_uppercase(),
+                    part(l, m)
+                );
+                assert!(patch.contains(&define), "no {define:?} in the patch");
+                let used = format!("MARKBENCH_MICRO_{}_{})", l.name().to_uppercase(), m.name().to_uppercase());
+                assert!(patch.contains(&used), "the patch never times {used}");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 6);
+        assert!(patch.contains("\"i\" (0x10 + part)"), "the start marker's byte");
+        assert!(patch.contains(".byte 0x0f, 0x1f, 0x80, 0x03, 0x53, 0x42, 0x4d"), "the end marker");
     }
 }

@@ -11,6 +11,10 @@
 
 use crate::base::protocol::{Directive, RunRecord};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The cycle model's counts of the parts of one timed run, by part number.
+pub type ModelParts = BTreeMap<u8, crate::base::cycle_model::RegionCounts>;
 
 /// One number a run yields, with its unit and direction so reports can say
 /// "slower" or "faster" correctly.
@@ -164,6 +168,19 @@ pub trait Workload {
     /// trusted is not a sample).
     fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String>;
 
+    /// Measurements from the cycle model's counts of the parts the guest
+    /// marked inside one timed run (see [`crate::base::cycle_model::parts`]),
+    /// given the run's record; called only when the model ran, the run was
+    /// measured and it has parts. A workload whose guest marks no parts
+    /// makes nothing of them.
+    fn model_parts(
+        &self,
+        _record: &RunRecord,
+        _parts: &ModelParts,
+    ) -> Result<Vec<Measurement>, String> {
+        Ok(Vec::new())
+    }
+
     /// The command line as a person reads it, the parameter shown as
     /// `params`: one value, or a list in braces (`hackbench -g {2, 4} -l 20 …`).
     fn describe(&self, params: &str) -> String;
@@ -257,6 +274,13 @@ macro_rules! workloads {
             }
             fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
                 match self { $(WorkloadKind::$variant(w) => w.measure(record),)+ }
+            }
+            fn model_parts(
+                &self,
+                record: &RunRecord,
+                parts: &ModelParts,
+            ) -> Result<Vec<Measurement>, String> {
+                match self { $(WorkloadKind::$variant(w) => w.model_parts(record, parts),)+ }
             }
             fn describe(&self, params: &str) -> String {
                 match self { $(WorkloadKind::$variant(w) => w.describe(params),)+ }
@@ -455,6 +479,16 @@ impl WorkloadSpec {
             ));
         }
         self.kind.measure(record)
+    }
+
+    /// Measurements from the cycle model's counts of the parts of one
+    /// measured timed run (see [`Workload::model_parts`]).
+    pub fn model_parts(
+        &self,
+        record: &RunRecord,
+        parts: &ModelParts,
+    ) -> Result<Vec<Measurement>, String> {
+        self.kind.model_parts(record, parts)
     }
 
     /// The workload as a person reads it: its command line, how many runs a

@@ -65,6 +65,82 @@ pub fn job_in_initrd(bytes: &[u8]) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes[start..end]).into_owned())
 }
 
+/// The micro workload's kernel code as the fake plays it: its command's
+/// iteration counts, the instructions per loop of each (loop, marker) in
+/// the order it numbers its parts (empty, memcpy × none, dormant,
+/// enabled), and one L1d miss per memcpy loop.
+struct FakeMicro {
+    empty: u64,
+    copies: u64,
+}
+
+const FAKE_MICRO_LOOPS: [(&str, &str, u64); 6] = [
+    ("empty", "none", 3),
+    ("empty", "dormant", 4),
+    ("empty", "enabled", 20),
+    ("memcpy", "none", 520),
+    ("memcpy", "dormant", 521),
+    ("memcpy", "enabled", 537),
+];
+
+/// The micro workload's command (`echo EMPTY MEMCPY > /proc/markbench_micro
+/// && cat …`), if `argv` is one.
+fn fake_micro(argv: &[String]) -> Option<FakeMicro> {
+    let script = argv.iter().find(|a| a.contains("/proc/markbench_micro"))?;
+    let mut counts = script
+        .strip_prefix("echo ")?
+        .split_whitespace()
+        .map(|n| n.parse::<u64>());
+    Some(FakeMicro {
+        empty: counts.next()?.ok()?,
+        copies: counts.next()?.ok()?,
+    })
+}
+
+impl FakeMicro {
+    fn iterations(&self, l: &str) -> u64 {
+        if l == "empty" {
+            self.empty
+        } else {
+            self.copies
+        }
+    }
+
+    /// What reading /proc/markbench_micro prints, the TSC at 16 a
+    /// instruction (icount shift 4).
+    fn output(&self) -> String {
+        let mut text = String::from("markbench-micro jump_label=y\n");
+        for (l, marker, instructions) in FAKE_MICRO_LOOPS {
+            let n = self.iterations(l);
+            text.push_str(&format!(
+                "markbench-micro loop={l} marker={marker} iterations={n} cycles={}\n",
+                16 * instructions * n
+            ));
+        }
+        text
+    }
+
+    /// The model's lines of each loop's part of region `region`.
+    fn parts(&self, region: usize) -> String {
+        let mut text = String::new();
+        for (part, (l, _, instructions)) in FAKE_MICRO_LOOPS.into_iter().enumerate() {
+            let n = self.iterations(l);
+            let l1d = if l == "memcpy" { n } else { 0 };
+            for (name, value) in [
+                ("instructions", instructions * n),
+                ("l1d-misses", l1d),
+                ("conditional-mispredicts", 0),
+                ("estimated-cycles", instructions * n + 14 * l1d),
+            ] {
+                text.push_str(&format!(
+                    "{region}\tmodel\tpart{part}/kernel:{name}\t{value}\n"
+                ));
+            }
+        }
+        text
+    }
+}
+
 impl Runner for FakeRunner {
     fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
         self.boots += 1;
@@ -147,7 +223,12 @@ impl Runner for FakeRunner {
         } * (1.0 + self.boot_noise * spread_of(&name));
         for line in job.lines() {
             match Directive::parse_line(line) {
-                Ok(Some(Directive::Run { id, iterations, .. })) => {
+                Ok(Some(Directive::Run {
+                    id,
+                    iterations,
+                    argv,
+                })) => {
+                    let micro = fake_micro(&argv);
                     let param: f64 = id
                         .rsplit('/')
                         .next()
@@ -163,9 +244,12 @@ impl Runner for FakeRunner {
                             elapsed_ns: (seconds * 1e9) as u64,
                             user_ns: 0,
                             sys_ns: 0,
-                            output: format!(
-                                "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
-                            ),
+                            output: match &micro {
+                                Some(micro) => micro.output(),
+                                None => format!(
+                                    "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
+                                ),
+                            },
                         }));
                         let instructions = (seconds * 1e9 / 16.0) as u64;
                         regions.push_str(&format!("{region}\tuser\t-\t1000\n"));
@@ -198,6 +282,9 @@ impl Runner for FakeRunner {
                                         ));
                                     }
                                 }
+                            }
+                            if let Some(micro) = &micro {
+                                regions.push_str(&micro.parts(region));
                             }
                         }
                         regions.push_str(&format!(

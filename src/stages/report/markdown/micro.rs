@@ -2,7 +2,10 @@
 //! of an empty loop and a 4 KiB memcpy loop without a marker and with each
 //! variant's dormant marker, what the marker costs, and the rows of the
 //! marker enabled with an empty probe. Shown first when a run has micro
-//! samples; other runs get nothing from here.
+//! samples; other runs get nothing from here. When the cycle model counted
+//! each loop (`micro::model_metric` samples), the table gives estimated
+//! cycles per loop beside the instructions, and a second table the model's
+//! counts per loop; without them the section is what it was before the model.
 
 use super::super::format::{escape_md, signed, value};
 use super::RunReport;
@@ -151,7 +154,82 @@ fn table(
     );
     let _ = writeln!(r, "\n{}", counting.caption);
     r.push_str(&own_loops_note(&figures, variants));
+    if figures.has_model() {
+        r.push_str(&model_counts(&figures, variants));
+    }
     r.push_str(&spread_note(&figures));
+    r
+}
+
+/// The unit of the model's estimate in the table's headers.
+const ESTIMATED: &str = "estimated cycles";
+
+/// The model's points per loop in the counts table: (point, header).
+const MODEL_POINTS: &[(&str, &str)] = &[
+    ("instructions", "instructions"),
+    ("l1i-misses", "L1i misses"),
+    ("l1d-misses", "L1d misses"),
+    ("l2-misses", "L2 misses"),
+    ("llc-misses", "LLC misses"),
+    ("branch-mispredicts", "branch mispredicts"),
+    ("estimated-cycles", ESTIMATED),
+];
+
+/// A count per loop: most are far below one, so small ones keep two
+/// significant digits rather than rounding to zero.
+fn per_loop(v: f64) -> String {
+    if !v.is_finite() {
+        "–".into()
+    } else if v == 0.0 {
+        "0".into()
+    } else if v.abs() < 0.01 {
+        format!("{v:.1e}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The model's counts per iteration of each loop, a row per loop, marker
+/// state and kernel.
+fn model_counts(figures: &Figures, variants: &[String]) -> String {
+    let mut r = String::from(
+        "\nThe cycle model's counts per loop (`--model cycles`; the Significance section gives \
+         its caches, predictor and formula): the counts between two markers the kernel code puts \
+         around each timed loop, divided by the loop's iterations. They include the loop's call \
+         and its `rdtsc_ordered()` pair once per timing, a few tens of instructions spread over \
+         all iterations, and count a block's instructions whole when it starts, so *instructions* \
+         may differ from the icount figure above by a fraction of one per loop. Interrupts are \
+         off, so the counts are the loop's own.\n\n",
+    );
+    let header: String = MODEL_POINTS
+        .iter()
+        .map(|(_, h)| format!(" {h} |"))
+        .collect();
+    let _ = writeln!(
+        r,
+        "| loop | marker | kernel |{header}\n|---|---|---|{}",
+        "---:|".repeat(MODEL_POINTS.len())
+    );
+    for l in Loop::ALL {
+        for marker in Marker::ALL {
+            for v in variants {
+                let cells: String = MODEL_POINTS
+                    .iter()
+                    .map(|(point, _)| {
+                        let metric = micro::model_metric(l, marker, point);
+                        format!(" {} |", per_loop(figures.model_mean(v, &metric)))
+                    })
+                    .collect();
+                let _ = writeln!(
+                    r,
+                    "| {} | {} | {} |{cells}",
+                    loop_label(l),
+                    marker.name(),
+                    escape_md(v)
+                );
+            }
+        }
+    }
     r
 }
 
@@ -178,6 +256,51 @@ impl Figures<'_> {
     fn mean(&self, variant: &str, metric: &str) -> f64 {
         self.spread(variant, metric).map_or(f64::NAN, |s| s.mean)
     }
+
+    /// The mean of one of the model's points per loop, in its own unit
+    /// (the icount divisor is the TSC's, not the model's).
+    fn model_mean(&self, variant: &str, metric: &str) -> f64 {
+        self.values
+            .get(&(variant, metric))
+            .and_then(|v| Spread::of(v))
+            .map_or(f64::NAN, |s| s.mean)
+    }
+
+    /// Estimated cycles per loop of one loop with one marker state.
+    fn estimated(&self, variant: &str, l: Loop, marker: Marker) -> f64 {
+        self.model_mean(variant, &micro::model_metric(l, marker, "estimated-cycles"))
+    }
+
+    /// Whether the cycle model counted the loops apart.
+    fn has_model(&self) -> bool {
+        self.values
+            .keys()
+            .any(|(_, metric)| Self::model_loop_metric(metric))
+    }
+
+    /// Whether a metric is one of the model's points per loop.
+    fn model_loop_metric(metric: &str) -> bool {
+        Loop::ALL.iter().any(|&l| {
+            Marker::ALL.iter().any(|&m| {
+                crate::base::cycle_model::METRICS
+                    .iter()
+                    .any(|(point, _)| micro::model_metric(l, m, point) == metric)
+            })
+        })
+    }
+
+    /// Whether a metric's spread is the one the first table's figures
+    /// have: the workload's own (TSC figures and marker costs) and the
+    /// model's estimated cycles per loop. Not the model's counts of the
+    /// whole run, nor its misses and mispredictions per loop, which are a
+    /// handful of events in millions whose relative spread between runs
+    /// says nothing of the figures.
+    fn in_spread(metric: &str) -> bool {
+        if Self::model_loop_metric(metric) {
+            return metric.ends_with("/estimated-cycles");
+        }
+        !crate::base::cycle_model::is_model_metric(metric)
+    }
 }
 
 fn loop_label(l: Loop) -> &'static str {
@@ -188,34 +311,73 @@ fn loop_label(l: Loop) -> &'static str {
 }
 
 /// The table itself: a row per loop with the marker dormant, then enabled.
+/// With the model, every figure gets its estimated cycles beside it.
 fn rows(figures: &Figures, variants: &[String]) -> String {
     let unit = figures.counting.unit;
+    let model = figures.has_model();
     let baseline = variants.first().map_or("", String::as_str);
     let mut r = String::new();
     let columns: String = variants
         .iter()
         .map(|v| {
             let v = escape_md(v);
-            format!(" {v} [{unit}/loop] | {v}: marker [{unit}] |")
+            if model {
+                format!(
+                    " {v} [{unit}/loop] | {v} [{ESTIMATED}/loop] | {v}: marker [{unit}] | \
+                     {v}: marker [{ESTIMATED}] |"
+                )
+            } else {
+                format!(" {v} [{unit}/loop] | {v}: marker [{unit}] |")
+            }
         })
         .collect();
+    let (no_marker, no_marker_align, per_variant_align) = if model {
+        (
+            format!(" no marker [{unit}/loop] | no marker [{ESTIMATED}/loop] |"),
+            "---:|---:|",
+            "---:|---:|---:|---:|",
+        )
+    } else {
+        (format!(" no marker [{unit}/loop] |"), "---:|", "---:|---:|")
+    };
     let _ = writeln!(
         r,
-        "| loop | no marker [{unit}/loop] |{columns}\n|---|---:|{}",
-        "---:|---:|".repeat(variants.len())
+        "| loop |{no_marker}{columns}\n|---|{no_marker_align}{}",
+        per_variant_align.repeat(variants.len())
     );
-    // Each variant's loop with the marker in one state, and what it adds.
-    let cells = |l: Loop, marker: Marker, cost: String| -> String {
+    // Each variant's loop with the marker in one state, and what it adds
+    // over the loop with the marker in the state `from`.
+    let cells = |l: Loop, marker: Marker, from: Marker, cost: String| -> String {
         variants
             .iter()
             .map(|v| {
-                format!(
-                    " {} | {} |",
+                let (loop_figure, cost) = (
                     value(figures.mean(v, &micro::metric(l, marker)), 2),
-                    signed(figures.mean(v, &cost), 3)
-                )
+                    signed(figures.mean(v, &cost), 3),
+                );
+                if model {
+                    let estimated = figures.estimated(v, l, marker);
+                    format!(
+                        " {loop_figure} | {} | {cost} | {} |",
+                        value(estimated, 2),
+                        signed(estimated - figures.estimated(v, l, from), 3)
+                    )
+                } else {
+                    format!(" {loop_figure} | {cost} |")
+                }
             })
             .collect()
+    };
+    let no_marker_cells = |l: Loop| {
+        let instructions = value(figures.mean(baseline, &micro::metric(l, Marker::None)), 2);
+        if model {
+            format!(
+                "{instructions} | {}",
+                value(figures.estimated(baseline, l, Marker::None), 2)
+            )
+        } else {
+            instructions
+        }
     };
     // The dormant rows: the marker's cost over the loop without it.
     for l in Loop::ALL {
@@ -223,18 +385,29 @@ fn rows(figures: &Figures, variants: &[String]) -> String {
             r,
             "| {} | {} |{}",
             loop_label(l),
-            value(figures.mean(baseline, &micro::metric(l, Marker::None)), 2),
-            cells(l, Marker::Dormant, micro::marker_cost_metric(l))
+            no_marker_cells(l),
+            cells(
+                l,
+                Marker::Dormant,
+                Marker::None,
+                micro::marker_cost_metric(l)
+            )
         );
     }
     // The enabled rows: what enabling the marker adds over the dormant
     // marker (the seed's 52.11 − 4.00 = 48.11).
+    let none = if model { "– | –" } else { "–" };
     for l in Loop::ALL {
         let _ = writeln!(
             r,
-            "| {}, marker enabled, empty probe | – |{}",
+            "| {}, marker enabled, empty probe | {none} |{}",
             loop_label(l),
-            cells(l, Marker::Enabled, micro::probe_cost_metric(l))
+            cells(
+                l,
+                Marker::Enabled,
+                Marker::Dormant,
+                micro::probe_cost_metric(l)
+            )
         );
     }
     r
@@ -257,6 +430,20 @@ fn own_loops_note(figures: &Figures, variants: &[String]) -> String {
                     value(own, 2)
                 ));
             }
+            // The model's figures move by a few mispredictions between
+            // runs: a difference the table's two decimals do not show is
+            // none to speak of.
+            let (own, base) = (
+                value(figures.estimated(v, l, Marker::None), 2),
+                value(figures.estimated(baseline, l, Marker::None), 2),
+            );
+            if own != "–" && base != "–" && own != base {
+                notes.push(format!(
+                    "{}'s {} without a marker: {own} {ESTIMATED}",
+                    escape_md(v),
+                    loop_label(l),
+                ));
+            }
         }
     }
     if notes.is_empty() {
@@ -274,6 +461,7 @@ fn spread_note(figures: &Figures) -> String {
     let all: Vec<Spread> = figures
         .values
         .keys()
+        .filter(|(_, m)| Figures::in_spread(m))
         .filter_map(|(v, m)| figures.spread(v, m))
         .collect();
     let runs: BTreeSet<usize> = all.iter().map(|s| s.n).collect();
@@ -438,6 +626,202 @@ mod tests {
         );
         assert!(text.contains("TSC cycles of the guest under KVM"), "{text}");
         assert!(text.contains("spread by up to 7.22% of it"), "{text}");
+    }
+
+    /// The model's points per loop of one kernel, as the workload gives
+    /// them from the counts of each loop's part: `instructions` per loop
+    /// of (none, dormant, enabled) for the empty and the memcpy loop, one
+    /// L1d miss per memcpy loop and, in the generic kernel's dormant
+    /// loops, a mispredict every 1000 loops; estimated cycles from the
+    /// default formula (14 an L2 hit, 17 a mispredict).
+    fn model_samples(variant: &str, instructions: [[f64; 3]; 2], runs: u32) -> Vec<Sample> {
+        let mut out = Vec::new();
+        for iteration in 0..runs {
+            for (l, per_marker) in Loop::ALL.into_iter().zip(instructions) {
+                for (marker, instructions) in Marker::ALL.into_iter().zip(per_marker) {
+                    let l1d = if l == Loop::Memcpy { 1.0 } else { 0.0 };
+                    let mispredicts = if variant == "generic" && marker == Marker::Dormant {
+                        0.001
+                    } else {
+                        0.0
+                    };
+                    // As on a real run: an L1i miss in some runs and not in
+                    // others, and a kernel whose loop without a marker
+                    // differs from the other's in a digit the table does
+                    // not show.
+                    let l1i = 1e-7 * (iteration % 2) as f64;
+                    let unseen = if variant == "generic" && marker == Marker::None {
+                        1e-6
+                    } else {
+                        0.0
+                    };
+                    for (point, unit, value) in [
+                        ("instructions", "instructions", instructions),
+                        ("l1d-misses", "misses", l1d),
+                        ("l1i-misses", "misses", l1i),
+                        ("branch-mispredicts", "mispredicts", mispredicts),
+                        (
+                            "estimated-cycles",
+                            "cycles",
+                            instructions + 14.0 * l1d + 17.0 * mispredicts + unseen,
+                        ),
+                    ] {
+                        out.push(Sample {
+                            suite: "micro".into(),
+                            workload: "micro".into(),
+                            metric: micro::model_metric(l, marker, point),
+                            unit: unit.into(),
+                            higher_is_better: false,
+                            param: 1000,
+                            cpus: 1,
+                            variant: variant.into(),
+                            boot: iteration % 2,
+                            iteration: iteration / 2,
+                            warmup: false,
+                            value,
+                            started_at: String::new(),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The model's counts of whole runs, which the section does not show.
+    fn run_points(variant: &str, runs: u32) -> Vec<Sample> {
+        (0..runs)
+            .flat_map(|iteration| {
+                crate::base::cycle_model::METRICS
+                    .iter()
+                    .map(move |(metric, unit)| Sample {
+                        suite: "micro".into(),
+                        workload: "micro".into(),
+                        metric: metric.to_string(),
+                        unit: unit.to_string(),
+                        higher_is_better: false,
+                        param: 1000,
+                        cpus: 1,
+                        variant: variant.into(),
+                        boot: iteration % 2,
+                        iteration: iteration / 2,
+                        warmup: false,
+                        // A run's whole count moves from run to run.
+                        value: 1e6 + iteration as f64,
+                        started_at: String::new(),
+                    })
+            })
+            .collect()
+    }
+
+    fn section_of(text: &str) -> &str {
+        let start = text.find("## Cost of a marker").unwrap();
+        let end = text[start + 3..]
+            .find("\n## ")
+            .map_or(text.len(), |e| start + 3 + e);
+        &text[start..end]
+    }
+
+    fn icount_pair() -> Vec<Sample> {
+        pair(
+            ([48.0, 64.0, 320.0], [8320.0, 8336.0, 8592.0]),
+            ([48.0, 96.0, 352.0], [8320.0, 8368.0, 8624.0]),
+            4,
+        )
+    }
+
+    #[test]
+    fn model_counts_per_loop_put_estimated_cycles_beside_the_instructions() {
+        let mut s = icount_pair();
+        s.extend(model_samples(
+            "optimized",
+            [[3.0, 4.0, 20.0], [520.0, 521.0, 537.0]],
+            4,
+        ));
+        s.extend(model_samples(
+            "generic",
+            [[3.0, 6.0, 22.0], [520.0, 523.0, 539.0]],
+            4,
+        ));
+        s.extend(run_points("optimized", 4));
+        s.extend(run_points("generic", 4));
+        let text = render(&meta(Some(4)), &s, RunFiles::default());
+        let section = section_of(&text);
+        assert!(
+            section.contains(
+                "| loop | no marker [instructions/loop] | no marker [estimated cycles/loop] | \
+             optimized [instructions/loop] | optimized [estimated cycles/loop] | \
+             optimized: marker [instructions] | optimized: marker [estimated cycles] | \
+             generic [instructions/loop] | generic [estimated cycles/loop] | \
+             generic: marker [instructions] | generic: marker [estimated cycles] |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains("| empty loop | 3.00 | 3.00 | 4.00 | 4.00 | +1.000 | +1.000 | 6.00 | 6.02 | +3.000 | +3.017 |"),
+            "{section}"
+        );
+        assert!(
+            section.contains("| memcpy loop (4096 bytes) | 520.00 | 534.00 | 521.00 | 535.00 | +1.000 | +1.000 | 523.00 | 537.02 | +3.000 | +3.017 |"),
+            "{section}"
+        );
+        // Enabled rows: over the dormant loop, in both units.
+        assert!(
+            section.contains("| empty loop, marker enabled, empty probe | – | – | 20.00 | 20.00 | +16.000 | +16.000 | 22.00 | 22.00 | +16.000 | +15.983 |"),
+            "{section}"
+        );
+        // The counts table: a row per loop, marker and kernel.
+        assert!(section.contains(
+            "| loop | marker | kernel | instructions | L1i misses | L1d misses | L2 misses | LLC misses | branch mispredicts | estimated cycles |"
+        ), "{section}");
+        assert!(
+            section.contains(
+                "| empty loop | dormant | generic | 6.000 | 5.0e-8 | 0 | – | – | 1.0e-3 | 6.017 |"
+            ),
+            "{section}"
+        );
+        assert!(
+            section.contains("| memcpy loop (4096 bytes) | none | optimized | 520.000 | 5.0e-8 | 1.000 | – | – | 0 | 534.000 |"),
+            "{section}"
+        );
+        assert_eq!(
+            section.matches("| empty loop | ").count(),
+            1 + 6,
+            "{section}"
+        );
+        // The whole runs' counts and the L1i misses move from run to run;
+        // the first table's figures do not.
+        assert!(!section.contains("The *no marker* column"), "{section}");
+        assert!(
+            section.contains("every run of a kernel gave the same figures"),
+            "{section}"
+        );
+        assert!(
+            !section.contains("NaN") && !section.contains("inf"),
+            "{section}"
+        );
+    }
+
+    #[test]
+    fn without_counts_per_loop_the_section_is_the_one_without_the_model() {
+        let plain = render(&meta(Some(4)), &icount_pair(), RunFiles::default());
+        // A kernel that marks no loops: the model counted the runs only.
+        let mut s = icount_pair();
+        s.extend(run_points("optimized", 4));
+        s.extend(run_points("generic", 4));
+        let with_run_points = render(&meta(Some(4)), &s, RunFiles::default());
+        assert_eq!(section_of(&with_run_points), section_of(&plain));
+        assert!(!section_of(&plain).contains(ESTIMATED), "{plain}");
+    }
+
+    #[test]
+    fn small_counts_per_loop_keep_their_digits() {
+        assert_eq!(per_loop(0.0), "0");
+        assert_eq!(per_loop(0.000_123), "1.2e-4");
+        assert_eq!(per_loop(0.25), "0.250");
+        assert_eq!(per_loop(1298.16), "1298.160");
+        assert_eq!(per_loop(f64::NAN), "–");
     }
 
     #[test]
