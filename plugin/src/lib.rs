@@ -353,6 +353,12 @@ impl ModelState {
             c.memory_cycles,
             c.coherence_cycles,
             c.mispredict_cycles
+        )?;
+        writeln!(
+            out,
+            "# model addresses: data by guest physical address ({} accesses without \
+             one, by virtual address), instructions by virtual address",
+            VIRTUAL_ACCESSES.load(Ordering::Relaxed)
         )
     }
 
@@ -512,6 +518,8 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     // SAFETY: `block` points into one of the model's chunks of blocks,
     // which live as long as the plugin.
     let b = unsafe { *(block as *const ModelBlock) };
+    // QEMU's plugin API gives no physical address for instructions (only a
+    // host one): the L1i holds them by virtual address.
     let lines = model::lines(b.pc, u64::from(b.bytes));
     MODEL.with_vcpu(|m| {
         if let Some(m) = m.as_mut() {
@@ -522,12 +530,58 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     });
 }
 
+/// Data accesses QEMU gave no physical address for (the model takes them
+/// by virtual address).
+static VIRTUAL_ACCESSES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes per guest page: an access that crosses a page boundary may go on
+/// at an unrelated physical address.
+const PAGE: u64 = 4096;
+
+/// The guest physical address of the access at `vaddr`, from the TLB entry
+/// the access has just used; `None` when QEMU has none.
+#[inline(always)]
+unsafe fn physical(info: sys::qemu_plugin_meminfo_t, vaddr: u64) -> Option<u64> {
+    let hwaddr = sys::qemu_plugin_get_hwaddr(info, vaddr);
+    if hwaddr.is_null() {
+        return None;
+    }
+    Some(sys::qemu_plugin_hwaddr_phys_addr(hwaddr))
+}
+
 #[inline(always)]
 unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u64, store: bool) {
     let size = 1u64 << sys::qemu_plugin_mem_size_shift(info);
+    let in_page = PAGE - (vaddr & (PAGE - 1));
+    // The caches are physically tagged: two processes' data at the same
+    // virtual address are different lines, one page mapped twice is one.
+    let (first, rest) = if size <= in_page {
+        (physical(info, vaddr), None)
+    } else {
+        let next = vaddr.wrapping_add(in_page);
+        (physical(info, vaddr), Some((next, physical(info, next))))
+    };
     MODEL.with_vcpu(|m| {
-        if let Some(m) = m.as_mut() {
-            m.model.data(vcpu as usize, vaddr, size, store);
+        let Some(m) = m.as_mut() else { return };
+        let v = vcpu as usize;
+        let (head, tail) = match rest {
+            None => (size, 0),
+            Some(_) => (in_page, size - in_page),
+        };
+        match first {
+            Some(address) => m.model.data(v, address, head, store),
+            None => {
+                VIRTUAL_ACCESSES.fetch_add(1, Ordering::Relaxed);
+                m.model.data_virtual(v, vaddr, head, store)
+            }
+        }
+        match rest {
+            None => {}
+            Some((_, Some(address))) => m.model.data(v, address, tail, store),
+            Some((next, None)) => {
+                VIRTUAL_ACCESSES.fetch_add(1, Ordering::Relaxed);
+                m.model.data_virtual(v, next, tail, store)
+            }
         }
     });
 }

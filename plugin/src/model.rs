@@ -24,6 +24,14 @@ mod reference;
 pub const LINE: u64 = 64;
 const LINE_BITS: u32 = LINE.trailing_zeros();
 
+/// Marks the line numbers of virtual addresses: the caches hold data by
+/// guest physical address and instructions by virtual address, and this
+/// bit keeps the two apart where they meet (the L2 and the last level). A
+/// line number is an address shifted by [`LINE_BITS`], so no line of a
+/// 64-bit address has it, and it leaves the set index (the low bits) as it
+/// is.
+pub const VIRTUAL: u64 = 1 << 62;
+
 /// A cache's size and associativity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Geometry {
@@ -504,12 +512,23 @@ impl Model {
         }
     }
 
-    /// A data access of `size` bytes at `address` by `vcpu`.
+    /// A data access of `size` bytes at (physical) `address` by `vcpu`.
     #[inline]
     pub fn data(&mut self, vcpu: usize, address: u64, size: u64, store: bool) {
+        self.data_in(vcpu, address, size, store, 0);
+    }
+
+    /// A data access by virtual address, for one whose physical address is
+    /// not known: its lines are apart from every physical line.
+    pub fn data_virtual(&mut self, vcpu: usize, address: u64, size: u64, store: bool) {
+        self.data_in(vcpu, address, size, store, VIRTUAL);
+    }
+
+    #[inline(always)]
+    fn data_in(&mut self, vcpu: usize, address: u64, size: u64, store: bool, space: u64) {
         let v = self.index(vcpu);
-        let first = address >> LINE_BITS;
-        let last = address.wrapping_add(size.max(1) - 1) >> LINE_BITS;
+        let first = (address >> LINE_BITS) | space;
+        let last = (address.wrapping_add(size.max(1) - 1) >> LINE_BITS) | space;
         self.data_line(v, first, store);
         if last != first {
             self.data_line(v, last, store);
@@ -636,15 +655,16 @@ impl Model {
     }
 }
 
-/// The lines the `bytes` bytes from `address` span, as [`Model::block`]
-/// takes them: a block's instructions lie end to end, so its lines are the
-/// ones from its first byte's to its last byte's.
+/// The lines the `bytes` bytes from (virtual) `address` span, as
+/// [`Model::block`] takes them: a block's instructions lie end to end, so
+/// its lines are the ones from its first byte's to its last byte's, each
+/// marked [`VIRTUAL`].
 pub fn lines(address: u64, bytes: u64) -> Range<u64> {
-    let first = address >> LINE_BITS;
+    let first = (address >> LINE_BITS) | VIRTUAL;
     if bytes == 0 {
         return first..first;
     }
-    let last = address.wrapping_add(bytes - 1) >> LINE_BITS;
+    let last = (address.wrapping_add(bytes - 1) >> LINE_BITS) | VIRTUAL;
     first..last + 1
 }
 
@@ -909,8 +929,14 @@ mod tests {
                     };
                     let size = 1 << (next() % 5);
                     let store = next() % 5 < 2;
-                    fast.data(vcpu, address, size, store);
-                    slow.data(vcpu, address, size, store);
+                    // Data by virtual address meets the instructions' lines.
+                    if next() % 2 == 0 {
+                        fast.data(vcpu, address, size, store);
+                        slow.data(vcpu, address, size, store, 0);
+                    } else {
+                        fast.data_virtual(vcpu, address, size, store);
+                        slow.data(vcpu, address, size, store, VIRTUAL);
+                    }
                 }
                 assert_eq!(fast.counts(), slow.counts());
             }
@@ -1004,8 +1030,8 @@ mod tests {
     fn instruction_fetches_miss_per_line_and_counts_go_to_the_blocks_mode() {
         let mut m = Model::new(small(), 1).unwrap();
         let lines = lines(0x1000, 0x100);
-        assert_eq!(lines, 0x40..0x44);
-        assert_eq!(super::lines(0x103f, 2), 0x40..0x42);
+        assert_eq!(lines, (0x40 | VIRTUAL)..(0x44 | VIRTUAL));
+        assert_eq!(super::lines(0x103f, 2), (0x40 | VIRTUAL)..(0x42 | VIRTUAL));
         assert!(super::lines(0x1000, 0).is_empty());
         m.block(0, 0x1000, Mode::Kernel, 64, lines.clone(), BlockEnd::Other);
         m.block(0, 0x1000, Mode::Kernel, 64, lines, BlockEnd::Other);

@@ -161,9 +161,10 @@ impl Model {
     }
 
     /// A data access of `size` bytes at `address` by `vcpu`.
-    pub fn data(&mut self, vcpu: usize, address: u64, size: u64, store: bool) {
-        let first = address >> LINE_BITS;
-        let last = address.wrapping_add(size.max(1) - 1) >> LINE_BITS;
+    /// `space` is ORed into the line numbers, as [`super::VIRTUAL`] is.
+    pub fn data(&mut self, vcpu: usize, address: u64, size: u64, store: bool, space: u64) {
+        let first = (address >> LINE_BITS) | space;
+        let last = (address.wrapping_add(size.max(1) - 1) >> LINE_BITS) | space;
         self.data_line(vcpu, first, store);
         if last != first {
             self.data_line(vcpu, last, store);
