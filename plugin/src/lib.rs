@@ -852,3 +852,35 @@ pub unsafe extern "C" fn qemu_plugin_install(
     sys::qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
     0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_record_gives_back_the_block_it_was_made_of() {
+        let cases = [
+            (0x40_1000, 7, 30, BlockEnd::Other),
+            (
+                0xffff_ffff_8100_0000,
+                3,
+                17,
+                BlockEnd::Conditional {
+                    pc: 0xffff_ffff_8100_000b,
+                    target: 0xffff_ffff_80ff_ff00,
+                    next: 0xffff_ffff_8100_0011,
+                },
+            ),
+            (0x40_2000, 2, 4, BlockEnd::Indirect { pc: 0x40_2003 }),
+        ];
+        for (pc, instructions, bytes, end) in cases {
+            let record = ModelBlock::new(pc, instructions, bytes, end);
+            assert_eq!(record.end(), end);
+            assert_eq!(u64::from(record.instructions), instructions as u64);
+            assert_eq!(u64::from(record.bytes), bytes);
+            let kernel = pc >= KERNEL_HALF;
+            assert_eq!(record.mode() == Mode::Kernel, kernel);
+        }
+        assert_eq!(std::mem::size_of::<ModelBlock>(), 32);
+    }
+}
