@@ -191,8 +191,12 @@ mod tests {
         }
 
         fn block(&mut self, vcpu: usize, block: u32, pc: u64, lines: &[u64], end: BlockEnd) {
+            // The model takes a block's lines as a range: these are
+            // consecutive.
+            let range = lines[0]..lines[lines.len() - 1] + 1;
+            assert_eq!(range.clone().count(), lines.len());
             let before = values(&self.model.vcpu_counts(vcpu));
-            self.model.block(vcpu, pc, Mode::Kernel, 4, lines, end);
+            self.model.block(vcpu, pc, Mode::Kernel, 4, range, end);
             let after = values(&self.model.vcpu_counts(vcpu));
             self.attribution.enter(vcpu, block, &before, &after);
         }

@@ -190,24 +190,92 @@ unsafe impl Send for State {}
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// What the model needs of a translated block each time it runs.
+/// What the model needs of a translated block each time it runs, in 32
+/// bytes, aligned: the callback's first read of it misses the host's caches
+/// more often than anything else the model reads, so it costs one line and
+/// the blocks translated together (which tend to run together) share lines.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
 struct ModelBlock {
     pc: u64,
-    mode: Mode,
-    instructions: u64,
-    lines: Vec<u64>,
-    end: BlockEnd,
+    /// The conditional branch's target, when the block ends in one.
+    target: u64,
+    /// The block's bytes from `pc`, its last instruction's among them.
+    bytes: u32,
+    instructions: u16,
+    end: EndKind,
+    last_bytes: u8,
     /// Its index in the attribution, when there is one.
     index: u32,
 }
 
+/// How a block ends, as [`ModelBlock`] keeps [`BlockEnd`].
+#[derive(Clone, Copy, Default)]
+#[repr(u8)]
+enum EndKind {
+    #[default]
+    Other,
+    Conditional,
+    Indirect,
+}
+
+impl ModelBlock {
+    fn new(pc: u64, instructions: usize, bytes: u64, end: BlockEnd) -> ModelBlock {
+        let next = pc.wrapping_add(bytes);
+        let (kind, at, target) = match end {
+            BlockEnd::Other => (EndKind::Other, next, 0),
+            BlockEnd::Conditional { pc, target, .. } => (EndKind::Conditional, pc, target),
+            BlockEnd::Indirect { pc } => (EndKind::Indirect, pc, 0),
+        };
+        ModelBlock {
+            pc,
+            target,
+            // A block is at most two pages, of at most 512 instructions.
+            bytes: bytes as u32,
+            instructions: instructions as u16,
+            end: kind,
+            last_bytes: next.wrapping_sub(at) as u8,
+            index: u32::MAX,
+        }
+    }
+
+    #[inline(always)]
+    fn mode(&self) -> Mode {
+        if self.pc >= KERNEL_HALF {
+            Mode::Kernel
+        } else {
+            Mode::User
+        }
+    }
+
+    #[inline(always)]
+    fn end(&self) -> BlockEnd {
+        // The branch is the last instruction, and falls through to the
+        // block's end.
+        let next = self.pc.wrapping_add(u64::from(self.bytes));
+        let at = next.wrapping_sub(u64::from(self.last_bytes));
+        match self.end {
+            EndKind::Other => BlockEnd::Other,
+            EndKind::Conditional => BlockEnd::Conditional {
+                pc: at,
+                target: self.target,
+                next,
+            },
+            EndKind::Indirect => BlockEnd::Indirect { pc: at },
+        }
+    }
+}
+
+/// Blocks per chunk of [`ModelState::blocks`].
+const BLOCK_CHUNK: usize = 4096;
+
 struct ModelState {
     model: Model,
-    /// Every block translated, boxed so the callbacks' pointers stay valid
-    /// as the vector grows; a block's place here is its index in the
-    /// attribution too (both grow together).
-    #[allow(clippy::vec_box)]
-    blocks: Vec<Box<ModelBlock>>,
+    /// Every block translated, in order, in chunks that never move (the
+    /// callbacks hold pointers into them).
+    blocks: Vec<Box<[ModelBlock]>>,
+    /// Blocks in the last chunk.
+    filled: usize,
     /// The counts when the open region started.
     open: Option<[Counts; 2]>,
     /// The open part's number and the counts when it started.
@@ -236,23 +304,27 @@ fn between(start: &[Counts; 2], now: &[Counts; 2]) -> [Counts; 2] {
 
 /// The model, when the plugin runs it. Round-robin TCG (which icount
 /// implies) runs every vCPU on one thread, so the lock is never contended
-/// and the order of events is the guest's own.
+/// and the order of events is the guest's own; once that is known (see
+/// [`on_vcpu_init`]) the callbacks of every block and memory access skip
+/// it altogether.
 static MODEL: ModelLock = ModelLock {
     locked: AtomicBool::new(false),
     state: UnsafeCell::new(None),
 };
 
-/// A lock taken on every memory access and every block the guest runs:
-/// uncontended, a compare-and-swap to take and a plain release store to
-/// give back, half what `std::sync::Mutex` costs there (its unlock is
-/// another atomic exchange). The plugin aborts on a panic (`panic =
-/// "abort"`), so there is no poisoning to track.
+/// A lock taken on every memory access and every block the guest runs
+/// until every vCPU is seen to run on one thread: uncontended, a
+/// compare-and-swap to take and a plain release store to give back, half
+/// what `std::sync::Mutex` costs there (its unlock is another atomic
+/// exchange). The plugin aborts on a panic (`panic = "abort"`), so there
+/// is no poisoning to track.
 struct ModelLock {
     locked: AtomicBool,
     state: UnsafeCell<Option<ModelState>>,
 }
 
-// SAFETY: `state` is only reached through `with`, which holds `locked`.
+// SAFETY: `state` is only reached through `with`, which holds `locked`, or
+// through `with_vcpu` on the one thread every vCPU runs on.
 unsafe impl Sync for ModelLock {}
 
 impl ModelLock {
@@ -269,6 +341,59 @@ impl ModelLock {
         self.locked.store(false, Ordering::Release);
         result
     }
+
+    /// [`ModelLock::with`] for a vCPU's callback, without the lock once
+    /// every vCPU runs on the calling thread. A locked atomic operation
+    /// costs more than a few cycles here: it waits for the stores of the
+    /// translated code before it to drain.
+    #[inline(always)]
+    fn with_vcpu<R>(&self, f: impl FnOnce(&mut Option<ModelState>) -> R) -> R {
+        if ONE_THREAD.load(Ordering::Relaxed) {
+            // SAFETY: every vCPU's callbacks run on this thread, one after
+            // the other, and nothing else reaches the model while vCPUs run
+            // (translation runs on this thread too; QEMU pauses the vCPUs
+            // before the exit callback).
+            f(unsafe { &mut *self.state.get() })
+        } else {
+            self.with(f)
+        }
+    }
+}
+
+/// Whether every vCPU announced has started on one thread (round-robin
+/// TCG), set by that thread and read only by vCPU callbacks.
+static ONE_THREAD: AtomicBool = AtomicBool::new(false);
+
+/// The threads the vCPUs started on, as far as they have started.
+struct VcpuThreads {
+    announced: u32,
+    started: u32,
+    first: Option<std::thread::ThreadId>,
+    apart: bool,
+}
+
+static VCPU_THREADS: Mutex<VcpuThreads> = Mutex::new(VcpuThreads {
+    announced: 1,
+    started: 0,
+    first: None,
+    apart: false,
+});
+
+/// QEMU runs a vCPU's init callback on the thread that runs that vCPU: one
+/// thread for all under round-robin TCG, one per vCPU under multi-threaded
+/// TCG (which never sets [`ONE_THREAD`]).
+unsafe extern "C" fn on_vcpu_init(_id: sys::qemu_plugin_id_t, _vcpu: c_uint) {
+    let mut threads = VCPU_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let me = std::thread::current().id();
+    match threads.first {
+        None => threads.first = Some(me),
+        Some(first) if first != me => threads.apart = true,
+        Some(_) => {}
+    }
+    threads.started += 1;
+    if !threads.apart && threads.started >= threads.announced {
+        ONE_THREAD.store(true, Ordering::Relaxed);
+    }
 }
 
 impl ModelState {
@@ -276,6 +401,7 @@ impl ModelState {
         ModelState {
             model,
             blocks: Vec::new(),
+            filled: 0,
             open: None,
             open_part: None,
             parts: Vec::new(),
@@ -283,6 +409,19 @@ impl ModelState {
             attribution,
             block_regions: Vec::new(),
         }
+    }
+
+    /// Keeps `block` and returns where it is.
+    fn add_block(&mut self, block: ModelBlock) -> *const ModelBlock {
+        if self.blocks.is_empty() || self.filled == BLOCK_CHUNK {
+            self.blocks
+                .push(vec![ModelBlock::default(); BLOCK_CHUNK].into_boxed_slice());
+            self.filled = 0;
+        }
+        let chunk = self.blocks.last_mut().expect("a chunk was just added");
+        chunk[self.filled] = block;
+        self.filled += 1;
+        &chunk[self.filled - 1]
     }
 
     fn start_region(&mut self) {
@@ -338,8 +477,11 @@ impl ModelState {
         let mut user = [0u64; attribution::VALUES];
         let mut kernel: HashMap<u64, Values> = HashMap::new();
         for (block, values) in region {
-            let b = &self.blocks[*block as usize];
-            let into = match b.mode {
+            // Blocks and the attribution grow together, one a translation:
+            // a block's index is its place among the chunks.
+            let at = *block as usize;
+            let b = &self.blocks[at / BLOCK_CHUNK][at % BLOCK_CHUNK];
+            let into = match b.mode() {
                 Mode::User => &mut user,
                 Mode::Kernel => kernel.entry(b.pc).or_insert([0; attribution::VALUES]),
             };
@@ -389,6 +531,12 @@ impl ModelState {
             c.memory_cycles,
             c.coherence_cycles,
             c.mispredict_cycles
+        )?;
+        writeln!(
+            out,
+            "# model addresses: data by guest physical address ({} accesses without \
+             one, by virtual address), instructions by virtual address",
+            VIRTUAL_ACCESSES.load(Ordering::Relaxed)
         )
     }
 
@@ -586,39 +734,105 @@ unsafe extern "C" fn on_mark(_vcpu: c_uint, userdata: *mut c_void) {
 }
 
 unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
-    // SAFETY: `block` is one of the model's boxed blocks, which live as
-    // long as the plugin.
-    let b = unsafe { &*(block as *const ModelBlock) };
+    // SAFETY: `block` points into one of the model's chunks of blocks,
+    // which live as long as the plugin.
+    let b = unsafe { *(block as *const ModelBlock) };
+    // QEMU's plugin API gives no physical address for instructions (only a
+    // host one): the L1i holds them by virtual address.
+    let lines = model::lines(b.pc, u64::from(b.bytes));
     let vcpu = vcpu as usize;
-    MODEL.with(|m| {
+    MODEL.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
+        let instructions = u64::from(b.instructions);
         let Some(a) = m.attribution.as_mut() else {
             m.model
-                .block(vcpu, b.pc, b.mode, b.instructions, &b.lines, b.end);
+                .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
             return;
         };
         let before = attribution::values(&m.model.vcpu_counts(vcpu));
         m.model
-            .block(vcpu, b.pc, b.mode, b.instructions, &b.lines, b.end);
+            .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
         let after = attribution::values(&m.model.vcpu_counts(vcpu));
         a.enter(vcpu, b.index, &before, &after);
     });
 }
 
-unsafe extern "C" fn on_model_access(
+/// Data accesses QEMU gave no physical address for (the model takes them
+/// by virtual address).
+static VIRTUAL_ACCESSES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes per guest page: an access that crosses a page boundary may go on
+/// at an unrelated physical address.
+const PAGE: u64 = 4096;
+
+/// The guest physical address of the access at `vaddr`, from the TLB entry
+/// the access has just used; `None` when QEMU has none.
+#[inline(always)]
+unsafe fn physical(info: sys::qemu_plugin_meminfo_t, vaddr: u64) -> Option<u64> {
+    let hwaddr = sys::qemu_plugin_get_hwaddr(info, vaddr);
+    if hwaddr.is_null() {
+        return None;
+    }
+    Some(sys::qemu_plugin_hwaddr_phys_addr(hwaddr))
+}
+
+#[inline(always)]
+unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u64, store: bool) {
+    let size = 1u64 << sys::qemu_plugin_mem_size_shift(info);
+    let in_page = PAGE - (vaddr & (PAGE - 1));
+    // The caches are physically tagged: two processes' data at the same
+    // virtual address are different lines, one page mapped twice is one.
+    let (first, rest) = if size <= in_page {
+        (physical(info, vaddr), None)
+    } else {
+        let next = vaddr.wrapping_add(in_page);
+        (physical(info, vaddr), Some((next, physical(info, next))))
+    };
+    MODEL.with_vcpu(|m| {
+        let Some(m) = m.as_mut() else { return };
+        let v = vcpu as usize;
+        let (head, tail) = match rest {
+            None => (size, 0),
+            Some(_) => (in_page, size - in_page),
+        };
+        match first {
+            Some(address) => m.model.data(v, address, head, store),
+            None => {
+                VIRTUAL_ACCESSES.fetch_add(1, Ordering::Relaxed);
+                m.model.data_virtual(v, vaddr, head, store)
+            }
+        }
+        match rest {
+            None => {}
+            Some((_, Some(address))) => m.model.data(v, address, tail, store),
+            Some((next, None)) => {
+                VIRTUAL_ACCESSES.fetch_add(1, Ordering::Relaxed);
+                m.model.data_virtual(v, next, tail, store)
+            }
+        }
+    });
+}
+
+/// Loads and stores call back apart, so that neither asks QEMU which it is.
+unsafe extern "C" fn on_model_load(
     vcpu: c_uint,
     info: sys::qemu_plugin_meminfo_t,
     vaddr: u64,
     _userdata: *mut c_void,
 ) {
-    let size = 1u64 << sys::qemu_plugin_mem_size_shift(info);
-    let store = sys::qemu_plugin_mem_is_store(info);
-    MODEL.with(|m| {
-        if let Some(m) = m.as_mut() {
-            m.model.data(vcpu as usize, vaddr, size, store);
-        }
-    });
+    model_access(vcpu, info, vaddr, false);
 }
+
+unsafe extern "C" fn on_model_store(
+    vcpu: c_uint,
+    info: sys::qemu_plugin_meminfo_t,
+    vaddr: u64,
+    _userdata: *mut c_void,
+) {
+    model_access(vcpu, info, vaddr, true);
+}
+
+type MemCallback = unsafe extern "C" fn(c_uint, sys::qemu_plugin_meminfo_t, u64, *mut c_void);
 
 /// Registers the model's callbacks on a block being translated.
 unsafe fn instrument_for_model(tb: *mut sys::qemu_plugin_tb) {
@@ -632,52 +846,50 @@ unsafe fn instrument_for_model(tb: *mut sys::qemu_plugin_tb) {
 unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
     let n = sys::qemu_plugin_tb_n_insns(tb);
     let pc = sys::qemu_plugin_tb_vaddr(tb);
-    let mut lines = Vec::new();
+    let mut bytes_end = pc;
     let mut end = BlockEnd::Other;
     for i in 0..n {
         let insn = sys::qemu_plugin_tb_get_insn(tb, i);
         let address = sys::qemu_plugin_insn_vaddr(insn);
         let size = sys::qemu_plugin_insn_size(insn);
-        model::push_lines(&mut lines, address, size as u64);
+        // A block's instructions follow each other without gaps.
+        bytes_end = address.wrapping_add(size as u64);
         if i + 1 == n {
             let mut bytes = [0u8; 16];
             let size = size.min(bytes.len());
             sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), size);
             end = model::classify(address, &bytes[..size]);
         }
-        sys::qemu_plugin_register_vcpu_mem_cb(
-            insn,
-            Some(on_model_access),
-            sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-            sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-            std::ptr::null_mut(),
-        );
+        for (callback, rw) in [
+            (
+                on_model_load as MemCallback,
+                sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_R,
+            ),
+            (on_model_store, sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_W),
+        ] {
+            sys::qemu_plugin_register_vcpu_mem_cb(
+                insn,
+                Some(callback),
+                sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                rw,
+                std::ptr::null_mut(),
+            );
+        }
     }
     let index = m
         .attribution
         .as_mut()
         .map_or(u32::MAX, Attribution::add_block);
-    let block = Box::new(ModelBlock {
-        pc,
-        mode: if pc >= KERNEL_HALF {
-            Mode::Kernel
-        } else {
-            Mode::User
-        },
-        instructions: n as u64,
-        lines,
-        end,
-        index,
-    });
-    let pointer = (&*block as *const ModelBlock).cast_mut().cast();
-    m.blocks.push(block);
+    let mut record = ModelBlock::new(pc, n, bytes_end.wrapping_sub(pc), end);
+    record.index = index;
+    let pointer = m.add_block(record);
     // Registered before the block's memory callbacks run, so the block's
     // mode is set when its accesses are counted.
     sys::qemu_plugin_register_vcpu_tb_exec_cb(
         tb,
         Some(on_model_block),
         sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
-        pointer,
+        pointer.cast_mut().cast(),
     );
 }
 
@@ -859,6 +1071,11 @@ pub unsafe extern "C" fn qemu_plugin_install(
         open: false,
         regions: Vec::new(),
     });
+    VCPU_THREADS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .announced = vcpus.max(1) as u32;
+    sys::qemu_plugin_register_vcpu_init_cb(id, Some(on_vcpu_init));
     sys::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate));
     sys::qemu_plugin_register_atexit_cb(id, Some(on_exit), std::ptr::null_mut());
     0
@@ -905,7 +1122,7 @@ mod tests {
             0xffff_ffff_8100_0000,
             Mode::Kernel,
             n,
-            &[1],
+            1..2,
             BlockEnd::Other,
         );
     }
@@ -994,5 +1211,32 @@ mod tests {
             count(&text, "part5/kernel:instructions").is_empty(),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_block_record_gives_back_the_block_it_was_made_of() {
+        let cases = [
+            (0x40_1000, 7, 30, BlockEnd::Other),
+            (
+                0xffff_ffff_8100_0000,
+                3,
+                17,
+                BlockEnd::Conditional {
+                    pc: 0xffff_ffff_8100_000b,
+                    target: 0xffff_ffff_80ff_ff00,
+                    next: 0xffff_ffff_8100_0011,
+                },
+            ),
+            (0x40_2000, 2, 4, BlockEnd::Indirect { pc: 0x40_2003 }),
+        ];
+        for (pc, instructions, bytes, end) in cases {
+            let record = ModelBlock::new(pc, instructions, bytes, end);
+            assert_eq!(record.end(), end);
+            assert_eq!(u64::from(record.instructions), instructions as u64);
+            assert_eq!(u64::from(record.bytes), bytes);
+            let kernel = pc >= KERNEL_HALF;
+            assert_eq!(record.mode() == Mode::Kernel, kernel);
+        }
+        assert_eq!(std::mem::size_of::<ModelBlock>(), 32);
     }
 }

@@ -15,9 +15,22 @@
 //! Nothing here depends on host addresses, time or randomness: the same
 //! streams give the same counts.
 
+use std::ops::Range;
+
+#[cfg(test)]
+mod reference;
+
 /// Bytes per cache line, at every level.
 pub const LINE: u64 = 64;
 const LINE_BITS: u32 = LINE.trailing_zeros();
+
+/// Marks the line numbers of virtual addresses: the caches hold data by
+/// guest physical address and instructions by virtual address, and this
+/// bit keeps the two apart where they meet (the L2 and the last level). A
+/// line number is an address shifted by [`LINE_BITS`], so no line of a
+/// 64-bit address has it, and it leaves the set index (the low bits) as it
+/// is.
+pub const VIRTUAL: u64 = 1 << 62;
 
 /// A cache's size and associativity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,7 +205,7 @@ const EMPTY: u64 = u64::MAX;
 pub struct Cache {
     ways: usize,
     set_mask: u64,
-    tags: Vec<u64>,
+    tags: Box<[u64]>,
 }
 
 impl Cache {
@@ -201,10 +214,11 @@ impl Cache {
         Ok(Cache {
             ways: g.ways as usize,
             set_mask: sets - 1,
-            tags: vec![EMPTY; (sets * u64::from(g.ways)) as usize],
+            tags: vec![EMPTY; (sets * u64::from(g.ways)) as usize].into_boxed_slice(),
         })
     }
 
+    #[inline(always)]
     fn set(&mut self, line: u64) -> &mut [u64] {
         let start = (line & self.set_mask) as usize * self.ways;
         &mut self.tags[start..start + self.ways]
@@ -212,12 +226,20 @@ impl Cache {
 
     /// Looks `line` up and makes it the set's most recent, filling it (in
     /// place of the least recent way) when it was missing or invalid.
+    #[inline(always)]
     pub fn access(&mut self, line: u64) -> Lookup {
         let set = self.set(line);
         // Most accesses hit the most recent way: nothing moves.
         if set[0] == line {
             return Lookup::Hit;
         }
+        Self::reorder(set, line)
+    }
+
+    /// The rest of [`Cache::access`], out of line so that only the test of
+    /// the most recent way is inlined into every caller.
+    #[inline(never)]
+    fn reorder(set: &mut [u64], line: u64) -> Lookup {
         let (found, at) = match set.iter().position(|&t| t & !INVALID == line) {
             Some(i) if set[i] & INVALID == 0 => (Lookup::Hit, i),
             Some(i) => (Lookup::Invalidated, i),
@@ -366,6 +388,9 @@ pub enum BlockEnd {
     Indirect { pc: u64 },
 }
 
+/// Entries of each vCPU's table of the lines it owns (see `Core::owned`).
+const OWNED_SLOTS: usize = 1024;
+
 /// One vCPU's private caches and branch state.
 #[derive(Debug, Clone)]
 struct Core {
@@ -376,6 +401,13 @@ struct Core {
     /// The branch that ended the last block, resolved by the next block.
     pending: BlockEnd,
     counts: [Counts; 2],
+    /// Lines this vCPU stored to, invalidating every other vCPU's copy,
+    /// that no other vCPU has brought into its L1d or L2 since: another
+    /// store to one of them has nothing to invalidate, so it skips the scan
+    /// of the other vCPUs' caches (which would change nothing). Direct
+    /// mapped by line number; a line that loses its slot is only scanned
+    /// for again. `EMPTY` where none.
+    owned: Box<[u64]>,
 }
 
 /// The whole machine's model.
@@ -385,8 +417,10 @@ pub struct Model {
     cores: Vec<Core>,
     llc: Cache,
     gshare: Vec<u8>,
+    gshare_mask: u64,
     history: u64,
     btb: Vec<u64>,
+    btb_mask: u64,
 }
 
 impl Model {
@@ -399,23 +433,26 @@ impl Model {
             mode: Mode::Kernel,
             pending: BlockEnd::Other,
             counts: [Counts::default(); 2],
+            owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
             llc: Cache::new(config.llc)?,
             // Weakly not taken: one taken outcome turns a counter.
             gshare: vec![1; 1 << config.gshare_bits],
+            gshare_mask: (1 << config.gshare_bits) - 1,
             history: 0,
             btb: vec![EMPTY; 1 << config.btb_bits],
+            btb_mask: (1 << config.btb_bits) - 1,
             config,
         })
     }
 
-    fn core(&mut self, vcpu: usize) -> &mut Core {
-        // A vCPU index beyond those announced (hot-plug) shares the last
-        // core rather than failing the guest.
-        let last = self.cores.len() - 1;
-        &mut self.cores[vcpu.min(last)]
+    /// The core of `vcpu`: a vCPU index beyond those announced (hot-plug)
+    /// shares the last core rather than failing the guest.
+    #[inline(always)]
+    fn index(&self, vcpu: usize) -> usize {
+        vcpu.min(self.cores.len() - 1)
     }
 
     /// The counts of every vCPU, user and kernel.
@@ -429,86 +466,147 @@ impl Model {
     }
 
     /// A block starts on `vcpu` at `pc`, of `instructions` instructions
-    /// whose bytes span the lines `lines` (line numbers, in order), ending
-    /// as `end` says.
+    /// whose bytes span the lines `lines` (line numbers, as [`lines`] gives
+    /// them), ending as `end` says.
+    #[inline]
     pub fn block(
         &mut self,
         vcpu: usize,
         pc: u64,
         mode: Mode,
         instructions: u64,
-        lines: &[u64],
+        lines: Range<u64>,
         end: BlockEnd,
     ) {
-        self.resolve_branch(vcpu, pc);
-        let core = self.core(vcpu);
+        let v = self.index(vcpu);
+        let pending = std::mem::replace(&mut self.cores[v].pending, end);
+        if pending != BlockEnd::Other {
+            self.resolve_branch(v, pending, pc);
+        }
+        let core = &mut self.cores[v];
         core.mode = mode;
-        core.pending = end;
         core.counts[mode as usize].instructions += instructions;
-        for &line in lines {
-            self.fetch(vcpu, line);
+        for line in lines {
+            if self.cores[v].l1i.access(line) != Lookup::Hit {
+                self.fetch_miss(v, line);
+            }
         }
     }
 
-    fn fetch(&mut self, vcpu: usize, line: u64) {
-        let core = self.core(vcpu);
+    /// An instruction fetch that missed the L1i.
+    #[inline(never)]
+    fn fetch_miss(&mut self, v: usize, line: u64) {
+        let core = &mut self.cores[v];
         let mode = core.mode as usize;
-        if core.l1i.access(line) == Lookup::Hit {
-            return;
-        }
         core.counts[mode].l1i_misses += 1;
         if core.l2.access(line) == Lookup::Hit {
             return;
         }
         core.counts[mode].l2_misses += 1;
         if self.llc.access(line) != Lookup::Hit {
-            self.core(vcpu).counts[mode].llc_misses += 1;
+            self.cores[v].counts[mode].llc_misses += 1;
+        }
+        // The line is valid in this vCPU's L2 now.
+        if self.cores.len() > 1 {
+            self.disown(v, line);
         }
     }
 
-    /// A data access of `size` bytes at `address` by `vcpu`.
+    /// A data access of `size` bytes at (physical) `address` by `vcpu`.
+    #[inline]
     pub fn data(&mut self, vcpu: usize, address: u64, size: u64, store: bool) {
-        let first = address >> LINE_BITS;
-        let last = address.wrapping_add(size.max(1) - 1) >> LINE_BITS;
-        self.data_line(vcpu, first, store);
+        self.data_in(vcpu, address, size, store, 0);
+    }
+
+    /// A data access by virtual address, for one whose physical address is
+    /// not known: its lines are apart from every physical line.
+    pub fn data_virtual(&mut self, vcpu: usize, address: u64, size: u64, store: bool) {
+        self.data_in(vcpu, address, size, store, VIRTUAL);
+    }
+
+    #[inline(always)]
+    fn data_in(&mut self, vcpu: usize, address: u64, size: u64, store: bool, space: u64) {
+        let v = self.index(vcpu);
+        let first = (address >> LINE_BITS) | space;
+        let last = (address.wrapping_add(size.max(1) - 1) >> LINE_BITS) | space;
+        self.data_line(v, first, store);
         if last != first {
-            self.data_line(vcpu, last, store);
+            self.data_line(v, last, store);
         }
     }
 
-    fn data_line(&mut self, vcpu: usize, line: u64, store: bool) {
-        let core = self.core(vcpu);
-        let mode = core.mode as usize;
-        let l1 = core.l1d.access(line);
+    #[inline(always)]
+    fn data_line(&mut self, v: usize, line: u64, store: bool) {
+        let l1 = self.cores[v].l1d.access(line);
         if l1 != Lookup::Hit {
-            core.counts[mode].l1d_misses += 1;
-            let l2 = core.l2.access(line);
-            if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
-                core.counts[mode].coherence_misses += 1;
-                // The other core's copy passes through the shared level.
-                self.llc.access(line);
-            } else if l2 == Lookup::Miss {
-                core.counts[mode].l2_misses += 1;
-                if self.llc.access(line) != Lookup::Hit {
-                    self.core(vcpu).counts[mode].llc_misses += 1;
-                }
-            }
+            self.data_miss(v, line, l1);
         }
         if store && self.cores.len() > 1 {
-            let me = vcpu.min(self.cores.len() - 1);
-            for (other, core) in self.cores.iter_mut().enumerate() {
-                if other != me {
-                    core.l1d.invalidate(line);
-                    core.l2.invalidate(line);
-                }
+            self.store_shared(v, line);
+        }
+    }
+
+    /// A data access that did not hit the L1d (`l1` says whether the line
+    /// was missing or there invalidated), which the L1d has just filled.
+    #[inline(never)]
+    fn data_miss(&mut self, v: usize, line: u64, l1: Lookup) {
+        let core = &mut self.cores[v];
+        let mode = core.mode as usize;
+        core.counts[mode].l1d_misses += 1;
+        let l2 = core.l2.access(line);
+        if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
+            core.counts[mode].coherence_misses += 1;
+            // The other core's copy passes through the shared level.
+            self.llc.access(line);
+        } else if l2 == Lookup::Miss {
+            core.counts[mode].l2_misses += 1;
+            if self.llc.access(line) != Lookup::Hit {
+                self.cores[v].counts[mode].llc_misses += 1;
+            }
+        }
+        if self.cores.len() > 1 {
+            self.disown(v, line);
+        }
+    }
+
+    /// `line` has become valid in vCPU `v`'s L1d or L2: no other vCPU owns
+    /// it any more.
+    fn disown(&mut self, v: usize, line: u64) {
+        let slot = line as usize % OWNED_SLOTS;
+        for (other, core) in self.cores.iter_mut().enumerate() {
+            if other != v && core.owned[slot] == line {
+                core.owned[slot] = EMPTY;
             }
         }
     }
 
-    fn resolve_branch(&mut self, vcpu: usize, pc: u64) {
-        let core = self.core(vcpu);
-        let mode = core.mode as usize;
-        let pending = std::mem::replace(&mut core.pending, BlockEnd::Other);
+    /// A store by vCPU `v` invalidates `line` in every other vCPU's L1d and
+    /// L2, unless `v` owns the line (then no other vCPU holds it valid).
+    #[inline]
+    fn store_shared(&mut self, v: usize, line: u64) {
+        let slot = line as usize % OWNED_SLOTS;
+        if self.cores[v].owned[slot] == line {
+            return;
+        }
+        self.invalidate_others(v, line);
+        self.cores[v].owned[slot] = line;
+    }
+
+    #[inline(never)]
+    fn invalidate_others(&mut self, v: usize, line: u64) {
+        for (other, core) in self.cores.iter_mut().enumerate() {
+            if other != v {
+                core.l1d.invalidate(line);
+                core.l2.invalidate(line);
+            }
+        }
+    }
+
+    /// The branch that ended the last block of vCPU `v` (`pending`, not
+    /// `BlockEnd::Other`), resolved by where the next block starts (`pc`).
+    #[inline(never)]
+    fn resolve_branch(&mut self, v: usize, pending: BlockEnd, pc: u64) {
+        let mode = self.cores[v].mode as usize;
         match pending {
             BlockEnd::Other => {}
             BlockEnd::Conditional {
@@ -527,7 +625,7 @@ impl Model {
                 } else {
                     return;
                 };
-                let mask = (1u64 << self.config.gshare_bits) - 1;
+                let mask = self.gshare_mask;
                 let index = ((at ^ self.history) & mask) as usize;
                 let counter = &mut self.gshare[index];
                 let predicted = *counter >= 2;
@@ -537,18 +635,17 @@ impl Model {
                     counter.saturating_sub(1)
                 };
                 self.history = ((self.history << 1) | u64::from(taken)) & mask;
-                let c = &mut self.core(vcpu).counts[mode];
+                let c = &mut self.cores[v].counts[mode];
                 c.conditional_branches += 1;
                 if predicted != taken {
                     c.conditional_mispredicts += 1;
                 }
             }
             BlockEnd::Indirect { pc: at } => {
-                let mask = (1u64 << self.config.btb_bits) - 1;
-                let slot = &mut self.btb[(at & mask) as usize];
+                let slot = &mut self.btb[(at & self.btb_mask) as usize];
                 let hit = *slot == pc;
                 *slot = pc;
-                let c = &mut self.core(vcpu).counts[mode];
+                let c = &mut self.cores[v].counts[mode];
                 c.indirect_branches += 1;
                 if !hit {
                     c.indirect_mispredicts += 1;
@@ -567,16 +664,17 @@ impl Model {
     }
 }
 
-/// The lines an instruction of `size` bytes at `address` touches, added to
-/// `lines` unless the last one there is already it.
-pub fn push_lines(lines: &mut Vec<u64>, address: u64, size: u64) {
-    let first = address >> LINE_BITS;
-    let last = address.wrapping_add(size.max(1) - 1) >> LINE_BITS;
-    for line in first..=last {
-        if lines.last() != Some(&line) {
-            lines.push(line);
-        }
+/// The lines the `bytes` bytes from (virtual) `address` span, as
+/// [`Model::block`] takes them: a block's instructions lie end to end, so
+/// its lines are the ones from its first byte's to its last byte's, each
+/// marked [`VIRTUAL`].
+pub fn lines(address: u64, bytes: u64) -> Range<u64> {
+    let first = (address >> LINE_BITS) | VIRTUAL;
+    if bytes == 0 {
+        return first..first;
     }
+    let last = (address.wrapping_add(bytes - 1) >> LINE_BITS) | VIRTUAL;
+    first..last + 1
 }
 
 /// What a block's last instruction is, from its bytes (x86-64), for the
@@ -669,7 +767,7 @@ mod tests {
     fn user_model(config: Config, vcpus: usize) -> Model {
         let mut m = Model::new(config, vcpus).unwrap();
         for v in 0..vcpus {
-            m.block(v, 0x1000, Mode::User, 0, &[], BlockEnd::Other);
+            m.block(v, 0x1000, Mode::User, 0, 0..0, BlockEnd::Other);
         }
         m
     }
@@ -777,14 +875,95 @@ mod tests {
         assert_eq!(after.l2_misses, 1);
     }
 
+    /// A long random stream on 1 to 4 vCPUs (and a vCPU index beyond
+    /// them), with caches small enough that lines are evicted, invalidated
+    /// by other vCPUs' stores and filled again all the time, lines shared
+    /// between vCPUs and between instructions and data, accesses across
+    /// line boundaries, and branches resolved every way: after every event
+    /// the counts are those of the model as first written, which scans
+    /// every other vCPU's caches on every store.
+    #[test]
+    fn the_model_counts_what_the_straightforward_one_counts() {
+        for vcpus in 1..=4 {
+            let mut fast = Model::new(small(), vcpus).unwrap();
+            let mut slow = reference::Model::new(small(), vcpus).unwrap();
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ vcpus as u64;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut vcpu = 0;
+            let mut ends = vec![BlockEnd::Other; vcpus + 1];
+            for _ in 0..200_000 {
+                if next() % 40 == 0 {
+                    // Now and then an index no vCPU was announced with.
+                    vcpu = (next() % (vcpus as u64 + 1)) as usize;
+                }
+                if next() % 10 < 3 {
+                    let pc = match (ends[vcpu], next() % 3) {
+                        (BlockEnd::Conditional { target, .. }, 0) => target,
+                        (BlockEnd::Conditional { next, .. }, 1) => next,
+                        _ => 0xc000 + next() % 0x8000,
+                    };
+                    let bytes = 1 + next() % 200;
+                    let last = pc + bytes - 2;
+                    let end = match next() % 4 {
+                        0 | 1 => BlockEnd::Conditional {
+                            pc: last,
+                            target: 0xc000 + next() % 0x8000,
+                            next: pc + bytes,
+                        },
+                        2 => BlockEnd::Indirect { pc: last },
+                        _ => BlockEnd::Other,
+                    };
+                    ends[vcpu] = end;
+                    let mode = if next() % 2 == 0 {
+                        Mode::User
+                    } else {
+                        Mode::Kernel
+                    };
+                    let range = lines(pc, bytes);
+                    let list: Vec<u64> = range.clone().collect();
+                    fast.block(vcpu, pc, mode, bytes / 3, range, end);
+                    slow.block(vcpu, pc, mode, bytes / 3, &list, end);
+                } else {
+                    let address = match next() % 10 {
+                        // A few hot lines every vCPU reads and writes.
+                        0..=5 => 0x1_0000 + next() % 0x200,
+                        6..=8 => next() % 0x1_0000,
+                        // Wide enough for the ownership table's slots to collide.
+                        _ => next() % 0x40_0000,
+                    };
+                    let size = 1 << (next() % 5);
+                    let store = next() % 5 < 2;
+                    // Data by virtual address meets the instructions' lines.
+                    if next() % 2 == 0 {
+                        fast.data(vcpu, address, size, store);
+                        slow.data(vcpu, address, size, store, 0);
+                    } else {
+                        fast.data_virtual(vcpu, address, size, store);
+                        slow.data(vcpu, address, size, store, VIRTUAL);
+                    }
+                }
+                assert_eq!(fast.counts(), slow.counts());
+            }
+            let [user, kernel] = fast.counts();
+            assert!(user.l1i_misses > 0 && kernel.l2_misses > 0 && user.llc_misses > 0);
+            assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);
+            assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
+        }
+    }
+
     /// Runs a loop whose conditional branch at `pc` goes by `outcomes`.
     fn branches(m: &mut Model, outcomes: impl Iterator<Item = bool>) {
         let (pc, target, next) = (0x1010, 0x1000, 0x1012);
         let end = BlockEnd::Conditional { pc, target, next };
-        m.block(0, 0x1000, Mode::User, 4, &[], end);
+        m.block(0, 0x1000, Mode::User, 4, 0..0, end);
         for taken in outcomes {
             let to = if taken { target } else { next };
-            m.block(0, to, Mode::User, 4, &[], end);
+            m.block(0, to, Mode::User, 4, 0..0, end);
         }
     }
 
@@ -829,13 +1008,13 @@ mod tests {
             target: 0x1000,
             next: 0x1012,
         };
-        m.block(0, 0x1000, Mode::User, 4, &[], end);
+        m.block(0, 0x1000, Mode::User, 4, 0..0, end);
         m.block(
             0,
             0xffff_ffff_8100_0000,
             Mode::Kernel,
             4,
-            &[],
+            0..0,
             BlockEnd::Other,
         );
         assert_eq!(m.counts()[0].conditional_branches, 0);
@@ -847,8 +1026,8 @@ mod tests {
         let mut m = user_model(Config::default(), 1);
         let end = BlockEnd::Indirect { pc: 0x2000 };
         for to in [0x3000, 0x3000, 0x3000, 0x4000, 0x3000, 0x3000] {
-            m.block(0, 0x1ff0, Mode::User, 3, &[], end);
-            m.block(0, to, Mode::User, 3, &[], BlockEnd::Other);
+            m.block(0, 0x1ff0, Mode::User, 3, 0..0, end);
+            m.block(0, to, Mode::User, 3, 0..0, BlockEnd::Other);
         }
         let c = user(&m);
         assert_eq!(c.indirect_branches, 6);
@@ -859,13 +1038,12 @@ mod tests {
     #[test]
     fn instruction_fetches_miss_per_line_and_counts_go_to_the_blocks_mode() {
         let mut m = Model::new(small(), 1).unwrap();
-        let mut lines = Vec::new();
-        for a in (0x1000..0x1100).step_by(4) {
-            push_lines(&mut lines, a, 4);
-        }
-        assert_eq!(lines, [0x40, 0x41, 0x42, 0x43]);
-        m.block(0, 0x1000, Mode::Kernel, 64, &lines, BlockEnd::Other);
-        m.block(0, 0x1000, Mode::Kernel, 64, &lines, BlockEnd::Other);
+        let lines = lines(0x1000, 0x100);
+        assert_eq!(lines, (0x40 | VIRTUAL)..(0x44 | VIRTUAL));
+        assert_eq!(super::lines(0x103f, 2), (0x40 | VIRTUAL)..(0x42 | VIRTUAL));
+        assert!(super::lines(0x1000, 0).is_empty());
+        m.block(0, 0x1000, Mode::Kernel, 64, lines.clone(), BlockEnd::Other);
+        m.block(0, 0x1000, Mode::Kernel, 64, lines, BlockEnd::Other);
         m.data(0, 0x9000, 8, false);
         let [u, k] = m.counts();
         assert_eq!(u, Counts::default());

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/reboot.h>
 #include <sys/wait.h>
+#include <sched.h>
 
 #define LINE 64
 
@@ -74,6 +75,12 @@ __attribute__((noinline)) static void region(void)
 		break;
 	case 4: { /* two processes, each incrementing its own counter */
 		pid_t child = fork();
+		/* Each process on a vCPU of its own where there are two (on one
+		 * the call fails and both share it). */
+		cpu_set_t cpus;
+		CPU_ZERO(&cpus);
+		CPU_SET(child == 0 ? 1 : 0, &cpus);
+		sched_setaffinity(0, sizeof cpus, &cpus);
 		volatile uint64_t *mine = (volatile uint64_t *)(buffer + (child == 0 ? 0 : bytes));
 		for (size_t i = 0; i < count; i++)
 			(*mine)++;

@@ -1,0 +1,254 @@
+//! The model as it was first written, straightforwardly: a store scans
+//! every other vCPU's caches, a block's lines come as a list. The tests
+//! hold the model against it event by event, so that making the model
+//! faster cannot change a count.
+
+use super::{BlockEnd, Config, Counts, Geometry, Lookup, Mode, EMPTY, INVALID, LINE_BITS};
+
+/// A set-associative cache of line numbers with true LRU: each set's ways
+/// are kept most recently used first.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    ways: usize,
+    set_mask: u64,
+    tags: Vec<u64>,
+}
+
+impl Cache {
+    pub fn new(g: Geometry) -> Result<Cache, String> {
+        let sets = g.sets()?;
+        Ok(Cache {
+            ways: g.ways as usize,
+            set_mask: sets - 1,
+            tags: vec![EMPTY; (sets * u64::from(g.ways)) as usize],
+        })
+    }
+
+    fn set(&mut self, line: u64) -> &mut [u64] {
+        let start = (line & self.set_mask) as usize * self.ways;
+        &mut self.tags[start..start + self.ways]
+    }
+
+    /// Looks `line` up and makes it the set's most recent, filling it (in
+    /// place of the least recent way) when it was missing or invalid.
+    pub fn access(&mut self, line: u64) -> Lookup {
+        let set = self.set(line);
+        // Most accesses hit the most recent way: nothing moves.
+        if set[0] == line {
+            return Lookup::Hit;
+        }
+        let (found, at) = match set.iter().position(|&t| t & !INVALID == line) {
+            Some(i) if set[i] & INVALID == 0 => (Lookup::Hit, i),
+            Some(i) => (Lookup::Invalidated, i),
+            None => (Lookup::Miss, set.len() - 1),
+        };
+        set[..=at].rotate_right(1);
+        set[0] = line;
+        found
+    }
+
+    /// Marks `line` invalid where it is, without moving it; true if it was valid.
+    pub fn invalidate(&mut self, line: u64) -> bool {
+        let set = self.set(line);
+        match set.iter_mut().find(|t| **t == line) {
+            Some(t) => {
+                *t |= INVALID;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// One vCPU's private caches and branch state.
+#[derive(Debug, Clone)]
+struct Core {
+    l1i: Cache,
+    l1d: Cache,
+    l2: Cache,
+    mode: Mode,
+    /// The branch that ended the last block, resolved by the next block.
+    pending: BlockEnd,
+    counts: [Counts; 2],
+}
+
+/// The whole machine's model.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub config: Config,
+    cores: Vec<Core>,
+    llc: Cache,
+    gshare: Vec<u8>,
+    history: u64,
+    btb: Vec<u64>,
+}
+
+impl Model {
+    pub fn new(config: Config, vcpus: usize) -> Result<Model, String> {
+        config.check()?;
+        let core = Core {
+            l1i: Cache::new(config.l1i)?,
+            l1d: Cache::new(config.l1d)?,
+            l2: Cache::new(config.l2)?,
+            mode: Mode::Kernel,
+            pending: BlockEnd::Other,
+            counts: [Counts::default(); 2],
+        };
+        Ok(Model {
+            cores: vec![core; vcpus.max(1)],
+            llc: Cache::new(config.llc)?,
+            // Weakly not taken: one taken outcome turns a counter.
+            gshare: vec![1; 1 << config.gshare_bits],
+            history: 0,
+            btb: vec![EMPTY; 1 << config.btb_bits],
+            config,
+        })
+    }
+
+    fn core(&mut self, vcpu: usize) -> &mut Core {
+        // A vCPU index beyond those announced (hot-plug) shares the last
+        // core rather than failing the guest.
+        let last = self.cores.len() - 1;
+        &mut self.cores[vcpu.min(last)]
+    }
+
+    /// The counts of every vCPU, user and kernel.
+    pub fn counts(&self) -> [Counts; 2] {
+        let mut sum = [Counts::default(); 2];
+        for core in &self.cores {
+            sum[0].add(&core.counts[0]);
+            sum[1].add(&core.counts[1]);
+        }
+        sum
+    }
+
+    /// A block starts on `vcpu` at `pc`, of `instructions` instructions
+    /// whose bytes span the lines `lines` (line numbers, in order), ending
+    /// as `end` says.
+    pub fn block(
+        &mut self,
+        vcpu: usize,
+        pc: u64,
+        mode: Mode,
+        instructions: u64,
+        lines: &[u64],
+        end: BlockEnd,
+    ) {
+        self.resolve_branch(vcpu, pc);
+        let core = self.core(vcpu);
+        core.mode = mode;
+        core.pending = end;
+        core.counts[mode as usize].instructions += instructions;
+        for &line in lines {
+            self.fetch(vcpu, line);
+        }
+    }
+
+    fn fetch(&mut self, vcpu: usize, line: u64) {
+        let core = self.core(vcpu);
+        let mode = core.mode as usize;
+        if core.l1i.access(line) == Lookup::Hit {
+            return;
+        }
+        core.counts[mode].l1i_misses += 1;
+        if core.l2.access(line) == Lookup::Hit {
+            return;
+        }
+        core.counts[mode].l2_misses += 1;
+        if self.llc.access(line) != Lookup::Hit {
+            self.core(vcpu).counts[mode].llc_misses += 1;
+        }
+    }
+
+    /// A data access of `size` bytes at `address` by `vcpu`.
+    /// `space` is ORed into the line numbers, as [`super::VIRTUAL`] is.
+    pub fn data(&mut self, vcpu: usize, address: u64, size: u64, store: bool, space: u64) {
+        let first = (address >> LINE_BITS) | space;
+        let last = (address.wrapping_add(size.max(1) - 1) >> LINE_BITS) | space;
+        self.data_line(vcpu, first, store);
+        if last != first {
+            self.data_line(vcpu, last, store);
+        }
+    }
+
+    fn data_line(&mut self, vcpu: usize, line: u64, store: bool) {
+        let core = self.core(vcpu);
+        let mode = core.mode as usize;
+        let l1 = core.l1d.access(line);
+        if l1 != Lookup::Hit {
+            core.counts[mode].l1d_misses += 1;
+            let l2 = core.l2.access(line);
+            if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
+                core.counts[mode].coherence_misses += 1;
+                // The other core's copy passes through the shared level.
+                self.llc.access(line);
+            } else if l2 == Lookup::Miss {
+                core.counts[mode].l2_misses += 1;
+                if self.llc.access(line) != Lookup::Hit {
+                    self.core(vcpu).counts[mode].llc_misses += 1;
+                }
+            }
+        }
+        if store && self.cores.len() > 1 {
+            let me = vcpu.min(self.cores.len() - 1);
+            for (other, core) in self.cores.iter_mut().enumerate() {
+                if other != me {
+                    core.l1d.invalidate(line);
+                    core.l2.invalidate(line);
+                }
+            }
+        }
+    }
+
+    fn resolve_branch(&mut self, vcpu: usize, pc: u64) {
+        let core = self.core(vcpu);
+        let mode = core.mode as usize;
+        let pending = std::mem::replace(&mut core.pending, BlockEnd::Other);
+        match pending {
+            BlockEnd::Other => {}
+            BlockEnd::Conditional {
+                pc: at,
+                target,
+                next,
+            } => {
+                // Taken when the next block starts at the target, not taken
+                // when it starts at the fall-through (as QEMU's cflow plugin
+                // tells them apart); anything else is an interrupt or a
+                // fault between the blocks, which resolves nothing.
+                let taken = if pc == next && pc != target {
+                    false
+                } else if pc == target {
+                    true
+                } else {
+                    return;
+                };
+                let mask = (1u64 << self.config.gshare_bits) - 1;
+                let index = ((at ^ self.history) & mask) as usize;
+                let counter = &mut self.gshare[index];
+                let predicted = *counter >= 2;
+                *counter = if taken {
+                    (*counter + 1).min(3)
+                } else {
+                    counter.saturating_sub(1)
+                };
+                self.history = ((self.history << 1) | u64::from(taken)) & mask;
+                let c = &mut self.core(vcpu).counts[mode];
+                c.conditional_branches += 1;
+                if predicted != taken {
+                    c.conditional_mispredicts += 1;
+                }
+            }
+            BlockEnd::Indirect { pc: at } => {
+                let mask = (1u64 << self.config.btb_bits) - 1;
+                let slot = &mut self.btb[(at & mask) as usize];
+                let hit = *slot == pc;
+                *slot = pc;
+                let c = &mut self.core(vcpu).counts[mode];
+                c.indirect_branches += 1;
+                if !hit {
+                    c.indirect_mispredicts += 1;
+                }
+            }
+        }
+    }
+}
