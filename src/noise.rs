@@ -381,10 +381,9 @@ pub fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
         },
         meta.boots_per_variant,
         meta.iterations,
-        if meta.overrides.is_empty() {
-            String::new()
-        } else {
-            format!(", overrides {}", meta.overrides.join(" "))
+        match meta.overrides.describe() {
+            words if words.is_empty() => String::new(),
+            words => format!(", overrides {}", words.join(" ")),
         },
         // The mode and its settings, without the explanation the report gives.
         meta.timing_mode()

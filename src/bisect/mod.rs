@@ -450,11 +450,11 @@ impl<'a> Bench<'a> {
             let meta = stored_run(&run)?;
             if !meta.as_ref().is_some_and(|m| m.complete) {
                 let untestable = match self.boot(index, round, &run, meta) {
-                    Ok(meta) if !meta.boots.iter().any(|b| b.ok) => Some(format!(
+                    Ok(meta) if !meta.boots.iter().any(|b| b.ok()) => Some(format!(
                         "no boot of it completed ({}); see {}",
                         meta.boots
                             .iter()
-                            .map(|b| b.status.as_str())
+                            .map(|b| b.status())
                             .collect::<Vec<_>>()
                             .join(", "),
                         run.join("report.md").display()
@@ -571,7 +571,7 @@ impl<'a> Bench<'a> {
                 machine.qemu.version,
                 machine.accel.accel.as_str(),
                 machine.accel.reason,
-                vm::accel::describe_timing(&machine.timing, run.max_cpus())
+                machine.timing.describe(run.max_cpus())
             );
             self.machine = Some((runner, machine));
         }

@@ -6,7 +6,7 @@ use super::Resolved;
 use crate::run_images::Images;
 use crate::samples::{HostInfo, KernelMeta, RunMeta};
 use crate::vm::{Machine, Runner};
-use crate::{host, profile, report, run, vm};
+use crate::{host, profile, report, run};
 use anyhow::Result;
 use std::path::Path;
 
@@ -111,8 +111,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
         suite_sha256: suite.sha256.clone(),
-        overrides: run.overrides_record(),
-        override_settings: run.overrides.clone(),
+        overrides: run.overrides.clone(),
         description: suite.description.clone(),
         git_revision: git_revision(),
         markbench_version: env!("CARGO_PKG_VERSION").into(),
@@ -131,8 +130,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         },
         accel: machine.accel.accel,
         accel_reason: machine.accel.reason.clone(),
-        timing: vm::accel::describe_timing(&machine.timing, run.max_cpus()),
-        timing_decision: Some(machine.timing.clone()),
+        timing: machine.timing.clone(),
         seed: suite.seed,
         margin: suite.margin,
         correction: suite.correction,

@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 pub const QEMU: &str = "qemu-system-x86_64";
 
-/// Where the guest's RTC starts in icount mode: any fixed date will do.
-pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
+pub use crate::samples::ICOUNT_RTC_BASE;
 
 /// The QEMU binary a run boots its guests with: the one a suite or
 /// `--qemu` names, else `qemu-system-x86_64` on PATH. Its content hash keys
