@@ -36,6 +36,7 @@ pub mod run;
 pub mod run_dir;
 pub mod run_images;
 pub mod samples;
+pub mod sha256;
 pub mod shard;
 pub mod stats;
 pub mod suite;

@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "exit",
             "input_file",
+            "sha256",
             "protocol",
             "run_dir",
             "stats",

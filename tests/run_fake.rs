@@ -145,7 +145,7 @@ fn a_run_keeps_its_fragments_and_records_where_each_came_from() {
     );
     assert_eq!(
         on.fragments["markers-on.config"],
-        images.fragments[1][1].sha256()
+        images.fragments[1][1].sha256().to_string()
     );
     // The copies a resumed run builds from.
     assert_eq!(

@@ -64,7 +64,7 @@ pub struct Plan {
     /// The suite file, absolute; `None`: the default quick suite, found
     /// again as `compare` finds it.
     pub suite: Option<PathBuf>,
-    pub suite_sha256: String,
+    pub suite_sha256: crate::sha256::Sha256,
     /// The point, as `--point` writes it, resolved against the suite.
     pub point: String,
     /// The suite variant whose kernel configuration and command line each
@@ -245,7 +245,7 @@ fn new_plan(request: &Request) -> Result<Plan> {
             .suite
             .as_ref()
             .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone())),
-        suite_sha256: file.sha256.clone(),
+        suite_sha256: crate::sha256::Sha256::parse(file.sha256.clone())?,
         point: resolved.to_string(),
         variant,
         threshold: threshold / 100.0,
@@ -339,12 +339,13 @@ fn new_dir(request: &Request) -> Result<PathBuf> {
 /// changed since it started).
 fn suite_of(plan: &Plan) -> Result<Suite> {
     let file = compare::read_suite(plan.suite.as_deref())?;
-    if file.sha256 != plan.suite_sha256 {
+    let now = crate::sha256::Sha256::parse(file.sha256.clone())?;
+    if now != plan.suite_sha256 {
         return Err(InputError::new(format!(
             "{}: the suite changed since the bisection started (sha256 {} then, {} now)",
             file.path.display(),
-            &plan.suite_sha256[..12.min(plan.suite_sha256.len())],
-            &file.sha256[..12]
+            plan.suite_sha256.short(),
+            now.short()
         ))
         .into());
     }

@@ -143,7 +143,7 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
             fragments.push((
                 f.file_name.clone(),
                 f.source(),
-                f.sha256()[..16].to_string(),
+                f.sha256().short().to_string(),
             ));
         }
         variants.push(VariantPlan {

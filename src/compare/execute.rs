@@ -157,7 +157,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                 compiler: k.compiler.clone(),
                 fragments: fragments
                     .iter()
-                    .map(|f| (f.file_name.clone(), f.sha256()))
+                    .map(|f| (f.file_name.clone(), f.sha256().into()))
                     .collect(),
                 fragment_sources: fragments
                     .iter()

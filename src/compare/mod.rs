@@ -164,7 +164,7 @@ fn directory_and_machine(
                      start a new run instead",
                     dir.display(),
                     recorded.variant,
-                    &k.key[..16],
+                    k.short_key(),
                     recorded.build_key.chars().take(16).collect::<String>()
                 ))
                 .into());

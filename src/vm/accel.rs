@@ -47,7 +47,7 @@ fn smp_verdict_path(qemu: &QemuBinary) -> PathBuf {
         ("path", qemu.path.to_string_lossy().as_bytes()),
         ("sha256", qemu.sha256.as_bytes()),
     ]);
-    Cache::here().qemu_verdict(&key)
+    Cache::here().qemu_verdict(key.as_str())
 }
 
 /// Boots `kernel` with an empty job on [`TRIAL_CPUS`] vCPUs under icount and
@@ -199,8 +199,9 @@ fn host_key(qemu: &QemuBinary) -> String {
         ("release", release.trim().as_bytes()),
         ("cpu", cpu.as_bytes()),
         ("qemu", qemu.as_bytes()),
-    ])[..16]
-        .to_string()
+    ])
+    .short()
+    .to_string()
 }
 
 fn verdict_path(qemu: &QemuBinary) -> PathBuf {

@@ -71,7 +71,7 @@ impl QemuBinary {
         Ok(QemuBinary {
             path,
             version,
-            sha256: crate::images::key_of(&[("qemu", &bytes)]),
+            sha256: crate::images::key_of(&[("qemu", &bytes)]).into(),
         })
     }
 }
