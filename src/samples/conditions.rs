@@ -26,8 +26,8 @@ pub enum ConditionChange {
     /// The suite file's sha256.
     SuiteFile(Both<String>),
     /// The suite overrides (without the shard, which differs between the
-    /// shards of one sweep).
-    Overrides(Both<Overrides>),
+    /// shards of one sweep); boxed, as the settings are many.
+    Overrides(Box<Both<Overrides>>),
     GuestImage(Both<ImageRecord>),
 }
 
@@ -78,7 +78,7 @@ impl ConditionChange {
                 &baseline.overrides.suite_changes(),
                 &candidate.overrides.suite_changes(),
             )
-            .map(ConditionChange::Overrides),
+            .map(|both| ConditionChange::Overrides(Box::new(both))),
         );
         if let (Some(a), Some(b)) = (&baseline.guest_image, &candidate.guest_image) {
             if a.sha256 != b.sha256 {
