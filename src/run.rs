@@ -149,7 +149,7 @@ impl BootLoop<'_> {
                         }
                     }
                     Err(e) => {
-                        sample_error.get_or_insert(e);
+                        sample_error.get_or_insert(e.to_string());
                     }
                 }
             }
