@@ -172,8 +172,9 @@ fn fragment_hash(text: &str) -> String {
         origin: markbench::guest::images::fragments::Origin::BuiltIn,
         text: text.into(),
     }
-    .sha256()[..16]
-        .to_string()
+    .sha256()
+    .short()
+    .to_string()
 }
 
 #[test]

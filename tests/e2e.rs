@@ -54,7 +54,7 @@ fn compare_builds_boots_measures_and_reports() {
     let meta = markbench::record::RunMeta::read(dir).unwrap();
     assert!(meta.complete);
     assert_eq!(meta.boots.len(), 4);
-    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
     // ABBA with seed 1: B A A B.
     let order: Vec<&str> = meta.boots.iter().map(|b| b.variant.as_str()).collect();
     assert_eq!(
@@ -157,9 +157,9 @@ fn kernel_compile_runs_gcc_in_the_guest_and_reports_real_user_and_sys() {
         .find(|p| p.is_dir() && !p.ends_with("latest"))
         .unwrap();
     let meta = markbench::record::RunMeta::read(&dir).unwrap();
-    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
     if meta.accel == markbench::stages::vm::Accel::Tcg {
-        assert!(meta.counts_instructions(), "{:?}", meta.timing_decision);
+        assert!(meta.counts_instructions(), "{:?}", meta.timing);
     }
     let samples = markbench::record::read_samples(&dir).unwrap();
     // 2 variants × 1 boot × 2 compiles × (real, user, sys).

@@ -372,8 +372,6 @@ fn synthetic_meta(variants: &[&str]) -> RunMeta {
             variant: variant.into(),
             cpus: 2,
             boot,
-            status: "completed".into(),
-            ok: true,
             wall_s: 30.0,
             samples: 8,
             console_log: format!("logs/unit-{unit:03}.log"),
@@ -390,7 +388,11 @@ fn synthetic_meta(variants: &[&str]) -> RunMeta {
             ..Default::default()
         },
         accel: markbench::stages::vm::Accel::Tcg,
-        timing: "wall".into(),
+        // The sentence of a run from before it was derived.
+        timing: markbench::record::TimingDecision {
+            recorded_sentence: Some("wall".into()),
+            ..Default::default()
+        },
         seed: 3,
         margin: 0.02,
         boots_per_variant: 4,
@@ -529,8 +531,9 @@ fn failed_boots_are_errors_and_their_points_are_skipped() {
     let mut m = synthetic_meta(&variants);
     // The last boot of "on" failed: its values are missing.
     let last = m.boots.len() - 1;
-    m.boots[last].ok = false;
-    m.boots[last].status = "kernel panic".into();
+    m.boots[last].end = markbench::record::BootEnd::KernelPanic {
+        detail: "Attempted to kill init!".into(),
+    };
     let samples: Vec<Sample> = synthetic_samples(&variants, |_, _| 1.0)
         .into_iter()
         .filter(|s| !(s.variant == "on" && s.boot == 3))

@@ -109,16 +109,20 @@ fn panics_hangs_and_failing_workloads_are_detected_and_the_run_goes_on() {
         assert_eq!(meta.boots.len(), 2, "{name}");
         let healthy = meta.boots.iter().find(|b| b.variant == "healthy").unwrap();
         let faulty = meta.boots.iter().find(|b| b.variant == "faulty").unwrap();
-        assert!(healthy.ok, "{name}: {healthy:?}");
+        assert!(healthy.ok(), "{name}: {healthy:?}");
         assert_eq!(healthy.samples, 2, "{name}");
-        assert!(!faulty.ok, "{name}: {faulty:?}");
-        assert!(faulty.status.contains(reason), "{name}: {}", faulty.status);
+        assert!(!faulty.ok(), "{name}: {faulty:?}");
         assert!(
-            report.contains(&format!("**{}", faulty.status.split(':').next().unwrap())),
+            faulty.status().contains(reason),
+            "{name}: {}",
+            faulty.status()
+        );
+        assert!(
+            report.contains(&format!("**{}", faulty.status().split(':').next().unwrap())),
             "{name}: {report}"
         );
         if name == "panic" {
-            assert!(faulty.status.contains("sysrq"), "{}", faulty.status);
+            assert!(faulty.status().contains("sysrq"), "{}", faulty.status());
         }
     }
 }

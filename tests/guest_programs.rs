@@ -136,7 +136,7 @@ params = [20000]
         .find(|p| p.is_dir() && !p.ends_with("latest"))
         .unwrap();
     let meta = markbench::record::RunMeta::read(&run).unwrap();
-    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
 
     let samples = markbench::record::read_samples(&run).unwrap();
     let of = |workload: &str, metric: &str| -> Vec<f64> {

@@ -47,11 +47,10 @@ fn meta(night: usize) -> RunMeta {
         started_at: format!("2026-11-{night:02}T02:00:00+00:00"),
         complete: true,
         accel: markbench::stages::vm::Accel::Tcg,
-        timing: "wall".into(),
-        timing_decision: Some(TimingDecision {
-            icount_shift: None,
-            reason: "1 vCPU".into(),
-        }),
+        timing: TimingDecision {
+            recorded_sentence: Some("wall".into()),
+            ..TimingDecision::wall("1 vCPU")
+        },
         host: HostInfo {
             hostname: "ci".into(),
             qemu_version: qemu.into(),

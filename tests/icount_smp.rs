@@ -15,16 +15,22 @@ fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
     let mut values = Vec::new();
     for dir in &dirs {
         let meta = markbench::record::RunMeta::read(dir).unwrap();
-        assert_eq!(meta.timing_mode(), "icount shift=4", "{}", meta.timing);
-        assert!(
-            meta.timing.contains("in turn on one host thread"),
+        assert_eq!(
+            meta.timing_mode(),
+            "icount shift=4",
             "{}",
-            meta.timing
+            meta.timing_sentence()
+        );
+        assert!(
+            meta.timing_sentence()
+                .contains("in turn on one host thread"),
+            "{}",
+            meta.timing_sentence()
         );
         assert!(!meta.host.qemu_path.is_empty(), "{:?}", meta.host);
         assert_eq!(meta.boots.len(), 2);
         for b in &meta.boots {
-            assert!(b.ok, "{b:?}");
+            assert!(b.ok(), "{b:?}");
             assert_eq!(b.guest_cpus, "0-1", "{b:?}");
             assert!(b.guest_seed.is_some(), "{b:?}");
         }

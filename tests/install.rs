@@ -189,7 +189,7 @@ fn an_installed_binary_runs_with_its_checkout_gone() {
         .unwrap_or_else(|| panic!("no run directory in {}\n{run}", work.display()));
     let meta = RunMeta::read(&dir).unwrap();
     assert!(meta.complete && meta.boots.len() == 2, "{:?}", meta.boots);
-    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
     let samples = markbench::record::read_samples(&dir).unwrap();
     assert_eq!(samples.len(), 2, "{samples:?}");
     let real = |p: &Path| std::fs::canonicalize(p).unwrap().display().to_string();

@@ -22,6 +22,7 @@ const LAYERS: &[(&str, &str, &[&str])] = &[
         &[
             "exit",
             "input_file",
+            "sha256",
             "protocol",
             "run_dir",
             "stats",

@@ -46,7 +46,7 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
     };
     let meta = execute(&suite, &images, &icount(), &mut runner, &dir, None).unwrap();
     assert!(meta.complete, "{:?}", meta.boots);
-    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
     // Every timed boot loads the plugin with the model on.
     assert_eq!(runner.requests.len(), 6);
     for r in &runner.requests {
@@ -316,7 +316,7 @@ fn micro_run(root: &Path, model: &str) -> PathBuf {
         None,
     )
     .unwrap();
-    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
     dir
 }
 

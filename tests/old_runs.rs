@@ -5,7 +5,7 @@
 //! as a sentence and as data). A run of a newer format is refused plainly.
 
 use assert_cmd::Command;
-use markbench::record::{RunFormat, RunMeta, RUN_FORMAT};
+use markbench::record::{BootEnd, RunFormat, RunMeta, RUN_FORMAT};
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
@@ -84,14 +84,59 @@ fn a_run_of_the_last_unnumbered_version_keeps_its_timing_and_renders() {
     assert!(md.contains("icount"), "{md}");
     assert!(md.contains("hackbench"), "{md}");
 
-    // Rewritten, it carries the current number and reads the same.
+    // Its sentences are today's wording of its data: the data alone is kept.
+    assert_eq!(meta.timing.recorded_sentence, None);
+    assert_eq!(meta.overrides.recorded_words, None);
+    assert!(meta.boots.iter().all(|b| b.end == BootEnd::Completed));
+
+    // Rewritten, it carries the current number, none of the sentences
+    // derived from its data, and reads the same.
     meta.write(run.path()).unwrap();
     let text = std::fs::read_to_string(run.path().join("meta.toml")).unwrap();
     assert!(
         text.starts_with(&format!("format = {RUN_FORMAT}\n")),
         "{text}"
     );
+    for derived in ["\ntiming = ", "\noverrides = ", "\nok = ", "order = [\""] {
+        assert!(!text.contains(derived), "{derived:?} in\n{text}");
+    }
     assert_eq!(RunMeta::read(run.path()).unwrap(), meta);
+    let rewritten = report(run.path());
+    assert_eq!(
+        rewritten, md,
+        "the rewritten run renders as the recorded one"
+    );
+}
+
+#[test]
+fn a_damaged_order_entry_costs_only_itself() {
+    let run = copy_of("first-format");
+    let whole = report(run.path());
+    let path = run.path().join("meta.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let damaged = text.replace("\"2 markers-on 1cpu boot1\"", "\"2 markers-on one-cpu\"");
+    assert_ne!(damaged, text, "the fixture changed");
+    std::fs::write(&path, damaged).unwrap();
+
+    let meta = RunMeta::read(run.path()).unwrap();
+    let indexes: Vec<usize> = meta.order.iter().map(|u| u.index).collect();
+    assert_eq!(indexes, [0, 1, 3]);
+    assert_eq!(meta.boots.len(), 4, "the boots are all there");
+
+    let out = Command::cargo_bin("markbench")
+        .unwrap()
+        .arg("report")
+        .arg(run.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("meta.toml") && stderr.contains("\"2 markers-on one-cpu\""),
+        "the warning names the file and the entry: {stderr}"
+    );
+    let md = std::fs::read_to_string(run.path().join("report.md")).unwrap();
+    assert_eq!(md, whole);
 }
 
 #[test]

@@ -331,7 +331,7 @@ fn resumes_as_if_uninterrupted(suite_text: &str) {
         crashed.precision.as_ref().unwrap().stopped,
         Some(PrecisionStop::FailedBoots)
     );
-    assert_eq!(crashed.boots.iter().filter(|b| b.ok).count(), 10);
+    assert_eq!(crashed.boots.iter().filter(|b| b.ok()).count(), 10);
     assert_eq!(crashed.boots.len(), 12, "one failed block, then no more");
     let interrupted = RunMeta::read(&dir).unwrap();
     let resumed = execute(
@@ -348,7 +348,7 @@ fn resumes_as_if_uninterrupted(suite_text: &str) {
         let mut k: Vec<_> = m
             .boots
             .iter()
-            .filter(|b| b.ok)
+            .filter(|b| b.ok())
             .map(|b| (b.variant.clone(), b.cpus, b.boot))
             .collect();
         k.sort();

@@ -88,7 +88,7 @@ fn profiled_boots_are_kept_apart_and_explain_the_difference() {
 
     let manifest = Manifest::read(&dir).unwrap().unwrap();
     assert_eq!(manifest.boots.len(), 4);
-    assert!(manifest.boots.iter().all(|b| b.ok), "{manifest:?}");
+    assert!(manifest.boots.iter().all(|b| b.ok()), "{manifest:?}");
     let hb = manifest.boots[0]
         .points
         .iter()

@@ -23,7 +23,7 @@ fn an_aa_profile_counts_exactly_what_the_runs_time_and_differs_nowhere() {
     let (_reports, dir) = real::compare(&["--suite", "tests/fixtures/profile.toml", "--aa"]);
     let manifest = Manifest::read(&dir).unwrap().expect("profiles");
     assert_eq!(manifest.boots.len(), 4, "{manifest:?}");
-    assert!(manifest.boots.iter().all(|b| b.ok), "{manifest:?}");
+    assert!(manifest.boots.iter().all(|b| b.ok()), "{manifest:?}");
     let mut cpus: Vec<u32> = manifest.boots.iter().map(|b| b.cpus).collect();
     cpus.sort();
     assert_eq!(cpus, [1, 1, 2, 2]);

@@ -14,14 +14,14 @@ fn meta(icount_shift: Option<u32>) -> RunMeta {
         suite_path: "suites/x86-2006.toml".into(),
         complete: true,
         accel: markbench::stages::vm::Accel::Tcg,
-        timing: match icount_shift {
-            Some(shift) => format!("icount shift={shift}"),
-            None => "wall".into(),
-        },
-        timing_decision: Some(TimingDecision {
+        timing: TimingDecision {
             icount_shift,
             reason: "made up".into(),
-        }),
+            recorded_sentence: Some(match icount_shift {
+                Some(shift) => format!("icount shift={shift}"),
+                None => "wall".into(),
+            }),
+        },
         boots_per_variant: 2,
         iterations: 1,
         warmup: 0,

@@ -31,8 +31,6 @@ fn meta() -> RunMeta {
             variant: variant.into(),
             cpus: 1,
             boot,
-            status: "completed".into(),
-            ok: true,
             wall_s: 40.0,
             samples: 30,
             console_log: format!("logs/unit-{unit:03}.log"),
@@ -43,7 +41,7 @@ fn meta() -> RunMeta {
             host_load_before: 0.5,
             host_load_after: 1.0,
             guest_seed: None,
-            end: Some(markbench::record::BootEnd::Completed),
+            end: markbench::record::BootEnd::Completed,
             retried_after: None,
             hello_s: None,
         })
@@ -53,11 +51,10 @@ fn meta() -> RunMeta {
         suite_path: "suites/micro-2006.toml".into(),
         complete: true,
         accel: markbench::stages::vm::Accel::Tcg,
-        timing: format!("icount shift={SHIFT}"),
-        timing_decision: Some(TimingDecision {
-            icount_shift: Some(SHIFT),
-            reason: "1 vCPU".into(),
-        }),
+        timing: TimingDecision {
+            recorded_sentence: Some(format!("icount shift={SHIFT}")),
+            ..TimingDecision::icount(SHIFT, "1 vCPU")
+        },
         boots_per_variant: 2,
         iterations: 3,
         warmup: 1,

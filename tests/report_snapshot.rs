@@ -40,8 +40,6 @@ fn meta() -> RunMeta {
         variant: variant.into(),
         cpus: 2,
         boot,
-        status: "completed".into(),
-        ok: true,
         wall_s: 30.0,
         samples: 6,
         console_log: format!("logs/unit-{unit:03}.log"),
@@ -52,7 +50,7 @@ fn meta() -> RunMeta {
         host_load_before: 0.2,
         host_load_after: 1.9,
         guest_seed: None,
-        end: Some(markbench::record::BootEnd::Completed),
+        end: markbench::record::BootEnd::Completed,
         retried_after: None,
         hello_s: None,
     };
@@ -76,7 +74,11 @@ fn meta() -> RunMeta {
         },
         accel: markbench::stages::vm::Accel::Tcg,
         accel_reason: "asked for".into(),
-        timing: "wall".into(),
+        // The sentence of a run from before it was derived.
+        timing: markbench::record::TimingDecision {
+            recorded_sentence: Some("wall".into()),
+            ..Default::default()
+        },
         seed: 3,
         margin: 0.02,
         boots_per_variant: 4,
@@ -187,11 +189,12 @@ fn a_busy_host_is_a_warning_under_wall_time_and_a_note_under_icount() {
             && wall.contains("their timings carry the host's noise"),
         "{wall}"
     );
-    busy.timing = "icount (shift=4, sleep=off): guest time counts executed instructions".into();
-    busy.timing_decision = Some(markbench::record::TimingDecision {
-        icount_shift: Some(4),
-        reason: "auto".into(),
-    });
+    busy.timing = markbench::record::TimingDecision {
+        recorded_sentence: Some(
+            "icount (shift=4, sleep=off): guest time counts executed instructions".into(),
+        ),
+        ..markbench::record::TimingDecision::icount(4, "auto")
+    };
     let icount = report::render(&busy, &samples(), Default::default());
     assert!(
         icount.contains("8 of 8 boots started while the host was busy")

@@ -31,8 +31,6 @@ fn meta(variants: &[&str]) -> RunMeta {
             variant: variant.into(),
             cpus: 2,
             boot,
-            status: "completed".into(),
-            ok: true,
             wall_s: 30.0,
             samples: 8,
             console_log: format!("logs/unit-{unit:03}.log"),
@@ -43,7 +41,7 @@ fn meta(variants: &[&str]) -> RunMeta {
             host_load_before: 0.2,
             host_load_after: 1.9,
             guest_seed: None,
-            end: Some(markbench::record::BootEnd::Completed),
+            end: markbench::record::BootEnd::Completed,
             retried_after: None,
             hello_s: None,
         })
@@ -68,7 +66,11 @@ fn meta(variants: &[&str]) -> RunMeta {
         },
         accel: markbench::stages::vm::Accel::Tcg,
         accel_reason: "asked for".into(),
-        timing: "wall".into(),
+        // The sentence of a run from before it was derived.
+        timing: markbench::record::TimingDecision {
+            recorded_sentence: Some("wall".into()),
+            ..Default::default()
+        },
         seed: 3,
         margin: 0.02,
         boots_per_variant: 4,

@@ -145,7 +145,7 @@ fn a_run_keeps_its_fragments_and_records_where_each_came_from() {
     );
     assert_eq!(
         on.fragments["markers-on.config"],
-        images.fragments[1][1].sha256()
+        images.fragments[1][1].sha256().to_string()
     );
     // The copies a resumed run builds from.
     assert_eq!(
@@ -172,10 +172,10 @@ fn resume_skips_finished_boots_and_drops_partial_samples() {
         ..Default::default()
     };
     let first = execute(&suite, &images, &machine(), &mut crashing, &dir, None).unwrap();
-    assert_eq!(first.boots.iter().filter(|b| b.ok).count(), 5);
+    assert_eq!(first.boots.iter().filter(|b| b.ok()).count(), 5);
     // A boot killed half-way left a stray sample of an unfinished unit behind.
     let mut stray = read_samples(&dir).unwrap()[0].clone();
-    let unfinished = first.boots.iter().find(|b| !b.ok).unwrap();
+    let unfinished = first.boots.iter().find(|b| !b.ok()).unwrap();
     stray.variant = unfinished.variant.clone();
     stray.cpus = unfinished.cpus;
     stray.boot = unfinished.boot;
@@ -193,7 +193,7 @@ fn resume_skips_finished_boots_and_drops_partial_samples() {
     );
     assert!(resumed.complete);
     assert_eq!(resumed.boots.len(), 12);
-    assert!(resumed.boots.iter().all(|b| b.ok));
+    assert!(resumed.boots.iter().all(|b| b.ok()));
     let samples = read_samples(&dir).unwrap();
     assert_eq!(samples.len(), 12 * 3 * 3, "no sample lost or duplicated");
     let mut keys: Vec<_> = samples
@@ -242,12 +242,12 @@ fn a_hung_boot_is_retried_once_without_keeping_its_samples() {
     let retried: Vec<_> = meta
         .boots
         .iter()
-        .filter(|b| b.status.contains("retried after"))
+        .filter(|b| b.status().contains("retried after"))
         .collect();
     assert_eq!(retried.len(), 2, "{:?}", meta.boots);
-    assert!(retried[0].ok);
+    assert!(retried[0].ok());
     assert!(
-        !retried[1].ok && retried[1].status.starts_with("timed out"),
+        !retried[1].ok() && retried[1].status().starts_with("timed out"),
         "{:?}",
         retried[1]
     );

@@ -266,11 +266,7 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     // Timing modes that differ are refused; accelerators, warned about.
     let mut meta = RunMeta::read(&shards[2]).unwrap();
     let original = meta.clone();
-    meta.timing = "icount".into();
-    meta.timing_decision = Some(markbench::stages::vm::accel::TimingDecision {
-        icount_shift: Some(4),
-        reason: "asked for".into(),
-    });
+    meta.timing = markbench::stages::vm::accel::TimingDecision::icount(4, "asked for");
     meta.write(&shards[2]).unwrap();
     let e = err(&shards, "m5");
     assert!(e.contains("timing mode"), "{e}");
@@ -333,10 +329,10 @@ fn a_shard_resumes_as_a_shard() {
     assert_eq!(first.boots.len(), planned);
     // The resumed run rebuilds the shard from the recorded overrides.
     let meta = RunMeta::read(&dir).unwrap();
-    assert_eq!(meta.override_settings.shard, Some(sel));
+    assert_eq!(meta.overrides.shard, Some(sel));
     let again = common::resolved_with(
         &suite(tmp.path(), SUITE, None).suite,
-        meta.override_settings.clone(),
+        meta.overrides.clone(),
     );
     let mut runner = FakeRunner::default();
     let resumed = execute(
@@ -349,5 +345,5 @@ fn a_shard_resumes_as_a_shard() {
     )
     .unwrap();
     assert_eq!(runner.boots, planned - 1);
-    assert!(resumed.complete && resumed.boots.iter().all(|b| b.ok));
+    assert!(resumed.complete && resumed.boots.iter().all(|b| b.ok()));
 }

@@ -111,7 +111,7 @@ fn a_slurm_array_job_of_shards_merges_into_one_report() {
     assert!(meta.complete);
     assert_eq!(meta.shards.len(), 2);
     assert_eq!(meta.boots.len(), 8, "{:?}", meta.boots);
-    assert!(meta.boots.iter().all(|b| b.ok), "{:?}", meta.boots);
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
 
     // The same form as a single-machine run: each shard's own report is one
     // (run-shard is compare on part of the suite), and the merged report

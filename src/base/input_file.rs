@@ -105,11 +105,21 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(
     what: &str,
 ) -> Result<T, InputError> {
     let text = read_text(path, bound)?;
-    toml::from_str(&text).map_err(|e| {
+    parse_toml(path, &text, what)
+}
+
+/// `text`, the contents of `path`, parsed as TOML into a `T`; errors as
+/// [`read_toml`]'s.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+    what: &str,
+) -> Result<T, InputError> {
+    toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
         InputError::at(
             path,
-            &text,
+            text,
             offset,
             format_args!("malformed {what}: {}", e.message().trim_end()),
         )

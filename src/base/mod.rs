@@ -13,4 +13,5 @@ pub mod prereq;
 pub mod progress;
 pub mod protocol;
 pub mod run_dir;
+pub mod sha256;
 pub mod stats;

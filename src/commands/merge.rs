@@ -18,7 +18,7 @@ pub fn run(dirs: &[PathBuf], out: Option<PathBuf>, reports: &Path) -> Result<Exi
     for w in &merged.warnings {
         crate::base::message::warning(format_args!("{w}"));
     }
-    let failed = merged.meta.boots.iter().filter(|b| !b.ok).count();
+    let failed = merged.meta.boots.iter().filter(|b| !b.ok()).count();
     println!(
         "merged {} shards ({} boots, {} failed) into {}",
         merged.meta.shards.len(),

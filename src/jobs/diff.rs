@@ -37,7 +37,10 @@ pub fn condition_warning(change: &ConditionChange) -> String {
             v.baseline, v.candidate
         ),
         ConditionChange::Accelerator(v) => line(v.baseline.as_str(), v.candidate.as_str()),
-        ConditionChange::Overrides(v) => line(&v.baseline.join(", "), &v.candidate.join(", ")),
+        ConditionChange::Overrides(v) => line(
+            &v.baseline.describe().join(", "),
+            &v.candidate.describe().join(", "),
+        ),
         ConditionChange::GuestImage(v) => format!(
             "guest image differs: baseline sha256 {}, candidate {}{}",
             v.baseline.short_sha(),
@@ -277,11 +280,7 @@ mod tests {
         let a = RunMeta {
             accel: crate::record::Accel::Tcg,
             suite: "quick".into(),
-            timing: "icount (shift=4, sleep=off): guest time counts executed instructions".into(),
-            timing_decision: Some(crate::record::TimingDecision {
-                icount_shift: Some(4),
-                reason: "auto".into(),
-            }),
+            timing: crate::record::TimingDecision::icount(4, "auto"),
             ..Default::default()
         };
         let mut b = a.clone();
@@ -292,8 +291,7 @@ mod tests {
         let w = condition_warnings(&a, &b);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].starts_with("QEMU differs"), "{w:?}");
-        b.timing = "wall: host time".into();
-        b.timing_decision = None;
+        b.timing = crate::record::TimingDecision::wall("auto");
         let w = condition_warnings(&a, &b);
         assert!(w.iter().any(|l| l.starts_with("host differs")), "{w:?}");
         assert!(

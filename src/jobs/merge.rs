@@ -31,7 +31,7 @@ impl Merged {
     /// The merge's exit status: incomplete when a shard did not finish or
     /// a boot failed (the merge itself finished), else success.
     pub fn status(&self) -> ExitStatus {
-        if !self.meta.complete || self.meta.boots.iter().any(|b| !b.ok) {
+        if !self.meta.complete || self.meta.boots.iter().any(|b| !b.ok()) {
             ExitStatus::Incomplete
         } else {
             ExitStatus::Success
@@ -90,9 +90,11 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
                 ConditionChange::SuiteFile(v) => {
                     differs("suite file (sha256)", &v.baseline, &v.candidate)
                 }
-                ConditionChange::Overrides(v) => {
-                    differs("overrides", &v.baseline.join(", "), &v.candidate.join(", "))
-                }
+                ConditionChange::Overrides(v) => differs(
+                    "overrides",
+                    &v.baseline.describe().join(", "),
+                    &v.candidate.describe().join(", "),
+                ),
                 ConditionChange::TimingMode(v) => differs("timing mode", &v.baseline, &v.candidate),
                 _ => Ok(()),
             }
@@ -303,7 +305,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     let mut meta = first.meta.clone();
     meta.shard = None;
     // The merged run is the whole suite: nothing to resume as a shard.
-    meta.override_settings.shard = None;
+    meta.overrides.shard = None;
     meta.boots = Vec::new();
     meta.order = Vec::new();
     let mut hosts = BTreeSet::new();
@@ -354,10 +356,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
             dir: run.dir.display().to_string(),
             pieces,
             boots: run.meta.boots.len(),
-            failed_boots: run.meta.boots.iter().filter(|b| !b.ok).count(),
+            failed_boots: run.meta.boots.iter().filter(|b| !b.ok()).count(),
             wall_s: run.meta.wall_s,
             accel: run.meta.accel.as_str().into(),
-            timing: run.meta.timing.clone(),
+            timing: run.meta.timing_sentence(),
             timing_mode: run.meta.timing_mode(),
             complete: run.meta.complete,
         });
@@ -389,7 +391,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::BootRecord;
+    use crate::record::{BootEnd, BootRecord};
 
     fn merged(complete: bool, oks: &[bool]) -> Merged {
         Merged {
@@ -398,7 +400,11 @@ mod tests {
                 boots: oks
                     .iter()
                     .map(|&ok| BootRecord {
-                        ok,
+                        end: if ok {
+                            BootEnd::Completed
+                        } else {
+                            BootEnd::Interrupted
+                        },
                         ..BootRecord::default()
                     })
                     .collect(),

@@ -117,7 +117,7 @@ fn point_key(key: &TableKey, param: u64) -> PointKey {
 }
 
 /// The noise figures of every point of an A/A run.
-pub fn aa_points(analysis: &Analysis) -> Result<Vec<AaPoint>, String> {
+pub fn aa_points(analysis: &Analysis) -> Result<Vec<AaPoint>, crate::base::stats::StatsError> {
     // Without the statistics there is no figure: say why rather than list none.
     analysis.results.as_ref().map_err(Clone::clone)?;
     let mut out = Vec::new();
@@ -144,7 +144,7 @@ pub fn aa_points(analysis: &Analysis) -> Result<Vec<AaPoint>, String> {
 }
 
 /// The resolution figures of every comparison at every point of an A/B run.
-pub fn ab_points(analysis: &Analysis) -> Result<Vec<AbPoint>, String> {
+pub fn ab_points(analysis: &Analysis) -> Result<Vec<AbPoint>, crate::base::stats::StatsError> {
     let results = analysis.results.as_ref().map_err(Clone::clone)?;
     let mut out = Vec::new();
     for (c, per_table) in analysis.comparisons.iter().zip(results) {
@@ -381,10 +381,9 @@ pub fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
         },
         meta.boots_per_variant,
         meta.iterations,
-        if meta.overrides.is_empty() {
-            String::new()
-        } else {
-            format!(", overrides {}", meta.overrides.join(" "))
+        match meta.overrides.describe() {
+            words if words.is_empty() => String::new(),
+            words => format!(", overrides {}", words.join(" ")),
         },
         // The mode and its settings, without the explanation the report gives.
         meta.timing_mode()

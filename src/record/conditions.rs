@@ -2,7 +2,7 @@
 //! data: computed once from two [`RunMeta`]s, then worded by each reader
 //! (`diff`'s warnings, `merge`'s refusals, the history's series labels).
 
-use super::meta::{Accel, RunMeta};
+use super::meta::{Accel, Overrides, RunMeta};
 use crate::guest::images::initramfs::ImageRecord;
 
 /// One condition's value in the earlier run (`baseline`) and the later one
@@ -25,8 +25,9 @@ pub enum ConditionChange {
     Suite(Both<String>),
     /// The suite file's sha256.
     SuiteFile(Both<String>),
-    /// The suite overrides, one `key=value` each.
-    Overrides(Both<Vec<String>>),
+    /// The suite overrides (without the shard, which differs between the
+    /// shards of one sweep); boxed, as the settings are many.
+    Overrides(Box<Both<Overrides>>),
     GuestImage(Both<ImageRecord>),
 }
 
@@ -73,7 +74,11 @@ impl ConditionChange {
             both(&baseline.suite_sha256, &candidate.suite_sha256).map(ConditionChange::SuiteFile),
         );
         changes.extend(
-            both(&baseline.overrides, &candidate.overrides).map(ConditionChange::Overrides),
+            both(
+                &baseline.overrides.suite_changes(),
+                &candidate.overrides.suite_changes(),
+            )
+            .map(|both| ConditionChange::Overrides(Box::new(both))),
         );
         if let (Some(a), Some(b)) = (&baseline.guest_image, &candidate.guest_image) {
             if a.sha256 != b.sha256 {
@@ -110,12 +115,15 @@ mod tests {
     fn only_what_differs_is_a_change() {
         let a = RunMeta {
             suite: "quick".into(),
-            overrides: vec!["hackbench.loops=2".into()],
+            overrides: Overrides {
+                scale: Some(2.0),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let mut b = a.clone();
         assert!(ConditionChange::between(&a, &b).is_empty());
-        b.overrides.push("boots=3".into());
+        b.overrides.boots = Some(3);
         b.accel = Accel::Kvm;
         let changes = ConditionChange::between(&a, &b);
         assert_eq!(changes.len(), 2, "{changes:?}");
@@ -126,6 +134,12 @@ mod tests {
                 candidate: Accel::Kvm
             })
         );
-        assert!(matches!(&changes[1], ConditionChange::Overrides(o) if o.candidate.len() == 2));
+        assert!(
+            matches!(&changes[1], ConditionChange::Overrides(o) if o.candidate.describe().len() == 2)
+        );
+        // Another shard of the same sweep is no change.
+        let mut shard = a.clone();
+        shard.overrides.shard = Some(crate::record::ShardSel { index: 1, count: 2 });
+        assert!(ConditionChange::between(&a, &shard).is_empty());
     }
 }

@@ -55,10 +55,12 @@ pub struct KernelMeta {
 }
 
 /// How a boot ended, as the runner saw it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// A boot record made with `Default` (tests do) is of a completed boot.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
 pub enum BootEnd {
     /// The agent said `done` and the VM powered off.
+    #[default]
     Completed,
     /// The agent reported an error (e.g. a workload exited non-zero).
     AgentError { message: String },
@@ -74,11 +76,24 @@ pub enum BootEnd {
     Vanished { detail: String },
     /// Stopped by the user (Ctrl-C).
     Interrupted,
+    /// A profiled boot that completed, but the plugin left no profile that
+    /// could be read.
+    NoProfile { detail: String },
+    /// A profiled boot that completed, but the plugin's counts did not pair
+    /// with the runs the agent reported.
+    ProfileMismatch { detail: String },
+    /// An older run's ending in the words it recorded, which today's endings
+    /// do not reproduce: kept as it was, so the run renders as it did.
+    Recorded { sentence: String, ok: bool },
 }
 
 impl BootEnd {
     pub fn is_ok(&self) -> bool {
-        matches!(self, BootEnd::Completed)
+        match self {
+            BootEnd::Completed => true,
+            BootEnd::Recorded { ok, .. } => *ok,
+            _ => false,
+        }
     }
 
     /// One line for logs and the report.
@@ -92,19 +107,23 @@ impl BootEnd {
             BootEnd::PluginFailed { detail } => format!("QEMU could not load the plugin: {detail}"),
             BootEnd::Vanished { detail } => format!("guest ended without finishing: {detail}"),
             BootEnd::Interrupted => "interrupted (Ctrl-C); stopped".into(),
+            BootEnd::NoProfile { detail } => format!("no profile from the plugin: {detail}"),
+            BootEnd::ProfileMismatch { detail } => detail.clone(),
+            BootEnd::Recorded { sentence, .. } => sentence.clone(),
         }
     }
 }
 
-/// One boot as it went.
+/// One boot as it went. Runs of formats 0 and 1 also recorded the ending
+/// as a sentence (`status`) and a flag (`ok`); they are read into `end`
+/// ([`super::upgrade::RecordedBoot`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "super::upgrade::RecordedBoot")]
 pub struct BootRecord {
     pub unit: usize,
     pub variant: String,
     pub cpus: u32,
     pub boot: u32,
-    pub status: String,
-    pub ok: bool,
     pub wall_s: f64,
     pub samples: usize,
     pub console_log: String,
@@ -127,10 +146,8 @@ pub struct BootRecord {
     /// and QEMU, booting with it again repeats the boot's figures exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_seed: Option<u64>,
-    /// How the boot ended, as data (`status` is its description). Absent in
-    /// runs of format 0, whose `status` is all they recorded.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub end: Option<BootEnd>,
+    /// How the boot ended.
+    pub end: BootEnd,
     /// How the first attempt ended, when the boot was retried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retried_after: Option<BootEnd>,
@@ -142,13 +159,25 @@ pub struct BootRecord {
 }
 
 impl BootRecord {
-    /// The `status` a boot that ended with `end` (after a first attempt
-    /// that ended with `retried_after`) records.
+    /// How a boot that ended with `end` after a first attempt that ended
+    /// with `retried_after` is said in logs and the report.
     pub fn describe(end: &BootEnd, retried_after: Option<&BootEnd>) -> String {
-        match retried_after {
-            Some(first) => format!("{} (retried after: {})", end.describe(), first.describe()),
-            None => end.describe(),
+        match (retried_after, end) {
+            // An older run's sentence already says all it recorded.
+            (_, BootEnd::Recorded { sentence, .. }) => sentence.clone(),
+            (Some(first), _) => format!("{} (retried after: {})", end.describe(), first.describe()),
+            (None, _) => end.describe(),
         }
+    }
+
+    /// How the boot ended, in words.
+    pub fn status(&self) -> String {
+        BootRecord::describe(&self.end, self.retried_after.as_ref())
+    }
+
+    /// The boot completed (the agent said `done`).
+    pub fn ok(&self) -> bool {
+        self.end.is_ok()
     }
 
     pub fn key(&self) -> BootKey {
@@ -233,16 +262,43 @@ impl Accel {
     }
 }
 
+/// Where the guest's RTC starts in icount mode: any fixed date will do. It
+/// is part of how a run's timing is worded, so it lives with the record.
+pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
+
 /// How guest time runs in a run, decided once: `icount_shift` is `None` for
 /// wall time and `Some(shift)` for instruction counting; `reason` says why,
 /// for the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimingDecision {
     pub icount_shift: Option<u32>,
     pub reason: String,
+    /// An older run's sentence for its timing, where today's wording of the
+    /// decision ([`TimingDecision::describe`]) differs from it: the run is
+    /// shown as it recorded itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_sentence: Option<String>,
 }
 
 impl TimingDecision {
+    /// Wall time, for `reason`.
+    pub fn wall(reason: impl Into<String>) -> TimingDecision {
+        TimingDecision {
+            icount_shift: None,
+            reason: reason.into(),
+            recorded_sentence: None,
+        }
+    }
+
+    /// Instruction counting at `shift`, for `reason`.
+    pub fn icount(shift: u32, reason: impl Into<String>) -> TimingDecision {
+        TimingDecision {
+            icount_shift: Some(shift),
+            reason: reason.into(),
+            recorded_sentence: None,
+        }
+    }
+
     pub fn is_icount(&self) -> bool {
         self.icount_shift.is_some()
     }
@@ -253,6 +309,38 @@ impl TimingDecision {
         match self.icount_shift {
             Some(shift) => format!("icount shift={shift}"),
             None => "wall".into(),
+        }
+    }
+
+    /// The timing mode and what it measures, as the report words it, for a
+    /// run whose largest guest has `max_cpus` vCPUs.
+    pub fn describe(&self, max_cpus: u32) -> String {
+        if let Some(sentence) = &self.recorded_sentence {
+            return sentence.clone();
+        }
+        match self.icount_shift {
+            None => format!(
+                "wall: the guest's CLOCK_MONOTONIC runs on host time ({})",
+                self.reason
+            ),
+            Some(shift) => {
+                let smp = if max_cpus > 1 {
+                    " With several vCPUs QEMU runs them in turn on one host thread and guest time \
+                     advances with the instructions of all of them, so a figure on N CPUs is the \
+                     deterministic work of all N (spinning on locks and IPIs included); it cannot \
+                     show parallel speed-up, and host cores do not limit the vCPU count."
+                } else {
+                    ""
+                };
+                format!(
+                    "icount (shift={shift}, sleep=off, RTC from {ICOUNT_RTC_BASE} on guest time, \
+                     a -seed per boot): guest time counts executed instructions (2^{shift} ns \
+                     each), so timings measure code-path length and do not move with host load; \
+                     each boot repeats exactly with its seed (in the Boots records of meta.toml); \
+                     they cannot show cache, memory or timing effects.{smp} ({})",
+                    self.reason
+                )
+            }
         }
     }
 }
@@ -267,7 +355,7 @@ pub struct ShardSel {
 
 /// Command-line changes to a suite, as `meta.toml` records them so a
 /// resumed run applies them again (applied and checked in
-/// `compare::overrides`).
+/// `compare::overrides`), and as the report lists them ([`Overrides::describe`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Overrides {
     /// Multiplies the work of every run: hackbench loops, ping packet counts.
@@ -310,6 +398,84 @@ pub struct Overrides {
     /// `--max-boots`: the boots of a run with a precision target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_boots: Option<u32>,
+    /// An older run's overrides in the words it recorded (`key=value`),
+    /// where today's wording of the settings above differs from them (runs
+    /// from before the settings were kept record only the words): the run is
+    /// shown as it recorded itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_words: Option<Vec<String>>,
+}
+
+impl Overrides {
+    /// The overrides as `key=value`, as the report and the plan list them.
+    /// The shard is not among them: every shard of one sweep has the same
+    /// overrides.
+    pub fn describe(&self) -> Vec<String> {
+        if let Some(words) = &self.recorded_words {
+            return words.clone();
+        }
+        let mut out = Vec::new();
+        if let Some(scale) = self.scale {
+            out.push(format!("scale={scale}"));
+        }
+        if let Some(boots) = self.boots {
+            out.push(format!("boots={boots}"));
+        }
+        if let Some(iterations) = self.iterations {
+            out.push(format!("iterations={iterations}"));
+        }
+        if let Some(cpus) = &self.cpus {
+            out.push(format!("cpus={cpus:?}"));
+        }
+        if let Some(scope) = self.compile_scope {
+            let name = clap::ValueEnum::to_possible_value(&scope)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
+            out.push(format!("compile-scope={name}"));
+        }
+        if let Some(seed) = self.seed {
+            out.push(format!("seed={seed}"));
+        }
+        if self.aa {
+            out.push("aa=true".into());
+        }
+        if let Some(params) = &self.params {
+            out.push(format!("params={params:?}"));
+        }
+        if !self.patches.is_empty() {
+            let names: Vec<String> = self
+                .patches
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            out.push(format!("patches={}", names.join(",")));
+        }
+        if let Some(revs) = &self.revs {
+            out.push(format!("revs={revs}"));
+        }
+        if let Some(precision) = self.precision {
+            out.push(format!("precision={precision}"));
+        }
+        if let Some(budget) = self.budget_s {
+            out.push(format!(
+                "budget={}",
+                humantime::format_duration(std::time::Duration::from_secs(budget))
+            ));
+        }
+        if let Some(max_boots) = self.max_boots {
+            out.push(format!("max-boots={max_boots}"));
+        }
+        out
+    }
+
+    /// The changes to the suite alone, without the shard they ran: what two
+    /// runs (or two shards of one sweep) must share to be compared.
+    pub fn suite_changes(&self) -> Overrides {
+        Overrides {
+            shard: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// `meta.toml`: everything about a run except its samples.
@@ -322,12 +488,10 @@ pub struct RunMeta {
     pub suite: String,
     pub suite_path: String,
     pub suite_sha256: String,
-    /// Command-line overrides of the suite, `key=value`.
-    #[serde(default)]
-    pub overrides: Vec<String>,
-    /// The same overrides as settings, so `--resume` rebuilds the same plan.
-    #[serde(default)]
-    pub override_settings: Overrides,
+    /// Command-line overrides of the suite, so `--resume` rebuilds the same
+    /// plan (formats 0 and 1 also wrote them as words, `overrides`).
+    #[serde(default, rename = "override_settings")]
+    pub overrides: Overrides,
     pub description: String,
     pub git_revision: String,
     pub markbench_version: String,
@@ -339,12 +503,10 @@ pub struct RunMeta {
     /// The accelerator every boot ran under (`kvm` or `tcg` in the file).
     pub accel: Accel,
     pub accel_reason: String,
-    /// The timing mode and what it measures, as the report words it.
-    #[serde(default)]
-    pub timing: String,
-    /// The timing decision as data (runs before it was recorded: only `timing`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timing_decision: Option<TimingDecision>,
+    /// How guest time ran (formats 0 and 1 also wrote its sentence,
+    /// `timing`; the first versions wrote only the sentence).
+    #[serde(default, rename = "timing_decision")]
+    pub timing: TimingDecision,
     pub seed: u64,
     /// Equivalence margin as a fraction (0.02 = ±2%).
     #[serde(default = "default_margin")]
@@ -506,7 +668,17 @@ pub struct ShardRecord {
 impl RunMeta {
     /// The icount shift the run was timed with (`None`: wall time).
     pub fn icount_shift(&self) -> Option<u32> {
-        self.timing_decision.as_ref().and_then(|d| d.icount_shift)
+        self.timing.icount_shift
+    }
+
+    /// The largest guest of the run, in vCPUs.
+    pub fn max_cpus(&self) -> u32 {
+        self.cpus.iter().copied().max().unwrap_or(1)
+    }
+
+    /// The timing mode and what it measures, as the report words it.
+    pub fn timing_sentence(&self) -> String {
+        self.timing.describe(self.max_cpus())
     }
 
     /// Guest time counted executed instructions (`-icount`), so host load
@@ -519,10 +691,7 @@ impl RunMeta {
     /// without the reason or the explanation: what two runs must share to be
     /// compared or merged.
     pub fn timing_mode(&self) -> String {
-        match &self.timing_decision {
-            Some(d) => d.mode(),
-            None => "wall".into(),
-        }
+        self.timing.mode()
     }
 
     /// Writes `meta.toml` atomically: a reader never sees half of it.
@@ -607,8 +776,6 @@ bzimage = "/cache/bzImage"
             variant: "a".into(),
             cpus: 1,
             boot: 0,
-            status: "completed".into(),
-            ok: true,
             wall_s: 20.0,
             samples: 3,
             console_log: "logs/unit-000.log".into(),
@@ -620,7 +787,7 @@ bzimage = "/cache/bzImage"
             host_load_after: 0.0,
             // `vm::boot_seed(u64::MAX, 3, 1)`: a 63-bit seed, as a boot draws one.
             guest_seed: Some(2_754_225_531_024_541_113),
-            end: Some(BootEnd::Completed),
+            end: BootEnd::Completed,
             retried_after: Some(BootEnd::AgentError {
                 message: "exited with status 3".into(),
             }),

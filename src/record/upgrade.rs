@@ -3,6 +3,11 @@
 //! the current shape; this is the one place that knows what earlier
 //! versions wrote.
 //!
+//! The file is read twice: once into the current shape ([`RunMeta`]), and
+//! once for the keys older formats wrote that the current shape no longer
+//! holds ([`OlderKeys`]); each format's step then fills the current shape
+//! from them.
+//!
 //! Format 0 (runs written before the format was numbered) differs from 1 in:
 //! - `workloads`: the first versions wrote each workload as a JSON line;
 //! - `timing_decision`: absent before the timing decision was kept as data,
@@ -11,31 +16,44 @@
 //! - `shards[].timing_mode`: merged runs kept each shard's timing sentence
 //!   alone.
 //!
-//! Formats 0 and 1 differ from 2 in:
+//! Formats 0 and 1 differ from 2 in that they also wrote, beside the data,
+//! the sentences derived from it, which format 2 derives where it shows them:
+//! - `timing`, the timing decision's sentence;
+//! - `overrides`, the override settings as `key=value` words;
+//! - `boots[].status` and `boots[].ok`, a boot's ending as a sentence and a
+//!   flag beside `boots[].end` (format 0: the sentence and the flag alone),
+//!   read into `end` as each boot is parsed ([`RecordedBoot`]);
 //! - `order`: one sentence a unit ("3 markers on 1cpu boot2", in a merged
 //!   run "shard 1: 3 markers on 1cpu boot2"), where format 2 writes a
 //!   record (index, variant, cpus, boot, shard); the sentences are read into
 //!   records as the file is parsed ([`read_order`]).
 //!
+//! A sentence today's wording of its data does not reproduce is kept in the
+//! typed value as the run recorded it (`TimingDecision::recorded_sentence`,
+//! `Overrides::recorded_words`, `BootEnd::Recorded`), so an older run renders
+//! as it did.
+//!
 //! What older runs never recorded (a kernel's fragment sources, the guest's
 //! `uname -v`, the bzImage's hash, the QEMU path, sizes, samples' hosts)
 //! stays empty: readers show less for it rather than guess.
 
-use super::meta::{RunFormat, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT};
+use super::meta::{
+    BootEnd, BootRecord, RunFormat, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT,
+};
 use super::META_FILE;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 impl RunMeta {
     /// Reads `dir`'s `meta.toml`, in the current format whatever format it
-    /// was written in; a run of a newer format is an input error.
+    /// was written in; a run of a newer format is an input error. An entry
+    /// of the run order that names no unit is left out with a warning
+    /// naming it.
     pub fn read(dir: &Path) -> Result<RunMeta> {
         let path = dir.join(META_FILE);
-        let meta: RunMeta = crate::base::input_file::read_toml(
-            &path,
-            crate::base::input_file::Bound::Record,
-            "run metadata",
-        )?;
+        let text =
+            crate::base::input_file::read_text(&path, crate::base::input_file::Bound::Record)?;
+        let meta: RunMeta = crate::base::input_file::parse_toml(&path, &text, "run metadata")?;
         if meta.format.0 > RUN_FORMAT {
             return Err(crate::base::error::InputError::new(format!(
                 "{}: written in run format {} by a newer markbench; this one reads formats up to {RUN_FORMAT}",
@@ -44,7 +62,15 @@ impl RunMeta {
             ))
             .into());
         }
-        Ok(to_current(meta))
+        let older: OlderKeys = crate::base::input_file::parse_toml(&path, &text, "run metadata")?;
+        for entry in older.order.iter().filter(|e| unit_of_entry(e).is_none()) {
+            crate::base::message::warning(format_args!(
+                "{}: order entry {entry} is no unit (\"INDEX VARIANT Ncpu bootB\" or a table \
+                 of index, variant, cpus, boot); left out of the run's order",
+                path.display()
+            ));
+        }
+        Ok(to_current(meta, &older))
     }
 }
 
@@ -98,25 +124,74 @@ pub fn scan_runs(reports: &Path) -> (Vec<(PathBuf, RunMeta)>, Vec<SkippedRun>) {
     (runs, skipped)
 }
 
-/// `meta` in the current format.
-fn to_current(mut meta: RunMeta) -> RunMeta {
+/// What a `meta.toml` of an older format holds that the current shape does
+/// not: the sentences formats 0 and 1 wrote beside the data, whether the
+/// timing decision was there at all, and the order's entries as written.
+#[derive(Debug, Default, serde::Deserialize)]
+struct OlderKeys {
+    #[serde(default)]
+    timing: Option<String>,
+    #[serde(default)]
+    timing_decision: Option<toml::Value>,
+    #[serde(default)]
+    overrides: Option<Vec<String>>,
+    #[serde(default)]
+    order: Vec<toml::Value>,
+}
+
+/// `meta` in the current format, with what `older` holds of the keys older
+/// formats wrote.
+fn to_current(mut meta: RunMeta, older: &OlderKeys) -> RunMeta {
     if meta.format.0 == 0 {
-        meta.workloads =
-            crate::guest::workloads::readable_lines(&meta.workloads, meta.iterations, meta.warmup);
-        if meta.timing_decision.is_none() {
-            meta.timing_decision = recorded_timing(&meta.timing);
-        }
-        if meta.timing.is_empty() {
-            meta.timing = "wall".into();
-        }
-        for shard in &mut meta.shards {
-            if shard.timing_mode.is_empty() {
-                shard.timing_mode = mode_of_sentence(&shard.timing);
-            }
-        }
+        from_format_0(&mut meta, older);
+    }
+    // Format 1, and format 2 as the first versions of it wrote it, kept the
+    // sentences beside the data.
+    if older.timing.is_some() || older.overrides.is_some() || meta.format.0 == 0 {
+        from_format_1(&mut meta, older);
     }
     meta.format = RunFormat(RUN_FORMAT);
     meta
+}
+
+/// Format 0 to 1: workloads in words, the timing decision from its
+/// sentence, each shard's timing mode.
+fn from_format_0(meta: &mut RunMeta, older: &OlderKeys) {
+    meta.workloads =
+        crate::guest::workloads::readable_lines(&meta.workloads, meta.iterations, meta.warmup);
+    if older.timing_decision.is_none() {
+        meta.timing =
+            recorded_timing(older.timing.as_deref().unwrap_or_default()).unwrap_or_else(|| {
+                TimingDecision {
+                    icount_shift: None,
+                    reason: "as the run started".into(),
+                    recorded_sentence: None,
+                }
+            });
+    }
+    for shard in &mut meta.shards {
+        if shard.timing_mode.is_empty() {
+            shard.timing_mode = mode_of_sentence(&shard.timing);
+        }
+    }
+}
+
+/// Format 1 to 2: the timing's sentence and the overrides' words dropped
+/// where today's wording of the data gives them, kept as recorded where it
+/// does not. (A format-0 run without a `timing` ran on wall time, which
+/// its report called "wall".)
+fn from_format_1(meta: &mut RunMeta, older: &OlderKeys) {
+    let sentence = match older.timing.as_deref() {
+        None | Some("") => "wall",
+        Some(sentence) => sentence,
+    };
+    if meta.timing_sentence() != sentence {
+        meta.timing.recorded_sentence = Some(sentence.to_string());
+    }
+    let words = older.overrides.clone().unwrap_or_default();
+    if meta.overrides.describe() != words {
+        meta.overrides.recorded_words = Some(words);
+    }
 }
 
 /// The timing decision a format-0 run's `timing` sentence records (`icount
@@ -128,6 +203,7 @@ fn recorded_timing(sentence: &str) -> Option<TimingDecision> {
     Some(TimingDecision {
         icount_shift: Some(shift_of(sentence).unwrap_or(DEFAULT_SHIFT_OF_FORMAT_0)),
         reason: "as recorded by the run (before the decision was kept as data)".into(),
+        recorded_sentence: None,
     })
 }
 
@@ -152,52 +228,147 @@ fn mode_of_sentence(sentence: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A boot record as a file of any format holds it: format 2's `end`, or
+/// formats 0 and 1's `status` sentence and `ok` flag (beside `end` in
+/// format 1).
+#[derive(serde::Deserialize)]
+pub(super) struct RecordedBoot {
+    unit: usize,
+    variant: String,
+    cpus: u32,
+    boot: u32,
+    wall_s: f64,
+    samples: usize,
+    console_log: String,
+    guest_kernel: String,
+    guest_cpus: String,
+    #[serde(default)]
+    guest_version: String,
+    #[serde(default)]
+    retryable: bool,
+    #[serde(default)]
+    host_load_before: f64,
+    #[serde(default)]
+    host_load_after: f64,
+    #[serde(default)]
+    guest_seed: Option<u64>,
+    #[serde(default)]
+    end: Option<BootEnd>,
+    #[serde(default)]
+    retried_after: Option<BootEnd>,
+    #[serde(default)]
+    hello_s: Option<f64>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    ok: Option<bool>,
+}
 
-    #[test]
-    fn a_timing_sentence_gives_its_mode_and_shift() {
-        let icount = "icount (shift=6, sleep=off): guest time counts executed instructions";
-        assert_eq!(recorded_timing(icount).unwrap().icount_shift, Some(6));
-        assert_eq!(mode_of_sentence(icount), "icount shift=6");
-        assert_eq!(
-            recorded_timing("icount").unwrap().icount_shift,
-            Some(DEFAULT_SHIFT_OF_FORMAT_0)
-        );
-        assert_eq!(recorded_timing("wall: host time"), None);
-        assert_eq!(mode_of_sentence(""), "wall");
-    }
+impl TryFrom<RecordedBoot> for BootRecord {
+    type Error = String;
 
-    #[test]
-    fn a_current_run_is_left_as_it_is() {
-        let meta = RunMeta {
-            timing: "icount: made up".into(),
-            ..Default::default()
+    fn try_from(r: RecordedBoot) -> Result<BootRecord, String> {
+        let (end, retried_after) = match (r.end, r.status) {
+            (Some(end), None) => (end, r.retried_after),
+            (end, Some(sentence)) => ending_of_sentence(end, r.retried_after, sentence, r.ok),
+            (None, None) => return Err("a boot records neither `end` nor `status`".into()),
         };
-        assert_eq!(to_current(meta.clone()), meta);
+        Ok(BootRecord {
+            unit: r.unit,
+            variant: r.variant,
+            cpus: r.cpus,
+            boot: r.boot,
+            wall_s: r.wall_s,
+            samples: r.samples,
+            console_log: r.console_log,
+            guest_kernel: r.guest_kernel,
+            guest_cpus: r.guest_cpus,
+            guest_version: r.guest_version,
+            retryable: r.retryable,
+            host_load_before: r.host_load_before,
+            host_load_after: r.host_load_after,
+            guest_seed: r.guest_seed,
+            end,
+            retried_after,
+            hello_s: r.hello_s,
+        })
     }
+}
 
-    #[test]
-    fn a_format_0_run_gets_its_timing_as_data() {
-        let meta = RunMeta {
-            format: RunFormat(0),
-            timing: "icount (shift=4, sleep=off): …".into(),
-            ..Default::default()
-        };
-        let current = to_current(meta);
-        assert_eq!(current.format, RunFormat(RUN_FORMAT));
-        assert!(current.counts_instructions());
-        assert_eq!(current.timing_mode(), "icount shift=4");
-        let wall = to_current(RunMeta {
-            format: RunFormat(0),
-            ..Default::default()
+/// A boot's ending (and its first attempt's) from what an older run
+/// recorded: the ending as data when it recorded that too, else read from
+/// its sentence; kept as [`BootEnd::Recorded`] when today's wording of that
+/// ending is not the sentence, or the ending disagrees with the recorded
+/// `ok`. Profiled boots' records of older versions are read the same way.
+pub fn ending_of_sentence(
+    end: Option<BootEnd>,
+    retried_after: Option<BootEnd>,
+    sentence: String,
+    ok: Option<bool>,
+) -> (BootEnd, Option<BootEnd>) {
+    let read = match end {
+        Some(end) => Some((end, retried_after.clone())),
+        None => ending_in_words(&sentence)
+            .map(|(end, first)| (end, first.or_else(|| retried_after.clone()))),
+    };
+    match read {
+        Some((end, first))
+            if BootRecord::describe(&end, first.as_ref()) == sentence
+                && ok.is_none_or(|ok| ok == end.is_ok()) =>
+        {
+            (end, first)
+        }
+        _ => (
+            BootEnd::Recorded {
+                ok: ok.unwrap_or(false),
+                sentence,
+            },
+            retried_after,
+        ),
+    }
+}
+
+/// The ending (and the first attempt's, for a retried boot) a sentence of
+/// [`BootRecord::describe`] says.
+fn ending_in_words(sentence: &str) -> Option<(BootEnd, Option<BootEnd>)> {
+    match sentence.split_once(" (retried after: ") {
+        Some((end, first)) => Some((
+            ending_of_words(end)?,
+            Some(ending_of_words(first.strip_suffix(')')?)?),
+        )),
+        None => Some((ending_of_words(sentence)?, None)),
+    }
+}
+
+/// The ending a sentence of [`BootEnd::describe`] says.
+fn ending_of_words(words: &str) -> Option<BootEnd> {
+    let detail = |prefix: &str| words.strip_prefix(prefix).map(str::to_string);
+    match words {
+        "completed" => return Some(BootEnd::Completed),
+        "interrupted (Ctrl-C); stopped" => return Some(BootEnd::Interrupted),
+        _ => {}
+    }
+    if let Some(after) = words
+        .strip_prefix("timed out after ")
+        .and_then(|w| w.strip_suffix(" s; killed"))
+    {
+        return Some(BootEnd::TimedOut {
+            after_s: after.parse().ok()?,
         });
-        assert_eq!(
-            (wall.timing.as_str(), wall.timing_mode()),
-            ("wall", "wall".into())
-        );
     }
+    None.or_else(|| detail("agent error: ").map(|message| BootEnd::AgentError { message }))
+        .or_else(|| detail("kernel panic: ").map(|detail| BootEnd::KernelPanic { detail }))
+        .or_else(|| detail("QEMU failed: ").map(|detail| BootEnd::QemuFailed { detail }))
+        .or_else(|| {
+            detail("QEMU could not load the plugin: ")
+                .map(|detail| BootEnd::PluginFailed { detail })
+        })
+        .or_else(|| {
+            detail("guest ended without finishing: ").map(|detail| BootEnd::Vanished { detail })
+        })
+        .or_else(|| {
+            detail("no profile from the plugin: ").map(|detail| BootEnd::NoProfile { detail })
+        })
 }
 
 /// One entry of `order` as a file of any format holds it.
@@ -207,26 +378,32 @@ enum RecordedUnit {
     Record(UnitRecord),
     /// Formats 0 and 1.
     Sentence(String),
+    /// Neither: a damaged entry, which costs only itself.
+    Unreadable(serde::de::IgnoredAny),
 }
 
 /// Reads `order`: format 2's records, or formats 0 and 1's sentences as
-/// records; a sentence that names no unit is an error naming it.
+/// records. An entry that names no unit is left out ([`RunMeta::read`]
+/// warns of it), so a damaged entry costs only its unit.
 pub(super) fn read_order<'de, D>(deserializer: D) -> Result<Vec<UnitRecord>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
     let entries: Vec<RecordedUnit> = serde::Deserialize::deserialize(deserializer)?;
-    entries
-        .into_iter()
-        .map(|entry| match entry {
-            RecordedUnit::Record(unit) => Ok(unit),
-            RecordedUnit::Sentence(line) => unit_of_sentence(&line).ok_or_else(|| {
-                serde::de::Error::custom(format!(
-                    "order entry {line:?} is no unit (\"INDEX VARIANT Ncpu bootB\")"
-                ))
-            }),
-        })
-        .collect()
+    Ok(entries.into_iter().filter_map(unit_of).collect())
+}
+
+fn unit_of(entry: RecordedUnit) -> Option<UnitRecord> {
+    match entry {
+        RecordedUnit::Record(unit) => Some(unit),
+        RecordedUnit::Sentence(line) => unit_of_sentence(&line),
+        RecordedUnit::Unreadable(_) => None,
+    }
+}
+
+/// The unit an order entry, as any format wrote it, names.
+fn unit_of_entry(entry: &toml::Value) -> Option<UnitRecord> {
+    unit_of(entry.clone().try_into().ok()?)
 }
 
 /// A format 0 or 1 order sentence as a record: the variant's name sits
@@ -273,5 +450,182 @@ mod order_tests {
         let merged = unit_of_sentence("shard 1: 0 off 2cpu boot0").unwrap();
         assert_eq!((merged.shard, merged.variant.as_str()), (Some(1), "off"));
         assert_eq!(unit_of_sentence("3 off"), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timing_sentence_gives_its_mode_and_shift() {
+        let icount = "icount (shift=6, sleep=off): guest time counts executed instructions";
+        assert_eq!(recorded_timing(icount).unwrap().icount_shift, Some(6));
+        assert_eq!(mode_of_sentence(icount), "icount shift=6");
+        assert_eq!(
+            recorded_timing("icount").unwrap().icount_shift,
+            Some(DEFAULT_SHIFT_OF_FORMAT_0)
+        );
+        assert_eq!(recorded_timing("wall: host time"), None);
+        assert_eq!(mode_of_sentence(""), "wall");
+    }
+
+    #[test]
+    fn a_current_run_is_left_as_it_is() {
+        let meta = RunMeta {
+            timing: TimingDecision {
+                icount_shift: Some(4),
+                reason: "made up".into(),
+                recorded_sentence: None,
+            },
+            ..Default::default()
+        };
+        assert_eq!(to_current(meta.clone(), &OlderKeys::default()), meta);
+    }
+
+    #[test]
+    fn a_format_0_run_gets_its_timing_as_data_and_keeps_its_sentence() {
+        let sentence = "icount (shift=4, sleep=off): …";
+        let older = OlderKeys {
+            timing: Some(sentence.into()),
+            ..Default::default()
+        };
+        let meta = RunMeta {
+            format: RunFormat(0),
+            ..Default::default()
+        };
+        let current = to_current(meta, &older);
+        assert_eq!(current.format, RunFormat(RUN_FORMAT));
+        assert!(current.counts_instructions());
+        assert_eq!(current.timing_mode(), "icount shift=4");
+        assert_eq!(current.timing_sentence(), sentence);
+        let wall = to_current(
+            RunMeta {
+                format: RunFormat(0),
+                ..Default::default()
+            },
+            &OlderKeys::default(),
+        );
+        assert_eq!(
+            (wall.timing_sentence(), wall.timing_mode()),
+            ("wall".into(), "wall".into())
+        );
+    }
+
+    #[test]
+    fn sentences_that_today_s_wording_gives_are_not_kept() {
+        let timing = TimingDecision {
+            icount_shift: None,
+            reason: "asked".into(),
+            recorded_sentence: None,
+        };
+        let meta = RunMeta {
+            format: RunFormat(1),
+            timing: timing.clone(),
+            overrides: crate::record::Overrides {
+                boots: Some(3),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let older = OlderKeys {
+            timing: Some(timing.describe(1)),
+            overrides: Some(vec!["boots=3".into()]),
+            ..Default::default()
+        };
+        let current = to_current(meta.clone(), &older);
+        assert_eq!(current.timing.recorded_sentence, None);
+        assert_eq!(current.overrides.recorded_words, None);
+        // Words the settings no longer give (a run from before the settings
+        // were kept) are shown as recorded.
+        let older = OlderKeys {
+            overrides: Some(vec!["scale=0.5".into()]),
+            ..older
+        };
+        let current = to_current(meta, &older);
+        assert_eq!(current.overrides.describe(), ["scale=0.5"]);
+    }
+
+    #[test]
+    fn a_boot_s_sentence_is_read_as_its_ending() {
+        let hang = BootEnd::TimedOut { after_s: 60 };
+        let retried = BootRecord::describe(&BootEnd::Completed, Some(&hang));
+        assert_eq!(
+            ending_of_sentence(None, None, retried, Some(true)),
+            (BootEnd::Completed, Some(hang.clone()))
+        );
+        for end in [
+            BootEnd::AgentError {
+                message: "exited with status 3 (stderr: x)".into(),
+            },
+            BootEnd::KernelPanic {
+                detail: "Attempted to kill init!".into(),
+            },
+            BootEnd::QemuFailed { detail: "x".into() },
+            BootEnd::Vanished { detail: "y".into() },
+            BootEnd::Interrupted,
+            hang,
+        ] {
+            let sentence = end.describe();
+            assert_eq!(
+                ending_of_sentence(None, None, sentence, Some(false)),
+                (end, None)
+            );
+        }
+    }
+
+    #[test]
+    fn a_sentence_of_no_known_ending_is_kept_as_recorded() {
+        let (end, first) = ending_of_sentence(None, None, "ok".into(), Some(true));
+        assert_eq!(first, None);
+        assert!(end.is_ok());
+        assert_eq!(BootRecord::describe(&end, None), "ok");
+        // A sentence that disagrees with the recorded flag keeps both.
+        let (end, _) = ending_of_sentence(
+            Some(BootEnd::Completed),
+            None,
+            "completed".into(),
+            Some(false),
+        );
+        assert_eq!(
+            end,
+            BootEnd::Recorded {
+                sentence: "completed".into(),
+                ok: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_damaged_order_entry_costs_only_its_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = RunMeta {
+            format: RunFormat(1),
+            ..Default::default()
+        };
+        meta.write(dir.path()).unwrap();
+        let path = dir.path().join(META_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text.replace(
+            "order = []",
+            "order = [\"0 markers on 1cpu boot0\", \"1 garbage\", 7, \"2 off 1cpu boot0\"]",
+        );
+        assert!(text.contains("garbage"), "{text}");
+        std::fs::write(&path, text).unwrap();
+        let read = RunMeta::read(dir.path()).unwrap();
+        let units: Vec<(usize, &str)> = read
+            .order
+            .iter()
+            .map(|u| (u.index, u.variant.as_str()))
+            .collect();
+        assert_eq!(units, [(0, "markers on"), (2, "off")]);
+        let older: OlderKeys = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let unread: Vec<String> = older
+            .order
+            .iter()
+            .filter(|e| unit_of_entry(e).is_none())
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(unread, ["\"1 garbage\"", "7"]);
     }
 }

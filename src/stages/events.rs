@@ -210,7 +210,7 @@ impl RunObserver for Terminal {
                     unit.cpus,
                     plural(unit.cpus),
                     unit.boot,
-                    record.status,
+                    record.status(),
                     record.wall_s,
                     record.samples,
                     record.host_load_before,
@@ -383,8 +383,8 @@ mod tests {
         let added = [unit(2, "on", 2, 1), unit(3, "off", 2, 1)];
         let hang = BootEnd::TimedOut { after_s: 60 };
         let record = BootRecord {
-            status: BootRecord::describe(&BootEnd::Completed, Some(&hang)),
-            ok: true,
+            end: BootEnd::Completed,
+            retried_after: Some(hang.clone()),
             wall_s: 12.34,
             samples: 40,
             host_load_before: 0.5,

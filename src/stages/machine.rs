@@ -67,13 +67,7 @@ pub fn decide(
 /// The machine a resumed run was started with, from its metadata: the same
 /// accelerator and timing, whatever a trial would say now.
 pub fn recorded(meta: &RunMeta, qemu: crate::stages::vm::qemu::QemuBinary) -> Machine {
-    let timing = meta
-        .timing_decision
-        .clone()
-        .unwrap_or_else(|| crate::record::TimingDecision {
-            icount_shift: None,
-            reason: "as the run started".into(),
-        });
+    let timing = meta.timing.clone();
     Machine {
         qemu,
         accel: crate::stages::vm::accel::AccelDecision {

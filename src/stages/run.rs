@@ -156,7 +156,7 @@ impl BootLoop<'_> {
                         }
                     }
                     Err(e) => {
-                        sample_error.get_or_insert(e);
+                        sample_error.get_or_insert(e.to_string());
                     }
                 }
             }
@@ -190,15 +190,13 @@ impl BootLoop<'_> {
             variant: unit.variant.clone(),
             cpus: unit.cpus,
             boot: unit.boot,
-            status: BootRecord::describe(&end, None),
-            ok: end.is_ok(),
             wall_s: tenths(outcome.wall),
             samples,
             console_log: log_name,
             guest_kernel: guest.0,
             guest_cpus: guest.1,
             guest_version: guest.2,
-            end: Some(end.clone()),
+            end: end.clone(),
             retried_after: None,
             hello_s,
         };
@@ -296,8 +294,7 @@ impl BootLoop<'_> {
         let key = unit_key(unit);
         crate::record::retain_samples(self.dir, |s| s.boot_key() != key)?;
         *writer = SampleWriter::open(self.dir)?;
-        let (mut record, end) = self.run_unit(unit, runner, writer, events, 1)?;
-        record.status = BootRecord::describe(&end, Some(&first));
+        let (mut record, _) = self.run_unit(unit, runner, writer, events, 1)?;
         record.retried_after = Some(first);
         Ok(record)
     }
@@ -452,7 +449,7 @@ pub fn execute(
         .meta
         .boots
         .iter()
-        .filter(|b| b.ok)
+        .filter(|b| b.ok())
         .map(BootRecord::key)
         .collect();
     let mut events = Observers(vec![&mut terminal, &mut record]);
@@ -544,7 +541,7 @@ fn begin(
     let layout = RunDir::new(dir);
     match start {
         Start::Resume(mut meta) => {
-            meta.boots.retain(|b| b.ok);
+            meta.boots.retain(|b| b.ok());
             let done: std::collections::BTreeSet<_> =
                 meta.boots.iter().map(BootRecord::key).collect();
             let dropped_samples =

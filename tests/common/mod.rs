@@ -144,10 +144,7 @@ pub fn machine() -> Machine {
             accel: Accel::Tcg,
             reason: "test".into(),
         },
-        timing: TimingDecision {
-            icount_shift: None,
-            reason: "test".into(),
-        },
+        timing: TimingDecision::wall("test"),
     }
 }
 

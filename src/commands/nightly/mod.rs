@@ -157,7 +157,7 @@ pub fn nightly(
     let mut summary = format!("## markbench nightly: {}\n\n", meta.suite);
     if outcome.status != ExitStatus::Success {
         let report = RunDir::new(&dir).report();
-        let failed = meta.boots.iter().filter(|b| !b.ok).count();
+        let failed = meta.boots.iter().filter(|b| !b.ok()).count();
         summary.push_str(&match outcome.status {
             ExitStatus::Interrupted => format!(
                 "**Interrupted**: the run is partial ({} boots, {failed} failed), not gated; \

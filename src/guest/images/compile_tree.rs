@@ -171,7 +171,7 @@ pub fn compile_tree_key(
     compiler: &str,
     make: &str,
     targets: &[String],
-) -> String {
+) -> crate::base::sha256::Sha256 {
     key_of(&[
         (
             "recipe",
@@ -202,7 +202,7 @@ pub fn ensure_compile_tree(
         &tool_version("make"),
         targets,
     );
-    let dir = Cache::here().compile_tree(&key);
+    let dir = Cache::here().compile_tree(key.as_str());
     if let Some(tree) = cached_tree(&dir) {
         return Ok(tree);
     }
@@ -212,7 +212,7 @@ pub fn ensure_compile_tree(
         &dir.with_extension("lock"),
         &format!(
             "another run preparing the kernel-compile tree {}",
-            &key[..16]
+            key.short()
         ),
     )?;
     if let Some(tree) = cached_tree(&dir) {
@@ -227,7 +227,7 @@ pub fn ensure_compile_tree(
     let log = dir.join("build.log");
     crate::base::message::note(format_args!(
         "preparing the kernel-compile tree ({}); log: {}",
-        &key[..16],
+        key.short(),
         log.display()
     ));
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -328,7 +328,7 @@ pub fn ensure_compile_tree(
 
     let archive_seal = super::seal::seal_of(&archive)?;
     let tree = CompileTree {
-        key: key.clone(),
+        key: key.to_string(),
         archive_bytes: archive_seal.bytes,
         archive_seal: Some(archive_seal),
         archive,
@@ -386,19 +386,15 @@ pub fn check_entry(dir: &Path) -> (Option<CompileTree>, Verdict) {
             None => (Some(tree), Verdict::Sound),
         },
         None => {
-            let unsealed = Seal {
-                bytes: tree.archive_bytes,
-                sha256: String::new(),
-            };
             let len = std::fs::metadata(&archive).map(|m| m.len()).ok();
-            if len != Some(unsealed.bytes) {
+            if len != Some(tree.archive_bytes) {
                 return (
                     None,
                     Verdict::Damaged(format!(
                         "{}: {} bytes, {} when it was made",
                         archive.display(),
                         len.map_or("no".to_string(), |l| l.to_string()),
-                        unsealed.bytes
+                        tree.archive_bytes
                     )),
                 );
             }

@@ -109,7 +109,7 @@ impl Fragment {
     }
 
     /// The fragment's hash as kernel records and `meta.toml` keep it.
-    pub fn sha256(&self) -> String {
+    pub fn sha256(&self) -> crate::base::sha256::Sha256 {
         key_of(&[("file", self.text.as_bytes())])
     }
 }

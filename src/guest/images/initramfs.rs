@@ -5,6 +5,7 @@
 
 use super::{key_of, Cache};
 use crate::base::protocol::{Directive, JOB_HEADER};
+use crate::base::sha256::Sha256;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -154,7 +155,7 @@ fn content_sha256(path: &Path) -> Result<String> {
 /// An image's cache key: its recipe, the agent's bytes (when it holds the
 /// agent) and each file's guest path and content, so an updated program or
 /// library is another image.
-fn image_key(recipe: &[u8], agent: &[u8], contents: &[(String, String)]) -> String {
+fn image_key(recipe: &[u8], agent: &[u8], contents: &[(String, String)]) -> Sha256 {
     let mut parts: Vec<(&str, &[u8])> = vec![("recipe", recipe), ("agent", agent)];
     parts.extend(contents.iter().map(|(f, s)| (f.as_str(), s.as_bytes())));
     key_of(&parts)
@@ -206,11 +207,11 @@ pub fn ensure_base() -> Result<BaseImage> {
     let hashed = contents(&files)?;
     let key = image_key(b"initramfs v3, fixed times", agent()?, &key_parts(&hashed));
     let dir = Cache::here().initramfs();
-    let path = dir.join(format!("base-{}.cpio", &key[..16]));
+    let path = dir.join(format!("base-{}.cpio", key.short()));
     if super::seal::usable_file_entry(&path, "guest image") {
         return Ok(BaseImage {
             path,
-            key,
+            key: key.into(),
             files: hashed,
         });
     }
@@ -242,7 +243,7 @@ pub fn ensure_base() -> Result<BaseImage> {
     std::fs::rename(&partial, &path)?;
     Ok(BaseImage {
         path,
-        key,
+        key: key.into(),
         files: hashed,
     })
 }
@@ -279,7 +280,7 @@ fn additions_in(
         hashed.push((f.host.clone(), sha));
     }
     let key = image_key(b"initramfs additions v1", b"", &keyed);
-    let path = dir.join(format!("additions-{}.cpio", &key[..16]));
+    let path = dir.join(format!("additions-{}.cpio", key.short()));
     let additions = Additions {
         path,
         files: hashed,

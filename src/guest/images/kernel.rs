@@ -105,7 +105,7 @@ impl KernelBase {
             KernelBase::File { path, text } => format!(
                 "{} (sha256 {})",
                 path.display(),
-                &key_of(&[("file", text.as_bytes())])[..16]
+                key_of(&[("file", text.as_bytes())]).short()
             ),
         }
     }
@@ -263,7 +263,7 @@ pub fn verify(expectations: &[Expectation], config: &BTreeMap<String, String>) -
 
 fn sha256_file(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    Ok(key_of(&[("file", &bytes)]))
+    Ok(key_of(&[("file", &bytes)]).into())
 }
 
 /// Runs a command, appending its output to the build log; fails with the
@@ -357,7 +357,7 @@ pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> String {
     for f in &spec.fragments {
         parts.push(("fragment", f.text.as_bytes()));
     }
-    key_of(&parts)
+    key_of(&parts).into()
 }
 
 /// The key of a configuration's workspace: the kernel's key without its
@@ -428,7 +428,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let fragment_sha256 = spec
         .fragments
         .iter()
-        .map(|f| (f.file_name.clone(), f.sha256()))
+        .map(|f| (f.file_name.clone(), f.sha256().into()))
         .collect();
     let image = KernelImage {
         name: spec.name.clone(),
@@ -1058,7 +1058,7 @@ mod tests {
         for f in &spec.fragments {
             parts.push(("fragment", f.text.as_bytes()));
         }
-        assert_eq!(tiny, key_of(&parts));
+        assert_eq!(tiny, key_of(&parts).to_string());
         spec.base = KernelBase::Defconfig;
         let defconfig = kernel_key(&spec, "src", "gcc 12");
         spec.base = KernelBase::File {

@@ -139,7 +139,7 @@ impl Cache {
 }
 
 /// Hex SHA-256 of a sequence of labelled parts (labels keep `ab`+`c` apart from `a`+`bc`).
-pub fn key_of(parts: &[(&str, &[u8])]) -> String {
+pub fn key_of(parts: &[(&str, &[u8])]) -> crate::base::sha256::Sha256 {
     let mut hasher = Sha256::new();
     for (label, bytes) in parts {
         hasher.update((label.len() as u64).to_le_bytes());
@@ -147,7 +147,7 @@ pub fn key_of(parts: &[(&str, &[u8])]) -> String {
         hasher.update((bytes.len() as u64).to_le_bytes());
         hasher.update(bytes);
     }
-    hex::encode(hasher.finalize())
+    crate::base::sha256::Sha256::from_digest(&hasher.finalize())
 }
 
 /// First line of `program --version`, or "unknown".

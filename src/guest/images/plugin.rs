@@ -3,6 +3,7 @@
 //! with cargo once into the cache, keyed by its source and toolchain.
 
 use super::{key_of, tool_version, Cache};
+use crate::base::sha256::Sha256;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +40,7 @@ pub fn plugin_dir() -> Result<PathBuf> {
         .collect();
     let dir = Cache::here()
         .plugin()
-        .join(format!("src-{}", &key_of(&parts)[..16]));
+        .join(format!("src-{}", key_of(&parts).short()));
     for (name, text) in PLUGIN_SOURCES {
         let path = dir.join(name);
         if std::fs::read_to_string(&path).ok().as_deref() != Some(*text) {
@@ -68,7 +69,7 @@ fn sources(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// The cache key of the plugin in `dir`: its files and the toolchain.
-pub fn plugin_key(dir: &Path) -> Result<String> {
+pub fn plugin_key(dir: &Path) -> Result<Sha256> {
     let cargo = cargo();
     let mut parts: Vec<(String, Vec<u8>)> = vec![
         ("recipe".into(), b"profile plugin v1".to_vec()),
@@ -101,9 +102,12 @@ pub fn ensure_plugin() -> Result<ProfilePlugin> {
 pub fn ensure_plugin_at(dir: &Path, root: &Path) -> Result<ProfilePlugin> {
     let key = plugin_key(dir)?;
     let root = root.to_path_buf();
-    let path = root.join(&key[..16]).join(PLUGIN_FILE);
+    let path = root.join(key.short()).join(PLUGIN_FILE);
     if super::seal::usable_file_entry(&path, "profile plugin") {
-        return Ok(ProfilePlugin { path, key });
+        return Ok(ProfilePlugin {
+            path,
+            key: key.into(),
+        });
     }
     crate::base::message::note("building the profile plugin …");
     let target = root.join("target");
@@ -153,7 +157,10 @@ pub fn ensure_plugin_at(dir: &Path, root: &Path) -> Result<ProfilePlugin> {
         .with_context(|| format!("copying {} to {}", built.display(), partial.display()))?;
     super::seal::seal_file_entry(&partial, &path)?;
     std::fs::rename(&partial, &path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(ProfilePlugin { path, key })
+    Ok(ProfilePlugin {
+        path,
+        key: key.into(),
+    })
 }
 
 #[cfg(test)]

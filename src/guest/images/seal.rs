@@ -12,17 +12,19 @@
 //! before seals were kept are checked for what can be checked without one
 //! (a `bzImage`'s boot header against its length) and sealed on first use.
 
+use crate::base::sha256::Sha256;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// The size and SHA-256 of one file.
+/// The size and SHA-256 of one file. A record whose hash is no SHA-256
+/// does not read: its entry is damaged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seal {
     pub bytes: u64,
-    pub sha256: String,
+    pub sha256: Sha256,
 }
 
 /// The seal file beside a single-file entry.
@@ -37,7 +39,7 @@ pub fn seal_of(path: &Path) -> Result<Seal> {
     }
     let mut file =
         std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut hasher = Sha256::new();
+    let mut hasher = sha2::Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     let mut bytes = 0u64;
     loop {
@@ -52,7 +54,7 @@ pub fn seal_of(path: &Path) -> Result<Seal> {
     }
     Ok(Seal {
         bytes,
-        sha256: hex::encode(hasher.finalize()),
+        sha256: Sha256::from_digest(&hasher.finalize()),
     })
 }
 
@@ -76,8 +78,8 @@ pub fn damage(path: &Path, seal: &Seal) -> Option<String> {
         Err(e) => Some(format!("{e:#}")),
         Ok(now) if now.sha256 != seal.sha256 => Some(format!(
             "{name}: its SHA-256 is {}, {} when it was made",
-            &now.sha256[..16],
-            &seal.sha256[..16.min(seal.sha256.len())]
+            now.sha256.short(),
+            seal.sha256.short()
         )),
         Ok(_) => None,
     }
@@ -249,6 +251,30 @@ pub fn bzimage_header_damage(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seal_whose_hash_was_cut_short_is_damage_named_by_its_file_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = dir.path().join("base.cpio");
+        std::fs::write(&entry, b"image").unwrap();
+        seal_file_entry(&entry, &entry).unwrap();
+        assert_eq!(check_file_entry(&entry), Verdict::Sound);
+        let seal_file = seal_path(&entry);
+        let text = std::fs::read_to_string(&seal_file).unwrap();
+        let sha256 = seal_of(&entry).unwrap().sha256;
+        std::fs::write(
+            &seal_file,
+            text.replace(sha256.as_str(), &sha256.as_str()[..8]),
+        )
+        .unwrap();
+        match check_file_entry(&entry) {
+            Verdict::Damaged(why) => {
+                assert!(why.contains("base.cpio.seal"), "{why}");
+                assert!(why.contains("64 hex digits"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     /// A file shaped like a bzImage: the boot header declaring `syssize`
     /// paragraphs after one setup sector.

@@ -92,7 +92,7 @@ impl KernelSource {
                     "tree {} HEAD {} changes {}",
                     path.display(),
                     head.trim(),
-                    &key_of(&[("diff", diff.as_bytes())])[..16]
+                    key_of(&[("diff", diff.as_bytes())]).short()
                 ))
             }
         }
@@ -140,8 +140,14 @@ pub struct Commit {
 impl Commit {
     /// The abbreviated id kernel developers quote (12 hex digits).
     pub fn short_id(&self) -> &str {
-        &self.id[..self.id.len().min(12)]
+        short_commit(&self.id)
     }
+}
+
+/// A git commit id as git abbreviates it in messages: its first 12 hex
+/// digits (all of a shorter one).
+pub fn short_commit(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
 }
 
 /// A patch file and its content hash.
@@ -149,7 +155,7 @@ impl Commit {
 pub struct PatchRecord {
     /// The file's name, as it appears in messages and the report.
     pub name: String,
-    pub sha256: String,
+    pub sha256: crate::base::sha256::Sha256,
 }
 
 /// What a kernel was built from, as `meta.toml` records it.
@@ -264,7 +270,7 @@ impl ResolvedOrigin {
             None => format!("{} as it is", self.source.path().display()),
         };
         for (_, p) in &self.patches {
-            out.push_str(&format!(" + {} (sha256 {})", p.name, &p.sha256[..16]));
+            out.push_str(&format!(" + {} (sha256 {})", p.name, p.sha256.short()));
         }
         out
     }
@@ -292,7 +298,7 @@ impl ResolvedOrigin {
         }
         self.check_patches()?;
         let dir = Cache::here()
-            .patched(&key_of(&[("origin", self.identity.as_bytes())]))
+            .patched(key_of(&[("origin", self.identity.as_bytes())]).as_str())
             .join("linux");
         if dir.join(DONE).is_file() {
             return Ok(BuildTree { path: dir });
@@ -495,7 +501,11 @@ impl ResolvedOrigin {
         };
         Ok(TreeState {
             lineage,
-            patches: self.patches.iter().map(|(_, p)| p.sha256.clone()).collect(),
+            patches: self
+                .patches
+                .iter()
+                .map(|(_, p)| p.sha256.to_string())
+                .collect(),
             touched: self.touched_by_patches()?,
         })
     }
@@ -832,7 +842,7 @@ fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     crate::base::message::note(format_args!(
         "snapshot of {} at {} …",
         repo.display(),
-        &commit[..12]
+        short_commit(commit)
     ));
     archive_into(repo, commit, &[], &partial)?;
     std::fs::write(partial.join(DONE), commit)?;
@@ -1140,7 +1150,7 @@ fn unpack(tarball: &Path, dest: &Path) -> Result<()> {
 
 /// Unpacks a tarball into the cache once; returns the source tree.
 fn unpacked_tree(tarball: &Path, identity: &str) -> Result<PathBuf> {
-    let dir = Cache::here().unpacked(&key_of(&[("source", identity.as_bytes())]));
+    let dir = Cache::here().unpacked(key_of(&[("source", identity.as_bytes())]).as_str());
     let done = dir.join(".markbench-unpacked");
     if !done.exists() {
         let partial = dir.with_extension(format!("partial-{}", std::process::id()));
@@ -1201,11 +1211,7 @@ pub fn source_difference(base: &ResolvedOrigin, cand: &ResolvedOrigin) -> Result
         }
         text.push_str("patches applied on top:\n");
         for p in extra {
-            text.push_str(&format!(
-                "  {} (sha256 {})\n",
-                p.name,
-                &p.sha256[..16.min(p.sha256.len())]
-            ));
+            text.push_str(&format!("  {} (sha256 {})\n", p.name, p.sha256.short()));
         }
     }
     Ok((!text.trim().is_empty()).then_some(text))

@@ -317,6 +317,22 @@ pub fn param_label(workload: &str) -> &'static str {
         .map_or("param", |(_, label)| label)
 }
 
+/// Why a timed run gave no measurements.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MeasureError {
+    /// The workload's command exited non-zero.
+    #[error("{workload} exited with status {status}: {output}")]
+    Exited {
+        workload: &'static str,
+        status: i32,
+        output: String,
+    },
+    /// It exited 0, but its output does not look like a successful run
+    /// (the workload's parser says why).
+    #[error("{0}")]
+    Output(String),
+}
+
 /// A `[[workload]]` of a suite: the keys every workload has, and its kind's
 /// own settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -469,16 +485,15 @@ impl WorkloadSpec {
 
     /// Measurements from one timed run; an error when it failed or its
     /// output does not look like a successful run.
-    pub fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    pub fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, MeasureError> {
         if record.status != 0 {
-            return Err(format!(
-                "{} exited with status {}: {}",
-                self.kind(),
-                record.status,
-                record.output.trim()
-            ));
+            return Err(MeasureError::Exited {
+                workload: self.kind(),
+                status: record.status,
+                output: record.output.trim().to_string(),
+            });
         }
-        self.kind.measure(record)
+        self.kind.measure(record).map_err(MeasureError::Output)
     }
 
     /// Measurements from the cycle model's counts of the parts of one
@@ -619,6 +634,35 @@ mod tests {
         cpus: &[1, 2],
         memory_mib: 1024,
     };
+
+    #[test]
+    fn a_run_that_failed_or_said_nothing_measurable_is_told_apart() {
+        let s = spec("kind = \"hackbench\"\nparams = [2]\n");
+        let run = |status: i32, output: &str| RunRecord {
+            id: "0".into(),
+            iteration: 0,
+            status,
+            elapsed_ns: 1,
+            user_ns: 0,
+            sys_ns: 0,
+            output: output.into(),
+        };
+        let exited = s.measure(&run(3, "fork failed\n")).unwrap_err();
+        assert_eq!(
+            exited,
+            MeasureError::Exited {
+                workload: "hackbench",
+                status: 3,
+                output: "fork failed".into()
+            }
+        );
+        assert_eq!(
+            exited.to_string(),
+            "hackbench exited with status 3: fork failed"
+        );
+        let silent = s.measure(&run(0, "nothing\n")).unwrap_err();
+        assert!(matches!(silent, MeasureError::Output(_)), "{silent:?}");
+    }
 
     #[test]
     fn every_kind_has_a_label_and_unknown_ones_fall_back() {

@@ -679,7 +679,7 @@ mod tests {
             good: "v6.1".into(),
             bad: "HEAD".into(),
             suite: None,
-            suite_sha256: String::new(),
+            suite_sha256: crate::base::sha256::Sha256::of(b"suite"),
             point: "hackbench:time@1cpu:2".into(),
             variant: String::new(),
             threshold: 0.02,

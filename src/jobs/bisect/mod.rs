@@ -64,7 +64,7 @@ pub struct Plan {
     /// The suite file, absolute; `None`: the default quick suite, found
     /// again as `compare` finds it.
     pub suite: Option<PathBuf>,
-    pub suite_sha256: String,
+    pub suite_sha256: crate::base::sha256::Sha256,
     /// The point, as `--point` writes it, resolved against the suite.
     pub point: String,
     /// The suite variant whose kernel configuration and command line each
@@ -245,7 +245,7 @@ fn new_plan(request: &Request) -> Result<Plan> {
             .suite
             .as_ref()
             .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone())),
-        suite_sha256: file.sha256.clone(),
+        suite_sha256: crate::base::sha256::Sha256::parse(file.sha256.clone())?,
         point: resolved.to_string(),
         variant,
         threshold: threshold / 100.0,
@@ -341,12 +341,13 @@ fn new_dir(request: &Request) -> Result<PathBuf> {
 /// changed since it started).
 fn suite_of(plan: &Plan) -> Result<Suite> {
     let file = compare::read_suite(plan.suite.as_deref())?;
-    if file.sha256 != plan.suite_sha256 {
+    let now = crate::base::sha256::Sha256::parse(file.sha256.clone())?;
+    if now != plan.suite_sha256 {
         return Err(InputError::new(format!(
             "{}: the suite changed since the bisection started (sha256 {} then, {} now)",
             file.path.display(),
-            &plan.suite_sha256[..12.min(plan.suite_sha256.len())],
-            &file.sha256[..12]
+            plan.suite_sha256.short(),
+            now.short()
         ))
         .into());
     }
@@ -452,11 +453,11 @@ impl<'a> Bench<'a> {
             let meta = stored_run(&run)?;
             if !meta.as_ref().is_some_and(|m| m.complete) {
                 let untestable = match self.boot(index, round, &run, meta) {
-                    Ok(meta) if !meta.boots.iter().any(|b| b.ok) => Some(format!(
+                    Ok(meta) if !meta.boots.iter().any(|b| b.ok()) => Some(format!(
                         "no boot of it completed ({}); see {}",
                         meta.boots
                             .iter()
-                            .map(|b| b.status.as_str())
+                            .map(|b| b.status())
                             .collect::<Vec<_>>()
                             .join(", "),
                         run.join("report.md").display()
@@ -573,7 +574,7 @@ impl<'a> Bench<'a> {
                 machine.qemu.version,
                 machine.accel.accel.as_str(),
                 machine.accel.reason,
-                vm::accel::describe_timing(&machine.timing, run.max_cpus())
+                machine.timing.describe(run.max_cpus())
             );
             self.machine = Some((runner, machine));
         }

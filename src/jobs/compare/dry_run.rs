@@ -11,7 +11,7 @@ use std::path::Path;
 fn earlier_seconds_per_boot(
     reports: &Path,
     suite: &Suite,
-    overrides: &[String],
+    overrides: &crate::record::Overrides,
 ) -> Option<(f64, String)> {
     let (runs, skipped) = crate::record::scan_runs(reports);
     for s in &skipped {
@@ -21,7 +21,7 @@ fn earlier_seconds_per_boot(
         (meta.complete
             && meta.suite == suite.name
             && meta.suite_sha256 == suite.sha256
-            && meta.overrides == overrides
+            && meta.overrides.suite_changes() == overrides.suite_changes()
             && !meta.boots.is_empty())
         .then(|| {
             let per_boot =
@@ -143,7 +143,7 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
             fragments.push((
                 f.file_name.clone(),
                 f.source(),
-                f.sha256()[..16].to_string(),
+                f.sha256().short().to_string(),
             ));
         }
         variants.push(VariantPlan {
@@ -154,8 +154,8 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
             fragments,
         });
     }
-    let overrides = run.overrides_record();
-    let earlier = earlier_seconds_per_boot(reports, suite, &overrides);
+    let overrides = run.overrides.describe();
+    let earlier = earlier_seconds_per_boot(reports, suite, &run.overrides);
     let earlier_run =
         earlier.as_ref().map(
             |(per_boot, from)| crate::stages::profile::dry_run::EarlierRun {

@@ -6,7 +6,7 @@ use super::Resolved;
 use crate::record::{HostInfo, KernelMeta, RunMeta};
 use crate::stages::run_images::Images;
 use crate::stages::vm::{Machine, Runner};
-use crate::{base::host, stages::profile, stages::report, stages::run, stages::vm};
+use crate::{base::host, stages::profile, stages::report, stages::run};
 use anyhow::Result;
 use std::path::Path;
 
@@ -113,8 +113,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
         suite_sha256: suite.sha256.clone(),
-        overrides: run.overrides_record(),
-        override_settings: run.overrides.clone(),
+        overrides: run.overrides.clone(),
         description: suite.description.clone(),
         git_revision: git_revision(),
         markbench_version: env!("CARGO_PKG_VERSION").into(),
@@ -133,8 +132,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         },
         accel: machine.accel.accel,
         accel_reason: machine.accel.reason.clone(),
-        timing: vm::accel::describe_timing(&machine.timing, run.max_cpus()),
-        timing_decision: Some(machine.timing.clone()),
+        timing: machine.timing.clone(),
         seed: suite.seed,
         margin: suite.margin,
         correction: suite.correction,
@@ -161,7 +159,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                 compiler: k.compiler.clone(),
                 fragments: fragments
                     .iter()
-                    .map(|f| (f.file_name.clone(), f.sha256()))
+                    .map(|f| (f.file_name.clone(), f.sha256().into()))
                     .collect(),
                 fragment_sources: fragments
                     .iter()

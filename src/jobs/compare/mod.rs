@@ -164,7 +164,7 @@ fn directory_and_machine(
                      start a new run instead",
                     dir.display(),
                     recorded.variant,
-                    &k.key[..16],
+                    k.short_key(),
                     recorded.build_key.chars().take(16).collect::<String>()
                 ))
                 .into());
@@ -216,10 +216,7 @@ fn announce(run: &Resolved, dir: &std::path::Path, machine: &vm::Machine) {
         machine.accel.accel.as_str(),
         machine.accel.reason
     );
-    println!(
-        "timing: {}",
-        vm::accel::describe_timing(&machine.timing, run.max_cpus())
-    );
+    println!("timing: {}", machine.timing.describe(run.max_cpus()));
 }
 
 /// The exit status of a run that ended with `meta`: interrupted (it is
@@ -227,7 +224,7 @@ fn announce(run: &Resolved, dir: &std::path::Path, machine: &vm::Machine) {
 pub fn status_of_run(meta: &RunMeta) -> ExitStatus {
     if !meta.complete {
         ExitStatus::Interrupted
-    } else if meta.boots.iter().any(|b| !b.ok) {
+    } else if meta.boots.iter().any(|b| !b.ok()) {
         ExitStatus::Incomplete
     } else {
         ExitStatus::Success
@@ -236,7 +233,7 @@ pub fn status_of_run(meta: &RunMeta) -> ExitStatus {
 
 /// The run's summary line and its exit status ([`status_of_run`]).
 fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) -> ExitStatus {
-    let failed = meta.boots.iter().filter(|b| !b.ok).count();
+    let failed = meta.boots.iter().filter(|b| !b.ok()).count();
     println!(
         "report: {}\n{} boots, {} failed, {:.0} s in all",
         RunDir::new(dir).report().display(),
@@ -261,7 +258,7 @@ fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::BootRecord;
+    use crate::record::{BootEnd, BootRecord};
 
     fn run(complete: bool, oks: &[bool]) -> RunMeta {
         RunMeta {
@@ -269,7 +266,11 @@ mod tests {
             boots: oks
                 .iter()
                 .map(|&ok| BootRecord {
-                    ok,
+                    end: if ok {
+                        BootEnd::Completed
+                    } else {
+                        BootEnd::Interrupted
+                    },
                     ..BootRecord::default()
                 })
                 .collect(),

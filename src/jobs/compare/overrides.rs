@@ -9,62 +9,6 @@ use crate::record::Overrides;
 use crate::stages::suite::{self, Suite};
 
 impl Overrides {
-    /// The overrides as `key=value`, for the record (meta.toml, the report).
-    pub fn describe(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(scale) = self.scale {
-            out.push(format!("scale={scale}"));
-        }
-        if let Some(boots) = self.boots {
-            out.push(format!("boots={boots}"));
-        }
-        if let Some(iterations) = self.iterations {
-            out.push(format!("iterations={iterations}"));
-        }
-        if let Some(cpus) = &self.cpus {
-            out.push(format!("cpus={cpus:?}"));
-        }
-        if let Some(scope) = self.compile_scope {
-            let name = clap::ValueEnum::to_possible_value(&scope)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default();
-            out.push(format!("compile-scope={name}"));
-        }
-        if let Some(seed) = self.seed {
-            out.push(format!("seed={seed}"));
-        }
-        if self.aa {
-            out.push("aa=true".into());
-        }
-        if let Some(params) = &self.params {
-            out.push(format!("params={params:?}"));
-        }
-        if !self.patches.is_empty() {
-            let names: Vec<String> = self
-                .patches
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            out.push(format!("patches={}", names.join(",")));
-        }
-        if let Some(revs) = &self.revs {
-            out.push(format!("revs={revs}"));
-        }
-        if let Some(precision) = self.precision {
-            out.push(format!("precision={precision}"));
-        }
-        if let Some(budget) = self.budget_s {
-            out.push(format!(
-                "budget={}",
-                humantime::format_duration(std::time::Duration::from_secs(budget))
-            ));
-        }
-        if let Some(max_boots) = self.max_boots {
-            out.push(format!("max-boots={max_boots}"));
-        }
-        out
-    }
-
     /// The suite with these overrides applied, each value checked as the
     /// file's own would be (the same checks, naming the option instead of a
     /// line).

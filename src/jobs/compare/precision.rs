@@ -99,7 +99,7 @@ pub fn groups(analysis: &Analysis, meta: &RunMeta, units: &[Unit], rule: FixedWi
             let walls: Vec<f64> = meta
                 .boots
                 .iter()
-                .filter(|b| b.cpus == cpus && b.ok)
+                .filter(|b| b.cpus == cpus && b.ok())
                 .map(|b| b.wall_s)
                 .collect();
             let boot_s = if walls.is_empty() {
@@ -164,7 +164,7 @@ impl Additions<'_> {
         if meta
             .boots
             .iter()
-            .any(|b| !b.ok && b.boot >= self.suite.boots)
+            .any(|b| !b.ok() && b.boot >= self.suite.boots)
         {
             return Ok(Addition::Stop(PrecisionStop::FailedBoots));
         }

@@ -124,7 +124,7 @@ impl Resolved {
             Some(dir) => {
                 let (meta, suite) = resumed_suite(dir)?;
                 let asked = options.overrides.shard;
-                if asked.is_some() && meta.override_settings.shard != asked {
+                if asked.is_some() && meta.overrides.shard != asked {
                     return Err(InputError::new(format!(
                         "{}: that run is not shard {} of {}",
                         dir.display(),
@@ -133,11 +133,7 @@ impl Resolved {
                     ))
                     .into());
                 }
-                (
-                    suite,
-                    meta.override_settings.clone(),
-                    Some((dir.clone(), meta)),
-                )
+                (suite, meta.overrides.clone(), Some((dir.clone(), meta)))
             }
             None => (
                 read_suite(options.suite.as_deref())?,
@@ -246,11 +242,6 @@ impl Resolved {
     /// The largest guest of the run, in vCPUs.
     pub fn max_cpus(&self) -> u32 {
         self.suite.cpus.iter().copied().max().unwrap_or(1)
-    }
-
-    /// The overrides as `key=value`, for the record.
-    pub fn overrides_record(&self) -> Vec<String> {
-        self.overrides.describe()
     }
 
     /// A shard's run: which shard and what it runs, for its metadata.

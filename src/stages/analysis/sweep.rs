@@ -27,7 +27,7 @@ pub struct Analysis {
     pub tables: BTreeMap<TableKey, Vec<Point>>,
     /// One entry per comparison, in the order of `comparisons`, then one per
     /// step; `Err` holds why the sweep could not be analysed.
-    pub results: Result<Vec<ComparisonResults>, String>,
+    pub results: Result<Vec<ComparisonResults>, crate::base::stats::StatsError>,
 }
 
 impl Analysis {
@@ -197,8 +197,8 @@ fn analyse_with_config(
             }
         }
     }
-    let results = crate::base::stats::analyze_sweep_with_hosts(&inputs, &point_hosts, &config)
-        .map(|flat| {
+    let results =
+        crate::base::stats::analyze_sweep_with_hosts(&inputs, &point_hosts, &config).map(|flat| {
             let mut flat = flat.into_iter();
             comparisons
                 .iter()
@@ -210,8 +210,7 @@ fn analyse_with_config(
                         .collect()
                 })
                 .collect()
-        })
-        .map_err(|e| e.to_string());
+        });
     Analysis {
         config,
         variants,

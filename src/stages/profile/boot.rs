@@ -120,7 +120,7 @@ impl Profiler {
             let done = manifest
                 .boots
                 .iter()
-                .any(|b| b.ok && b.variant == unit.variant && b.cpus == unit.cpus);
+                .any(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus);
             if done {
                 continue;
             }
@@ -136,7 +136,7 @@ impl Profiler {
             events.on(&RunEvent::ProfiledBootEnded {
                 n,
                 total: units.len(),
-                status: &boot.status,
+                status: &boot.status(),
                 wall_s: boot.wall_s,
             })?;
             manifest
@@ -203,8 +203,7 @@ impl Profiler {
             side: unit.side,
             cpus: unit.cpus,
             guest_seed: request.guest_seed,
-            ok: false,
-            status: outcome.end.describe(),
+            end: outcome.end.clone(),
             wall_s,
             console_log,
             file: store::counts_file(&unit.variant, unit.cpus),
@@ -217,7 +216,9 @@ impl Profiler {
         let regions = match raw::read(&output) {
             Ok(r) => r,
             Err(e) => {
-                record.status = format!("no profile from the plugin: {e}");
+                record.end = BootEnd::NoProfile {
+                    detail: e.to_string(),
+                };
                 return Ok(record);
             }
         };
@@ -230,9 +231,8 @@ impl Profiler {
                     record.model_file = Some(file);
                 }
                 record.points = points;
-                record.ok = true;
             }
-            Err(e) => record.status = e,
+            Err(detail) => record.end = BootEnd::ProfileMismatch { detail },
         }
         std::fs::remove_file(&output).with_context(|| format!("removing {}", output.display()))?;
         Ok(record)

@@ -55,7 +55,7 @@ pub fn describe(suite: &Suite, earlier: Option<EarlierRun>) -> Vec<String> {
         let seconds = profiled
             .boots
             .iter()
-            .find(|b| b.ok && b.variant == unit.variant && b.cpus == unit.cpus)
+            .find(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus)
             .map(|b| b.wall_s)
             .or_else(|| earlier.map(|e| e.seconds_per_boot * SLOWDOWN));
         total = total.zip(seconds).map(|(t, s)| t + s);
@@ -152,8 +152,7 @@ mod tests {
                 side: u.side,
                 cpus: u.cpus,
                 guest_seed: None,
-                ok: true,
-                status: "completed".into(),
+                end: crate::record::BootEnd::Completed,
                 wall_s: 30.0 * u.cpus as f64,
                 console_log: String::new(),
                 file: String::new(),

@@ -8,6 +8,7 @@
 //! that the other kernel lacks (by [`super::symbols::function_name`]). The report reads nothing else.
 
 use crate::base::error::InputError;
+use crate::record::BootEnd;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,16 +29,18 @@ pub struct Manifest {
     pub boots: Vec<ProfileBoot>,
 }
 
-/// One profiled boot.
+/// One profiled boot. Manifests of earlier versions recorded its ending as a
+/// sentence (`status`) and a flag (`ok`), read into `end`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RecordedProfileBoot")]
 pub struct ProfileBoot {
     pub variant: String,
     /// 0 baseline, 1 candidate.
     pub side: usize,
     pub cpus: u32,
     pub guest_seed: Option<u64>,
-    pub ok: bool,
-    pub status: String,
+    /// How the boot ended: completed only when its profile was kept.
+    pub end: BootEnd,
     /// Wall time of the whole boot with the plugin loaded.
     pub wall_s: f64,
     pub console_log: String,
@@ -49,6 +52,64 @@ pub struct ProfileBoot {
     pub model_file: Option<String>,
     #[serde(default, rename = "point")]
     pub points: Vec<PointTotals>,
+}
+
+impl ProfileBoot {
+    /// The boot completed and its profile was kept.
+    pub fn ok(&self) -> bool {
+        self.end.is_ok()
+    }
+
+    /// How the boot ended, in words.
+    pub fn status(&self) -> String {
+        self.end.describe()
+    }
+}
+
+/// A profiled boot as a manifest of any version holds it.
+#[derive(Deserialize)]
+struct RecordedProfileBoot {
+    variant: String,
+    side: usize,
+    cpus: u32,
+    guest_seed: Option<u64>,
+    #[serde(default)]
+    end: Option<BootEnd>,
+    #[serde(default)]
+    ok: Option<bool>,
+    #[serde(default)]
+    status: Option<String>,
+    wall_s: f64,
+    console_log: String,
+    file: String,
+    #[serde(default)]
+    model_file: Option<String>,
+    #[serde(default, rename = "point")]
+    points: Vec<PointTotals>,
+}
+
+impl TryFrom<RecordedProfileBoot> for ProfileBoot {
+    type Error = String;
+
+    fn try_from(r: RecordedProfileBoot) -> Result<ProfileBoot, String> {
+        let end = match (r.end, r.status) {
+            (Some(end), None) => end,
+            (end, Some(sentence)) => crate::record::ending_of_sentence(end, None, sentence, r.ok).0,
+            (None, None) => return Err("a profiled boot records neither `end` nor `status`".into()),
+        };
+        Ok(ProfileBoot {
+            variant: r.variant,
+            side: r.side,
+            cpus: r.cpus,
+            guest_seed: r.guest_seed,
+            end,
+            wall_s: r.wall_s,
+            console_log: r.console_log,
+            file: r.file,
+            model_file: r.model_file,
+            points: r.points,
+        })
+    }
 }
 
 /// One point's totals over its measured runs in a profiled boot.
@@ -301,8 +362,7 @@ mod tests {
                 side: 0,
                 cpus: 1,
                 guest_seed: Some(3),
-                ok: true,
-                status: "completed".into(),
+                end: BootEnd::Completed,
                 wall_s: 1.5,
                 console_log: "logs/p.log".into(),
                 file: "off-1cpu.tsv".into(),

@@ -37,7 +37,7 @@ struct Summary<'a> {
     comparisons: Vec<ComparisonSummary<'a>>,
     complete: bool,
     config: &'a AnalysisConfig,
-    error: Option<&'a String>,
+    error: Option<String>,
     /// One entry per comparison and point, comparison after comparison.
     points: Vec<PointSummary<'a>>,
     /// "Where the difference goes", for a run with profiles.
@@ -147,7 +147,7 @@ impl<'a> Summary<'a> {
             comparisons,
             complete: meta.complete,
             config: &analysis.config,
-            error: analysis.results.as_ref().err(),
+            error: analysis.results.as_ref().err().map(ToString::to_string),
             points,
             profile,
             sizes,

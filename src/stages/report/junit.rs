@@ -126,7 +126,7 @@ fn interval(a: Option<&PointAnalysis>) -> String {
 fn failed_boots<'a>(meta: &'a RunMeta, variant: &str, cpus: u32) -> Vec<&'a BootRecord> {
     meta.boots
         .iter()
-        .filter(|b| !b.ok && b.variant == variant && b.cpus == cpus)
+        .filter(|b| !b.ok() && b.variant == variant && b.cpus == cpus)
         .collect()
 }
 
@@ -177,17 +177,20 @@ fn cases(meta: &RunMeta, analysis: &Analysis) -> Vec<Case> {
             }
         }
     }
-    for b in meta.boots.iter().filter(|b| !b.ok) {
+    for b in meta.boots.iter().filter(|b| !b.ok()) {
         cases.push(Case {
             name: format!(
                 "{}/boot {} of {} on {} CPU(s)",
                 meta.suite, b.boot, b.variant, b.cpus
             ),
             classname: format!("{}.boots", meta.suite),
-            outcome: Outcome::Error(format!("boot failed: {}", b.status)),
+            outcome: Outcome::Error(format!("boot failed: {}", b.status())),
             out: format!(
                 "status: {}\nwall time: {:.1} s\nsamples: {}\nconsole log: {}\n",
-                b.status, b.wall_s, b.samples, b.console_log
+                b.status(),
+                b.wall_s,
+                b.samples,
+                b.console_log
             ),
             time: b.wall_s,
         });

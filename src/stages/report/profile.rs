@@ -70,7 +70,7 @@ fn find(manifest: &Manifest, side: usize, cpus: u32) -> Option<&ProfileBoot> {
     manifest
         .boots
         .iter()
-        .find(|b| b.ok && b.side == side && b.cpus == cpus)
+        .find(|b| b.ok() && b.side == side && b.cpus == cpus)
 }
 
 fn totals<'a>(boot: &'a ProfileBoot, workload: &str, param: u64) -> Option<&'a PointTotals> {
@@ -192,12 +192,12 @@ fn load_candidate(
         .boots
         .iter()
         .filter(ours)
-        .filter(|b| b.ok)
+        .filter(|b| b.ok())
         .filter_map(|b| {
             let timed: Vec<f64> = meta
                 .boots
                 .iter()
-                .filter(|t| t.ok && t.variant == b.variant && t.cpus == b.cpus)
+                .filter(|t| t.ok() && t.variant == b.variant && t.cpus == b.cpus)
                 .map(|t| t.wall_s)
                 .collect();
             let mean = timed.iter().sum::<f64>() / timed.len() as f64;
@@ -214,8 +214,8 @@ fn load_candidate(
         .boots
         .iter()
         .filter(ours)
-        .filter(|b| !b.ok)
-        .map(|b| (b.variant.clone(), b.cpus, b.status.clone()))
+        .filter(|b| !b.ok())
+        .map(|b| (b.variant.clone(), b.cpus, b.status().clone()))
         .collect();
     Ok(ProfileView {
         candidate: several.then(|| names[c].clone()),

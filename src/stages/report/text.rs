@@ -115,7 +115,7 @@ fn header(run: &RunReport) -> String {
         &format!(
             "{} boots ran ({} failed); {} measured samples over {} points in {} tables.",
             meta.boots.len(),
-            meta.boots.iter().filter(|b| !b.ok).count(),
+            meta.boots.iter().filter(|b| !b.ok()).count(),
             run.samples.iter().filter(|s| !s.warmup).count(),
             analysis.tables.values().map(Vec::len).sum::<usize>(),
             analysis.tables.len()
@@ -399,7 +399,7 @@ fn method(run: &RunReport) -> String {
     // What the run did, not what its suite planned: a run to a precision
     // adds boots, a partial run has fewer, and workloads set their own runs.
     let mut boots: std::collections::BTreeMap<(&str, u32), usize> = Default::default();
-    for b in meta.boots.iter().filter(|b| b.ok) {
+    for b in meta.boots.iter().filter(|b| b.ok()) {
         *boots.entry((b.variant.as_str(), b.cpus)).or_default() += 1;
     }
     let mut runs: std::collections::BTreeMap<_, usize> = Default::default();

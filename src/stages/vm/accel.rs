@@ -47,7 +47,7 @@ fn smp_verdict_path(qemu: &QemuBinary) -> PathBuf {
         ("path", qemu.path.to_string_lossy().as_bytes()),
         ("sha256", qemu.sha256.as_bytes()),
     ]);
-    Cache::here().qemu_verdict(&key)
+    Cache::here().qemu_verdict(key.as_str())
 }
 
 /// Boots `kernel` with an empty job on [`TRIAL_CPUS`] vCPUs under icount and
@@ -143,14 +143,8 @@ pub fn timing_for(
     qemu: &QemuBinary,
 ) -> Result<TimingDecision, crate::base::error::InputError> {
     use crate::stages::suite::TimingChoice::*;
-    let wall = |reason: String| TimingDecision {
-        icount_shift: None,
-        reason,
-    };
-    let icount = |reason: String| TimingDecision {
-        icount_shift: Some(shift),
-        reason,
-    };
+    let wall = TimingDecision::wall;
+    let icount = |reason: String| TimingDecision::icount(shift, reason);
     let smp_fails = match smp_icount {
         Some(v) if max_cpus > 1 && !v.works => Some(v),
         _ => None,
@@ -196,36 +190,6 @@ pub fn timing_for(
     }
 }
 
-/// What a run's timing measures, for the report and meta.toml; the mode
-/// comes first (`icount (…)` or `wall`), as the readers of older runs expect.
-pub fn describe_timing(timing: &TimingDecision, max_cpus: u32) -> String {
-    match timing.icount_shift {
-        None => format!(
-            "wall: the guest's CLOCK_MONOTONIC runs on host time ({})",
-            timing.reason
-        ),
-        Some(shift) => {
-            let smp = if max_cpus > 1 {
-                " With several vCPUs QEMU runs them in turn on one host thread and guest time \
-                 advances with the instructions of all of them, so a figure on N CPUs is the \
-                 deterministic work of all N (spinning on locks and IPIs included); it cannot \
-                 show parallel speed-up, and host cores do not limit the vCPU count."
-            } else {
-                ""
-            };
-            format!(
-                "icount (shift={shift}, sleep=off, RTC from {} on guest time, a -seed per boot): \
-                 guest time counts executed instructions (2^{shift} ns each), so timings measure \
-                 code-path length and do not move with host load; each boot repeats exactly with \
-                 its seed (in the Boots records of meta.toml); they cannot show cache, memory or \
-                 timing effects.{smp} ({})",
-                super::qemu::ICOUNT_RTC_BASE,
-                timing.reason
-            )
-        }
-    }
-}
-
 /// Identifies the host for the remembered verdict: kernel, CPU and QEMU.
 fn host_key(qemu: &QemuBinary) -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
@@ -235,8 +199,9 @@ fn host_key(qemu: &QemuBinary) -> String {
         ("release", release.trim().as_bytes()),
         ("cpu", cpu.as_bytes()),
         ("qemu", qemu.as_bytes()),
-    ])[..16]
-        .to_string()
+    ])
+    .short()
+    .to_string()
 }
 
 fn verdict_path(qemu: &QemuBinary) -> PathBuf {
@@ -388,7 +353,7 @@ mod tests {
             t.reason
         );
         assert!(t.reason.contains("7.2.0"), "{}", t.reason);
-        assert!(describe_timing(&t, 2).starts_with("wall"));
+        assert!(t.describe(2).starts_with("wall"));
     }
 
     #[test]
@@ -409,14 +374,11 @@ mod tests {
 
     #[test]
     fn smp_icount_description_says_what_an_n_cpu_figure_means() {
-        let t = TimingDecision {
-            icount_shift: Some(4),
-            reason: "auto".into(),
-        };
-        let d = describe_timing(&t, 8);
+        let t = TimingDecision::icount(4, "auto");
+        let d = t.describe(8);
         assert!(d.starts_with("icount (shift=4"), "{d}");
         assert!(d.contains("in turn on one host thread"), "{d}");
-        assert!(!describe_timing(&t, 1).contains("in turn"));
+        assert!(!t.describe(1).contains("in turn"));
     }
 
     fn trial_with(runner: &mut FakeRunner) -> SmpIcountVerdict {

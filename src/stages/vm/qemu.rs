@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 pub const QEMU: &str = "qemu-system-x86_64";
 
-/// Where the guest's RTC starts in icount mode: any fixed date will do.
-pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
+pub use crate::record::ICOUNT_RTC_BASE;
 
 /// The QEMU binary a run boots its guests with: the one a suite or
 /// `--qemu` names, else `qemu-system-x86_64` on PATH. Its content hash keys
@@ -72,7 +71,7 @@ impl QemuBinary {
         Ok(QemuBinary {
             path,
             version,
-            sha256: crate::guest::images::key_of(&[("qemu", &bytes)]),
+            sha256: crate::guest::images::key_of(&[("qemu", &bytes)]).into(),
         })
     }
 }

@@ -512,10 +512,10 @@ mod tests {
                     ..Default::default()
                 })
                 .collect(),
-            timing_decision: Some(TimingDecision {
+            timing: TimingDecision {
                 icount_shift: shift,
-                reason: String::new(),
-            }),
+                ..Default::default()
+            },
             complete: true,
             ..Default::default()
         }

@@ -177,7 +177,7 @@ fn header(run: &RunReport) -> String {
         }
         r.push('\n');
     }
-    let failed = meta.boots.iter().filter(|b| !b.ok).count();
+    let failed = meta.boots.iter().filter(|b| !b.ok()).count();
     let _ = writeln!(
         r,
         "{} boots ran ({} failed); {} measured samples over {} points in {} tables.\n",
@@ -443,13 +443,12 @@ fn where_and_how(run: &RunReport) -> String {
         meta.iterations,
         meta.warmup,
         meta.memory_mib,
-        if meta.overrides.is_empty() {
-            "none".to_string()
-        } else {
-            escape_md(&meta.overrides.join(", "))
+        match meta.overrides.describe() {
+            words if words.is_empty() => "none".to_string(),
+            words => escape_md(&words.join(", ")),
         },
         meta.seed,
-        escape_md(&meta.timing),
+        escape_md(&meta.timing_sentence()),
         escape_md(&meta.started_at),
         meta.wall_s.round(),
         if meta.complete { "complete" } else { "partial" },
@@ -560,10 +559,10 @@ fn boots(run: &RunReport) -> String {
             escape_md(&b.variant),
             b.cpus,
             b.boot,
-            if b.ok {
-                escape_md(&b.status)
+            if b.ok() {
+                escape_md(&b.status())
             } else {
-                format!("**{}**", escape_md(&b.status))
+                format!("**{}**", escape_md(&b.status()))
             },
             b.wall_s,
             b.samples,
