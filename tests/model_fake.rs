@@ -13,10 +13,20 @@ use markbench::stages::vm::Machine;
 use std::path::{Path, PathBuf};
 
 fn setup(dir: &Path, model: &str) -> (Suite, markbench::stages::run::Images, PathBuf) {
-    let suite_path = dir.join("fake.toml");
     // One CPU count: half the boots and plots of the shared suite.
     let suite = SUITE.replace("cpus = [1, 2]", "cpus = [1]");
-    std::fs::write(&suite_path, format!("{model}\n{suite}")).unwrap();
+    load_into(dir, "fake.toml", &format!("{model}\n{suite}"))
+}
+
+/// The suite `text`, written as `name` in `dir`, the images there and a run
+/// directory.
+fn load_into(
+    dir: &Path,
+    name: &str,
+    text: &str,
+) -> (Suite, markbench::stages::run::Images, PathBuf) {
+    let suite_path = dir.join(name);
+    std::fs::write(&suite_path, text).unwrap();
     let suite = Suite::load(
         &suite_path,
         &FragmentLookup::BesideSuite {
@@ -295,18 +305,7 @@ memcpy_iterations = 10
 "#;
 
 fn micro_run(root: &Path, model: &str) -> PathBuf {
-    let suite_path = root.join("micro.toml");
-    std::fs::write(&suite_path, format!("{model}\n{MICRO_SUITE}")).unwrap();
-    let suite = Suite::load(
-        &suite_path,
-        &FragmentLookup::BesideSuite {
-            cwd: env!("CARGO_MANIFEST_DIR").into(),
-        },
-    )
-    .unwrap();
-    let images = images(root);
-    let dir = root.join("run");
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    let (suite, images, dir) = load_into(root, "micro.toml", &format!("{model}\n{MICRO_SUITE}"));
     let meta = execute(
         &suite,
         &images,

@@ -243,26 +243,37 @@ pub fn write_counts(path: &Path, counts: &Counts) -> Result<()> {
 
 /// Reads one boot's counts; errors name the file and line.
 pub fn read_counts(path: &Path) -> Result<Counts, InputError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(b'\t')
-        .from_path(path)
-        .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
     let mut counts = Counts::new();
-    for row in reader.deserialize::<Row>() {
-        let row = row.map_err(|e| {
-            InputError::new(format!(
-                "{}:{}: {e}",
-                path.display(),
-                e.position().map_or(0, |p| p.line())
-            ))
-        })?;
+    for_each_row(path, |row: Row| {
         *counts
             .entry((row.workload, row.param))
             .or_default()
             .entry(row.symbol)
             .or_default() += row.instructions;
-    }
+    })?;
     Ok(counts)
+}
+
+/// Every row of a profile's TSV file, in order; errors name the file and
+/// line.
+fn for_each_row<R: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut each: impl FnMut(R),
+) -> Result<(), InputError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(b'\t')
+        .from_path(path)
+        .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+    for row in reader.deserialize::<R>() {
+        each(row.map_err(|e| {
+            InputError::new(format!(
+                "{}:{}: {e}",
+                path.display(),
+                e.position().map_or(0, |p| p.line())
+            ))
+        })?);
+    }
+    Ok(())
 }
 
 /// Writes one boot's cycle-model counts, by point, function and metric.
@@ -288,19 +299,8 @@ pub fn write_model_counts(path: &Path, counts: &ModelCounts) -> Result<()> {
 
 /// Reads one boot's cycle-model counts; errors name the file and line.
 pub fn read_model_counts(path: &Path) -> Result<ModelCounts, InputError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(b'\t')
-        .from_path(path)
-        .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
     let mut counts = ModelCounts::new();
-    for row in reader.deserialize::<ModelRow>() {
-        let row = row.map_err(|e| {
-            InputError::new(format!(
-                "{}:{}: {e}",
-                path.display(),
-                e.position().map_or(0, |p| p.line())
-            ))
-        })?;
+    for_each_row(path, |row: ModelRow| {
         *counts
             .entry((row.workload, row.param))
             .or_default()
@@ -308,7 +308,7 @@ pub fn read_model_counts(path: &Path) -> Result<ModelCounts, InputError> {
             .or_default()
             .entry(row.metric)
             .or_default() += row.value;
-    }
+    })?;
     Ok(counts)
 }
 

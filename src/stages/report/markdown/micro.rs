@@ -535,6 +535,26 @@ mod tests {
         out
     }
 
+    /// One measured run's figure of the micro workload; runs alternate
+    /// between two boots.
+    fn sample(variant: &str, metric: String, unit: &str, iteration: u32, value: f64) -> Sample {
+        Sample {
+            suite: "micro".into(),
+            workload: "micro".into(),
+            metric,
+            unit: unit.into(),
+            higher_is_better: false,
+            param: 1000,
+            cpus: 1,
+            variant: variant.into(),
+            boot: iteration % 2,
+            iteration: iteration / 2,
+            warmup: false,
+            value,
+            started_at: String::new(),
+        }
+    }
+
     fn samples(variant: &str, empty: [f64; 3], memcpy: [f64; 3], runs: u32) -> Vec<Sample> {
         let mut out = Vec::new();
         for iteration in 0..runs {
@@ -546,21 +566,7 @@ mod tests {
                     (micro::marker_cost_metric(l), dormant - none),
                     (micro::probe_cost_metric(l), enabled - dormant),
                 ] {
-                    out.push(Sample {
-                        suite: "micro".into(),
-                        workload: "micro".into(),
-                        metric,
-                        unit: micro::UNIT.into(),
-                        higher_is_better: false,
-                        param: 1000,
-                        cpus: 1,
-                        variant: variant.into(),
-                        boot: iteration % 2,
-                        iteration: iteration / 2,
-                        warmup: false,
-                        value: v,
-                        started_at: String::new(),
-                    });
+                    out.push(sample(variant, metric, micro::UNIT, iteration, v));
                 }
             }
         }
@@ -666,21 +672,8 @@ mod tests {
                             instructions + 14.0 * l1d + 17.0 * mispredicts + unseen,
                         ),
                     ] {
-                        out.push(Sample {
-                            suite: "micro".into(),
-                            workload: "micro".into(),
-                            metric: micro::model_metric(l, marker, point),
-                            unit: unit.into(),
-                            higher_is_better: false,
-                            param: 1000,
-                            cpus: 1,
-                            variant: variant.into(),
-                            boot: iteration % 2,
-                            iteration: iteration / 2,
-                            warmup: false,
-                            value,
-                            started_at: String::new(),
-                        });
+                        let metric = micro::model_metric(l, marker, point);
+                        out.push(sample(variant, metric, unit, iteration, value));
                     }
                 }
             }
