@@ -193,11 +193,10 @@ pub fn ensure_compile_tree(
     base_fragment: &Fragment,
     targets: &[String],
 ) -> Result<CompileTree> {
-    let fragment = base_fragment.text.as_bytes();
     let compiler = tool_version("gcc");
     let key = compile_tree_key(
         identity,
-        fragment,
+        base_fragment.text.as_bytes(),
         &compiler,
         &tool_version("make"),
         targets,
@@ -231,100 +230,9 @@ pub fn ensure_compile_tree(
         log.display()
     ));
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let make = |args: &[&str]| {
-        let mut c = Command::new("make");
-        c.arg("-C").arg(&src).arg(format!("O={}", build.display()));
-        c.args(BUILD_IDENTITY).args(args);
-        c
-    };
-    logged(&log, &mut make(&["tinyconfig"]))?;
-    {
-        let mut config = std::fs::OpenOptions::new()
-            .append(true)
-            .open(build.join(".config"))?;
-        writeln!(config, "\n# ---- {} (markbench)", base_fragment.label())?;
-        config.write_all(fragment)?;
-    }
-    logged(&log, &mut make(&["olddefconfig"]))?;
-    let mut step =
-        crate::base::progress::Step::start("preparing the compile tree", "objects", None);
-    logged_counting(
-        &log,
-        &mut make(&[&format!("-j{jobs}"), "prepare"]),
-        &mut step,
-    )?;
-    std::fs::write(
-        build.join(PREPARED_MARKER),
-        "made right after `make prepare`\n",
-    )?;
-    let prepared_at = std::fs::metadata(build.join(PREPARED_MARKER))?.modified()?;
-
-    // The reference build runs as the guest's will: in the build directory,
-    // through the Makefile `prepare` generated there. (From the source tree
-    // with O=, make regenerates that Makefile, which would then count as a
-    // compile output and be left out of the archive.)
-    let started = std::time::Instant::now();
-    let mut reference = Command::new("make");
-    reference
-        .arg("-C")
-        .arg(&build)
-        .arg(format!("-j{jobs}"))
-        .args(BUILD_IDENTITY)
-        .args(targets);
-    let mut step = crate::base::progress::Step::start(
-        format!(
-            "the compile tree's reference build of {}",
-            targets.join(" ")
-        ),
-        "objects",
-        None,
-    );
-    logged_counting(&log, &mut reference, &mut step)
-        .context("the reference build of the compile targets failed")?;
-    let reference_build_seconds = started.elapsed().as_secs_f64();
-
-    let files = files_to_ship(&src, &build, prepared_at, targets)?;
-    let objects_makefile = objects_makefile(&build, prepared_at, targets)?;
-    let root = dir.join("root");
-    // Every directory of the build, empty ones too: Kbuild reads `.cmd`
-    // files through paths like `arch/x86/entry/syscalls/../../../../…`,
-    // which resolve only if each directory on the way exists.
-    for d in directories(&build)? {
-        std::fs::create_dir_all(root.join(d.strip_prefix("/").unwrap_or(&d)))?;
-    }
-    for file in &files {
-        copy_preserving(file, &root, KeepSymlinks(true))?;
-    }
-    let mut programs = toolchain()?;
-    // Host programs `prepare` built (objtool, fixdep, …) link libraries too.
-    for built in files
-        .iter()
-        .filter(|f| f.starts_with(&build) && is_executable(f))
-    {
-        programs.extend(super::initramfs::shared_libraries(built)?);
-    }
-    for program in programs {
-        copy_preserving(&program, &root, KeepSymlinks(false))?;
-    }
-    add_guest_links(&root, &build)?;
-    std::fs::write(
-        root.join(GUEST_OBJECTS_MAKEFILE.trim_start_matches('/')),
-        &objects_makefile,
-    )?;
-    std::fs::write(dir.join("objects.mk"), &objects_makefile)?;
-    // Kbuild's recipes and scripts run under /bin/sh; Debian's is dash. The
-    // base image's is busybox, whose shell prefers its own applets to the
-    // GNU tools on PATH (busybox diff lacks options objtool's check uses).
-    let sh = root.join("bin/sh");
-    let _ = std::fs::remove_file(&sh);
-    std::os::unix::fs::symlink("/usr/bin/dash", &sh)?;
-    set_archive_times(&root, &build)?;
-    let archive = dir.join("compile-tree.cpio");
-    super::initramfs::pack_cpio(&root, &archive)?;
-    std::fs::remove_dir_all(&root)?;
-    // The reference build's objects are not shipped; removing them keeps the
-    // cached build directory identical to what the guest starts from.
-    remove_compile_outputs(&build, prepared_at)?;
+    let prepared_at = configure_and_prepare(&src, &build, &log, base_fragment, jobs)?;
+    let reference_build_seconds = reference_build(&build, &log, jobs, targets)?;
+    let archive = pack_guest_tree(&dir, &src, &build, prepared_at, targets)?;
 
     let archive_seal = super::seal::seal_of(&archive)?;
     let tree = CompileTree {
@@ -344,6 +252,129 @@ pub fn ensure_compile_tree(
         reference_build_seconds
     ));
     Ok(tree)
+}
+
+/// Configures the tree (`tinyconfig` + the base fragment) in `build` and
+/// runs `make prepare`; returns when it was prepared, the line between
+/// what the guest is given and what a compile makes.
+fn configure_and_prepare(
+    src: &Path,
+    build: &Path,
+    log: &Path,
+    base_fragment: &Fragment,
+    jobs: usize,
+) -> Result<std::time::SystemTime> {
+    let make = |args: &[&str]| {
+        let mut c = Command::new("make");
+        c.arg("-C").arg(src).arg(format!("O={}", build.display()));
+        c.args(BUILD_IDENTITY).args(args);
+        c
+    };
+    logged(log, &mut make(&["tinyconfig"]))?;
+    {
+        let mut config = std::fs::OpenOptions::new()
+            .append(true)
+            .open(build.join(".config"))?;
+        writeln!(config, "\n# ---- {} (markbench)", base_fragment.label())?;
+        config.write_all(base_fragment.text.as_bytes())?;
+    }
+    logged(log, &mut make(&["olddefconfig"]))?;
+    let mut step =
+        crate::base::progress::Step::start("preparing the compile tree", "objects", None);
+    logged_counting(
+        log,
+        &mut make(&[&format!("-j{jobs}"), "prepare"]),
+        &mut step,
+    )?;
+    std::fs::write(
+        build.join(PREPARED_MARKER),
+        "made right after `make prepare`\n",
+    )?;
+    let prepared_at = std::fs::metadata(build.join(PREPARED_MARKER))?.modified()?;
+    Ok(prepared_at)
+}
+
+/// The reference build of `targets`, timed.
+fn reference_build(build: &Path, log: &Path, jobs: usize, targets: &[String]) -> Result<f64> {
+    // The reference build runs as the guest's will: in the build directory,
+    // through the Makefile `prepare` generated there. (From the source tree
+    // with O=, make regenerates that Makefile, which would then count as a
+    // compile output and be left out of the archive.)
+    let started = std::time::Instant::now();
+    let mut reference = Command::new("make");
+    reference
+        .arg("-C")
+        .arg(build)
+        .arg(format!("-j{jobs}"))
+        .args(BUILD_IDENTITY)
+        .args(targets);
+    let mut step = crate::base::progress::Step::start(
+        format!(
+            "the compile tree's reference build of {}",
+            targets.join(" ")
+        ),
+        "objects",
+        None,
+    );
+    logged_counting(log, &mut reference, &mut step)
+        .context("the reference build of the compile targets failed")?;
+    let reference_build_seconds = started.elapsed().as_secs_f64();
+    Ok(reference_build_seconds)
+}
+
+/// The guest's tree in `dir/compile-tree.cpio`: the prepared build's files
+/// and the toolchain with its libraries; the reference build's objects are
+/// then removed from `build`.
+fn pack_guest_tree(
+    dir: &Path,
+    src: &Path,
+    build: &Path,
+    prepared_at: std::time::SystemTime,
+    targets: &[String],
+) -> Result<PathBuf> {
+    let files = files_to_ship(src, build, prepared_at, targets)?;
+    let objects_makefile = objects_makefile(build, prepared_at, targets)?;
+    let root = dir.join("root");
+    // Every directory of the build, empty ones too: Kbuild reads `.cmd`
+    // files through paths like `arch/x86/entry/syscalls/../../../../…`,
+    // which resolve only if each directory on the way exists.
+    for d in directories(build)? {
+        std::fs::create_dir_all(root.join(d.strip_prefix("/").unwrap_or(&d)))?;
+    }
+    for file in &files {
+        copy_preserving(file, &root, KeepSymlinks(true))?;
+    }
+    let mut programs = toolchain()?;
+    // Host programs `prepare` built (objtool, fixdep, …) link libraries too.
+    for built in files
+        .iter()
+        .filter(|f| f.starts_with(build) && is_executable(f))
+    {
+        programs.extend(super::initramfs::shared_libraries(built)?);
+    }
+    for program in programs {
+        copy_preserving(&program, &root, KeepSymlinks(false))?;
+    }
+    add_guest_links(&root, build)?;
+    std::fs::write(
+        root.join(GUEST_OBJECTS_MAKEFILE.trim_start_matches('/')),
+        &objects_makefile,
+    )?;
+    std::fs::write(dir.join("objects.mk"), &objects_makefile)?;
+    // Kbuild's recipes and scripts run under /bin/sh; Debian's is dash. The
+    // base image's is busybox, whose shell prefers its own applets to the
+    // GNU tools on PATH (busybox diff lacks options objtool's check uses).
+    let sh = root.join("bin/sh");
+    let _ = std::fs::remove_file(&sh);
+    std::os::unix::fs::symlink("/usr/bin/dash", &sh)?;
+    set_archive_times(&root, build)?;
+    let archive = dir.join("compile-tree.cpio");
+    super::initramfs::pack_cpio(&root, &archive)?;
+    std::fs::remove_dir_all(&root)?;
+    // The reference build's objects are not shipped; removing them keeps the
+    // cached build directory identical to what the guest starts from.
+    remove_compile_outputs(build, prepared_at)?;
+    Ok(archive)
 }
 
 /// The tree recorded as complete in `dir`, if its archive is there whole;

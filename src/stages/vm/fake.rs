@@ -141,6 +141,60 @@ impl FakeMicro {
     }
 }
 
+/// What the plugin would write for one timed run of `instructions`: all
+/// but a fixed 1500 (user space and the second function) in the first
+/// function of the kernel text; with the cycle model (`model` is whether
+/// the profile is on too) its counts, in the kernel a miss of each level
+/// per 50, 500 and 5000 instructions and a misprediction per 200, the
+/// estimate twice the instructions, and, with the profile, the same per
+/// block, the kernel's all in the first function.
+fn fake_region(
+    region: usize,
+    instructions: u64,
+    model: Option<bool>,
+    micro: Option<&FakeMicro>,
+) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("{region}\tuser\t-\t1000\n"));
+    let mut blocks = String::new();
+    if let Some(model_blocks) = model {
+        let kernel = instructions.saturating_sub(1000);
+        for (mode, n, misses) in [("user", 1000, 0), ("kernel", kernel, kernel)] {
+            for (name, value) in [
+                ("instructions", n),
+                ("l1i-misses", misses / 100),
+                ("l1d-misses", misses / 50),
+                ("l2-misses", misses / 500),
+                ("llc-misses", misses / 5000),
+                ("coherence-misses", 0),
+                ("conditional-mispredicts", misses / 200),
+                ("estimated-cycles", 2 * n),
+            ] {
+                out.push_str(&format!("{region}\tmodel\t{mode}:{name}\t{value}\n"));
+                let at = if mode == "user" {
+                    "-".to_string()
+                } else {
+                    format!("{FAKE_TEXT:016x}")
+                };
+                if model_blocks && value != 0 && name != "instructions" {
+                    blocks.push_str(&format!("{region}\t{mode}:{name}\t{at}\t{value}\n"));
+                }
+            }
+        }
+        if let Some(micro) = &micro {
+            out.push_str(&micro.parts(region));
+        }
+    }
+    out.push_str(&format!(
+        "{region}\tkernel\t{:016x}\t{}\n{region}\tkernel\t{:016x}\t500\n",
+        FAKE_TEXT,
+        instructions.saturating_sub(1500),
+        FAKE_TEXT + 0x40
+    ));
+    out.push_str(&blocks);
+    out
+}
+
 impl Runner for FakeRunner {
     fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
         self.boots += 1;
@@ -186,14 +240,9 @@ impl Runner for FakeRunner {
         });
         let hangs = self.hanging_boots.contains(&self.boots);
         // As the plugin would: one region per timed run, with as many
-        // instructions as icount's 16 ns each give the run's time, all but
-        // a fixed 1500 (user space and the second function) in the first
-        // function of the kernel text.
-        // With the cycle model (version 2): the model's counts too, in the
-        // kernel a miss of each level per 50, 500 and 5000 instructions and a
-        // misprediction per 200, each region's estimate twice its instructions.
-        // With the profile on as well (version 3): the same counts per block,
-        // the kernel's all in the first function.
+        // instructions as icount's 16 ns each give the run's time
+        // (`fake_region`); version 2 with the cycle model, 3 with the
+        // profile on as well.
         let model = r
             .plugin
             .as_ref()
@@ -252,48 +301,12 @@ impl Runner for FakeRunner {
                             },
                         }));
                         let instructions = (seconds * 1e9 / 16.0) as u64;
-                        regions.push_str(&format!("{region}\tuser\t-\t1000\n"));
-                        let mut blocks = String::new();
-                        if model {
-                            let kernel = instructions.saturating_sub(1000);
-                            for (mode, n, misses) in [("user", 1000, 0), ("kernel", kernel, kernel)]
-                            {
-                                for (name, value) in [
-                                    ("instructions", n),
-                                    ("l1i-misses", misses / 100),
-                                    ("l1d-misses", misses / 50),
-                                    ("l2-misses", misses / 500),
-                                    ("llc-misses", misses / 5000),
-                                    ("coherence-misses", 0),
-                                    ("conditional-mispredicts", misses / 200),
-                                    ("estimated-cycles", 2 * n),
-                                ] {
-                                    regions.push_str(&format!(
-                                        "{region}\tmodel\t{mode}:{name}\t{value}\n"
-                                    ));
-                                    let at = if mode == "user" {
-                                        "-".to_string()
-                                    } else {
-                                        format!("{FAKE_TEXT:016x}")
-                                    };
-                                    if model_blocks && value != 0 && name != "instructions" {
-                                        blocks.push_str(&format!(
-                                            "{region}\t{mode}:{name}\t{at}\t{value}\n"
-                                        ));
-                                    }
-                                }
-                            }
-                            if let Some(micro) = &micro {
-                                regions.push_str(&micro.parts(region));
-                            }
-                        }
-                        regions.push_str(&format!(
-                            "{region}\tkernel\t{:016x}\t{}\n{region}\tkernel\t{:016x}\t500\n",
-                            FAKE_TEXT,
-                            instructions.saturating_sub(1500),
-                            FAKE_TEXT + 0x40
+                        regions.push_str(&fake_region(
+                            region,
+                            instructions,
+                            model.then_some(model_blocks),
+                            micro.as_ref(),
                         ));
-                        regions.push_str(&blocks);
                         region += 1;
                         if hangs {
                             return BootOutcome {
