@@ -391,23 +391,13 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{BootEnd, BootRecord};
+    use crate::record::BootRecord;
 
     fn merged(complete: bool, oks: &[bool]) -> Merged {
         Merged {
             meta: RunMeta {
                 complete,
-                boots: oks
-                    .iter()
-                    .map(|&ok| BootRecord {
-                        end: if ok {
-                            BootEnd::Completed
-                        } else {
-                            BootEnd::Interrupted
-                        },
-                        ..BootRecord::default()
-                    })
-                    .collect(),
+                boots: oks.iter().map(|&ok| BootRecord::ending_ok(ok)).collect(),
                 ..RunMeta::default()
             },
             warnings: Vec::new(),

@@ -158,6 +158,22 @@ pub struct BootRecord {
     pub hello_s: Option<f64>,
 }
 
+#[cfg(test)]
+impl BootRecord {
+    /// A boot that completed (`ok`) or was interrupted, the rest default:
+    /// what tests of a run's outcome need of its boots.
+    pub(crate) fn ending_ok(ok: bool) -> BootRecord {
+        BootRecord {
+            end: if ok {
+                BootEnd::Completed
+            } else {
+                BootEnd::Interrupted
+            },
+            ..BootRecord::default()
+        }
+    }
+}
+
 impl BootRecord {
     /// How a boot that ended with `end` after a first attempt that ended
     /// with `retried_after` is said in logs and the report.

@@ -258,22 +258,12 @@ fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{BootEnd, BootRecord};
+    use crate::record::BootRecord;
 
     fn run(complete: bool, oks: &[bool]) -> RunMeta {
         RunMeta {
             complete,
-            boots: oks
-                .iter()
-                .map(|&ok| BootRecord {
-                    end: if ok {
-                        BootEnd::Completed
-                    } else {
-                        BootEnd::Interrupted
-                    },
-                    ..BootRecord::default()
-                })
-                .collect(),
+            boots: oks.iter().map(|&ok| BootRecord::ending_ok(ok)).collect(),
             ..RunMeta::default()
         }
     }
