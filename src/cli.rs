@@ -212,6 +212,12 @@ pub struct CompareArgs {
     /// runs a guest given more memory (`memory_mib`) than the host has.
     #[arg(long)]
     pub allow_oversubscribe: bool,
+    /// Guests booted at once. Default: under icount timing one per host
+    /// core, as the host's memory allows (a guest's samples do not depend
+    /// on what runs beside it); on the wall clock one. More than one on
+    /// the wall clock is allowed, and the report says so.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
     /// The QEMU binary to boot with (default: the suite's `qemu`, else
     /// qemu-system-x86_64 on PATH).
     #[arg(long, value_name = "PATH")]
@@ -469,6 +475,7 @@ impl CompareArgs {
             resume: self.resume.clone(),
             dry_run: self.dry_run,
             allow_oversubscribe: self.allow_oversubscribe,
+            jobs: self.jobs,
             reports: self.reports.clone(),
             out,
         }

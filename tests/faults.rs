@@ -258,6 +258,7 @@ fn a_plugin_qemu_cannot_load_is_its_own_ending() {
             output: tmp.path().join("raw.tsv"),
             args: Vec::new(),
         }),
+        host_cpu: None,
     };
     let outcome = markbench::stages::vm::qemu::QemuRunner::new(&qemu).boot(&request, &mut |_| {});
     match &outcome.end {

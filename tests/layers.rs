@@ -45,7 +45,11 @@ const LAYERS: &[(&str, &str, &[&str])] = &[
     ("shards", "stages", &["shard"]),
     ("booting guests", "stages", &["vm"]),
     ("a run's images", "stages", &["run_images"]),
-    ("the machine a run boots with", "stages", &["machine"]),
+    (
+        "the machine a run boots with and its slots",
+        "stages",
+        &["machine", "slots"],
+    ),
     ("a run's events and their consumers", "stages", &["events"]),
     (
         "boot loop and profiled boots",

@@ -58,8 +58,8 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
     assert!(meta.complete, "{:?}", meta.boots);
     assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
     // Every timed boot loads the plugin with the model on.
-    assert_eq!(runner.requests.len(), 6);
-    for r in &runner.requests {
+    assert_eq!(runner.requests().len(), 6);
+    for r in &runner.requests() {
         let plugin = r.plugin.as_ref().expect("every boot loads the plugin");
         assert_eq!(plugin.args[0], "model=cycles");
         assert!(plugin.args.contains(&"memory-cycles=200".to_string()));
@@ -138,7 +138,7 @@ fn without_the_model_nothing_of_it_appears_and_the_times_are_the_same() {
     let (plain, images, plain_dir) = setup(without.path(), "");
     let mut runner = FakeRunner::default();
     execute(&plain, &images, &icount(), &mut runner, &plain_dir, None).unwrap();
-    assert!(runner.requests.iter().all(|r| r.plugin.is_none()));
+    assert!(runner.requests().iter().all(|r| r.plugin.is_none()));
     assert!(!plain_dir
         .join(markbench::base::cycle_model::SETTINGS_FILE)
         .exists());
@@ -168,7 +168,7 @@ fn the_model_needs_icount() {
         e.contains("the cycle model needs instruction-count timing"),
         "{e}"
     );
-    assert_eq!(runner.boots, 0);
+    assert_eq!(runner.boots(), 0);
 }
 
 #[test]
@@ -194,7 +194,7 @@ fn a_profile_under_the_model_says_where_its_counts_differ_function_by_function()
     let meta = execute(&suite, &images, &icount(), &mut runner, &dir, None).unwrap();
     assert!(meta.complete, "{:?}", meta.boots);
     // The profiled boots run the model beside the per-address profile.
-    let profiled: Vec<_> = runner.requests[6..].iter().collect();
+    let profiled: Vec<_> = runner.requests()[6..].to_vec();
     assert_eq!(profiled.len(), 2);
     for r in &profiled {
         let args = &r.plugin.as_ref().unwrap().args;
@@ -371,13 +371,16 @@ fn without_the_model_the_micro_run_has_its_own_samples_alone() {
         report.contains("| empty loop | 3.00 | 4.00 | +1.000 | 4.00 | +1.000 |"),
         "{report}"
     );
+    // In the order of the boots, whichever of them ran side by side.
     let own = |dir: &Path| -> Vec<(String, String, u32, f64)> {
-        read_samples(dir)
+        let mut own: Vec<_> = read_samples(dir)
             .unwrap()
             .into_iter()
             .filter(|s| s.metric.matches('/').count() == 1)
             .map(|s| (s.variant, s.metric, s.iteration, s.value))
-            .collect()
+            .collect();
+        own.sort_by(|a, b| (&a.0, a.2).cmp(&(&b.0, b.2)));
+        own
     };
     let plain = own(&plain_dir);
     // 2 kernels × (1 warm-up + 2 runs) × the 10 metrics of a run.

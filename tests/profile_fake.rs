@@ -66,14 +66,11 @@ fn profiled_boots_are_kept_apart_and_explain_the_difference() {
     assert!(meta.complete);
     // 12 timed boots, then one profiled boot per variant per CPU count.
     assert_eq!(meta.boots.len(), 12);
-    assert_eq!(runner.boots, 16);
-    let profiled: Vec<_> = runner
-        .requests
-        .iter()
-        .filter(|r| r.plugin.is_some())
-        .collect();
+    assert_eq!(runner.boots(), 16);
+    let requests = runner.requests();
+    let profiled: Vec<_> = requests.iter().filter(|r| r.plugin.is_some()).collect();
     assert_eq!(profiled.len(), 4);
-    assert!(runner.requests[..12].iter().all(|r| r.plugin.is_none()));
+    assert!(runner.requests()[..12].iter().all(|r| r.plugin.is_none()));
     for cpus in [1, 2] {
         let seeds: Vec<_> = profiled
             .iter()
@@ -168,7 +165,7 @@ fn a_run_without_profiles_has_no_such_section_and_wall_time_cannot_profile() {
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(!report.contains("Where the difference goes"));
     assert!(!dir.join("profiles").exists());
-    assert!(runner.requests.iter().all(|r| r.plugin.is_none()));
+    assert!(runner.requests().iter().all(|r| r.plugin.is_none()));
 
     let tmp = tempfile::tempdir().unwrap();
     let (suite, images, dir) = setup(tmp.path(), true);

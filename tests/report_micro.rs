@@ -44,6 +44,7 @@ fn meta() -> RunMeta {
             end: markbench::record::BootEnd::Completed,
             retried_after: None,
             hello_s: None,
+            host_cpu: None,
         })
         .collect();
     RunMeta {

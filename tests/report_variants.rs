@@ -44,6 +44,7 @@ fn meta(variants: &[&str]) -> RunMeta {
             end: markbench::record::BootEnd::Completed,
             retried_after: None,
             hello_s: None,
+            host_cpu: None,
         })
         .collect();
     RunMeta {

@@ -43,7 +43,7 @@ fn a_run_writes_every_sample_in_abba_order_and_a_report() {
     };
     let meta = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap();
     assert!(meta.complete);
-    assert_eq!(runner.boots, 12); // 2 variants × 2 CPU counts × 3 boots
+    assert_eq!(runner.boots(), 12); // 2 variants × 2 CPU counts × 3 boots
     let order: Vec<&str> = meta.boots.iter().map(|b| b.variant.as_str()).collect();
     for pair in order.chunks(2) {
         assert_ne!(pair[0], pair[1], "{order:?}");
@@ -186,7 +186,7 @@ fn resume_skips_finished_boots_and_drops_partial_samples() {
     let mut runner = FakeRunner::default();
     let meta = RunMeta::read(&dir).unwrap();
     let resumed = execute(&suite, &images, &machine(), &mut runner, &dir, Some(meta)).unwrap();
-    assert_eq!(runner.boots, 7, "only the unfinished boots run again");
+    assert_eq!(runner.boots(), 7, "only the unfinished boots run again");
     assert_eq!(
         SizeRecord::read(&dir).unwrap().as_ref(),
         Some(&images.sizes)
@@ -237,7 +237,7 @@ fn a_hung_boot_is_retried_once_without_keeping_its_samples() {
         ..Default::default()
     };
     let meta = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap();
-    assert_eq!(runner.boots, 14);
+    assert_eq!(runner.boots(), 14);
     assert_eq!(meta.boots.len(), 12);
     let retried: Vec<_> = meta
         .boots
@@ -420,7 +420,7 @@ fn a_baseline_and_two_candidates_boot_in_balanced_blocks_of_three() {
     };
     let meta = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap();
     assert!(meta.complete);
-    assert_eq!(runner.boots, 3 * 2 * 3); // 3 variants × 2 CPU counts × 3 boots
+    assert_eq!(runner.boots(), 3 * 2 * 3); // 3 variants × 2 CPU counts × 3 boots
     let kernels: Vec<&str> = meta.kernels.iter().map(|k| k.variant.as_str()).collect();
     assert_eq!(kernels, ["off", "generic", "on"]);
     // Every block of the order holds one boot of each variant.

@@ -344,6 +344,6 @@ fn a_shard_resumes_as_a_shard() {
         Some(meta),
     )
     .unwrap();
-    assert_eq!(runner.boots, planned - 1);
+    assert_eq!(runner.boots(), planned - 1);
     assert!(resumed.complete && resumed.boots.iter().all(|b| b.ok()));
 }

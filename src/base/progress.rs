@@ -9,13 +9,15 @@ use std::time::Duration;
 pub struct Progress {
     _multi: MultiProgress,
     overall: ProgressBar,
-    current: ProgressBar,
+    /// One line per slot: the boot it runs.
+    slots: Vec<ProgressBar>,
 }
 
 impl Progress {
     /// The bars of a run of `total` boots, `done` of them already finished
-    /// (a resume); `None` when stderr is not a terminal.
-    pub fn new(total: usize, done: usize) -> Option<Progress> {
+    /// (a resume), booted `jobs` at once; `None` when stderr is not a
+    /// terminal.
+    pub fn new(total: usize, done: usize, jobs: usize) -> Option<Progress> {
         if !std::io::stderr().is_terminal() {
             return None;
         }
@@ -23,21 +25,26 @@ impl Progress {
         let overall = multi.add(ProgressBar::new(total as u64));
         overall.set_style(
             ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} boots  {elapsed_precise} elapsed, ETA {eta}",
+                "{bar:30} {pos}/{len} boots{msg}  {elapsed_precise} elapsed, ETA {eta}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         overall.set_position(done as u64);
-        let current = multi.add(ProgressBar::new_spinner());
-        current.set_style(
-            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        current.enable_steady_tick(Duration::from_millis(200));
+        let slots = (0..jobs.max(1))
+            .map(|_| {
+                let slot = multi.add(ProgressBar::new_spinner());
+                slot.set_style(
+                    ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                slot.enable_steady_tick(Duration::from_millis(200));
+                slot
+            })
+            .collect();
         Some(Progress {
             _multi: multi,
             overall,
-            current,
+            slots,
         })
     }
 
@@ -46,9 +53,25 @@ impl Progress {
         self.overall.set_length(total as u64);
     }
 
-    pub fn start_boot(&self, text: &str) {
-        self.current.reset_elapsed();
-        self.current.set_message(text.to_string());
+    /// Slot `slot` boots what `text` says.
+    pub fn start_boot(&self, slot: usize, text: &str) {
+        if let Some(bar) = self.slots.get(slot) {
+            bar.reset_elapsed();
+            bar.set_message(text.to_string());
+        }
+        self.show_running();
+    }
+
+    /// "(2 running)" beside the count, when boots run side by side.
+    fn show_running(&self) {
+        if self.slots.len() > 1 {
+            let running = self
+                .slots
+                .iter()
+                .filter(|b| !b.message().is_empty())
+                .count();
+            self.overall.set_message(format!(", {running} running"));
+        }
     }
 
     /// A line that stays, above the bars.
@@ -56,13 +79,20 @@ impl Progress {
         self.overall.println(crate::base::message::line(text));
     }
 
-    pub fn finish_boot(&self, text: &str) {
+    /// Slot `slot`'s boot ended as `text` says.
+    pub fn finish_boot(&self, slot: usize, text: &str) {
         self.note(text);
+        if let Some(bar) = self.slots.get(slot) {
+            bar.set_message(String::new());
+        }
         self.overall.inc(1);
+        self.show_running();
     }
 
     pub fn finish(&self) {
-        self.current.finish_and_clear();
+        for bar in &self.slots {
+            bar.finish_and_clear();
+        }
         self.overall.finish();
     }
 }

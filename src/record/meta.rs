@@ -137,7 +137,10 @@ pub struct BootRecord {
     /// Whether the failure may be the host's (hang, QEMU failure) and worth a retry.
     #[serde(default)]
     pub retryable: bool,
-    /// Busy host cores over half a second before and after the boot.
+    /// Host cores busy with work other than markbench's and its guests',
+    /// over half a second before and after the boot (runs from before
+    /// boots ran side by side counted every busy core, no guest of theirs
+    /// running then).
     #[serde(default)]
     pub host_load_before: f64,
     #[serde(default)]
@@ -156,6 +159,10 @@ pub struct BootRecord {
     /// in older runs and when the guest never said hello.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hello_s: Option<f64>,
+    /// The host CPU the guest's QEMU was bound to, when boots ran side by
+    /// side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpu: Option<usize>,
 }
 
 #[cfg(test)]
@@ -205,7 +212,7 @@ impl BootRecord {
     }
 
     /// A boot taken while the host was busy with something else: before it
-    /// started (no guest of ours running), half the cores or more were busy.
+    /// started, half the cores or more were busy with work not markbench's.
     pub fn under_load(&self, host_cores: usize) -> bool {
         self.host_load_before >= 0.5 * host_cores.max(1) as f64
     }
@@ -567,7 +574,45 @@ pub struct RunMeta {
     /// added and why it stopped adding them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<PrecisionRecord>,
+    /// How many guests booted at once, and why (absent in runs from before
+    /// boots ran side by side: one at a time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<Slots>,
 }
+
+/// The boot loop's slots, decided once before the first boot (`stages::slots`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slots {
+    /// Guests at once.
+    pub jobs: usize,
+    /// The host CPU each slot's guest is bound to, one per slot; empty when
+    /// guests are left where the host's scheduler puts them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_cpus: Vec<usize>,
+    /// Why this many, in words.
+    pub reason: String,
+    /// Said in the report: boots side by side under wall-clock timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl Slots {
+    /// One guest at a time, for `reason`.
+    pub fn one(reason: &str) -> Slots {
+        Slots {
+            jobs: 1,
+            host_cpus: Vec::new(),
+            reason: reason.into(),
+            warning: None,
+        }
+    }
+
+    /// The host CPU slot `slot` binds its guest to, if any.
+    pub fn host_cpu(&self, slot: usize) -> Option<usize> {
+        self.host_cpus.get(slot).copied()
+    }
+}
+
 
 /// What a run with a precision target was asked and how it ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -808,6 +853,7 @@ bzimage = "/cache/bzImage"
                 message: "exited with status 3".into(),
             }),
             hello_s: Some(4.2),
+            host_cpu: Some(1),
         };
         let meta = RunMeta {
             suite: "quick".into(),

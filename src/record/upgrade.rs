@@ -259,6 +259,8 @@ pub(super) struct RecordedBoot {
     #[serde(default)]
     hello_s: Option<f64>,
     #[serde(default)]
+    host_cpu: Option<usize>,
+    #[serde(default)]
     status: Option<String>,
     #[serde(default)]
     ok: Option<bool>,
@@ -291,6 +293,7 @@ impl TryFrom<RecordedBoot> for BootRecord {
             end,
             retried_after,
             hello_s: r.hello_s,
+            host_cpu: r.host_cpu,
         })
     }
 }

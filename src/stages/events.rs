@@ -21,10 +21,11 @@ pub fn now() -> String {
 #[derive(Debug)]
 pub enum RunEvent<'a> {
     /// The boot loop begins: `total` boots in the run, `done` of them
-    /// finished before (a resumed run).
+    /// finished before (a resumed run), `jobs` guests at once.
     Began {
         total: usize,
         done: usize,
+        jobs: usize,
     },
     /// A resumed run dropped the samples of boots that had not finished.
     Resumed {
@@ -32,9 +33,11 @@ pub enum RunEvent<'a> {
         total: usize,
         dropped_samples: usize,
     },
+    /// A unit's guest starts in slot `slot` (from 0).
     UnitStarted {
         unit: &'a Unit,
         total: usize,
+        slot: usize,
     },
     /// A sample is in samples.csv.
     SampleWritten {
@@ -51,6 +54,7 @@ pub enum RunEvent<'a> {
         unit: &'a Unit,
         total: usize,
         record: &'a BootRecord,
+        slot: usize,
     },
     /// A run with a precision target adds a block of boots after the
     /// ones it had (now `total`), for the points in `unresolved`.
@@ -119,6 +123,8 @@ pub struct Terminal {
     log: Box<dyn Write>,
     /// Whether bars may be drawn (stderr is a terminal).
     bars: bool,
+    /// Guests at once: lines name their slot when there are several.
+    jobs: usize,
 }
 
 /// How the timed boots are shown.
@@ -133,6 +139,7 @@ impl Default for Terminal {
             shown: None,
             log: Box::new(std::io::stderr()),
             bars: true,
+            jobs: 1,
         }
     }
 }
@@ -144,6 +151,7 @@ impl Terminal {
             shown: None,
             log,
             bars: false,
+            jobs: 1,
         }
     }
 
@@ -159,16 +167,34 @@ impl Terminal {
     }
 }
 
+impl Terminal {
+    /// ", slot 2" when guests run side by side, else nothing.
+    fn in_slot(&self, slot: usize) -> String {
+        if self.jobs > 1 {
+            format!(", slot {}", slot + 1)
+        } else {
+            String::new()
+        }
+    }
+}
+
 impl RunObserver for Terminal {
     fn on(&mut self, event: &RunEvent<'_>) -> Result<()> {
         match *event {
-            RunEvent::Began { total, done } => {
+            RunEvent::Began { total, done, jobs } => {
+                self.jobs = jobs;
                 let bars = if self.bars {
-                    Progress::new(total, done)
+                    Progress::new(total, done, jobs)
                 } else {
                     None
                 };
                 self.shown = Some(bars.map_or(Shown::Lines, Shown::Bars));
+                if jobs > 1 {
+                    self.say(format_args!(
+                        "{} boots to go, {jobs} guests at once",
+                        total.saturating_sub(done)
+                    ));
+                }
             }
             RunEvent::Resumed {
                 done,
@@ -177,17 +203,18 @@ impl RunObserver for Terminal {
             } => self.say(format_args!(
                 "resuming: {done} of {total} boots already done; dropped {dropped_samples} samples of unfinished boots"
             )),
-            RunEvent::UnitStarted { unit, total } => {
+            RunEvent::UnitStarted { unit, total, slot } => {
                 let text = format!(
-                    "boot {}/{total}: {} on {} CPU{}, boot {}",
+                    "boot {}/{total}: {} on {} CPU{}, boot {}{}",
                     unit.index + 1,
                     unit.variant,
                     unit.cpus,
                     plural(unit.cpus),
-                    unit.boot
+                    unit.boot,
+                    self.in_slot(slot)
                 );
                 match &self.shown {
-                    Some(Shown::Bars(progress)) => progress.start_boot(&text),
+                    Some(Shown::Bars(progress)) => progress.start_boot(slot, &text),
                     Some(Shown::Lines) => self.say(format_args!("{text} …")),
                     None => {}
                 }
@@ -202,14 +229,16 @@ impl RunObserver for Terminal {
                 unit,
                 total,
                 record,
+                slot,
             } => {
                 let text = format!(
-                    "boot {}/{total} ({} on {} CPU{}, boot {}): {} in {:.1} s, {} samples, host load {:.1} → {:.1}",
+                    "boot {}/{total} ({} on {} CPU{}, boot {}{}): {} in {:.1} s, {} samples, other load {:.1} → {:.1} cores",
                     unit.index + 1,
                     unit.variant,
                     unit.cpus,
                     plural(unit.cpus),
                     unit.boot,
+                    self.in_slot(slot),
                     record.status(),
                     record.wall_s,
                     record.samples,
@@ -217,7 +246,7 @@ impl RunObserver for Terminal {
                     record.host_load_after
                 );
                 match &self.shown {
-                    Some(Shown::Bars(progress)) => progress.finish_boot(&text),
+                    Some(Shown::Bars(progress)) => progress.finish_boot(slot, &text),
                     Some(Shown::Lines) => self.say(text),
                     None => {}
                 }
@@ -302,7 +331,10 @@ impl RunObserver for MetaRecord<'_> {
     fn on(&mut self, event: &RunEvent<'_>) -> Result<()> {
         match event {
             RunEvent::UnitEnded { record, .. } => {
-                self.meta.boots.push((*record).clone());
+                // In the plan's order, whichever slot ended first: the
+                // record of a run does not depend on how many ran at once.
+                let at = self.meta.boots.partition_point(|b| b.unit <= record.unit);
+                self.meta.boots.insert(at, (*record).clone());
                 self.meta.wall_s = self.wall_s();
                 self.meta.write(self.dir)
             }
@@ -402,11 +434,17 @@ mod tests {
             RunEvent::UnitStarted {
                 unit: &first,
                 total: 2,
+                slot: 0,
             },
-            RunEvent::Began { total: 2, done: 0 },
+            RunEvent::Began {
+                total: 2,
+                done: 0,
+                jobs: 1,
+            },
             RunEvent::UnitStarted {
                 unit: &first,
                 total: 2,
+                slot: 0,
             },
             RunEvent::Retrying {
                 unit: &first,
@@ -416,6 +454,7 @@ mod tests {
                 unit: &first,
                 total: 2,
                 record: &record,
+                slot: 0,
             },
             RunEvent::BlockAdded {
                 units: &added,
@@ -425,6 +464,7 @@ mod tests {
             RunEvent::UnitStarted {
                 unit: &added[0],
                 total: 4,
+                slot: 0,
             },
             RunEvent::AdditionsStopped {
                 why: PrecisionStop::Budget,
@@ -435,6 +475,7 @@ mod tests {
                 unit: &added[0],
                 total: 4,
                 record: &record,
+                slot: 0,
             },
             RunEvent::ProfiledBootStarted {
                 n: 0,
@@ -458,7 +499,7 @@ mod tests {
                 "markbench: resuming: 1 of 2 boots already done; dropped 3 samples of unfinished boots",
                 "markbench: boot 1/2: off on 1 CPU, boot 0 …",
                 "markbench:   timed out after 60 s; killed; retrying once",
-                "markbench: boot 1/2 (off on 1 CPU, boot 0): completed (retried after: timed out after 60 s; killed) in 12.3 s, 40 samples, host load 0.5 → 1.0",
+                "markbench: boot 1/2 (off on 1 CPU, boot 0): completed (retried after: timed out after 60 s; killed) in 12.3 s, 40 samples, other load 0.5 → 1.0 cores",
                 "markbench: precision: 2 more boots on 2 CPUs (now 4) for hackbench on 2 CPUs, groups 8: ±0.8%",
                 "markbench: boot 3/4: on on 2 CPUs, boot 1 …",
                 "markbench: precision: no more boots: the budget: the next block would have ended after it",

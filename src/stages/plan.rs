@@ -253,7 +253,8 @@ pub fn record_of(u: &Unit) -> crate::record::UnitRecord {
     }
 }
 
-/// What a run with a precision target does once its boots so far are done.
+/// What a run with a precision target does when a slot is free and every
+/// boot so far has started.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Addition {
     /// Boot these units (a balanced block), because of these points, each
@@ -262,6 +263,9 @@ pub enum Addition {
         units: Vec<Unit>,
         unresolved: Vec<String>,
     },
+    /// Add nothing now: the boots under way may resolve what is left, so
+    /// the next decision waits until one of them has ended.
+    Wait,
     /// Add nothing more.
     Stop(crate::record::PrecisionStop),
 }

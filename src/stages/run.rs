@@ -1,5 +1,5 @@
-//! The boot loop of a run: each unit of the plan booted in order, samples
-//! appended as they arrive, and what happens emitted as typed events
+//! The boot loop of a run: each unit of the plan booted in order, up to
+//! one guest a slot at once, samples appended as they arrive, and what happens emitted as typed events
 //! ([`events`]): the terminal's progress and `meta.toml`'s boot records
 //! (rewritten after every boot, so an interrupted run leaves a directory
 //! `markbench report` can read) are their consumers. It takes the images
@@ -14,7 +14,8 @@ use crate::record::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
 use crate::stages::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
 use crate::stages::plan::{Addition, Unit};
 use crate::stages::suite::Suite;
-use crate::stages::vm::{BootEnd, BootRequest, Machine, Runner};
+use crate::stages::slots::Slots;
+use crate::stages::vm::{BootEnd, BootOutcome, BootRequest, Machine, Runner};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -50,18 +51,30 @@ struct TimedRun {
     measured: Option<(usize, RunRecord)>,
 }
 
+/// One attempt at booting a unit, under way in a slot: what it was
+/// launched with and what its messages have given so far.
+struct Attempt {
+    unit: Unit,
+    /// Retries of the unit before this one (0 first).
+    number: u32,
+    request: BootRequest,
+    log_name: String,
+    model_output: PathBuf,
+    /// How the first attempt ended, when this one is its retry.
+    first: Option<BootEnd>,
+    samples: usize,
+    /// Kernel release, online CPUs and version, from the agent's hello.
+    guest: (String, String, String),
+    hello_s: Option<f64>,
+    sample_error: Option<String>,
+    write_error: Option<anyhow::Error>,
+    timed_runs: Vec<TimedRun>,
+}
+
 impl BootLoop<'_> {
-    /// Boots one unit and records its samples, emitting a
-    /// [`RunEvent::SampleWritten`] for each; returns how the boot went.
-    /// `attempt` counts retries of the unit (0 first).
-    fn run_unit(
-        &self,
-        unit: &Unit,
-        runner: &mut dyn Runner,
-        writer: &mut SampleWriter,
-        events: &mut dyn RunObserver,
-        attempt: u32,
-    ) -> Result<(BootRecord, BootEnd)> {
+    /// The request that boots attempt `number` of `unit` (its initrd
+    /// written), on host CPU `host_cpu` if one is given.
+    fn launch(&self, unit: &Unit, number: u32, host_cpu: Option<usize>) -> Result<Attempt> {
         let (suite, dir) = (self.suite, self.dir);
         let log_name = format!(
             "logs/unit-{:03}-{}-{}cpu-boot{}.log",
@@ -81,42 +94,65 @@ impl BootLoop<'_> {
             // Only icount keeps the host out of the guest otherwise; the retry of
             // a hang gets a seed of its own, since the same one would hang again.
             guest_seed: timing
-                .map(|_| crate::stages::vm::boot_seed(suite.seed, unit.index, attempt)),
+                .map(|_| crate::stages::vm::boot_seed(suite.seed, unit.index, number)),
+            host_cpu,
             ..self.images.boot_request(
                 suite,
                 unit,
                 self.machine.accel.accel,
-                initrd.clone(),
+                initrd,
                 dir.join(&log_name),
             )
         };
-        let mut samples = 0usize;
-        let mut guest = (String::new(), String::new(), String::new());
-        let mut sample_error: Option<String> = None;
-        let mut write_error: Option<anyhow::Error> = None;
-        let launched = std::time::Instant::now();
-        let mut hello_s = None;
-        let mut timed_runs: Vec<TimedRun> = Vec::new();
-        let outcome = runner.boot(&request, &mut |message| match message {
+        Ok(Attempt {
+            unit: unit.clone(),
+            number,
+            request,
+            log_name,
+            model_output,
+            first: None,
+            samples: 0,
+            guest: Default::default(),
+            hello_s: None,
+            sample_error: None,
+            write_error: None,
+            timed_runs: Vec::new(),
+        })
+    }
+
+    /// What one message of the guest gives the attempt: its samples
+    /// appended to samples.csv (a [`RunEvent::SampleWritten`] for each) as
+    /// they arrive. `since_launch` is how long the guest had run.
+    fn on_message(
+        &self,
+        attempt: &mut Attempt,
+        message: Message,
+        since_launch: std::time::Duration,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+    ) {
+        let suite = self.suite;
+        let unit = &attempt.unit;
+        match message {
             Message::Hello {
                 kernel_release,
                 kernel_version,
                 online_cpus,
                 ..
             } => {
-                hello_s = Some(tenths(launched.elapsed()));
-                guest = (kernel_release, online_cpus, kernel_version)
+                attempt.hello_s = Some(tenths(since_launch));
+                attempt.guest = (kernel_release, online_cpus, kernel_version)
             }
             Message::Run(record) => {
                 let Some(step) = unit.step(&record.id) else {
-                    sample_error.get_or_insert(format!(
+                    attempt.sample_error.get_or_insert(format!(
                         "the guest reported an unknown step {:?}",
                         record.id
                     ));
                     return;
                 };
                 let spec = &suite.workloads[step.workload];
-                timed_runs.push(TimedRun {
+                attempt.timed_runs.push(TimedRun {
                     workload: spec.label(),
                     param: step.param,
                     iteration: record.iteration,
@@ -148,26 +184,50 @@ impl BootLoop<'_> {
                                 })
                             });
                             match written {
-                                Ok(()) => samples += 1,
+                                Ok(()) => attempt.samples += 1,
                                 Err(e) => {
-                                    write_error.get_or_insert(e);
+                                    attempt.write_error.get_or_insert(e);
                                 }
                             }
                         }
                     }
                     Err(e) => {
-                        sample_error.get_or_insert(e.to_string());
+                        attempt.sample_error.get_or_insert(e.to_string());
                     }
                 }
             }
             _ => {}
-        });
-        let _ = std::fs::remove_file(&initrd);
+        }
+    }
+
+    /// The attempt's boot record, once its guest is gone: the model's
+    /// counts added as samples, and how the boot ended all told.
+    fn finish(
+        &self,
+        attempt: Attempt,
+        outcome: BootOutcome,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+    ) -> Result<(BootRecord, BootEnd)> {
+        let Attempt {
+            unit,
+            request,
+            log_name,
+            model_output,
+            mut samples,
+            guest,
+            hello_s,
+            mut sample_error,
+            write_error,
+            timed_runs,
+            ..
+        } = attempt;
+        let _ = std::fs::remove_file(&request.initrd);
         if let Some(e) = write_error {
             return Err(e.context("writing samples.csv"));
         }
         if self.model.is_some() && outcome.end.is_ok() && sample_error.is_none() {
-            match self.write_model_samples(unit, &timed_runs, &model_output, writer, events) {
+            match self.write_model_samples(&unit, &timed_runs, &model_output, writer, events) {
                 Ok(n) => {
                     samples += n;
                     let _ = std::fs::remove_file(&model_output);
@@ -176,7 +236,7 @@ impl BootLoop<'_> {
                 Err(ModelError::Counts(message)) => sample_error = Some(message),
             }
         }
-        let end = unit_end(unit, outcome.end, sample_error, &guest.1);
+        let end = unit_end(&unit, outcome.end, sample_error, &guest.1);
         let retryable = matches!(
             end,
             BootEnd::TimedOut { .. } | BootEnd::QemuFailed { .. } | BootEnd::Vanished { .. }
@@ -199,6 +259,7 @@ impl BootLoop<'_> {
             end: end.clone(),
             retried_after: None,
             hello_s,
+            host_cpu: request.host_cpu,
         };
         Ok((record, end))
     }
@@ -272,31 +333,6 @@ impl BootLoop<'_> {
             }
         }
         Ok(written)
-    }
-
-    /// Boots `unit`, once more when the first attempt's failure may be the
-    /// host's (a hang, a QEMU failure), after dropping whatever it measured.
-    fn run_unit_with_retry(
-        &self,
-        unit: &Unit,
-        runner: &mut dyn Runner,
-        writer: &mut SampleWriter,
-        events: &mut dyn RunObserver,
-    ) -> Result<BootRecord> {
-        let (record, first) = self.run_unit(unit, runner, writer, events, 0)?;
-        if !record.retryable || crate::stages::vm::interrupted() {
-            return Ok(record);
-        }
-        events.on(&RunEvent::Retrying {
-            unit,
-            first: &first,
-        })?;
-        let key = unit_key(unit);
-        crate::record::retain_samples(self.dir, |s| s.boot_key() != key)?;
-        *writer = SampleWriter::open(self.dir)?;
-        let (mut record, _) = self.run_unit(unit, runner, writer, events, 1)?;
-        record.retried_after = Some(first);
-        Ok(record)
     }
 }
 
@@ -414,20 +450,67 @@ pub enum Start {
 }
 
 /// What runs after the timed boots of a run that was not interrupted (the
-/// profiled boots), with the run's runner and its events' consumers.
-pub type AfterBoots<'a> = &'a mut dyn FnMut(&mut dyn Runner, &mut dyn RunObserver) -> Result<()>;
+/// profiled boots), with the run's runner, its slots and its events'
+/// consumers.
+pub type AfterBoots<'a> =
+    &'a mut dyn FnMut(&dyn Runner, &Slots, &mut dyn RunObserver) -> Result<()>;
 
-/// What a run with a precision target asks once every unit so far has
-/// booted (all of them recorded in the run directory by then): given the
-/// units so far, the next block to boot, or why none.
-pub type MoreBoots<'a> = &'a mut dyn FnMut(&[Unit]) -> Result<Addition>;
+/// What a run with a precision target asks when a slot is free and every
+/// unit so far has started (those that ended recorded in the run directory
+/// by then): given the units so far and those still under way, the next
+/// block to boot, or why none, or to wait for the boots under way.
+pub type MoreBoots<'a> = &'a mut dyn FnMut(&[Unit], &[Unit]) -> Result<Addition>;
 
-/// Runs every unit in order into the directory `lock` holds and returns the
-/// run's metadata as written last; the caller renders the report.
+/// What a slot's thread tells the boot loop.
+enum FromSlot {
+    /// The guest said this, so long after its QEMU started.
+    Message(Message, std::time::Duration),
+    /// The guest is gone; the load beside markbench's own before and after.
+    Ended(BootOutcome, f64, f64),
+}
+
+/// Boots one attempt's guest on a thread of its own, sending what happens
+/// to the boot loop tagged with its slot.
+fn start_in_slot<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    runner: &'scope dyn Runner,
+    slot: usize,
+    request: BootRequest,
+    to_loop: std::sync::mpsc::Sender<(usize, FromSlot)>,
+) {
+    scope.spawn(move || {
+        let load_before = crate::base::host::load();
+        let launched = std::time::Instant::now();
+        let outcome = runner.boot(&request, &mut |message| {
+            let _ = to_loop.send((slot, FromSlot::Message(message, launched.elapsed())));
+        });
+        let load_after = crate::base::host::load();
+        let _ = to_loop.send((slot, FromSlot::Ended(outcome, load_before, load_after)));
+    });
+}
+
+/// Which free slot boots a unit of `variant`: the one that has booted it
+/// least so far, so that no variant runs only on one kind of slot (one
+/// core, the host's first); the lowest such slot.
+fn slot_for(free: &[usize], variant: &str, booted: &[(String, usize)]) -> Option<usize> {
+    free.iter().copied().min_by_key(|&slot| {
+        let here = booted
+            .iter()
+            .filter(|(v, s)| v == variant && *s == slot)
+            .count();
+        (here, slot)
+    })
+}
+
+/// Runs every unit in order into the directory `lock` holds, up to
+/// `slots.jobs` guests at once, and returns the run's metadata as written
+/// last; the caller renders the report. Units start in the plan's order
+/// and each is recorded as it ends, so a block's boots may run side by
+/// side; under icount that changes nothing of a boot's samples.
 /// With [`Start::Resume`], boots that finished are kept and skipped, the
 /// partial samples of any other are dropped, and the rest run as planned.
-/// With `more_boots`, the units it adds when the others are done run after
-/// them, until it says to stop.
+/// With `more_boots`, the units it adds as slots free up run after the
+/// others, until it says to stop.
 #[allow(clippy::too_many_arguments)]
 pub fn execute(
     suite: &Suite,
@@ -435,7 +518,8 @@ pub fn execute(
     start: Start,
     images: &Images,
     machine: &Machine,
-    runner: &mut dyn Runner,
+    runner: &dyn Runner,
+    slots: &Slots,
     lock: &RunLock,
     model: Option<&ModelPlugin>,
     after_boots: Option<AfterBoots>,
@@ -459,6 +543,7 @@ pub fn execute(
     events.on(&RunEvent::Began {
         total: units.len(),
         done: done.len(),
+        jobs: slots.jobs,
     })?;
     let boots = BootLoop {
         suite,
@@ -468,64 +553,168 @@ pub fn execute(
         model,
     };
     let mut writer = SampleWriter::open(dir)?;
-    let mut interrupted = false;
     let mut queue: Vec<Unit> = units.to_vec();
-    let mut next = 0;
-    loop {
-        while let Some(unit) = queue.get(next) {
-            next += 1;
-            if done.contains(&unit_key(unit)) {
-                continue;
-            }
-            if crate::stages::vm::interrupted() {
-                interrupted = true;
-                break;
-            }
-            let total = queue.len();
-            events.on(&RunEvent::UnitStarted { unit, total })?;
-            let load_before = crate::base::host::load();
-            let mut boot = boots.run_unit_with_retry(unit, runner, &mut writer, &mut events)?;
-            boot.host_load_before = load_before;
-            boot.host_load_after = crate::base::host::load();
-            events.on(&RunEvent::UnitEnded {
-                unit,
-                total,
-                record: &boot,
-            })?;
-            if crate::stages::vm::interrupted() {
-                interrupted = true;
-                break;
-            }
-        }
-        let Some(more) = more_boots.as_mut().filter(|_| !interrupted) else {
-            break;
+    let interrupted = std::thread::scope(|scope| {
+        let run = Slotted {
+            boots: &boots,
+            runner,
+            slots,
+            done: &done,
         };
-        // Every sample and boot record is on disk by now (each is written
-        // as it arrives), so the decision reads the run from its directory.
-        match more(&queue)? {
-            Addition::Block { units, unresolved } => {
-                let total = queue.len() + units.len();
-                events.on(&RunEvent::BlockAdded {
-                    units: &units,
-                    unresolved: &unresolved,
-                    total,
-                })?;
-                queue.extend(units);
-            }
-            Addition::Stop(why) => {
-                events.on(&RunEvent::AdditionsStopped { why })?;
-                break;
-            }
+        let ended = run.boot_all(scope, &mut queue, &mut writer, &mut events, more_boots.as_mut());
+        if ended.is_err() {
+            // The guests under way must not outlive the run: stop them as
+            // Ctrl-C would (the scope waits for their threads).
+            crate::stages::vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         }
-    }
+        ended
+    })?;
+    let mut interrupted = interrupted;
     events.on(&RunEvent::BootsEnded { interrupted })?;
     if let Some(after_boots) = after_boots.filter(|_| !interrupted) {
-        after_boots(runner, &mut events)?;
+        after_boots(runner, slots, &mut events)?;
         interrupted = crate::stages::vm::interrupted();
     }
     events.on(&RunEvent::Finished { interrupted })?;
     drop(events);
     Ok(record.meta)
+}
+
+/// The boot loop's slots at work: which unit each runs, and the units
+/// that finished before this process (a resumed run's).
+struct Slotted<'a> {
+    boots: &'a BootLoop<'a>,
+    runner: &'a dyn Runner,
+    slots: &'a Slots,
+    done: &'a std::collections::BTreeSet<BootKey>,
+}
+
+impl<'a> Slotted<'a> {
+    /// Boots the queue (and what `more_boots` adds to it) until it is done
+    /// or interrupted; returns whether it was interrupted.
+    fn boot_all<'scope>(
+        &self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        queue: &mut Vec<Unit>,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+        mut more_boots: Option<&mut MoreBoots>,
+    ) -> Result<bool>
+    where
+        'a: 'scope,
+    {
+        let jobs = self.slots.jobs.max(1);
+        let (to_loop, from_slots) = std::sync::mpsc::channel::<(usize, FromSlot)>();
+        let mut under_way: Vec<Option<Attempt>> = (0..jobs).map(|_| None).collect();
+        // (variant, slot) of every boot started, for the slots' balance.
+        let mut booted: Vec<(String, usize)> = Vec::new();
+        let mut next = 0;
+        let mut interrupted = false;
+        // Whether the precision rule may still add blocks, and whether it
+        // waits for the boots under way before it says more.
+        let mut adding = more_boots.is_some();
+        let mut waiting = false;
+        loop {
+            interrupted |= crate::stages::vm::interrupted();
+            // Fill the free slots, in the plan's order.
+            while !interrupted {
+                let free: Vec<usize> = (0..jobs).filter(|&s| under_way[s].is_none()).collect();
+                if free.is_empty() {
+                    break;
+                }
+                if let Some(unit) = queue.get(next) {
+                    next += 1;
+                    if self.done.contains(&unit_key(unit)) {
+                        continue;
+                    }
+                    let slot = slot_for(&free, &unit.variant, &booted).expect("a free slot");
+                    booted.push((unit.variant.clone(), slot));
+                    let attempt = self.boots.launch(unit, 0, self.slots.host_cpu(slot))?;
+                    events.on(&RunEvent::UnitStarted {
+                        unit,
+                        total: queue.len(),
+                        slot,
+                    })?;
+                    start_in_slot(scope, self.runner, slot, attempt.request.clone(), to_loop.clone());
+                    under_way[slot] = Some(attempt);
+                    continue;
+                }
+                let Some(more) = more_boots.as_mut().filter(|_| adding && !waiting) else {
+                    break;
+                };
+                let running: Vec<Unit> = under_way.iter().flatten().map(|a| a.unit.clone()).collect();
+                // Every sample and boot record of the boots that ended is on
+                // disk by now (each is written as it arrives), so the
+                // decision reads the run from its directory.
+                match more(queue, &running)? {
+                    Addition::Block { units, unresolved } => {
+                        let total = queue.len() + units.len();
+                        events.on(&RunEvent::BlockAdded {
+                            units: &units,
+                            unresolved: &unresolved,
+                            total,
+                        })?;
+                        queue.extend(units);
+                    }
+                    Addition::Wait => waiting = true,
+                    Addition::Stop(why) => {
+                        events.on(&RunEvent::AdditionsStopped { why })?;
+                        adding = false;
+                    }
+                }
+            }
+            if under_way.iter().all(Option::is_none) {
+                break;
+            }
+            let (slot, said) = from_slots
+                .recv()
+                .map_err(|_| anyhow::anyhow!("the boot loop lost its slots' threads"))?;
+            let attempt = under_way[slot]
+                .as_mut()
+                .expect("a slot that speaks boots something");
+            match said {
+                FromSlot::Message(message, since_launch) => {
+                    self.boots
+                        .on_message(attempt, message, since_launch, writer, events)
+                }
+                FromSlot::Ended(outcome, load_before, load_after) => {
+                    let attempt = under_way[slot].take().expect("checked above");
+                    let (unit, number, first) =
+                        (attempt.unit.clone(), attempt.number, attempt.first.clone());
+                    let (mut record, end) = self.boots.finish(attempt, outcome, writer, events)?;
+                    record.host_load_before = load_before;
+                    record.host_load_after = load_after;
+                    if number == 0 && record.retryable && !crate::stages::vm::interrupted() {
+                        // The first attempt's failure may be the host's (a
+                        // hang, a QEMU failure): whatever it measured is
+                        // dropped and the unit boots once more, in its slot.
+                        events.on(&RunEvent::Retrying {
+                            unit: &unit,
+                            first: &end,
+                        })?;
+                        let key = unit_key(&unit);
+                        crate::record::retain_samples(self.boots.dir, |s| s.boot_key() != key)?;
+                        *writer = SampleWriter::open(self.boots.dir)?;
+                        let mut retry = self.boots.launch(&unit, 1, self.slots.host_cpu(slot))?;
+                        retry.first = Some(end);
+                        start_in_slot(scope, self.runner, slot, retry.request.clone(), to_loop.clone());
+                        under_way[slot] = Some(retry);
+                        continue;
+                    }
+                    record.retried_after = first;
+                    events.on(&RunEvent::UnitEnded {
+                        unit: &unit,
+                        total: queue.len(),
+                        record: &record,
+                        slot,
+                    })?;
+                    // A slot is free: the precision rule may have more to say.
+                    waiting = false;
+                }
+            }
+        }
+        Ok(interrupted)
+    }
 }
 
 /// The run's metadata as the boot loop starts, with the directory ready: a

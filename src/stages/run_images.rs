@@ -262,6 +262,7 @@ impl Images {
             deadline: Duration::from_secs(suite.boot_timeout_s),
             console_log,
             plugin: None,
+            host_cpu: None,
         }
     }
 }

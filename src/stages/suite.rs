@@ -37,6 +37,9 @@ pub struct Suite {
     pub cpus: Vec<u32>,
     pub memory_mib: u32,
     pub boot_timeout_s: u64,
+    /// Guests booted at once (`jobs = N`); `None`: as many as the host's
+    /// cores and memory allow under icount, one under wall-clock timing.
+    pub jobs: Option<u32>,
     pub accel: AccelChoice,
     pub timing: TimingChoice,
     /// `-icount shift=N`: one guest instruction counts 2^N ns of guest time.
@@ -225,6 +228,8 @@ struct SuiteFile {
     memory_mib: Spanned<u32>,
     #[serde(default = "default_boot_timeout")]
     boot_timeout_s: Spanned<u64>,
+    #[serde(default)]
+    jobs: Option<Spanned<u32>>,
     #[serde(default = "default_accel")]
     accel: AccelChoice,
     #[serde(default)]
@@ -512,6 +517,7 @@ impl Suite {
             cpus: settings.cpus,
             memory_mib: settings.memory_mib,
             boot_timeout_s: *file.boot_timeout_s.get_ref(),
+            jobs: file.jobs.as_ref().map(|j| *j.get_ref()),
             accel: file.accel,
             timing: file.timing,
             icount_shift: settings.icount_shift,
@@ -581,6 +587,10 @@ impl At<'_> {
         }
         crate::base::error::at_least_one(*file.boot_timeout_s.get_ref(), "boot_timeout_s")
             .map_err(|m| self.err(file.boot_timeout_s.span(), m))?;
+        if let Some(jobs) = &file.jobs {
+            crate::base::error::at_least_one(u64::from(*jobs.get_ref()), "jobs")
+                .map_err(|m| self.err(jobs.span(), m))?;
+        }
         let margin_pct = *file.margin_pct.get_ref();
         if !(margin_pct > 0.0 && margin_pct < 50.0) {
             return Err(self.err(

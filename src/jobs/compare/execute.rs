@@ -24,25 +24,45 @@ pub fn execute(
     // hours of timed boots.
     let profiler = profile::prepare(&run.suite, machine)?;
     let model = prepare_model(&run.suite, machine, dir)?;
+    let slots = crate::stages::slots::decide(
+        run.jobs,
+        machine.timing.is_icount(),
+        run.suite.memory_mib,
+        &crate::stages::slots::HostOffer::here(),
+    );
     let start = match &run.resumed {
-        Some((_, meta)) => run::Start::Resume(meta.clone()),
-        None => run::Start::New(initial_meta(run, images, machine)),
+        Some((_, meta)) => {
+            let mut meta = meta.clone();
+            note_slots(&mut meta, &slots);
+            run::Start::Resume(meta)
+        }
+        None => {
+            let mut meta = initial_meta(run, images, machine);
+            note_slots(&mut meta, &slots);
+            run::Start::New(meta)
+        }
     };
-    let mut profiled_boots =
-        |runner: &mut dyn Runner, events: &mut dyn crate::stages::events::RunObserver| {
-            match &profiler {
-                Some(profiler) => profiler.run(&run.suite, images, machine, runner, events, dir),
-                None => Ok(()),
+    let mut profiled_boots = |runner: &dyn Runner,
+                              slots: &crate::stages::slots::Slots,
+                              events: &mut dyn crate::stages::events::RunObserver| {
+        match &profiler {
+            Some(profiler) => {
+                profiler.run(&run.suite, images, machine, runner, slots, events, dir)
             }
-        };
+            None => Ok(()),
+        }
+    };
     // Everything before here (builds, images, trial boots, the profiler)
     // prepares the run; the budget is the boots'.
-    let additions = run.additions(dir, std::time::Instant::now());
-    let mut more_boots = |units: &[crate::stages::plan::Unit]| match &additions {
-        Some(additions) => additions.next(units),
-        None => Ok(crate::stages::plan::Addition::Stop(
-            crate::record::PrecisionStop::Resolved,
-        )),
+    let additions = run.additions(dir, slots.jobs, std::time::Instant::now());
+    let mut more_boots = |units: &[crate::stages::plan::Unit],
+                          running: &[crate::stages::plan::Unit]| {
+        match &additions {
+            Some(additions) => additions.next(units, running),
+            None => Ok(crate::stages::plan::Addition::Stop(
+                crate::record::PrecisionStop::Resolved,
+            )),
+        }
     };
     let meta = run::execute(
         &run.suite,
@@ -50,7 +70,8 @@ pub fn execute(
         start,
         images,
         machine,
-        runner,
+        &*runner,
+        &slots,
         &lock,
         model.as_ref(),
         profiler
@@ -62,6 +83,17 @@ pub fn execute(
     )?;
     report::write(dir)?;
     Ok(meta)
+}
+
+/// Records how many guests boot at once, and says in the report when they
+/// run side by side on the wall clock.
+fn note_slots(meta: &mut RunMeta, slots: &crate::stages::slots::Slots) {
+    if let Some(warning) = &slots.warning {
+        if !meta.warnings.contains(warning) {
+            meta.warnings.push(warning.clone());
+        }
+    }
+    meta.slots = Some(slots.clone());
 }
 
 /// For a run under the cycle model: checks that guest time counts
@@ -177,6 +209,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         shard: run.shard_meta(),
         shards: Vec::new(),
         precision: run.precision_record(),
+        slots: None,
         workloads: suite
             .workloads
             .iter()

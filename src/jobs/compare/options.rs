@@ -34,6 +34,9 @@ pub struct Options {
     pub resume: Option<PathBuf>,
     /// Print the plan only.
     pub dry_run: bool,
+    /// Guests booted at once (`--jobs N`); `None`: the suite's, else the
+    /// default for the timing (`stages::slots`).
+    pub jobs: Option<u32>,
     /// Run wall-time guests with more vCPUs than the host has cores.
     pub allow_oversubscribe: bool,
     /// Where new run directories go.

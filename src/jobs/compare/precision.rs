@@ -135,6 +135,29 @@ pub fn groups(analysis: &Analysis, meta: &RunMeta, units: &[Unit], rule: FixedWi
         .collect()
 }
 
+/// Counts the boots under way towards their groups: a group whose boots
+/// under way give it what it still needs wants no block now, and a block's
+/// expected time is its boots' shared among `jobs` slots. Returns whether
+/// a group is left waiting for its boots under way.
+fn count_running(groups: &mut [Group], running: &[Unit], variants: usize, jobs: usize) -> bool {
+    let mut covered = false;
+    for group in groups.iter_mut() {
+        let under_way = running.iter().filter(|u| u.cpus == group.cpus).count();
+        let blocks = under_way.div_ceil(variants.max(1));
+        if group.boots_short != usize::MAX {
+            group.boots_short = group.boots_short.saturating_sub(blocks);
+        }
+        if !group.unresolved.is_empty() && group.boots_short == 0 && blocks > 0 {
+            group.unresolved.clear();
+            covered = true;
+        }
+        // One boot of each variant, side by side as the slots allow.
+        let deep = variants.max(1).div_ceil(jobs.max(1));
+        group.block_s = group.block_s / variants.max(1) as f64 * deep as f64;
+    }
+    covered
+}
+
 /// What decides a run's added blocks: its suite, its rule and bounds, and
 /// the shard whose groups it adds to.
 pub struct Additions<'a> {
@@ -155,11 +178,16 @@ pub struct Additions<'a> {
     /// one sweep number their added boots apart, so they never collide
     /// when merged.
     pub shard: (u32, u32),
+    /// Guests booted at once: a block's boots share the slots, and the
+    /// boots' wall times add up to that many times the clock's.
+    pub jobs: usize,
 }
 
 impl Additions<'_> {
-    /// The next block after `units`, from the run directory as it stands.
-    pub fn next(&self, units: &[Unit]) -> Result<Addition> {
+    /// The next block after `units`, from the run directory as it stands,
+    /// with the boots of `running` under way (their samples so far are
+    /// left out; each counts towards what its group still needs).
+    pub fn next(&self, units: &[Unit], running: &[Unit]) -> Result<Addition> {
         let meta = RunMeta::read(self.dir)?;
         if meta
             .boots
@@ -168,15 +196,19 @@ impl Additions<'_> {
         {
             return Ok(Addition::Stop(PrecisionStop::FailedBoots));
         }
-        let samples = crate::record::read_samples(self.dir)?;
+        let ended: std::collections::BTreeSet<_> =
+            meta.boots.iter().map(|b| b.key()).collect();
+        let mut samples = crate::record::read_samples(self.dir)?;
+        samples.retain(|s| ended.contains(&s.boot_key()));
         let analysis = crate::stages::analysis::analyse_unbootstrapped(&meta, &samples);
-        let groups = groups(&analysis, &meta, units, self.rule);
         let variants = self.suite.variants.len();
+        let mut groups = groups(&analysis, &meta, units, self.rule);
+        let covered = count_running(&mut groups, running, variants, self.jobs);
         // The clock since the first boot, which counts the gaps between
         // boots too; never less than the boots' own recorded wall time
-        // (which is all a guest that reports its time, as the fake one
-        // does, has spent).
-        let booted: f64 = meta.boots.iter().map(|b| b.wall_s).sum();
+        // shared by the slots (which is all a guest that reports its time,
+        // as the fake one does, has spent).
+        let booted: f64 = meta.boots.iter().map(|b| b.wall_s).sum::<f64>() / self.jobs as f64;
         let spent = (self.already_s + self.first_boot.elapsed().as_secs_f64()).max(booted);
         let time_left = self.budget_s.map(|budget| budget - spent);
         let cpus = match choose(
@@ -186,6 +218,7 @@ impl Additions<'_> {
             time_left,
         ) {
             Ok(cpus) => cpus,
+            Err(PrecisionStop::Resolved) if covered => return Ok(Addition::Wait),
             Err(why) => return Ok(Addition::Stop(why)),
         };
         let (index, count) = self.shard;
@@ -260,5 +293,55 @@ mod tests {
         let groups = [group(1, 1, 3, 40.0)];
         assert_eq!(choose(&groups, 2, 1, None), Err(PrecisionStop::MaxBoots));
         assert_eq!(choose(&groups, 2, 2, None), Ok(1));
+    }
+}
+
+#[cfg(test)]
+mod running_tests {
+    use super::*;
+    use crate::stages::plan::Unit;
+
+    fn group(cpus: u32, boots_short: usize) -> Group {
+        Group {
+            cpus,
+            unresolved: vec!["a point".into()],
+            boots_short,
+            block_s: 60.0,
+        }
+    }
+
+    fn unit(cpus: u32) -> Unit {
+        Unit {
+            index: 0,
+            side: 0,
+            variant: "a".into(),
+            cpus,
+            boot: 5,
+            steps: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_group_whose_boots_under_way_give_what_it_needs_waits_for_them() {
+        let mut groups = [group(1, 1), group(2, 5)];
+        let covered = count_running(&mut groups, &[unit(1), unit(1)], 2, 2);
+        assert!(covered);
+        assert!(groups[0].unresolved.is_empty());
+        assert_eq!(groups[1].boots_short, 5);
+        // Two variants on two slots: a block takes one boot's time.
+        assert_eq!(groups[1].block_s, 30.0);
+        // The other group still wants a block, so the next one is its.
+        assert_eq!(choose(&groups, 2, 100, None), Ok(2));
+        // Nothing under way: nothing waits, and one slot takes both boots.
+        let mut groups = [group(1, 1)];
+        assert!(!count_running(&mut groups, &[], 2, 1));
+        assert_eq!((groups[0].boots_short, groups[0].block_s), (1, 60.0));
+    }
+
+    #[test]
+    fn a_group_without_a_model_yet_keeps_wanting_blocks() {
+        let mut groups = [group(2, usize::MAX)];
+        assert!(!count_running(&mut groups, &[unit(2), unit(2)], 2, 2));
+        assert_eq!(choose(&groups, 2, 100, None), Ok(2));
     }
 }

@@ -36,6 +36,8 @@ pub struct Resolved {
     /// Units the plan holds, before any a run with a precision target added
     /// (a resumed run's additions follow them in `units`).
     pub planned: usize,
+    /// Guests at once as asked (`--jobs`, the suite's `jobs`) or not.
+    pub jobs: crate::stages::slots::Asked,
 }
 
 fn current_dir() -> Result<PathBuf> {
@@ -150,6 +152,12 @@ impl Resolved {
         run.resumed = resumed;
         run.qemu = options.qemu.clone().or_else(|| run.suite.qemu.clone());
         run.allow_oversubscribe = options.allow_oversubscribe;
+        if let Some(jobs) = options.jobs {
+            if jobs == 0 {
+                return Err(InputError::new("--jobs must be at least 1").into());
+            }
+            run.jobs = crate::stages::slots::Asked::CommandLine(jobs);
+        }
         let suite = &mut run.suite;
         if let Some(accel) = options.accel {
             suite.accel = accel;
@@ -182,6 +190,9 @@ impl Resolved {
         };
         Ok(Resolved {
             planned: units.len(),
+            jobs: suite
+                .jobs
+                .map_or(crate::stages::slots::Asked::Default, crate::stages::slots::Asked::Suite),
             shard: overrides.shard,
             qemu: suite.qemu.clone(),
             allow_oversubscribe: false,
@@ -201,17 +212,19 @@ impl Resolved {
     }
 
     /// What decides the blocks a run with a precision target adds, writing
-    /// into `dir`, its budget counted from `first_boot` (a resumed run's
-    /// earlier boots have spent their wall time of it); `None` without a
-    /// target.
+    /// into `dir`, booting `jobs` guests at once, its budget counted from
+    /// `first_boot` (a resumed run's earlier boots have spent their wall
+    /// time of it, as many at once as it booted); `None` without a target.
     pub fn additions<'a>(
         &'a self,
         dir: &'a Path,
+        jobs: usize,
         first_boot: std::time::Instant,
     ) -> Option<super::precision::Additions<'a>> {
         let precision = self.suite.precision?;
         let already_s = self.resumed.as_ref().map_or(0.0, |(_, meta)| {
-            meta.boots.iter().map(|b| b.wall_s).sum::<f64>()
+            let at_once = meta.slots.as_ref().map_or(1, |s| s.jobs.max(1));
+            meta.boots.iter().map(|b| b.wall_s).sum::<f64>() / at_once as f64
         });
         Some(super::precision::Additions {
             suite: &self.suite,
@@ -221,6 +234,7 @@ impl Resolved {
             budget_s: precision.budget_s.map(|s| s as f64),
             first_boot,
             already_s,
+            jobs: jobs.max(1),
             shard: self.shard.map_or((0, 1), |s| (s.index, s.count)),
         })
     }

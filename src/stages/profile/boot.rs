@@ -78,13 +78,16 @@ fn unit_name(unit: &Unit) -> String {
 }
 
 impl Profiler {
-    /// Runs every profiled boot not yet in `dir`'s manifest.
+    /// Runs every profiled boot not yet in `dir`'s manifest, as many at
+    /// once as the run has slots.
+    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &self,
         suite: &Suite,
         images: &Images,
         machine: &Machine,
-        runner: &mut dyn Runner,
+        runner: &dyn Runner,
+        slots: &crate::stages::slots::Slots,
         events: &mut dyn RunObserver,
         dir: &Path,
     ) -> Result<()> {
@@ -116,34 +119,72 @@ impl Profiler {
             }
         }
         let units = units(suite);
-        for (n, unit) in units.iter().enumerate() {
-            let done = manifest
-                .boots
-                .iter()
-                .any(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus);
-            if done {
-                continue;
-            }
+        let pending: Vec<(usize, &Unit)> = units
+            .iter()
+            .enumerate()
+            .filter(|(_, unit)| {
+                !manifest
+                    .boots
+                    .iter()
+                    .any(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus)
+            })
+            .collect();
+        // Profiled boots count instructions, whatever runs beside them:
+        // they share the timed boots' slots.
+        for side_by_side in pending.chunks(slots.jobs.max(1)) {
             if crate::stages::vm::interrupted() {
                 break;
             }
-            events.on(&RunEvent::ProfiledBootStarted {
-                n,
-                total: units.len(),
-                unit,
-            })?;
-            let boot = self.boot(suite, unit, images, machine, runner, dir, &maps[unit.side])?;
-            events.on(&RunEvent::ProfiledBootEnded {
-                n,
-                total: units.len(),
-                status: &boot.status(),
-                wall_s: boot.wall_s,
-            })?;
-            manifest
-                .boots
-                .retain(|b| !(b.variant == unit.variant && b.cpus == unit.cpus));
-            manifest.boots.push(boot);
-            manifest.write(dir)?;
+            for &(n, unit) in side_by_side {
+                events.on(&RunEvent::ProfiledBootStarted {
+                    n,
+                    total: units.len(),
+                    unit,
+                })?;
+            }
+            let maps = &maps;
+            let boots: Vec<Result<ProfileBoot>> = std::thread::scope(|scope| {
+                let started: Vec<_> = side_by_side
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, &(_, unit))| {
+                        let host_cpu = slots.host_cpu(slot);
+                        scope.spawn(move || {
+                            self.boot(
+                                suite,
+                                unit,
+                                images,
+                                machine,
+                                runner,
+                                (dir, host_cpu),
+                                &maps[unit.side],
+                            )
+                        })
+                    })
+                    .collect();
+                started
+                    .into_iter()
+                    .map(|thread| {
+                        thread
+                            .join()
+                            .unwrap_or_else(|_| Err(anyhow::anyhow!("a profiled boot's thread panicked")))
+                    })
+                    .collect()
+            });
+            for (&(n, unit), boot) in side_by_side.iter().zip(boots) {
+                let boot = boot?;
+                events.on(&RunEvent::ProfiledBootEnded {
+                    n,
+                    total: units.len(),
+                    status: &boot.status(),
+                    wall_s: boot.wall_s,
+                })?;
+                manifest
+                    .boots
+                    .retain(|b| !(b.variant == unit.variant && b.cpus == unit.cpus));
+                manifest.boots.push(boot);
+                manifest.write(dir)?;
+            }
         }
         manifest.write(dir)
     }
@@ -155,8 +196,8 @@ impl Profiler {
         unit: &Unit,
         images: &Images,
         machine: &Machine,
-        runner: &mut dyn Runner,
-        dir: &Path,
+        runner: &dyn Runner,
+        (dir, host_cpu): (&Path, Option<usize>),
         map: &SymbolMap,
     ) -> Result<ProfileBoot> {
         let name = unit_name(unit);
@@ -178,6 +219,7 @@ impl Profiler {
                     .map(|m| m.profile_plugin_args())
                     .unwrap_or_default(),
             }),
+            host_cpu,
             ..images.boot_request(
                 suite,
                 unit,

@@ -96,6 +96,7 @@ fn run_smp_icount_trial(
         deadline: TRIAL_DEADLINE,
         console_log: trial_log.to_path_buf(),
         plugin: None,
+        host_cpu: None,
     };
     let mut online = None;
     let outcome = runner.boot(&request, &mut |m| {
@@ -261,6 +262,7 @@ pub fn decide(
         deadline: Duration::from_secs(30),
         console_log: trial_log.to_path_buf(),
         plugin: None,
+        host_cpu: None,
     };
     let mut hello = false;
     let outcome = runner.boot(&request, &mut |m| {
@@ -396,7 +398,7 @@ mod tests {
         let mut runner = FakeRunner::default();
         let v = trial_with(&mut runner);
         assert!(v.works, "{}", v.detail);
-        let asked = &runner.requests[0];
+        let asked = &runner.requests()[0];
         assert_eq!((asked.cpus, asked.icount_shift), (2, Some(4)));
     }
 

@@ -11,10 +11,8 @@ use std::time::Duration;
 pub const FAKE_TEXT: u64 = 0xffff_ffff_8100_0000;
 
 /// What the fake guest does.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct FakeRunner {
-    /// Boots started so far.
-    pub boots: usize,
     /// Seconds each run "takes": base + 0.01 × param, times this factor for
     /// boots whose command line contains `slow`.
     pub slow_factor: f64,
@@ -29,8 +27,9 @@ pub struct FakeRunner {
     pub fail_to_start: Option<String>,
     /// The CPUs the guest reports online, instead of all it was given.
     pub online_cpus: Option<String>,
-    /// Every request, in order.
-    pub requests: Vec<BootRequest>,
+    /// Every request, in the order the boots started (several at once
+    /// when the boot loop runs them side by side).
+    pub log: std::sync::Mutex<Vec<BootRequest>>,
     /// Relative spread of a boot's timings: each boot's runs are scaled by
     /// one factor in [1 − noise, 1 + noise], drawn from its console log's
     /// name (unit, variant, boot), so the same unit gives the same figures
@@ -195,10 +194,26 @@ fn fake_region(
     out
 }
 
+impl FakeRunner {
+    /// Boots started so far.
+    pub fn boots(&self) -> usize {
+        self.requests().len()
+    }
+
+    /// Every request so far, in the order the boots started.
+    pub fn requests(&self) -> Vec<BootRequest> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
 impl Runner for FakeRunner {
-    fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
-        self.boots += 1;
-        self.requests.push(r.clone());
+    fn boot(&self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
+        // This boot's number, counted from 1 in the order boots started.
+        let number = {
+            let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            log.push(r.clone());
+            log.len()
+        };
         if let Some(error) = &self.fail_to_start {
             return BootOutcome {
                 end: BootEnd::QemuFailed {
@@ -207,7 +222,7 @@ impl Runner for FakeRunner {
                 wall: Duration::ZERO,
             };
         }
-        if self.crash_after_boots.is_some_and(|n| self.boots > n) {
+        if self.crash_after_boots.is_some_and(|n| number > n) {
             return BootOutcome {
                 end: BootEnd::Interrupted,
                 wall: Duration::ZERO,
@@ -238,7 +253,7 @@ impl Runner for FakeRunner {
             },
             cmdline: r.extra_cmdline.clone(),
         });
-        let hangs = self.hanging_boots.contains(&self.boots);
+        let hangs = self.hanging_boots.contains(&number);
         // As the plugin would: one region per timed run, with as many
         // instructions as icount's 16 ns each give the run's time
         // (`fake_region`); version 2 with the cycle model, 3 with the

@@ -55,6 +55,10 @@ pub struct BootRequest {
     /// A TCG plugin QEMU loads for this boot (profiled boots, and every
     /// boot of a run with the cycle model).
     pub plugin: Option<PluginLoad>,
+    /// The host CPU the guest's QEMU is bound to, when boots run side by
+    /// side: one guest a core, so the host's scheduler never piles two on
+    /// one core while another idles. `None`: wherever the host puts it.
+    pub host_cpu: Option<usize>,
 }
 
 /// A TCG plugin and the file it writes when QEMU exits.
@@ -92,9 +96,11 @@ pub fn boot_seed(run_seed: u64, unit: usize, attempt: u32) -> u64 {
 }
 
 /// Boots guests. `on_message` sees each agent message as it arrives, so
-/// samples are written while the guest is still running.
-pub trait Runner {
-    fn boot(&mut self, request: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome;
+/// samples are written while the guest is still running. One runner boots
+/// several guests at once (one per slot of the boot loop), each call on a
+/// thread of its own.
+pub trait Runner: Sync {
+    fn boot(&self, request: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome;
 }
 
 #[cfg(test)]

@@ -239,7 +239,7 @@ pub fn console_tail(console: &str, lines: usize) -> String {
 }
 
 impl Runner for QemuRunner {
-    fn boot(&mut self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
+    fn boot(&self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
         let started = Instant::now();
         let outcome = |end| BootOutcome {
             end,
@@ -249,10 +249,27 @@ impl Runner for QemuRunner {
         // If markbench itself is killed (SIGKILL, OOM), its guest must not run
         // on unwatched: the kernel kills QEMU when its parent dies.
         // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        // The CPU set is built here, before the fork: pre_exec may not allocate.
+        let host_cpu = r.host_cpu.map(|cpu| {
+            // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET only sets a bit of it.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+            set
+        });
+        // SAFETY: prctl and sched_setaffinity are async-signal-safe and
+        // touch no memory of ours but the set built above.
         unsafe {
             use std::os::unix::process::CommandExt;
-            command.pre_exec(|| {
+            command.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if let Some(set) = &host_cpu {
+                    // Every thread QEMU starts (its vCPU threads, the I/O
+                    // thread) inherits the binding.
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
@@ -394,6 +411,7 @@ mod tests {
             deadline: Duration::from_secs(10),
             console_log: "/run/logs/boot.log".into(),
             plugin: None,
+            host_cpu: None,
         }
     }
 
