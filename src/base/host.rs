@@ -55,7 +55,8 @@ pub fn usable_cpus() -> Vec<usize> {
     // SAFETY: a zeroed cpu_set_t is the empty set; sched_getaffinity fills
     // at most its size, and CPU_ISSET reads a bit of it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let read = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let read =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if read != 0 {
         return Vec::new();
     }
@@ -184,18 +185,30 @@ mod tests {
 
     #[test]
     fn a_stat_line_gives_its_parent_and_its_times_whatever_its_name_holds() {
-        let stat = "4242 (qemu (x) 1) S 17 4242 17 0 -1 4194560 100 0 0 0 250 30 7 5 20 0 3 0 9 0 0";
+        let stat =
+            "4242 (qemu (x) 1) S 17 4242 17 0 -1 4194560 100 0 0 0 250 30 7 5 20 0 3 0 9 0 0";
         assert_eq!(stat_times(stat), Some((17, 250 + 30 + 7 + 5)));
         assert_eq!(stat_times("garbage"), None);
     }
 
     #[test]
     fn the_load_beside_markbench_leaves_its_own_time_out() {
-        let from = CpuTime { busy: 100, total: 1000, own: 10 };
+        let from = CpuTime {
+            busy: 100,
+            total: 1000,
+            own: 10,
+        };
         // 400 jiffies of 1000 busy, 300 of them markbench's and its guests'.
-        let to = CpuTime { busy: 500, total: 2000, own: 310 };
+        let to = CpuTime {
+            busy: 500,
+            total: 2000,
+            own: 310,
+        };
         let cores = cores() as f64;
-        assert_eq!(load_beside_own(&from, &to), (100.0 / 1000.0 * cores * 10.0).round() / 10.0);
+        assert_eq!(
+            load_beside_own(&from, &to),
+            (100.0 / 1000.0 * cores * 10.0).round() / 10.0
+        );
         assert_eq!(load_beside_own(&to, &to), 0.0);
     }
 

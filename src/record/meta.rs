@@ -613,7 +613,6 @@ impl Slots {
     }
 }
 
-
 /// What a run with a precision target was asked and how it ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PrecisionRecord {

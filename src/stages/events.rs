@@ -40,16 +40,10 @@ pub enum RunEvent<'a> {
         slot: usize,
     },
     /// A sample is in samples.csv.
-    SampleWritten {
-        unit: &'a Unit,
-        sample: &'a Sample,
-    },
+    SampleWritten { unit: &'a Unit, sample: &'a Sample },
     /// The unit's first attempt ended with `first`, which may be the host's
     /// doing; it runs once more.
-    Retrying {
-        unit: &'a Unit,
-        first: &'a BootEnd,
-    },
+    Retrying { unit: &'a Unit, first: &'a BootEnd },
     UnitEnded {
         unit: &'a Unit,
         total: usize,
@@ -64,13 +58,9 @@ pub enum RunEvent<'a> {
         total: usize,
     },
     /// A run with a precision target adds no more boots, for this reason.
-    AdditionsStopped {
-        why: crate::record::PrecisionStop,
-    },
+    AdditionsStopped { why: crate::record::PrecisionStop },
     /// The timed boots are over (`interrupted`: stopped by Ctrl-C).
-    BootsEnded {
-        interrupted: bool,
-    },
+    BootsEnded { interrupted: bool },
     /// A profiled boot (`n` of `total`, from 0) starts or has ended.
     ProfiledBootStarted {
         n: usize,
@@ -84,9 +74,7 @@ pub enum RunEvent<'a> {
         wall_s: f64,
     },
     /// The run is over: everything it will measure is on disk.
-    Finished {
-        interrupted: bool,
-    },
+    Finished { interrupted: bool },
 }
 
 /// A consumer of a run's events.

@@ -13,8 +13,8 @@ use crate::guest::workloads::Measurement;
 use crate::record::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
 use crate::stages::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
 use crate::stages::plan::{Addition, Unit};
-use crate::stages::suite::Suite;
 use crate::stages::slots::Slots;
+use crate::stages::suite::Suite;
 use crate::stages::vm::{BootEnd, BootOutcome, BootRequest, Machine, Runner};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -561,7 +561,13 @@ pub fn execute(
             slots,
             done: &done,
         };
-        let ended = run.boot_all(scope, &mut queue, &mut writer, &mut events, more_boots.as_mut());
+        let ended = run.boot_all(
+            scope,
+            &mut queue,
+            &mut writer,
+            &mut events,
+            more_boots.as_mut(),
+        );
         if ended.is_err() {
             // The guests under way must not outlive the run: stop them as
             // Ctrl-C would (the scope waits for their threads).
@@ -635,14 +641,21 @@ impl<'a> Slotted<'a> {
                         total: queue.len(),
                         slot,
                     })?;
-                    start_in_slot(scope, self.runner, slot, attempt.request.clone(), to_loop.clone());
+                    start_in_slot(
+                        scope,
+                        self.runner,
+                        slot,
+                        attempt.request.clone(),
+                        to_loop.clone(),
+                    );
                     under_way[slot] = Some(attempt);
                     continue;
                 }
                 let Some(more) = more_boots.as_mut().filter(|_| adding && !waiting) else {
                     break;
                 };
-                let running: Vec<Unit> = under_way.iter().flatten().map(|a| a.unit.clone()).collect();
+                let running: Vec<Unit> =
+                    under_way.iter().flatten().map(|a| a.unit.clone()).collect();
                 // Every sample and boot record of the boots that ended is on
                 // disk by now (each is written as it arrives), so the
                 // decision reads the run from its directory.
@@ -697,7 +710,13 @@ impl<'a> Slotted<'a> {
                         *writer = SampleWriter::open(self.boots.dir)?;
                         let mut retry = self.boots.launch(&unit, 1, self.slots.host_cpu(slot))?;
                         retry.first = Some(end);
-                        start_in_slot(scope, self.runner, slot, retry.request.clone(), to_loop.clone());
+                        start_in_slot(
+                            scope,
+                            self.runner,
+                            slot,
+                            retry.request.clone(),
+                            to_loop.clone(),
+                        );
                         under_way[slot] = Some(retry);
                         continue;
                     }

@@ -129,7 +129,10 @@ pub fn decide(asked: Asked, counts_instructions: bool, memory_mib: u32, host: &H
                 memory_words(fit)
             ),
         ),
-        _ => (wanted, format!("{wanted} guest{} at once: {why}", plural(wanted))),
+        _ => (
+            wanted,
+            format!("{wanted} guest{} at once: {why}", plural(wanted)),
+        ),
     };
     Slots {
         jobs,
@@ -159,7 +162,11 @@ mod tests {
         let slots = decide(Asked::Default, true, 512, &host(2, 20_000));
         assert_eq!(slots.jobs, 2);
         assert_eq!(slots.host_cpus, [0, 2]);
-        assert!(slots.reason.contains("the host's 2 cores"), "{}", slots.reason);
+        assert!(
+            slots.reason.contains("the host's 2 cores"),
+            "{}",
+            slots.reason
+        );
         assert_eq!(slots.warning, None);
         // One core: one guest, and nothing to bind.
         let one = decide(Asked::Default, true, 512, &host(1, 20_000));
@@ -201,7 +208,11 @@ mod tests {
         let three = decide(Asked::Suite(3), true, 512, &host(2, 20_000));
         assert_eq!(three.jobs, 3);
         assert!(three.host_cpus.is_empty(), "more slots than cores: unbound");
-        assert!(three.reason.contains("the suite's jobs"), "{}", three.reason);
+        assert!(
+            three.reason.contains("the suite's jobs"),
+            "{}",
+            three.reason
+        );
         let one = decide(Asked::CommandLine(1), true, 512, &host(2, 20_000));
         assert_eq!((one.jobs, one.host_cpus.len()), (1, 0));
         assert_eq!(

@@ -42,16 +42,17 @@ pub fn execute(
             run::Start::New(meta)
         }
     };
-    let mut profiled_boots = |runner: &dyn Runner,
-                              slots: &crate::stages::slots::Slots,
-                              events: &mut dyn crate::stages::events::RunObserver| {
-        match &profiler {
-            Some(profiler) => {
-                profiler.run(&run.suite, images, machine, runner, slots, events, dir)
+    let mut profiled_boots =
+        |runner: &dyn Runner,
+         slots: &crate::stages::slots::Slots,
+         events: &mut dyn crate::stages::events::RunObserver| {
+            match &profiler {
+                Some(profiler) => {
+                    profiler.run(&run.suite, images, machine, runner, slots, events, dir)
+                }
+                None => Ok(()),
             }
-            None => Ok(()),
-        }
-    };
+        };
     // Everything before here (builds, images, trial boots, the profiler)
     // prepares the run; the budget is the boots'.
     let additions = run.additions(dir, slots.jobs, std::time::Instant::now());

@@ -196,8 +196,7 @@ impl Additions<'_> {
         {
             return Ok(Addition::Stop(PrecisionStop::FailedBoots));
         }
-        let ended: std::collections::BTreeSet<_> =
-            meta.boots.iter().map(|b| b.key()).collect();
+        let ended: std::collections::BTreeSet<_> = meta.boots.iter().map(|b| b.key()).collect();
         let mut samples = crate::record::read_samples(self.dir)?;
         samples.retain(|s| ended.contains(&s.boot_key()));
         let analysis = crate::stages::analysis::analyse_unbootstrapped(&meta, &samples);

@@ -190,9 +190,10 @@ impl Resolved {
         };
         Ok(Resolved {
             planned: units.len(),
-            jobs: suite
-                .jobs
-                .map_or(crate::stages::slots::Asked::Default, crate::stages::slots::Asked::Suite),
+            jobs: suite.jobs.map_or(
+                crate::stages::slots::Asked::Default,
+                crate::stages::slots::Asked::Suite,
+            ),
             shard: overrides.shard,
             qemu: suite.qemu.clone(),
             allow_oversubscribe: false,

@@ -165,9 +165,9 @@ impl Profiler {
                 started
                     .into_iter()
                     .map(|thread| {
-                        thread
-                            .join()
-                            .unwrap_or_else(|_| Err(anyhow::anyhow!("a profiled boot's thread panicked")))
+                        thread.join().unwrap_or_else(|_| {
+                            Err(anyhow::anyhow!("a profiled boot's thread panicked"))
+                        })
                     })
                     .collect()
             });

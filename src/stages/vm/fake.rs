@@ -38,6 +38,30 @@ pub struct FakeRunner {
     /// The wall time each completed boot reports (10 ms when unset), for
     /// tests of what a budget of wall time allows.
     pub boot_wall: Option<Duration>,
+    /// Real time each boot takes before its guest says `done`, so that
+    /// boots started side by side are under way together.
+    pub hold: Option<Duration>,
+    /// Guests under way now, and the most that ever were at once.
+    pub at_once: std::sync::Mutex<(usize, usize)>,
+}
+
+/// Counts a guest under way for as long as it lives.
+struct UnderWay<'a>(&'a std::sync::Mutex<(usize, usize)>);
+
+impl<'a> UnderWay<'a> {
+    fn enter(count: &'a std::sync::Mutex<(usize, usize)>) -> UnderWay<'a> {
+        let mut c = count.lock().unwrap_or_else(|e| e.into_inner());
+        c.0 += 1;
+        c.1 = c.1.max(c.0);
+        UnderWay(count)
+    }
+}
+
+impl Drop for UnderWay<'_> {
+    fn drop(&mut self) {
+        let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        c.0 -= 1;
+    }
 }
 
 /// A number in [−1, 1] drawn from `text` (FNV-1a, then SplitMix64's finaliser).
@@ -204,6 +228,11 @@ impl FakeRunner {
     pub fn requests(&self) -> Vec<BootRequest> {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
+
+    /// The most guests that were ever under way at once.
+    pub fn most_at_once(&self) -> usize {
+        self.at_once.lock().map_or(0, |c| c.1)
+    }
 }
 
 impl Runner for FakeRunner {
@@ -214,6 +243,7 @@ impl Runner for FakeRunner {
             log.push(r.clone());
             log.len()
         };
+        let _under_way = UnderWay::enter(&self.at_once);
         if let Some(error) = &self.fail_to_start {
             return BootOutcome {
                 end: BootEnd::QemuFailed {
@@ -339,6 +369,9 @@ impl Runner for FakeRunner {
                 }),
                 _ => {}
             }
+        }
+        if let Some(hold) = self.hold {
+            std::thread::sleep(hold);
         }
         on_message(Message::Done);
         if let Some(plugin) = &r.plugin {
