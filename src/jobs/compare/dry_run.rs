@@ -81,6 +81,10 @@ pub(super) struct PlanSummary {
     pub icount_shift: u32,
     /// Not KVM for sure: the guests may run under TCG.
     pub maybe_tcg: bool,
+    /// Guests at once the run will likely boot (the estimate's), and the
+    /// lines that say how many under each timing and why.
+    pub jobs: usize,
+    pub slots: Vec<String>,
 }
 
 /// A variant as the plan shows it.
@@ -188,6 +192,7 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
     };
     let host_cores = crate::base::host::cores() as u32;
     let max = run.max_cpus();
+    let (jobs, slots) = slot_lines(run);
     Ok(PlanSummary {
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
@@ -252,7 +257,38 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
         timing: suite.timing,
         icount_shift: suite.icount_shift,
         maybe_tcg: suite.accel != AccelChoice::Kvm,
+        jobs,
+        slots,
     })
+}
+
+/// How many guests the run boots at once under the timing it may get, and
+/// why: icount (TCG) and the wall clock (KVM, or a QEMU that cannot count
+/// instructions) decide differently, and before the trial boots only the
+/// suite's choices are known.
+fn slot_lines(run: &Resolved) -> (usize, Vec<String>) {
+    use crate::stages::slots::{decide, HostOffer};
+    let host = HostOffer::here();
+    let memory = run.suite.memory_mib;
+    let icount = decide(run.jobs, true, memory, &host);
+    let wall = decide(run.jobs, false, memory, &host);
+    let may_count = run.suite.timing != TimingChoice::Wall && run.suite.accel != AccelChoice::Kvm;
+    let may_wall = run.suite.timing != TimingChoice::Icount;
+    let mut lines = Vec::new();
+    match (may_count, may_wall) {
+        (true, false) => lines.push(format!("slots: {}", icount.reason)),
+        (false, _) => lines.push(format!("slots: {}", wall.reason)),
+        (true, true) => lines.push(format!(
+            "slots: under icount (TCG), {}; on the wall clock (KVM, or a QEMU that cannot count \
+             instructions), {}",
+            icount.reason, wall.reason
+        )),
+    }
+    let likely = if may_count { &icount } else { &wall };
+    if let Some(warning) = likely.warning.as_ref().or(wall.warning.as_ref().filter(|_| may_wall)) {
+        lines.push(format!("warning: {warning}"));
+    }
+    (likely.jobs, lines)
 }
 
 /// A suite's kernel command line in double quotes, `"` and `\` escaped,
@@ -382,8 +418,13 @@ impl PlanSummary {
                 seconds_per_boot,
                 from,
             } => format!(
-                "estimated time: {:.0} min of booting ({seconds_per_boot:.0} s per boot in {from}), plus kernel builds on a cold cache",
-                seconds_per_boot * self.boots as f64 / 60.0
+                "estimated time: {:.0} min of booting ({seconds_per_boot:.0} s per boot in {from}{}), plus kernel builds on a cold cache",
+                seconds_per_boot * self.boots.div_ceil(self.jobs.max(1)) as f64 / 60.0,
+                if self.jobs > 1 {
+                    format!(", {} at once", self.jobs)
+                } else {
+                    String::new()
+                }
             ),
             Estimate::UnknownMinimal => "estimated time: unknown (no earlier complete run of \
                  this suite here); a minimal kernel build not in the cache takes about 8 \
@@ -449,6 +490,9 @@ impl PlanSummary {
             timing_name(self.timing),
             self.icount_shift
         ));
+        for slots in &self.slots {
+            line(slots.clone());
+        }
         if self.maybe_tcg {
             line(
                 "note: without working KVM the guests run under TCG (software emulation), several \
@@ -563,6 +607,8 @@ mod tests {
             timing: TimingChoice::Wall,
             icount_shift: 4,
             maybe_tcg: false,
+            jobs: 1,
+            slots: vec!["slots: one at a time".into()],
         }
     }
 
@@ -590,8 +636,15 @@ mod tests {
              note: 8 vCPUs on a host with 2 cores: fine under icount (the vCPUs take turns on one \
              host thread and guest time counts instructions); under wall time oversubscribed vCPUs \
              make timings meaningless, and the run is refused without --allow-oversubscribe\n\
-             timing: wall (icount shift 4 when icount is used)\n";
+             timing: wall (icount shift 4 when icount is used)\n\
+             slots: one at a time\n";
         assert_eq!(text, expected);
+        // Side by side, the boots share the estimate's time.
+        let two = PlanSummary { jobs: 2, ..full() }.render();
+        assert!(
+            two.contains("estimated time: 3 min of booting (90 s per boot in reports/x, 2 at once)"),
+            "{two}"
+        );
     }
 
     #[test]

@@ -417,7 +417,7 @@ fn where_and_how(run: &RunReport) -> String {
          - Suite: {} (`{}`, sha256 {}); {} boots per variant and CPU count, {} measured iterations \
          (+{} warm-up) per point per boot; {} MiB guest memory\n\
          - Overrides of the suite: {}\n\
-         - Order: boots interleaved in balanced blocks (one of each variant), seed {}; the order is in meta.toml\n\
+         - Order: boots interleaved in balanced blocks (one of each variant), seed {}; the order is in meta.toml\n{}\
          - Timing: the guest agent's CLOCK_MONOTONIC around each workload run; {}\n\
          - Run: started {}, {} s of wall time, {}; markbench {} (git {})\n",
         escape_md(&h.cpu_model),
@@ -448,6 +448,10 @@ fn where_and_how(run: &RunReport) -> String {
             words => escape_md(&words.join(", ")),
         },
         meta.seed,
+        match &meta.slots {
+            Some(slots) => format!("- Slots: {}\n", escape_md(&slots.reason)),
+            None => String::new(),
+        },
         escape_md(&meta.timing_sentence()),
         escape_md(&meta.started_at),
         meta.wall_s.round(),
@@ -529,7 +533,8 @@ fn boots(run: &RunReport) -> String {
             meta.boots.len()
         );
         let why = format!(
-            "(half or more of its {} cores busy in the half second before the boot)",
+            "(half or more of its {} cores busy with work not markbench's in the half second \
+             before the boot)",
             meta.host.cores
         );
         let _ = if meta.counts_instructions() {
@@ -548,7 +553,7 @@ fn boots(run: &RunReport) -> String {
     }
     let _ = writeln!(
         r,
-        "| # | variant | CPUs | boot | status | wall [s] | samples | busy host cores before → after | guest kernel | console log |"
+        "| # | variant | CPUs | boot | status | wall [s] | samples | cores busy beside markbench before → after | guest kernel | console log |"
     );
     let _ = writeln!(r, "|---:|---|---:|---:|---|---:|---:|---|---|---|");
     for b in &meta.boots {
