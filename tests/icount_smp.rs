@@ -1,6 +1,7 @@
 //! SMP guests under instruction counting, for real: a 2-vCPU guest boots
 //! under `-icount`, sees both CPUs, and a run repeated with the same seed
-//! gives the same samples to the nanosecond. Needs a QEMU that passes the
+//! gives the same samples to the nanosecond, its pair of boots booted one
+//! at a time or side by side. Needs a QEMU that passes the
 //! SMP icount trial (8.1 or later; `markbench setup` installs one on
 //! Debian 12); with one that fails it, the run is refused as input to fix.
 
@@ -9,12 +10,13 @@ mod real;
 #[test]
 fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
     let args = ["--suite", "tests/fixtures/smp-icount.toml", "--aa"];
-    let (_first, a) = real::compare(&args);
-    let (_second, b) = real::compare(&args);
+    let (_first, a) = real::compare(&[&args[..], &["--jobs", "1"]].concat());
+    let (_second, b) = real::compare(&[&args[..], &["--jobs", "2"]].concat());
     let dirs = [a, b];
     let mut values = Vec::new();
-    for dir in &dirs {
+    for (dir, jobs) in dirs.iter().zip([1, 2]) {
         let meta = markbench::record::RunMeta::read(dir).unwrap();
+        assert_eq!(meta.slots.as_ref().map(|s| s.jobs), Some(jobs));
         assert_eq!(
             meta.timing_mode(),
             "icount shift=4",
@@ -37,16 +39,20 @@ fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
         let samples = markbench::record::read_samples(dir).unwrap();
         // 2 sides × 1 boot × (1 warm-up + 2 measured).
         assert_eq!(samples.len(), 6, "{samples:?}");
-        values.push(
-            samples
-                .iter()
-                .map(|s| (s.variant.clone(), s.iteration, s.value))
-                .collect::<Vec<_>>(),
-        );
+        // In the order of the boots: side by side their rows interleave.
+        let mut rows: Vec<_> = samples
+            .iter()
+            .map(|s| (s.variant.clone(), s.iteration, s.value))
+            .collect();
+        rows.sort_by(|x, y| (&x.0, x.1).cmp(&(&y.0, y.1)));
+        values.push(rows);
         let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(report.contains("qemu-system-x86_64"), "{report}");
     }
-    assert_eq!(values[0], values[1], "the same seeds gave other samples");
+    assert_eq!(
+        values[0], values[1],
+        "the same seeds gave other samples, one boot at a time and two side by side"
+    );
     // The two sides' boots had seeds of their own: not the same draw twice.
     let side = |name: &str| -> Vec<f64> {
         values[0]

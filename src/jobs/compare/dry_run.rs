@@ -285,7 +285,11 @@ fn slot_lines(run: &Resolved) -> (usize, Vec<String>) {
         )),
     }
     let likely = if may_count { &icount } else { &wall };
-    if let Some(warning) = likely.warning.as_ref().or(wall.warning.as_ref().filter(|_| may_wall)) {
+    if let Some(warning) = likely
+        .warning
+        .as_ref()
+        .or(wall.warning.as_ref().filter(|_| may_wall))
+    {
         lines.push(format!("warning: {warning}"));
     }
     (likely.jobs, lines)
@@ -642,7 +646,9 @@ mod tests {
         // Side by side, the boots share the estimate's time.
         let two = PlanSummary { jobs: 2, ..full() }.render();
         assert!(
-            two.contains("estimated time: 3 min of booting (90 s per boot in reports/x, 2 at once)"),
+            two.contains(
+                "estimated time: 3 min of booting (90 s per boot in reports/x, 2 at once)"
+            ),
             "{two}"
         );
     }
