@@ -9,27 +9,15 @@
 set -eu
 markbench=${1:-target/release/markbench}
 out=${2:-$(mktemp -d)}
+. "$(dirname "$0")/cached-compare.sh"
+# One boot per variant and CPU count, no precision blocks.
 run() {
     dir=$1; shift
-    mkdir -p "$dir"
-    # One boot per variant and CPU count, no precision blocks.
-    nice -n 19 "$markbench" compare --suite suites/quick.toml --boots 1 --budget 1s \
-        --reports "$dir" "$@" >"$dir.log" 2>&1 &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        if grep -q "building kernel\|building the kernel" "$dir.log" 2>/dev/null; then
-            kill "$pid"
-            echo "markbench started building a kernel; stopped (see $dir.log)" >&2
-            exit 1
-        fi
-        sleep 2
-    done
-    wait "$pid" || { echo "markbench failed (see $dir.log)" >&2; exit 1; }
+    cached_compare "$dir" nice -n 19 "$markbench" compare --suite suites/quick.toml \
+        --boots 1 --budget 1s "$@"
 }
 run "$out/plain"
 run "$out/model" --model cycles
-# Each --reports directory holds the one run directory compare made.
-rundir() { find "$1" -mindepth 1 -maxdepth 1 -type d ! -name latest; }
 python3 - "$(rundir "$out/plain")" "$(rundir "$out/model")" <<'PY'
 import csv, sys, tomllib
 plain, model = sys.argv[1:]
@@ -38,8 +26,9 @@ def boots(d):
             for b in tomllib.load(open(f"{d}/meta.toml", "rb"))["boots"]}
 def times(d):
     with open(f"{d}/samples.csv") as f:
-        return [(r["variant"], r["cpus"], r["boot"], r["workload"], r["param"], r["metric"], r["iteration"], r["value"])
-                for r in csv.DictReader(f) if r["metric"] in ("time", "rate")]
+        # Sorted: the rows of boots side by side interleave as they arrive.
+        return sorted((r["variant"], r["cpus"], r["boot"], r["workload"], r["param"], r["metric"], r["iteration"], r["value"])
+                      for r in csv.DictReader(f) if r["metric"] in ("time", "rate"))
 p, m = boots(plain), boots(model)
 total_p = total_m = 0.0
 for key in sorted(p):

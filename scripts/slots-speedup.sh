@@ -12,27 +12,15 @@ set -eu
 markbench=${1:-target/release/markbench}
 out=${2:-$(mktemp -d)}
 [ $# -ge 2 ] && shift 2 || shift $#
+. "$(dirname "$0")/cached-compare.sh"
+# The planned boots only (two of each kernel at each CPU count): no
+# precision blocks, so both runs boot the same units.
 run() {
     dir=$1; shift
-    mkdir -p "$dir"
-    # The planned boots only (two of each kernel at each CPU count): no
-    # precision blocks, so both runs boot the same units.
-    "$markbench" compare --suite suites/quick.toml --max-boots 8 \
-        --reports "$dir" "$@" >"$dir.log" 2>&1 &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        if grep -q "building kernel\|building the kernel" "$dir.log" 2>/dev/null; then
-            kill "$pid"
-            echo "markbench started building a kernel; stopped (see $dir.log)" >&2
-            exit 1
-        fi
-        sleep 2
-    done
-    wait "$pid" || { echo "markbench failed (see $dir.log)" >&2; exit 1; }
+    cached_compare "$dir" "$markbench" compare --suite suites/quick.toml --max-boots 8 "$@"
 }
 run "$out/one" --jobs 1 "$@"
 run "$out/slots" "$@"
-rundir() { find "$1" -mindepth 1 -maxdepth 1 -type d ! -name latest; }
 python3 - "$(rundir "$out/one")" "$(rundir "$out/slots")" <<'PY'
 import csv, sys, tomllib
 one, slots = sys.argv[1:]

@@ -6,56 +6,13 @@
 
 mod common;
 
-use common::{execute, images, machine, resolved_with};
+use common::{execute, images, load, machine, resolved_with, run_dir, PRECISE};
 use markbench::jobs::compare::{Overrides, Resolved};
 use markbench::record::{read_samples, PrecisionStop, RunMeta};
 use markbench::stages::shard::ShardSel;
-use markbench::stages::suite::{FragmentLookup, Suite};
 use markbench::stages::vm::fake::FakeRunner;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// Two CPU counts, one point each; the "on" variant is 2% slower. With
-/// ±1% of noise a boot, one measured run a boot and a target of ±1%, the
-/// points need more than the two planned boots a side but far fewer than
-/// the cap of 16 a side.
-const PRECISE: &str = r#"
-name = "precise"
-boots = 2
-iterations = 2
-warmup = 1
-cpus = [1, 2]
-seed = 11
-precision = 1.0
-[[variant]]
-name = "off"
-kernel = "markers-off"
-[[variant]]
-name = "on"
-kernel = "markers-on"
-cmdline = "slow"
-[[workload]]
-kind = "hackbench"
-params = [2]
-"#;
-
-fn load(dir: &Path, text: &str) -> Suite {
-    let path = dir.join("precise.toml");
-    std::fs::write(&path, text).unwrap();
-    Suite::load(
-        &path,
-        &FragmentLookup::BesideSuite {
-            cwd: env!("CARGO_MANIFEST_DIR").into(),
-        },
-    )
-    .unwrap()
-}
-
-fn run_dir(root: &Path, name: &str) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    dir
-}
+use std::path::Path;
 
 fn noisy() -> FakeRunner {
     FakeRunner {

@@ -4,38 +4,20 @@
 
 mod common;
 
-use common::{execute, images, machine, resolved_with, SUITE};
+use common::{execute, images, load, machine, resolved_with, run_dir, PRECISE, SUITE};
 use markbench::jobs::compare::{Overrides, Resolved};
 use markbench::record::{read_samples, BootRecord, RunMeta, Sample};
 use markbench::stages::slots::Asked;
-use markbench::stages::suite::{FragmentLookup, Suite};
+use markbench::stages::suite::Suite;
 use markbench::stages::vm::fake::FakeRunner;
 use markbench::stages::vm::Machine;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 fn icount() -> Machine {
     let mut m = machine();
     m.timing.icount_shift = Some(4);
     m
-}
-
-fn load(dir: &Path, text: &str) -> Suite {
-    let path = dir.join("suite.toml");
-    std::fs::write(&path, text).unwrap();
-    Suite::load(
-        &path,
-        &FragmentLookup::BesideSuite {
-            cwd: env!("CARGO_MANIFEST_DIR").into(),
-        },
-    )
-    .unwrap()
-}
-
-fn run_dir(root: &Path, name: &str) -> PathBuf {
-    let dir = root.join(name);
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    dir
 }
 
 fn with_jobs(suite: &Suite, jobs: u32) -> Resolved {
@@ -259,28 +241,6 @@ fn a_run_that_died_with_two_slots_resumes_to_the_samples_of_one_uninterrupted_ru
     assert!(resumed.complete);
     assert_eq!(rows(&dir), rows(&whole_dir));
 }
-
-/// Two CPU counts, one point each; the "on" variant is 2% slower; run to
-/// ±1% (as tests/precision_fake.rs runs it one boot at a time).
-const PRECISE: &str = r#"
-name = "precise"
-boots = 2
-iterations = 2
-warmup = 1
-cpus = [1, 2]
-seed = 11
-precision = 1.0
-[[variant]]
-name = "off"
-kernel = "markers-off"
-[[variant]]
-name = "on"
-kernel = "markers-on"
-cmdline = "slow"
-[[workload]]
-kind = "hackbench"
-params = [2]
-"#;
 
 #[test]
 fn a_precision_run_on_two_slots_reaches_its_target_with_the_same_boots_measured_alike() {

@@ -621,9 +621,12 @@ impl<'a> Slotted<'a> {
         let mut adding = more_boots.is_some();
         let mut waiting = false;
         loop {
-            interrupted |= crate::stages::vm::interrupted();
             // Fill the free slots, in the plan's order.
-            while !interrupted {
+            loop {
+                interrupted |= crate::stages::vm::interrupted();
+                if interrupted {
+                    break;
+                }
                 let free: Vec<usize> = (0..jobs).filter(|&s| under_way[s].is_none()).collect();
                 if free.is_empty() {
                     break;
