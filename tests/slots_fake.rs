@@ -196,6 +196,41 @@ fn a_hang_in_one_slot_is_retried_there_while_the_other_goes_on() {
 }
 
 #[test]
+fn a_runner_that_panics_in_one_slot_fails_that_boot_only_and_it_is_retried() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = load(tmp.path(), SUITE);
+    let images = images(tmp.path());
+    let dir = run_dir(tmp.path(), "run");
+    let mut runner = FakeRunner {
+        panicking_boots: vec![2],
+        ..held()
+    };
+    let meta = execute(
+        &with_jobs(&suite, 2),
+        &images,
+        &icount(),
+        &mut runner,
+        &dir,
+        None,
+    )
+    .unwrap();
+    assert!(meta.complete);
+    let retried: Vec<_> = meta
+        .boots
+        .iter()
+        .filter_map(|b| b.retried_after.as_ref())
+        .collect();
+    assert_eq!(retried.len(), 1);
+    assert!(
+        retried[0].describe().contains("panicked"),
+        "{}",
+        retried[0].describe()
+    );
+    assert!(meta.boots.iter().all(|b| b.ok()));
+    assert_eq!(rows(&dir).len(), 12 * 3 * 3);
+}
+
+#[test]
 fn a_run_that_died_with_two_slots_resumes_to_the_samples_of_one_uninterrupted_run() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = load(tmp.path(), SUITE);

@@ -481,8 +481,18 @@ fn start_in_slot<'scope>(
     scope.spawn(move || {
         let load_before = crate::base::host::load();
         let launched = std::time::Instant::now();
-        let outcome = runner.boot(&request, &mut |message| {
-            let _ = to_loop.send((slot, FromSlot::Message(message, launched.elapsed())));
+        // The loop waits for every slot's end: a runner that panics still
+        // ends its boot, as a failure of the machinery.
+        let booted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runner.boot(&request, &mut |message| {
+                let _ = to_loop.send((slot, FromSlot::Message(message, launched.elapsed())));
+            })
+        }));
+        let outcome = booted.unwrap_or_else(|_| BootOutcome {
+            end: BootEnd::QemuFailed {
+                detail: "the thread that watched the guest panicked".into(),
+            },
+            wall: launched.elapsed(),
         });
         let load_after = crate::base::host::load();
         let _ = to_loop.send((slot, FromSlot::Ended(outcome, load_before, load_after)));

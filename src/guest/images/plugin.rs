@@ -100,6 +100,12 @@ pub fn ensure_plugin() -> Result<ProfilePlugin> {
 
 /// Builds the plugin crate in `dir` into the cache directory `root`.
 pub fn ensure_plugin_at(dir: &Path, root: &Path) -> Result<ProfilePlugin> {
+    // One build at a time in this process: its partial file is named by
+    // the process, so two threads building at once (on a cold cache)
+    // would copy into one partial file and rename it from under each
+    // other. The second finds the first's entry when it gets the lock.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _building = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let key = plugin_key(dir)?;
     let root = root.to_path_buf();
     let path = root.join(key.short()).join(PLUGIN_FILE);
@@ -197,23 +203,48 @@ mod tests {
         assert_ne!(plugin_key(root).unwrap(), first);
     }
 
+    /// A crate at `root` named `name` that builds a cdylib of `source`.
+    fn plugin_crate(root: &Path, name: &str, source: &str) {
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(
+            root.join("Cargo.toml"),
+            format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n[lib]\ncrate-type = [\"cdylib\"]\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("Cargo.lock"),
+            format!("version = 3\n\n[[package]]\nname = \"{name}\"\nversion = \"0.1.0\"\n"),
+        )
+        .unwrap();
+        std::fs::write(root.join("src/lib.rs"), source).unwrap();
+    }
+
+    #[test]
+    fn threads_that_need_the_plugin_at_once_on_a_cold_cache_all_get_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        plugin_crate(dir.path(), "markbench_profile_plugin", "");
+        let paths: Vec<PathBuf> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..6)
+                .map(|_| scope.spawn(|| ensure_plugin_at(dir.path(), cache.path())))
+                .collect();
+            threads
+                .into_iter()
+                .map(|t| t.join().unwrap().unwrap().path)
+                .collect()
+        });
+        assert!(
+            paths.iter().all(|p| p == &paths[0] && p.is_file()),
+            "{paths:?}"
+        );
+    }
+
     #[test]
     fn a_plugin_that_does_not_build_is_an_error_naming_why() {
         let dir = tempfile::tempdir().unwrap();
         let cache = tempfile::tempdir().unwrap();
         let root = dir.path();
-        std::fs::create_dir_all(root.join("src")).unwrap();
-        std::fs::write(
-            root.join("Cargo.toml"),
-            "[package]\nname = \"broken\"\nversion = \"0.1.0\"\nedition = \"2021\"\n[workspace]\n[lib]\ncrate-type = [\"cdylib\"]\n",
-        )
-        .unwrap();
-        std::fs::write(
-            root.join("Cargo.lock"),
-            "version = 3\n\n[[package]]\nname = \"broken\"\nversion = \"0.1.0\"\n",
-        )
-        .unwrap();
-        std::fs::write(root.join("src/lib.rs"), "this is not rust").unwrap();
+        plugin_crate(root, "broken", "this is not rust");
         let e = ensure_plugin_at(root, cache.path())
             .unwrap_err()
             .to_string();

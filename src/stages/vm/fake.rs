@@ -38,6 +38,9 @@ pub struct FakeRunner {
     /// The wall time each completed boot reports (10 ms when unset), for
     /// tests of what a budget of wall time allows.
     pub boot_wall: Option<Duration>,
+    /// Boots (counted from 1) whose runner panics after the guest's first
+    /// sample, as a bug in a runner would.
+    pub panicking_boots: Vec<usize>,
     /// Real time each boot takes before its guest says `done`, so that
     /// boots started side by side are under way together.
     pub hold: Option<Duration>,
@@ -353,6 +356,9 @@ impl Runner for FakeRunner {
                             micro.as_ref(),
                         ));
                         region += 1;
+                        if self.panicking_boots.contains(&number) {
+                            panic!("the fake runner's boot {number} panics, as asked");
+                        }
                         if hangs {
                             return BootOutcome {
                                 end: BootEnd::TimedOut {
