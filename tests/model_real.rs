@@ -27,12 +27,15 @@ fn the_model_counts_every_run_and_leaves_guest_time_alone() {
     let (_plain_reports, plain) = real::compare(&args);
 
     let model = read_samples(&with).unwrap();
+    // In the order of the boots: the rows of boots side by side interleave.
     let times = |samples: &[Sample]| -> Vec<(String, u32, u32, u32, f64)> {
-        samples
+        let mut times: Vec<_> = samples
             .iter()
             .filter(|s| !is_model_metric(&s.metric))
             .map(|s| (s.variant.clone(), s.cpus, s.boot, s.iteration, s.value))
-            .collect()
+            .collect();
+        times.sort_by(|a, b| (&a.0, a.1, a.2, a.3).cmp(&(&b.0, b.1, b.2, b.3)));
+        times
     };
     let plain_samples = read_samples(&plain).unwrap();
     assert!(!times(&plain_samples).is_empty());
