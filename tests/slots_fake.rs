@@ -11,7 +11,7 @@ use markbench::stages::slots::Asked;
 use markbench::stages::suite::Suite;
 use markbench::stages::vm::fake::FakeRunner;
 use markbench::stages::vm::Machine;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn icount() -> Machine {
@@ -24,6 +24,40 @@ fn with_jobs(suite: &Suite, jobs: u32) -> Resolved {
     let mut run = resolved_with(suite, Overrides::default());
     run.jobs = Asked::CommandLine(jobs);
     run
+}
+
+/// A suite's runs side by side: its directory, the suite and the images.
+struct Bench {
+    tmp: tempfile::TempDir,
+    suite: Suite,
+    images: markbench::stages::run::Images,
+}
+
+impl Bench {
+    fn of(text: &str) -> Bench {
+        let tmp = tempfile::tempdir().unwrap();
+        let suite = load(tmp.path(), text);
+        let images = images(tmp.path());
+        Bench { tmp, suite, images }
+    }
+
+    /// Runs the suite into run directory `name`, `jobs` guests at once,
+    /// continuing `resume` when given; its metadata and directory.
+    fn run(
+        &self,
+        name: &str,
+        jobs: u32,
+        runner: &mut FakeRunner,
+        resume: Option<RunMeta>,
+    ) -> (RunMeta, PathBuf) {
+        let dir = self.tmp.path().join(name);
+        if resume.is_none() {
+            run_dir(self.tmp.path(), name);
+        }
+        let run = with_jobs(&self.suite, jobs);
+        let meta = execute(&run, &self.images, &icount(), runner, &dir, resume).unwrap();
+        (meta, dir)
+    }
 }
 
 fn held() -> FakeRunner {
@@ -75,31 +109,10 @@ fn recorded(b: &BootRecord) -> BootRecord {
 
 #[test]
 fn two_slots_give_the_samples_of_one_byte_for_byte_in_half_the_turns() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), SUITE);
-    let images = images(tmp.path());
-    let one_dir = run_dir(tmp.path(), "one");
-    let one = held();
-    let one_meta = execute(
-        &with_jobs(&suite, 1),
-        &images,
-        &icount(),
-        &mut { one },
-        &one_dir,
-        None,
-    );
-    let one_meta = one_meta.unwrap();
-    let two_dir = run_dir(tmp.path(), "two");
+    let bench = Bench::of(SUITE);
+    let (one_meta, one_dir) = bench.run("one", 1, &mut held(), None);
     let mut two = held();
-    let two_meta = execute(
-        &with_jobs(&suite, 2),
-        &images,
-        &icount(),
-        &mut two,
-        &two_dir,
-        None,
-    )
-    .unwrap();
+    let (two_meta, two_dir) = bench.run("two", 2, &mut two, None);
 
     assert!(one_meta.complete && two_meta.complete);
     assert_eq!(two.most_at_once(), 2, "two guests were under way together");
@@ -117,19 +130,7 @@ fn two_slots_give_the_samples_of_one_byte_for_byte_in_half_the_turns() {
 
 #[test]
 fn every_variant_boots_on_every_slot() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), SUITE);
-    let images = images(tmp.path());
-    let dir = run_dir(tmp.path(), "run");
-    let meta = execute(
-        &with_jobs(&suite, 2),
-        &images,
-        &icount(),
-        &mut held(),
-        &dir,
-        None,
-    )
-    .unwrap();
+    let (meta, _) = Bench::of(SUITE).run("run", 2, &mut held(), None);
     let slots = meta.slots.clone().unwrap();
     if slots.host_cpus.len() < 2 {
         // A host of one core binds nothing: there is one kind of slot.
@@ -160,23 +161,12 @@ fn every_variant_boots_on_every_slot() {
 
 #[test]
 fn a_hang_in_one_slot_is_retried_there_while_the_other_goes_on() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), SUITE);
-    let images = images(tmp.path());
-    let dir = run_dir(tmp.path(), "run");
     let mut runner = FakeRunner {
         hanging_boots: vec![3],
         ..held()
     };
-    let meta = execute(
-        &with_jobs(&suite, 2),
-        &images,
-        &icount(),
-        &mut runner,
-        &dir,
-        None,
-    )
-    .unwrap();
+    let bench = Bench::of(SUITE);
+    let (meta, dir) = bench.run("run", 2, &mut runner, None);
     assert!(meta.complete);
     assert_eq!(runner.boots(), 13, "twelve boots and one retry");
     let retried: Vec<_> = meta
@@ -197,23 +187,12 @@ fn a_hang_in_one_slot_is_retried_there_while_the_other_goes_on() {
 
 #[test]
 fn a_runner_that_panics_in_one_slot_fails_that_boot_only_and_it_is_retried() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), SUITE);
-    let images = images(tmp.path());
-    let dir = run_dir(tmp.path(), "run");
     let mut runner = FakeRunner {
         panicking_boots: vec![2],
         ..held()
     };
-    let meta = execute(
-        &with_jobs(&suite, 2),
-        &images,
-        &icount(),
-        &mut runner,
-        &dir,
-        None,
-    )
-    .unwrap();
+    let bench = Bench::of(SUITE);
+    let (meta, dir) = bench.run("run", 2, &mut runner, None);
     assert!(meta.complete);
     let retried: Vec<_> = meta
         .boots
@@ -232,46 +211,17 @@ fn a_runner_that_panics_in_one_slot_fails_that_boot_only_and_it_is_retried() {
 
 #[test]
 fn a_run_that_died_with_two_slots_resumes_to_the_samples_of_one_uninterrupted_run() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), SUITE);
-    let images = images(tmp.path());
-    let whole_dir = run_dir(tmp.path(), "whole");
-    execute(
-        &with_jobs(&suite, 1),
-        &images,
-        &icount(),
-        &mut held(),
-        &whole_dir,
-        None,
-    )
-    .unwrap();
-
-    let dir = run_dir(tmp.path(), "resumed");
+    let bench = Bench::of(SUITE);
+    let (_, whole_dir) = bench.run("whole", 1, &mut held(), None);
     let mut crashing = FakeRunner {
         crash_after_boots: Some(5),
         ..held()
     };
-    let first = execute(
-        &with_jobs(&suite, 2),
-        &images,
-        &icount(),
-        &mut crashing,
-        &dir,
-        None,
-    )
-    .unwrap();
+    let (first, dir) = bench.run("resumed", 2, &mut crashing, None);
     assert_eq!(first.boots.iter().filter(|b| b.ok()).count(), 5);
     let meta = RunMeta::read(&dir).unwrap();
     let mut runner = held();
-    let resumed = execute(
-        &with_jobs(&suite, 2),
-        &images,
-        &icount(),
-        &mut runner,
-        &dir,
-        Some(meta),
-    )
-    .unwrap();
+    let (resumed, _) = bench.run("resumed", 2, &mut runner, Some(meta));
     assert_eq!(runner.boots(), 7, "only the unfinished boots run again");
     assert!(resumed.complete);
     assert_eq!(rows(&dir), rows(&whole_dir));
@@ -279,29 +229,9 @@ fn a_run_that_died_with_two_slots_resumes_to_the_samples_of_one_uninterrupted_ru
 
 #[test]
 fn a_precision_run_on_two_slots_reaches_its_target_with_the_same_boots_measured_alike() {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), PRECISE);
-    let images = images(tmp.path());
-    let one_dir = run_dir(tmp.path(), "one");
-    let one = execute(
-        &with_jobs(&suite, 1),
-        &images,
-        &icount(),
-        &mut held(),
-        &one_dir,
-        None,
-    )
-    .unwrap();
-    let two_dir = run_dir(tmp.path(), "two");
-    let two = execute(
-        &with_jobs(&suite, 2),
-        &images,
-        &icount(),
-        &mut held(),
-        &two_dir,
-        None,
-    )
-    .unwrap();
+    let bench = Bench::of(PRECISE);
+    let (one, one_dir) = bench.run("one", 1, &mut held(), None);
+    let (two, two_dir) = bench.run("two", 2, &mut held(), None);
     let stopped = |m: &RunMeta| m.precision.as_ref().and_then(|p| p.stopped);
     assert_eq!(
         stopped(&one),
