@@ -208,7 +208,7 @@ impl BootLoop<'_> {
         outcome: BootOutcome,
         writer: &mut SampleWriter,
         events: &mut dyn RunObserver,
-    ) -> Result<(BootRecord, BootEnd)> {
+    ) -> Result<BootRecord> {
         let Attempt {
             unit,
             request,
@@ -256,12 +256,12 @@ impl BootLoop<'_> {
             guest_kernel: guest.0,
             guest_cpus: guest.1,
             guest_version: guest.2,
-            end: end.clone(),
+            end,
             retried_after: None,
             hello_s,
             host_cpu: request.host_cpu,
         };
-        Ok((record, end))
+        Ok(record)
     }
 
     /// Appends the model's counts of each timed run (the plugin's regions,
@@ -606,6 +606,27 @@ struct Slotted<'a> {
 }
 
 impl<'a> Slotted<'a> {
+    /// Starts `attempt`'s guest in slot `slot`; the attempt, under way.
+    fn start<'scope>(
+        &self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        slot: usize,
+        attempt: Attempt,
+        to_loop: &std::sync::mpsc::Sender<(usize, FromSlot)>,
+    ) -> Attempt
+    where
+        'a: 'scope,
+    {
+        start_in_slot(
+            scope,
+            self.runner,
+            slot,
+            attempt.request.clone(),
+            to_loop.clone(),
+        );
+        attempt
+    }
+
     /// Boots the queue (and what `more_boots` adds to it) until it is done
     /// or interrupted; returns whether it was interrupted.
     fn boot_all<'scope>(
@@ -654,14 +675,7 @@ impl<'a> Slotted<'a> {
                         total: queue.len(),
                         slot,
                     })?;
-                    start_in_slot(
-                        scope,
-                        self.runner,
-                        slot,
-                        attempt.request.clone(),
-                        to_loop.clone(),
-                    );
-                    under_way[slot] = Some(attempt);
+                    under_way[slot] = Some(self.start(scope, slot, attempt, &to_loop));
                     continue;
                 }
                 let Some(more) = more_boots.as_mut().filter(|_| adding && !waiting) else {
@@ -707,7 +721,7 @@ impl<'a> Slotted<'a> {
                     let attempt = under_way[slot].take().expect("checked above");
                     let (unit, number, first) =
                         (attempt.unit.clone(), attempt.number, attempt.first.clone());
-                    let (mut record, end) = self.boots.finish(attempt, outcome, writer, events)?;
+                    let mut record = self.boots.finish(attempt, outcome, writer, events)?;
                     record.host_load_before = load_before;
                     record.host_load_after = load_after;
                     if number == 0 && record.retryable && !crate::stages::vm::interrupted() {
@@ -716,21 +730,14 @@ impl<'a> Slotted<'a> {
                         // dropped and the unit boots once more, in its slot.
                         events.on(&RunEvent::Retrying {
                             unit: &unit,
-                            first: &end,
+                            first: &record.end,
                         })?;
                         let key = unit_key(&unit);
                         crate::record::retain_samples(self.boots.dir, |s| s.boot_key() != key)?;
                         *writer = SampleWriter::open(self.boots.dir)?;
                         let mut retry = self.boots.launch(&unit, 1, self.slots.host_cpu(slot))?;
-                        retry.first = Some(end);
-                        start_in_slot(
-                            scope,
-                            self.runner,
-                            slot,
-                            retry.request.clone(),
-                            to_loop.clone(),
-                        );
-                        under_way[slot] = Some(retry);
+                        retry.first = Some(record.end);
+                        under_way[slot] = Some(self.start(scope, slot, retry, &to_loop));
                         continue;
                     }
                     record.retried_after = first;
