@@ -218,6 +218,12 @@ pub struct CompareArgs {
     /// the wall clock is allowed, and the report says so.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
+    /// Under icount, the longest round-robin turn of one vCPU of an SMP
+    /// guest, in guest instructions (0: until the next timer deadline, as
+    /// upstream QEMU). Needs markbench's own QEMU, which SMP guests under
+    /// icount boot with. Default: the suite's `smp_turn`.
+    #[arg(long, value_name = "N")]
+    pub smp_turn: Option<u32>,
     /// The QEMU binary to boot with (default: the suite's `qemu`, else
     /// qemu-system-x86_64 on PATH).
     #[arg(long, value_name = "PATH")]
@@ -476,6 +482,7 @@ impl CompareArgs {
             dry_run: self.dry_run,
             allow_oversubscribe: self.allow_oversubscribe,
             jobs: self.jobs,
+            smp_turn: self.smp_turn,
             reports: self.reports.clone(),
             out,
         }

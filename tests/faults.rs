@@ -259,6 +259,8 @@ fn a_plugin_qemu_cannot_load_is_its_own_ending() {
             args: Vec::new(),
         }),
         host_cpu: None,
+        qemu: None,
+        rr_turn: None,
     };
     let outcome = markbench::stages::vm::qemu::QemuRunner::new(&qemu).boot(&request, &mut |_| {});
     match &outcome.end {

@@ -69,6 +69,9 @@ pub static qemu_plugin_version: c_int = 4;
 const MARK_START: [u8; 7] = [0x0f, 0x1f, 0x80, 0x01, 0x53, 0x42, 0x4d];
 const MARK_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x02, 0x53, 0x42, 0x4d];
 const MARK_PART_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x03, 0x53, 0x42, 0x4d];
+/// "Which vCPU runs this": with `check=vcpu` the plugin records the vCPU
+/// index QEMU gives its callback at every execution.
+const MARK_WHICH_VCPU: [u8; 7] = [0x0f, 0x1f, 0x80, 0x04, 0x53, 0x42, 0x4d];
 /// A part's start carries its number in the displacement's low byte.
 const PART_START_BYTE: u8 = 0x10;
 /// Parts are numbered 0 to 15.
@@ -81,6 +84,7 @@ pub enum Mark {
     End,
     PartStart(u8),
     PartEnd,
+    WhichVcpu,
 }
 
 impl Mark {
@@ -91,6 +95,7 @@ impl Mark {
             MARK_START => Some(Mark::Start),
             MARK_END => Some(Mark::End),
             MARK_PART_END => Some(Mark::PartEnd),
+            MARK_WHICH_VCPU => Some(Mark::WhichVcpu),
             [0x0f, 0x1f, 0x80, n, 0x53, 0x42, 0x4d]
                 if (PART_START_BYTE..PART_START_BYTE + PARTS).contains(&n) =>
             {
@@ -106,6 +111,7 @@ impl Mark {
             Mark::Start => 1,
             Mark::End => 2,
             Mark::PartEnd => 3,
+            Mark::WhichVcpu => 4,
             Mark::PartStart(k) => 0x100 + k as usize,
         };
         n as *mut c_void
@@ -116,6 +122,7 @@ impl Mark {
             1 => Some(Mark::Start),
             2 => Some(Mark::End),
             3 => Some(Mark::PartEnd),
+            4 => Some(Mark::WhichVcpu),
             n if (0x100..0x100 + PARTS as usize).contains(&n) => {
                 Some(Mark::PartStart((n - 0x100) as u8))
             }
@@ -699,10 +706,36 @@ impl State {
     }
 }
 
-unsafe extern "C" fn on_mark(_vcpu: c_uint, userdata: *mut c_void) {
+/// With `check=vcpu`: the vCPU index each execution of the which-vCPU
+/// marker was given, in order. The guest agent runs the marker pinned to
+/// each CPU in turn, one code path for all, so a block translated on one
+/// vCPU runs on the others: where QEMU compiles the translating vCPU's
+/// index into the block, the list says so.
+static WHICH_VCPU: Mutex<Option<Vec<c_uint>>> = Mutex::new(None);
+
+/// The file `check=vcpu` writes: a header, then one vCPU index a line.
+fn write_which_vcpu(out: &str, seen: &[c_uint]) -> std::io::Result<()> {
+    let mut text = String::from("# markbench-which-vcpu 1\n");
+    for vcpu in seen {
+        text.push_str(&format!("{vcpu}\n"));
+    }
+    std::fs::write(out, text)
+}
+
+unsafe extern "C" fn on_mark(vcpu: c_uint, userdata: *mut c_void) {
     let Some(mark) = Mark::from_datum(userdata) else {
         return;
     };
+    if mark == Mark::WhichVcpu {
+        if let Some(seen) = WHICH_VCPU
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            seen.push(vcpu);
+        }
+        return;
+    }
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
     MODEL.with(|model| match mark {
@@ -730,6 +763,7 @@ unsafe extern "C" fn on_mark(_vcpu: c_uint, userdata: *mut c_void) {
                 model.end_part();
             }
         }
+        Mark::WhichVcpu => {}
     });
 }
 
@@ -915,8 +949,13 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
             sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), bytes.len());
             // Parts are counted by the model alone: without it their
             // markers get no callback, as before parts existed.
-            let mark = Mark::of(&bytes).filter(|mark| {
-                matches!(mark, Mark::Start | Mark::End) || MODEL.with(|m| m.is_some())
+            let mark = Mark::of(&bytes).filter(|mark| match mark {
+                Mark::Start | Mark::End => true,
+                Mark::WhichVcpu => WHICH_VCPU
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_some(),
+                Mark::PartStart(_) | Mark::PartEnd => MODEL.with(|m| m.is_some()),
             });
             if let Some(mark) = mark {
                 sys::qemu_plugin_register_vcpu_insn_exec_cb(
@@ -969,6 +1008,19 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
 
 unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void) {
     let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(seen) = WHICH_VCPU
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+    {
+        if let Some(state) = guard.as_ref() {
+            if let Err(e) = write_which_vcpu(&state.out, seen) {
+                let message = format!("markbench profile plugin: writing {}: {e}\n\0", state.out);
+                sys::qemu_plugin_outs(message.as_ptr().cast());
+            }
+        }
+        return;
+    }
     if let Some(state) = guard.as_ref() {
         if let Err(e) = MODEL.with(|model| state.write(model.as_ref())) {
             let message = format!("markbench profile plugin: writing {}: {e}\n\0", state.out);
@@ -978,8 +1030,9 @@ unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void)
 }
 
 /// Called by QEMU when it loads the plugin; arguments are `out=FILE`,
-/// `model=cycles` with the model's optional `key=value` settings, and
-/// `profile=off` to count nothing per address (only the model's lines).
+/// `model=cycles` with the model's optional `key=value` settings,
+/// `profile=off` to count nothing per address (only the model's lines), and
+/// `check=vcpu` to write only the vCPU index of every which-vCPU marker.
 ///
 /// # Safety
 /// QEMU passes `argc` valid NUL-terminated strings in `argv`.
@@ -1001,6 +1054,11 @@ pub unsafe extern "C" fn qemu_plugin_install(
             Some(("out", path)) if !path.is_empty() => out = Some(path.to_string()),
             Some(("model", "cycles")) => model = true,
             Some(("profile", "off")) => profile = false,
+            Some(("check", "vcpu")) => {
+                // The check alone: it writes the vCPUs it saw, no profile.
+                *WHICH_VCPU.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+                profile = false;
+            }
             Some((key, value)) if model::CONFIG_KEYS.contains(&key) => {
                 if let Err(e) = config.set(key, value) {
                     let message = format!("markbench profile plugin: {e}\n\0");
@@ -1094,7 +1152,8 @@ mod tests {
         assert_eq!(Mark::of(&part(0x10)), Some(Mark::PartStart(0)));
         assert_eq!(Mark::of(&part(0x1f)), Some(Mark::PartStart(15)));
         assert_eq!(Mark::of(&part(0x20)), None);
-        assert_eq!(Mark::of(&part(0x04)), None);
+        assert_eq!(Mark::of(&part(0x04)), Some(Mark::WhichVcpu));
+        assert_eq!(Mark::of(&part(0x05)), None);
         // nopl 0x4d425301(%rbx): another register is another instruction.
         assert_eq!(Mark::of(&[0x0f, 0x1f, 0x83, 0x01, 0x53, 0x42, 0x4d]), None);
         assert_eq!(Mark::of(&MARK_START[..6]), None);
@@ -1102,6 +1161,7 @@ mod tests {
             Mark::Start,
             Mark::End,
             Mark::PartEnd,
+            Mark::WhichVcpu,
             Mark::PartStart(0),
             Mark::PartStart(15),
         ] {

@@ -31,6 +31,10 @@ enum Check {
     StaticBinary(&'static str),
     /// `ping -V` names iputils (busybox ping has no flood mode).
     IputilsPing,
+    /// A program whose `--version` is at least `(major, minor)`.
+    AtLeast(&'static str, (u32, u32)),
+    /// A Python module Debian's python3 imports.
+    PythonModule(&'static str),
 }
 
 pub fn requirements() -> Vec<Requirement> {
@@ -140,6 +144,213 @@ pub fn ci_requirements() -> Vec<Requirement> {
     ]
 }
 
+/// What building markbench's own QEMU needs (`guest::images::qemu_build`).
+/// meson and pycotap come from bookworm-backports: QEMU 10 needs meson 1.5,
+/// Debian 12 has 1.0.
+pub fn qemu_build_requirements() -> Vec<Requirement> {
+    use Check::*;
+    let r = |what, package, check| Requirement {
+        what,
+        package,
+        check,
+    };
+    vec![
+        r("ninja", "ninja-build", Program("ninja")),
+        r(
+            "meson 1.5 or later (bookworm-backports)",
+            "meson",
+            AtLeast("meson", (1, 5)),
+        ),
+        r(
+            "Python's venv module",
+            "python3-venv",
+            PythonModule("ensurepip"),
+        ),
+        r(
+            "pycotap (bookworm-backports)",
+            "python3-pycotap",
+            PythonModule("pycotap"),
+        ),
+        r("pkg-config", "pkg-config", Program("pkg-config")),
+        r(
+            "GLib headers",
+            "libglib2.0-dev",
+            File("/usr/include/glib-2.0/glib.h"),
+        ),
+        r("zlib headers", "zlib1g-dev", File("/usr/include/zlib.h")),
+        r(
+            "libfdt headers",
+            "libfdt-dev",
+            File("/usr/include/libfdt.h"),
+        ),
+        r("flex", "flex", Program("flex")),
+        r("bison", "bison", Program("bison")),
+        r("git (applies the patches)", "git", Program("git")),
+        r("ccache", "ccache", Program("ccache")),
+        r(
+            "QEMU's firmware (SeaBIOS)",
+            "seabios",
+            File("/usr/share/seabios/bios-256k.bin"),
+        ),
+        r(
+            "QEMU's option ROMs (linuxboot_dma.bin)",
+            "qemu-system-data",
+            File("/usr/share/qemu/linuxboot_dma.bin"),
+        ),
+    ]
+}
+
+/// The apt source of Debian's source packages in bookworm-backports, from
+/// which `apt-get source` fetches QEMU's.
+const BACKPORTS_SRC_SOURCES: &str =
+    "/etc/apt/sources.list.d/markbench-bookworm-backports-src.sources";
+
+/// True when an apt source has deb-src lines for bookworm-backports.
+fn has_backports_src_source() -> bool {
+    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
+    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
+        files.extend(dir.flatten().map(|e| e.path()));
+    }
+    files.iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            let deb822 = t.contains("bookworm-backports")
+                && t.lines()
+                    .any(|l| l.starts_with("Types:") && l.contains("deb-src"));
+            let one_line = t
+                .lines()
+                .any(|l| l.trim_start().starts_with("deb-src") && l.contains("bookworm-backports"));
+            deb822 || one_line
+        })
+    })
+}
+
+/// The command that gives this system what building markbench's QEMU needs.
+pub fn qemu_build_command(packages: &[&str]) -> String {
+    let (backports, plain): (Vec<&str>, Vec<&str>) = packages
+        .iter()
+        .partition(|p| matches!(**p, "meson" | "python3-pycotap"));
+    let mut steps = vec![format!(
+        "printf 'Types: deb deb-src\\nURIs: http://deb.debian.org/debian\\nSuites: \
+         bookworm-backports\\nComponents: main\\nSigned-By: \
+         /usr/share/keyrings/debian-archive-keyring.gpg\\n' | sudo tee {BACKPORTS_SRC_SOURCES}"
+    )];
+    steps.push("sudo apt-get update".into());
+    if !plain.is_empty() {
+        steps.push(format!(
+            "sudo apt-get install -y --no-install-recommends {}",
+            plain.join(" ")
+        ));
+    }
+    if !backports.is_empty() {
+        steps.push(format!(
+            "sudo apt-get install -y --no-install-recommends -t bookworm-backports {}",
+            backports.join(" ")
+        ));
+    }
+    steps.join(" && ")
+}
+
+/// Makes sure markbench's QEMU can be built: the deb-src entry its source
+/// comes from and the tools of [`qemu_build_requirements`], installed where
+/// markbench may (as root or with password-less sudo on Debian 12), else an
+/// error with the command to run.
+pub fn ensure_qemu_build_tools() -> Result<()> {
+    let missing: Vec<Requirement> = qemu_build_requirements()
+        .into_iter()
+        .filter(|r| !r.is_met())
+        .collect();
+    let source = has_backports_src_source();
+    if missing.is_empty() && source {
+        return Ok(());
+    }
+    let packages: Vec<&str> = missing.iter().map(|r| r.package).collect();
+    let what: Vec<&str> = missing.iter().map(|r| r.what).collect();
+    let can_install = is_debian_like()
+        && codename().as_deref() == Some("bookworm")
+        && (is_root() || has_passwordless_sudo());
+    if !can_install {
+        let mut lacking = what.join(", ");
+        if !source {
+            if !lacking.is_empty() {
+                lacking.push_str(", ");
+            }
+            lacking.push_str("a deb-src entry for bookworm-backports (QEMU's source)");
+        }
+        bail!(
+            "building markbench's QEMU (for SMP guests under icount) needs {lacking}
+To              install them, run:
+    {}",
+            qemu_build_command(&packages)
+        );
+    }
+    if !source {
+        let text =
+            "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
+                    Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
+        let written = if is_root() {
+            std::fs::write(BACKPORTS_SRC_SOURCES, text).is_ok()
+        } else {
+            sudo_write(BACKPORTS_SRC_SOURCES, text)
+        };
+        if !written {
+            bail!(
+                "could not write {BACKPORTS_SRC_SOURCES}; run:\n    {}",
+                qemu_build_command(&packages)
+            );
+        }
+        crate::base::message::note(format_args!(
+            "added Debian's bookworm-backports sources in {BACKPORTS_SRC_SOURCES}"
+        ));
+    }
+    if !has_backports_source() {
+        // meson and pycotap come from there too.
+        ensure_smp_icount_qemu(false, true)?;
+    }
+    apt(&["apt-get", "update", "-q"])?;
+    let (backports, plain): (Vec<&str>, Vec<&str>) = packages
+        .iter()
+        .partition(|p| matches!(**p, "meson" | "python3-pycotap"));
+    if !plain.is_empty() {
+        crate::base::message::note(format_args!(
+            "installing what building QEMU needs: {}",
+            plain.join(" ")
+        ));
+        let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+        install.extend(plain.iter().copied());
+        apt(&install)?;
+    }
+    if !backports.is_empty() {
+        crate::base::message::note(format_args!(
+            "installing from bookworm-backports: {}",
+            backports.join(" ")
+        ));
+        let mut install = vec![
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "-t",
+            "bookworm-backports",
+        ];
+        install.extend(backports.iter().copied());
+        apt(&install)?;
+    }
+    let still: Vec<&str> = qemu_build_requirements()
+        .iter()
+        .filter(|r| !r.is_met())
+        .map(|r| r.what)
+        .collect();
+    if !still.is_empty() {
+        bail!(
+            "installed {} but building QEMU still lacks: {}",
+            packages.join(" "),
+            still.join(", ")
+        );
+    }
+    Ok(())
+}
+
 pub fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -175,6 +386,20 @@ impl Requirement {
             Check::Program(p) => on_path(p).is_some(),
             Check::File(f) => Path::new(f).exists(),
             Check::StaticBinary(f) => is_static_elf(Path::new(f)),
+            Check::AtLeast(program, least) => Command::new(program)
+                .arg("--version")
+                .output()
+                .ok()
+                .and_then(|o| {
+                    let text = String::from_utf8_lossy(&o.stdout);
+                    let mut parts = text.trim().split(|c: char| !c.is_ascii_digit());
+                    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+                })
+                .is_some_and(|v: (u32, u32)| v >= least),
+            Check::PythonModule(module) => Command::new("/usr/bin/python3")
+                .args(["-c", &format!("import {module}")])
+                .output()
+                .is_ok_and(|o| o.status.success()),
             Check::IputilsPing => Command::new("ping")
                 .arg("-V")
                 .output()
@@ -415,7 +640,26 @@ fn apt(args: &[&str]) -> Result<()> {
 /// `compare` should do on its way). With `ci`: what CI needs instead, the
 /// run's requirements and CI's own, without `just`, which no test runs.
 pub fn setup(check_only: bool, ci: bool) -> Result<()> {
-    let system = ensure_with(check_only, ci);
+    let system = ensure_with(check_only, ci).and_then(|()| {
+        // What SMP suites under icount build their QEMU with; a run asks
+        // for it only when it needs that QEMU, setup installs it up front.
+        if check_only {
+            let missing: Vec<&str> = qemu_build_requirements()
+                .iter()
+                .filter(|r| !r.is_met())
+                .map(|r| r.package)
+                .collect();
+            if !missing.is_empty() || !has_backports_src_source() {
+                bail!(
+                    "missing: what building markbench's QEMU needs\nTo install it, run:\n    {}",
+                    qemu_build_command(&missing)
+                );
+            }
+            Ok(())
+        } else {
+            ensure_qemu_build_tools()
+        }
+    });
     let just = if ci { Ok(()) } else { ensure_just(check_only) };
     match (system, just) {
         (Ok(()), just) => just,

@@ -51,6 +51,9 @@ pub enum Directive {
     Before { id: String, argv: Vec<String> },
     /// Trigger a magic sysrq key (used by the fault tests to crash a guest).
     Sysrq { key: char },
+    /// `rounds` times, for each online CPU in order: pin the agent to it
+    /// and run the which-vCPU marker (the trial of the plugin's vCPU index).
+    WhichVcpu { rounds: u32 },
 }
 
 /// One message from the agent.
@@ -166,6 +169,7 @@ impl Directive {
                 Ok(format!("before\t{id}\t{}", argv.join("\t")))
             }
             Directive::Sysrq { key } => Ok(format!("sysrq\t{key}")),
+            Directive::WhichVcpu { rounds } => Ok(format!("which-vcpu\t{rounds}")),
         }
     }
 
@@ -200,6 +204,11 @@ impl Directive {
                     key: fields[1].chars().next().unwrap_or('h'),
                 }))
             }
+            "which-vcpu" if fields.len() == 2 => Ok(Some(Directive::WhichVcpu {
+                rounds: fields[1]
+                    .parse()
+                    .map_err(|_| format!("bad round count {:?}", fields[1]))?,
+            })),
             other => Err(format!("unknown or incomplete directive {other:?}")),
         }
     }

@@ -162,6 +162,15 @@ fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
                     }
                 }
             }
+            Directive::WhichVcpu { rounds } => {
+                let cpus = online_cpus()?;
+                for _ in 0..rounds {
+                    for &cpu in &cpus {
+                        pin_to(cpu)?;
+                        mark_which_vcpu();
+                    }
+                }
+            }
             Directive::Sysrq { key } => {
                 let mut trigger = File::create("/proc/sysrq-trigger")
                     .map_err(|e| format!("opening /proc/sysrq-trigger: {e}"))?;
@@ -231,6 +240,65 @@ fn mark_end() {
             options(nomem, nostack, preserves_flags)
         )
     };
+}
+
+/// The marker whose callback tells the plugin which vCPU runs it: one
+/// function for every CPU, so the block holding it is translated once and
+/// run by all.
+#[inline(never)]
+fn mark_which_vcpu() {
+    // SAFETY: as mark_start.
+    unsafe {
+        std::arch::asm!(
+            ".byte 0x0f, 0x1f, 0x80, 0x04, 0x53, 0x42, 0x4d",
+            options(nomem, nostack, preserves_flags)
+        )
+    };
+}
+
+extern "C" {
+    fn sched_setaffinity(pid: i32, size: usize, mask: *const u64) -> i32;
+    fn sched_getcpu() -> i32;
+}
+
+/// The online CPUs, from `/sys/devices/system/cpu/online` (`0-3,5`).
+fn online_cpus() -> Result<Vec<u32>, String> {
+    let text = read_trimmed("/sys/devices/system/cpu/online");
+    let mut cpus = Vec::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let parse = |s: &str| {
+            s.parse::<u32>()
+                .map_err(|_| format!("/sys/devices/system/cpu/online: {text:?}"))
+        };
+        cpus.extend(parse(a)?..=parse(b)?);
+    }
+    Ok(cpus)
+}
+
+/// Moves the agent to `cpu` and checks the kernel runs it there.
+fn pin_to(cpu: u32) -> Result<(), String> {
+    let mut mask = [0u64; 16];
+    let (word, bit) = ((cpu / 64) as usize, cpu % 64);
+    if word >= mask.len() {
+        return Err(format!("CPU {cpu} is beyond the agent's CPU mask"));
+    }
+    mask[word] = 1 << bit;
+    // SAFETY: the mask is a live array of the size given.
+    if unsafe { sched_setaffinity(0, std::mem::size_of_val(&mask), mask.as_ptr()) } != 0 {
+        return Err(format!(
+            "pinning to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: no arguments.
+    let now = unsafe { sched_getcpu() };
+    if now != cpu as i32 {
+        return Err(format!(
+            "pinned to CPU {cpu}, the kernel runs the agent on {now}"
+        ));
+    }
+    Ok(())
 }
 
 /// Reads a child's pipe to its end on a thread of its own, so stdout and

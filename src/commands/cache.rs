@@ -67,6 +67,7 @@ fn list(root: &Path, entries: &[Entry]) {
         Kind::Workspace,
         Kind::Source,
         Kind::GuestImage,
+        Kind::Qemu,
         Kind::Other,
     ];
     for kind in kinds {

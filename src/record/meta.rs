@@ -578,6 +578,35 @@ pub struct RunMeta {
     /// boots ran side by side: one at a time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<Slots>,
+    /// The QEMU boots of more than one vCPU ran with, when it was not the
+    /// host's (`host.qemu_*`): markbench's own build, its source, patches
+    /// and the turn it gave each vCPU. Absent when every boot used the
+    /// host's QEMU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smp_qemu: Option<SmpQemuRecord>,
+}
+
+/// markbench's own QEMU as a run used it for its SMP boots.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmpQemuRecord {
+    pub path: String,
+    /// First line of its `--version`.
+    pub version: String,
+    pub sha256: String,
+    /// The build's key (source, patches, options, compiler).
+    pub build_key: String,
+    /// The upstream tarball it was built from and its SHA-256.
+    pub source: String,
+    pub source_sha256: String,
+    /// Each patch applied, in order: `name sha256`.
+    pub patches: Vec<String>,
+    /// The longest round-robin turn of one vCPU under icount, in
+    /// instructions; 0 when turns ran to the next timer deadline.
+    pub turn: u32,
+    /// What the which-vCPU trial saw, when the run needed it (the cycle
+    /// model on more than one vCPU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub which_vcpu: Option<String>,
 }
 
 /// The boot loop's slots, decided once before the first boot (`stages::slots`).

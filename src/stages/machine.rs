@@ -15,10 +15,15 @@ use anyhow::{Context, Result};
 /// TCG that may count instructions, whether this QEMU can run SMP guests
 /// under icount (a trial boot, remembered per binary), and from both the
 /// timing mode. The trials' console logs stay in the cache's `trials/`.
+///
+/// SMP guests under icount boot with markbench's own QEMU (built into the
+/// cache the first time), unless `named_qemu`: a binary the suite or the
+/// command line names is used for every boot.
 pub fn decide(
     suite: &Suite,
     images: &Images,
     qemu: crate::stages::vm::qemu::QemuBinary,
+    named_qemu: bool,
     runner: &mut dyn Runner,
 ) -> Result<Machine> {
     use crate::stages::vm::accel;
@@ -36,44 +41,149 @@ pub fn decide(
         &trials.join("accel-trial.log"),
     );
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
-    let smp_icount = (decision.accel == crate::record::Accel::Tcg
+    let may_count = decision.accel == crate::record::Accel::Tcg
         && max_cpus > 1
-        && suite.timing != crate::stages::suite::TimingChoice::Wall)
-        .then(|| {
-            accel::smp_icount_trial(
-                runner,
-                &qemu,
-                kernel,
-                &initrd,
-                &trials.join("smp-icount-trial.log"),
-            )
-        });
+        && suite.timing != crate::stages::suite::TimingChoice::Wall;
+    let smp = match may_count && !named_qemu {
+        true => Some(own_qemu(suite.smp_turn)?),
+        false => None,
+    };
+    let smp_icount = may_count.then(|| {
+        let (binary, turn) = match &smp {
+            Some(s) => (&s.qemu, Some(s.turn)),
+            None => (&qemu, None),
+        };
+        accel::smp_icount_trial(
+            runner,
+            (binary, turn),
+            kernel,
+            &initrd,
+            &trials.join("smp-icount-trial.log"),
+        )
+    });
     let _ = std::fs::remove_file(&initrd);
+    let mut smp = smp;
+    if suite.model.is_some() && max_cpus > 1 && may_count {
+        let (binary, turn) = match &smp {
+            Some(s) => (&s.qemu, Some(s.turn)),
+            None => (&qemu, None),
+        };
+        let seen = check_which_vcpu(runner, (binary, turn), kernel, &images.base)?;
+        if let Some(s) = smp.as_mut() {
+            s.which_vcpu = Some(seen);
+        }
+    }
     let timing = accel::timing_for(
         suite.timing,
         suite.icount_shift,
         decision.accel,
         max_cpus,
         smp_icount.as_ref(),
-        &qemu,
+        smp.as_ref().map_or(&qemu, |s| &s.qemu),
     )?;
     Ok(Machine {
         qemu,
         accel: decision,
+        // Only instruction counting needs the own QEMU's turns.
+        smp: smp.filter(|_| timing.is_icount()),
         timing,
     })
 }
 
+/// markbench's own QEMU (built when the cache has none) with `turn`.
+fn own_qemu(turn: u32) -> Result<crate::stages::vm::SmpQemu> {
+    let built = crate::guest::images::qemu_build::ensure()?;
+    let qemu = crate::stages::vm::qemu::QemuBinary::locate(Some(&built.binary))?;
+    Ok(crate::stages::vm::SmpQemu {
+        qemu,
+        build: built.record,
+        turn,
+        which_vcpu: None,
+    })
+}
+
+/// The cycle model on more than one vCPU keeps caches and predictors per
+/// vCPU, so its QEMU must tell the plugin which vCPU runs each block: the
+/// which-vCPU trial says (remembered per QEMU binary and plugin). A QEMU
+/// that fails it is refused, naming the fix.
+fn check_which_vcpu(
+    runner: &dyn Runner,
+    (qemu, turn): (&crate::stages::vm::qemu::QemuBinary, Option<u32>),
+    kernel: &std::path::Path,
+    base: &initramfs::BaseImage,
+) -> Result<String> {
+    use crate::guest::images::{key_of, plugin, Cache};
+    use crate::stages::vm::accel::{which_vcpu_trial, WhichVcpuVerdict};
+    let plugin = plugin::ensure_plugin()?;
+    let key = key_of(&[
+        ("qemu", qemu.sha256.as_bytes()),
+        ("plugin", plugin.key.as_bytes()),
+    ]);
+    let cache = Cache::here();
+    let remembered = cache.which_vcpu_verdict(key.as_str());
+    let verdict = match std::fs::read_to_string(&remembered)
+        .ok()
+        .and_then(|t| toml::from_str::<WhichVcpuVerdict>(&t).ok())
+    {
+        Some(v) => v,
+        None => {
+            let v = which_vcpu_trial(
+                runner,
+                (qemu, turn),
+                &plugin.path,
+                kernel,
+                base,
+                &cache.trials(),
+            )?;
+            if let Some(dir) = remembered.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(&remembered, toml::to_string(&v).unwrap_or_default());
+            v
+        }
+    };
+    if !verdict.right {
+        return Err(crate::base::error::InputError::new(format!(
+            "the cycle model on more than one vCPU needs a QEMU that tells its plugin which vCPU \
+             runs each block, and {} ({}) does not: {}. markbench's own QEMU does (leave out \
+             --qemu and the suite's `qemu`), or run the model on 1 vCPU (--cpus 1)",
+            qemu.version,
+            qemu.path.display(),
+            verdict.detail
+        ))
+        .into());
+    }
+    Ok(verdict.detail)
+}
+
 /// The machine a resumed run was started with, from its metadata: the same
 /// accelerator and timing, whatever a trial would say now.
-pub fn recorded(meta: &RunMeta, qemu: crate::stages::vm::qemu::QemuBinary) -> Machine {
+/// Its SMP boots go on with markbench's own QEMU as it is now (rebuilt if
+/// the cache lost it), with the recorded turn.
+pub fn recorded(meta: &RunMeta, qemu: crate::stages::vm::qemu::QemuBinary) -> Result<Machine> {
     let timing = meta.timing.clone();
-    Machine {
+    let smp = match &meta.smp_qemu {
+        Some(record) => {
+            let smp = own_qemu(record.turn)?;
+            if smp.build.key.as_str() != record.build_key {
+                crate::base::message::warning(format_args!(
+                    "the run's SMP boots started with markbench's QEMU build {}; they continue \
+                     with build {}",
+                    &record.build_key[..record.build_key.len().min(16)],
+                    smp.build.key.short()
+                ));
+            }
+            Some(smp)
+        }
+        None => None,
+    };
+    Ok(Machine {
+        smp,
         qemu,
         accel: crate::stages::vm::accel::AccelDecision {
             accel: meta.accel,
             reason: meta.accel_reason.clone(),
         },
         timing,
-    }
+    })
 }

@@ -84,7 +84,7 @@ impl BootLoop<'_> {
         self.images.write_unit_initrd(suite, unit, &initrd)?;
         let timing = self.machine.timing.icount_shift;
         let model_output = dir.join(format!("logs/unit-{:03}-model.tsv", unit.index));
-        let request = BootRequest {
+        let mut request = BootRequest {
             plugin: self.model.map(|m| crate::stages::vm::PluginLoad {
                 library: m.library.clone(),
                 output: model_output.clone(),
@@ -104,6 +104,7 @@ impl BootLoop<'_> {
                 dir.join(&log_name),
             )
         };
+        self.machine.place(&mut request);
         Ok(Attempt {
             unit: unit.clone(),
             number,

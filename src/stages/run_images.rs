@@ -263,6 +263,8 @@ impl Images {
             console_log,
             plugin: None,
             host_cpu: None,
+            qemu: None,
+            rr_turn: None,
         }
     }
 }

@@ -44,6 +44,10 @@ pub struct Suite {
     pub timing: TimingChoice,
     /// `-icount shift=N`: one guest instruction counts 2^N ns of guest time.
     pub icount_shift: u32,
+    /// Under icount, the longest round-robin turn of one vCPU of an SMP
+    /// guest, in instructions (`smp_turn = N`; 0: to the next timer
+    /// deadline). Only markbench's own QEMU has the setting.
+    pub smp_turn: u32,
     pub seed: u64,
     pub order: RunOrder,
     /// Equivalence margin, as a fraction (the file says `margin_pct = 2.0`).
@@ -236,6 +240,8 @@ struct SuiteFile {
     timing: TimingChoice,
     #[serde(default = "default_icount_shift")]
     icount_shift: Spanned<u32>,
+    #[serde(default = "default_smp_turn")]
+    smp_turn: Spanned<u32>,
     #[serde(default)]
     seed: u64,
     #[serde(default)]
@@ -288,6 +294,29 @@ fn default_boot_timeout() -> Spanned<u64> {
 fn default_margin_pct() -> Spanned<f64> {
     Spanned::new(0..0, 2.0)
 }
+/// The turn SMP guests get under icount unless a suite says otherwise:
+/// short enough that a cache line written by two vCPUs changes hands often,
+/// long enough to cost little (docs/timing-and-noise.md has the figures).
+pub const DEFAULT_SMP_TURN: u32 = 10_000;
+
+/// The shortest turn allowed: below it a vCPU does little more than switch.
+pub const SHORTEST_SMP_TURN: u32 = 100;
+
+fn default_smp_turn() -> Spanned<u32> {
+    Spanned::new(0..0, DEFAULT_SMP_TURN)
+}
+
+/// Whether `turn` is a turn markbench runs with (`smp_turn` or `--smp-turn`).
+pub fn check_smp_turn(turn: u32) -> Result<(), String> {
+    if turn != 0 && turn < SHORTEST_SMP_TURN {
+        return Err(format!(
+            "must be 0 (turns to the next timer deadline) or at least {SHORTEST_SMP_TURN} \
+             instructions, not {turn}"
+        ));
+    }
+    Ok(())
+}
+
 fn default_icount_shift() -> Spanned<u32> {
     Spanned::new(0..0, 4)
 }
@@ -521,6 +550,7 @@ impl Suite {
             accel: file.accel,
             timing: file.timing,
             icount_shift: settings.icount_shift,
+            smp_turn: *file.smp_turn.get_ref(),
             seed: file.seed,
             order: file.order,
             margin: settings.margin_pct / 100.0,
@@ -587,6 +617,8 @@ impl At<'_> {
         }
         crate::base::error::at_least_one(*file.boot_timeout_s.get_ref(), "boot_timeout_s")
             .map_err(|m| self.err(file.boot_timeout_s.span(), m))?;
+        check_smp_turn(*file.smp_turn.get_ref())
+            .map_err(|why| self.err(file.smp_turn.span(), format!("smp_turn {why}")))?;
         if let Some(jobs) = &file.jobs {
             crate::base::error::at_least_one(u64::from(*jobs.get_ref()), "jobs")
                 .map_err(|m| self.err(jobs.span(), m))?;

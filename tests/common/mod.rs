@@ -187,6 +187,7 @@ pub fn machine() -> Machine {
             reason: "test".into(),
         },
         timing: TimingDecision::wall("test"),
+        smp: None,
     }
 }
 

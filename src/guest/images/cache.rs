@@ -17,6 +17,8 @@ pub enum Kind {
     Workspace,
     Source,
     GuestImage,
+    /// markbench's own QEMU builds and their source.
+    Qemu,
     /// ccache's objects, remembered verdicts, the plugin: listed, never pruned.
     Other,
 }
@@ -28,6 +30,7 @@ impl Kind {
             Kind::Workspace => "workspaces",
             Kind::Source => "sources and snapshots",
             Kind::GuestImage => "guest images",
+            Kind::Qemu => "QEMU builds",
             Kind::Other => "other",
         }
     }
@@ -41,6 +44,7 @@ impl Kind {
             "src" => (Kind::Source, true),
             "series-repo" => (Kind::Source, false),
             "initramfs" | "compile-tree" => (Kind::GuestImage, true),
+            "qemu-builds" => (Kind::Qemu, true),
             _ => (Kind::Other, false),
         }
     }
@@ -297,6 +301,17 @@ pub fn verify(root: &Path) -> Vec<Checked> {
         if path.is_dir() {
             let (_, verdict) = super::compile_tree::check_entry(&path);
             out.push(Checked { path, verdict });
+        }
+    }
+    for path in children("qemu-builds") {
+        if let Some(d) = debris(&path) {
+            out.push(d);
+        } else if !is_partial(&path) {
+            let binary = path.join(super::qemu_build::BINARY);
+            if binary.is_file() {
+                let verdict = check_file_entry(&binary);
+                out.push(Checked { path, verdict });
+            }
         }
     }
     for dir in children("plugin") {

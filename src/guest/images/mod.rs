@@ -8,6 +8,7 @@ pub mod initramfs;
 pub mod kernel;
 pub mod lock;
 pub mod plugin;
+pub mod qemu_build;
 pub mod seal;
 pub mod size;
 pub mod source;
@@ -126,10 +127,22 @@ impl Cache {
         self.folder("trials")
     }
 
+    /// markbench's own QEMU builds, one folder each, and their source.
+    pub fn qemu_builds(&self) -> PathBuf {
+        self.folder("qemu-builds")
+    }
+
     /// What QEMU was found able to do (SMP under icount), by its key.
     pub fn qemu_verdict(&self, key: &str) -> PathBuf {
         self.folder("qemu")
             .join(format!("smp-icount-{}.toml", short(key)))
+    }
+
+    /// Whether a QEMU tells the plugin the running vCPU, by the key of the
+    /// QEMU binary and the plugin.
+    pub fn which_vcpu_verdict(&self, key: &str) -> PathBuf {
+        self.folder("qemu")
+            .join(format!("which-vcpu-{}.toml", short(key)))
     }
 
     /// The accelerator decided for a host and QEMU, by their key.

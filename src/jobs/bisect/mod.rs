@@ -568,7 +568,13 @@ impl<'a> Bench<'a> {
             crate::base::prereq::ensure(false)?;
             let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
             let mut runner = vm::qemu::QemuRunner::new(&qemu);
-            let machine = crate::stages::machine::decide(&run.suite, images, qemu, &mut runner)?;
+            let machine = crate::stages::machine::decide(
+                &run.suite,
+                images,
+                qemu,
+                run.qemu.is_some(),
+                &mut runner,
+            )?;
             println!(
                 "QEMU: {}; accelerator: {} ({}); timing: {}",
                 machine.qemu.version,

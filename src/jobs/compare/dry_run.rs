@@ -85,6 +85,9 @@ pub(super) struct PlanSummary {
     /// lines that say how many under each timing and why.
     pub jobs: usize,
     pub slots: Vec<String>,
+    /// What boots of more than one vCPU under icount boot with, when it is
+    /// markbench's own QEMU.
+    pub smp_qemu: Option<String>,
 }
 
 /// A variant as the plan shows it.
@@ -259,7 +262,39 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
         maybe_tcg: suite.accel != AccelChoice::Kvm,
         jobs,
         slots,
+        smp_qemu: smp_qemu_line(run, max),
     })
+}
+
+/// Says that SMP boots under icount use markbench's own QEMU, and whether
+/// it is built or still to build.
+fn smp_qemu_line(run: &Resolved, max_cpus: u32) -> Option<String> {
+    use crate::guest::images::qemu_build;
+    let may_count = run.suite.timing != TimingChoice::Wall && run.suite.accel != AccelChoice::Kvm;
+    if max_cpus < 2 || !may_count || run.qemu.is_some() {
+        return None;
+    }
+    let key = qemu_build::build_key();
+    let root = crate::guest::images::Cache::here().qemu_builds();
+    let state = if qemu_build::entry_dir(&root, &key)
+        .join(qemu_build::BINARY)
+        .is_file()
+    {
+        "in the cache".to_string()
+    } else {
+        "built first (about 10 minutes on 2 cores; `markbench setup` installs what it needs)"
+            .to_string()
+    };
+    let turn = match run.suite.smp_turn {
+        0 => "turns to the next timer deadline".to_string(),
+        n => format!("turns of at most {n} instructions"),
+    };
+    Some(format!(
+        "qemu: boots of more than one vCPU under icount use markbench's own QEMU {} + {} \
+         patches ({turn}): {state}; 1-vCPU boots use the host's",
+        qemu_build::VERSION,
+        qemu_build::PATCHES.len()
+    ))
 }
 
 /// How many guests the run boots at once under the timing it may get, and
@@ -497,6 +532,9 @@ impl PlanSummary {
         for slots in &self.slots {
             line(slots.clone());
         }
+        if let Some(q) = &self.smp_qemu {
+            line(q.clone());
+        }
         if self.maybe_tcg {
             line(
                 "note: without working KVM the guests run under TCG (software emulation), several \
@@ -613,6 +651,7 @@ mod tests {
             maybe_tcg: false,
             jobs: 1,
             slots: vec!["slots: one at a time".into()],
+            smp_qemu: None,
         }
     }
 

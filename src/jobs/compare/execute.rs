@@ -211,6 +211,25 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         shards: Vec::new(),
         precision: run.precision_record(),
         slots: None,
+        smp_qemu: machine
+            .smp
+            .as_ref()
+            .map(|smp| crate::record::SmpQemuRecord {
+                path: smp.qemu.path.display().to_string(),
+                version: smp.qemu.version.clone(),
+                sha256: smp.qemu.sha256.clone(),
+                build_key: smp.build.key.as_str().into(),
+                source: smp.build.source.clone(),
+                source_sha256: smp.build.source_sha256.clone(),
+                patches: smp
+                    .build
+                    .patches
+                    .iter()
+                    .map(|p| format!("{} {}", p.name, p.sha256.short()))
+                    .collect(),
+                turn: smp.turn,
+                which_vcpu: smp.which_vcpu.clone(),
+            }),
         workloads: suite
             .workloads
             .iter()

@@ -179,9 +179,10 @@ fn directory_and_machine(
                 qemu.path.display()
             ));
         }
-        return Ok((dir.clone(), crate::stages::machine::recorded(meta, qemu)));
+        return Ok((dir.clone(), crate::stages::machine::recorded(meta, qemu)?));
     }
-    let machine = crate::stages::machine::decide(&run.suite, images, qemu, runner)?;
+    let machine =
+        crate::stages::machine::decide(&run.suite, images, qemu, run.qemu.is_some(), runner)?;
     if oversubscribed_here && !machine.timing.is_icount() {
         return Err(oversubscribed(
             run,

@@ -37,6 +37,8 @@ pub struct Options {
     /// Guests booted at once (`--jobs N`); `None`: the suite's, else the
     /// default for the timing (`stages::slots`).
     pub jobs: Option<u32>,
+    /// The longest turn of one vCPU of an SMP guest under icount (`--smp-turn`).
+    pub smp_turn: Option<u32>,
     /// Run wall-time guests with more vCPUs than the host has cores.
     pub allow_oversubscribe: bool,
     /// Where new run directories go.

@@ -165,6 +165,11 @@ impl Resolved {
         if let Some(timing) = options.timing {
             suite.timing = timing;
         }
+        if let Some(turn) = options.smp_turn {
+            crate::stages::suite::check_smp_turn(turn)
+                .map_err(|m| InputError::new(format!("--smp-turn {m}")))?;
+            suite.smp_turn = turn;
+        }
         if let Some(shift) = options.icount_shift {
             crate::stages::suite::check_icount_shift(shift)
                 .map_err(|m| InputError::new(format!("--icount-shift {m}")))?;

@@ -206,7 +206,7 @@ impl Profiler {
         images.write_unit_initrd(suite, unit, &initrd)?;
         let output = store::dir(dir).join(format!("raw-{name}.tsv"));
         let _ = std::fs::remove_file(&output);
-        let request = BootRequest {
+        let mut request = BootRequest {
             icount_shift: Some(self.icount_shift),
             guest_seed: Some(guest_seed(suite, unit.cpus)),
             plugin: Some(PluginLoad {
@@ -228,6 +228,7 @@ impl Profiler {
                 dir.join(&console_log),
             )
         };
+        machine.place(&mut request);
         let started = Instant::now();
         let mut runs: Vec<RunRecord> = Vec::new();
         let outcome = runner.boot(&request, &mut |message| {

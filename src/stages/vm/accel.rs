@@ -55,7 +55,7 @@ fn smp_verdict_path(qemu: &QemuBinary) -> PathBuf {
 /// remembered per QEMU binary (path and content hash) in the cache.
 pub fn smp_icount_trial(
     runner: &mut dyn Runner,
-    qemu: &QemuBinary,
+    (qemu, turn): (&QemuBinary, Option<u32>),
     kernel: &Path,
     initrd: &Path,
     trial_log: &Path,
@@ -70,7 +70,7 @@ pub fn smp_icount_trial(
             detail: format!("{} (remembered in {})", v.detail, path.display()),
         };
     }
-    let verdict = run_smp_icount_trial(runner, kernel, initrd, trial_log);
+    let verdict = run_smp_icount_trial(runner, (qemu, turn), kernel, initrd, trial_log);
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -80,6 +80,7 @@ pub fn smp_icount_trial(
 
 fn run_smp_icount_trial(
     runner: &mut dyn Runner,
+    (qemu, turn): (&QemuBinary, Option<u32>),
     kernel: &Path,
     initrd: &Path,
     trial_log: &Path,
@@ -97,6 +98,8 @@ fn run_smp_icount_trial(
         console_log: trial_log.to_path_buf(),
         plugin: None,
         host_cpu: None,
+        qemu: Some(qemu.path.clone()),
+        rr_turn: turn,
     };
     let mut online = None;
     let outcome = runner.boot(&request, &mut |m| {
@@ -128,6 +131,143 @@ fn run_smp_icount_trial(
             ),
         },
     }
+}
+
+/// Whether the profile plugin is told the vCPU that runs a block, found by
+/// a trial boot: a 2-vCPU icount guest whose agent runs one marker pinned
+/// to each CPU in turn, [`WHICH_VCPU_ROUNDS`] times, while the plugin
+/// (`check=vcpu`) writes down the vCPU index each execution was given.
+/// Stock QEMU 10.0 compiles the index of the vCPU that translated the
+/// marker's block into it, so every execution names the same vCPU;
+/// markbench's own QEMU names the one running.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WhichVcpuVerdict {
+    pub right: bool,
+    /// What the trial saw, in words.
+    pub detail: String,
+}
+
+/// Rounds of the which-vCPU trial: each CPU runs the marker this often.
+pub const WHICH_VCPU_ROUNDS: u32 = 4;
+
+/// The vCPU indexes a right plugin sees in the which-vCPU trial of `cpus`
+/// vCPUs: the CPUs in order, round after round.
+pub fn which_vcpu_expected(cpus: u32) -> Vec<u32> {
+    (0..WHICH_VCPU_ROUNDS).flat_map(|_| 0..cpus).collect()
+}
+
+/// Reads the file the plugin writes under `check=vcpu`.
+pub fn read_which_vcpu(text: &str) -> Result<Vec<u32>, String> {
+    let mut lines = text.lines();
+    match lines.next() {
+        Some("# markbench-which-vcpu 1") => {}
+        other => return Err(format!("not a which-vCPU file (first line {other:?})")),
+    }
+    lines
+        .enumerate()
+        .map(|(i, l)| {
+            l.trim()
+                .parse()
+                .map_err(|_| format!("line {}: {l:?} is no vCPU index", i + 2))
+        })
+        .collect()
+}
+
+/// The verdict from what the plugin saw against what it should have.
+pub fn which_vcpu_verdict(seen: &[u32], expected: &[u32]) -> WhichVcpuVerdict {
+    let wrong = seen.iter().zip(expected).filter(|(s, e)| s != e).count();
+    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+    if seen == expected {
+        WhichVcpuVerdict {
+            right: true,
+            detail: format!(
+                "the plugin was told the running vCPU at all {} executions of the marker ({})",
+                seen.len(),
+                list(seen)
+            ),
+        }
+    } else {
+        WhichVcpuVerdict {
+            right: false,
+            detail: format!(
+                "the plugin was told vCPUs {} where the marker ran on {} ({wrong} of {} wrong{})",
+                list(seen),
+                list(expected),
+                expected.len(),
+                if seen.len() != expected.len() {
+                    format!(", {} executions seen", seen.len())
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
+}
+
+/// Boots the which-vCPU trial with `qemu` (and its turn) and `plugin`;
+/// `dir` keeps the console log, the initrd and the plugin's file.
+pub fn which_vcpu_trial(
+    runner: &dyn Runner,
+    (qemu, turn): (&QemuBinary, Option<u32>),
+    plugin: &Path,
+    kernel: &Path,
+    base: &crate::guest::images::initramfs::BaseImage,
+    dir: &Path,
+) -> anyhow::Result<WhichVcpuVerdict> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let initrd = dir.join(format!("which-vcpu-{}.initrd", std::process::id()));
+    crate::guest::images::initramfs::write_boot_initrd(
+        base,
+        &[crate::base::protocol::Directive::WhichVcpu {
+            rounds: WHICH_VCPU_ROUNDS,
+        }],
+        &initrd,
+    )?;
+    let output = dir.join("which-vcpu.txt");
+    let _ = std::fs::remove_file(&output);
+    let request = BootRequest {
+        kernel: kernel.to_path_buf(),
+        initrd: initrd.clone(),
+        extra_cmdline: String::new(),
+        cpus: TRIAL_CPUS,
+        memory_mib: 256,
+        accel: Accel::Tcg,
+        icount_shift: Some(4),
+        guest_seed: Some(1),
+        deadline: TRIAL_DEADLINE,
+        console_log: dir.join("which-vcpu-trial.log"),
+        plugin: Some(super::PluginLoad {
+            library: plugin.to_path_buf(),
+            output: output.clone(),
+            args: vec!["check=vcpu".into()],
+        }),
+        host_cpu: None,
+        qemu: Some(qemu.path.clone()),
+        rr_turn: turn,
+    };
+    let mut agent_error = None;
+    let outcome = runner.boot(&request, &mut |m| {
+        if let Message::Error { message } = m {
+            agent_error = Some(message);
+        }
+    });
+    let _ = std::fs::remove_file(&initrd);
+    if let Some(message) = agent_error {
+        anyhow::bail!("the which-vCPU trial's agent failed: {message}");
+    }
+    if !outcome.end.is_ok() {
+        anyhow::bail!(
+            "the which-vCPU trial boot with {} did not complete ({}; console in {})",
+            qemu.path.display(),
+            outcome.end.describe(),
+            request.console_log.display()
+        );
+    }
+    let text = std::fs::read_to_string(&output)
+        .with_context(|| format!("reading the plugin's {}", output.display()))?;
+    let seen = read_which_vcpu(&text).map_err(|e| anyhow::anyhow!("{}: {e}", output.display()))?;
+    Ok(which_vcpu_verdict(&seen, &which_vcpu_expected(TRIAL_CPUS)))
 }
 
 /// The timing mode of a run, given the accelerator, the largest vCPU count
@@ -263,6 +403,8 @@ pub fn decide(
         console_log: trial_log.to_path_buf(),
         plugin: None,
         host_cpu: None,
+        qemu: None,
+        rr_turn: None,
     };
     let mut hello = false;
     let outcome = runner.boot(&request, &mut |m| {
@@ -383,10 +525,34 @@ mod tests {
         assert!(!t.describe(1).contains("in turn"));
     }
 
+    #[test]
+    fn the_which_vcpu_file_reads_and_a_constant_index_is_the_wrong_verdict() {
+        let expected = which_vcpu_expected(2);
+        assert_eq!(expected, vec![0, 1, 0, 1, 0, 1, 0, 1]);
+        let right = read_which_vcpu("# markbench-which-vcpu 1\n0\n1\n0\n1\n0\n1\n0\n1\n").unwrap();
+        assert!(which_vcpu_verdict(&right, &expected).right);
+        // What stock QEMU gives: the translating vCPU, every time.
+        let stock = vec![0; 8];
+        let v = which_vcpu_verdict(&stock, &expected);
+        assert!(!v.right);
+        assert!(v.detail.contains("4 of 8 wrong"), "{}", v.detail);
+        let short = which_vcpu_verdict(&[0, 1], &expected);
+        assert!(!short.right && short.detail.contains("2 executions seen"));
+        assert!(read_which_vcpu("0\n1\n").is_err());
+        let e = read_which_vcpu("# markbench-which-vcpu 1\n0\nx\n").unwrap_err();
+        assert!(e.contains("line 3"), "{e}");
+    }
+
     fn trial_with(runner: &mut FakeRunner) -> SmpIcountVerdict {
         let dir = tempfile::tempdir().unwrap();
+        let qemu = QemuBinary {
+            path: "/usr/bin/qemu-system-x86_64".into(),
+            version: "QEMU emulator version 10.0.2".into(),
+            sha256: "0".repeat(64),
+        };
         run_smp_icount_trial(
             runner,
+            (&qemu, None),
             Path::new("/k"),
             Path::new("/i"),
             &dir.path().join("trial.log"),

@@ -29,6 +29,35 @@ pub struct Machine {
     pub qemu: qemu::QemuBinary,
     pub accel: accel::AccelDecision,
     pub timing: TimingDecision,
+    /// The QEMU SMP guests boot with under icount, when it is not `qemu`.
+    pub smp: Option<SmpQemu>,
+}
+
+/// markbench's own QEMU and the turn it gives each vCPU: what boots of
+/// more than one vCPU under icount are made with (1-vCPU boots and wall
+/// time keep the distribution's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmpQemu {
+    pub qemu: qemu::QemuBinary,
+    pub build: crate::guest::images::qemu_build::BuildRecord,
+    /// The longest round-robin turn of one vCPU, in instructions (0: until
+    /// the next timer deadline, as upstream).
+    pub turn: u32,
+    /// What the which-vCPU trial saw, when the run needed it (the cycle
+    /// model on more than one vCPU).
+    pub which_vcpu: Option<String>,
+}
+
+impl Machine {
+    /// Points `request` at the QEMU its vCPU count and timing boot with.
+    pub fn place(&self, request: &mut BootRequest) {
+        if let Some(smp) = self.smp.as_ref() {
+            if request.cpus > 1 && request.icount_shift.is_some() {
+                request.qemu = Some(smp.qemu.path.clone());
+                request.rr_turn = Some(smp.turn);
+            }
+        }
+    }
 }
 
 /// Everything needed to boot one guest.
@@ -59,6 +88,11 @@ pub struct BootRequest {
     /// side: one guest a core, so the host's scheduler never piles two on
     /// one core while another idles. `None`: wherever the host puts it.
     pub host_cpu: Option<usize>,
+    /// The QEMU binary of this boot, when it is not the runner's own.
+    pub qemu: Option<PathBuf>,
+    /// `-accel tcg,rr-turn=N`: the longest round-robin turn of one vCPU
+    /// under icount, which only markbench's own QEMU knows.
+    pub rr_turn: Option<u32>,
 }
 
 /// A TCG plugin and the file it writes when QEMU exits.

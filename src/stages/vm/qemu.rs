@@ -99,7 +99,10 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
         "none".into(),
         "-no-reboot".into(),
         "-accel".into(),
-        r.accel.as_str().into(),
+        match r.rr_turn {
+            Some(turn) => format!("{},rr-turn={turn}", r.accel.as_str()),
+            None => r.accel.as_str().into(),
+        },
         "-cpu".into(),
         "max".into(),
         "-smp".into(),
@@ -245,7 +248,8 @@ impl Runner for QemuRunner {
             end,
             wall: started.elapsed(),
         };
-        let mut command = Command::new(&self.binary);
+        let binary = r.qemu.as_ref().unwrap_or(&self.binary);
+        let mut command = Command::new(binary);
         // If markbench itself is killed (SIGKILL, OOM), its guest must not run
         // on unwatched: the kernel kills QEMU when its parent dies.
         // SAFETY: prctl is async-signal-safe and touches no memory of ours.
@@ -283,7 +287,7 @@ impl Runner for QemuRunner {
             Ok(c) => c,
             Err(e) => {
                 return outcome(BootEnd::QemuFailed {
-                    detail: format!("cannot start {}: {e}", self.binary.display()),
+                    detail: format!("cannot start {}: {e}", binary.display()),
                 })
             }
         };
@@ -412,6 +416,8 @@ mod tests {
             console_log: "/run/logs/boot.log".into(),
             plugin: None,
             host_cpu: None,
+            qemu: None,
+            rr_turn: None,
         }
     }
 

@@ -31,6 +31,26 @@ impl Export for Markdown {
     }
 }
 
+/// The line naming the QEMU a run's SMP boots ran with, when it was
+/// markbench's own: its source, its patches and the turn it gave each vCPU.
+fn smp_qemu_line(q: &crate::record::SmpQemuRecord) -> String {
+    let turn = match q.turn {
+        0 => "turns to the next timer deadline, as upstream".to_string(),
+        n => format!("each vCPU's turn at most {n} instructions"),
+    };
+    format!(
+        "- QEMU of the boots with more than one vCPU: markbench's own build {} (`{}`, sha256 {}) \
+         of {} (sha256 {}) with {} patch(es): {}; {turn}\n",
+        escape_md(&q.version),
+        q.path.replace('`', "'"),
+        &q.sha256[..q.sha256.len().min(16)],
+        escape_md(&q.source),
+        &q.source_sha256[..q.source_sha256.len().min(16)],
+        q.patches.len(),
+        escape_md(&q.patches.join(", ")),
+    )
+}
+
 /// The whole report.
 pub(super) fn render(run: &RunReport) -> String {
     let mut r = header(run);
@@ -413,7 +433,7 @@ fn where_and_how(run: &RunReport) -> String {
     let h = &meta.host;
     let _ = writeln!(
         r,
-        "- Host: {} ({} cores, {} GiB), Linux {}\n- QEMU: {}\n- Accelerator: **{}**: {}\n\
+        "- Host: {} ({} cores, {} GiB), Linux {}\n- QEMU: {}\n{}- Accelerator: **{}**: {}\n\
          - Suite: {} (`{}`, sha256 {}); {} boots per variant and CPU count, {} measured iterations \
          (+{} warm-up) per point per boot; {} MiB guest memory\n\
          - Overrides of the suite: {}\n\
@@ -434,6 +454,7 @@ fn where_and_how(run: &RunReport) -> String {
                 h.qemu_path.replace('`', "'")
             )
         },
+        meta.smp_qemu.as_ref().map_or_else(String::new, smp_qemu_line),
         meta.accel,
         escape_md(&meta.accel_reason),
         escape_md(&meta.suite),

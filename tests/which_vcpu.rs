@@ -1,0 +1,57 @@
+//! The trial that proves markbench's own QEMU tells the profile plugin
+//! which vCPU runs a block: a 2-vCPU icount guest whose agent runs one
+//! marker pinned to each CPU in turn while the plugin writes down the vCPU
+//! index it was given. The distribution's QEMU 10.0 fails it (it compiles
+//! the translating vCPU's index into the block); markbench's own passes,
+//! with its turns capped and without. Builds markbench's QEMU into the
+//! cache the first time (about 10 minutes on 2 cores); the kernel is the
+//! quick pair's baseline, which the other real-boot tests build.
+
+use markbench::guest::images::{kernel::KernelSource, plugin, qemu_build};
+use markbench::stages::suite::{FragmentLookup, Suite, DEFAULT_SMP_TURN};
+use markbench::stages::vm::accel::which_vcpu_trial;
+use markbench::stages::vm::qemu::{QemuBinary, QemuRunner};
+
+#[test]
+fn the_own_qemu_names_the_running_vcpu_where_the_distributions_names_the_translating_one() {
+    markbench::base::prereq::ensure(false).unwrap();
+    let suite = Suite::load(
+        std::path::Path::new("tests/fixtures/smp-icount.toml"),
+        &FragmentLookup::BesideSuite {
+            cwd: env!("CARGO_MANIFEST_DIR").into(),
+        },
+    )
+    .unwrap();
+    let source = KernelSource::from_path(std::path::Path::new(
+        markbench::base::prereq::DEFAULT_KERNEL_SOURCE,
+    ))
+    .unwrap();
+    let images = markbench::stages::run_images::prepare_images(&suite, &source).unwrap();
+    let plugin = plugin::ensure_plugin().unwrap();
+    let stock = QemuBinary::locate(None).unwrap();
+    let built = qemu_build::ensure().unwrap();
+    let own = QemuBinary::locate(Some(&built.binary)).unwrap();
+    let runner = QemuRunner::new(&stock);
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = &images.kernels[0].bzimage;
+    let trial = |qemu: &QemuBinary, turn: Option<u32>, name: &str| {
+        which_vcpu_trial(
+            &runner,
+            (qemu, turn),
+            &plugin.path,
+            kernel,
+            &images.base,
+            &dir.path().join(name),
+        )
+        .unwrap()
+    };
+    let capped = trial(&own, Some(DEFAULT_SMP_TURN), "own-capped");
+    assert!(capped.right, "{}", capped.detail);
+    let uncapped = trial(&own, Some(0), "own-uncapped");
+    assert!(uncapped.right, "{}", uncapped.detail);
+    let distribution = trial(&stock, None, "stock");
+    eprintln!("{}: {}", stock.version, distribution.detail);
+    if stock.version.starts_with("QEMU emulator version 10.0.") {
+        assert!(!distribution.right, "{}", distribution.detail);
+    }
+}
