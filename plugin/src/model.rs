@@ -8,9 +8,10 @@
 //! invalidates the line in the other vCPUs' L1d and L2; the invalidated tag
 //! keeps its place in the set, so that vCPU's next access to the line finds
 //! it invalid and counts a *coherence miss*, served by the other core rather
-//! than by the next level. Conditional branches go through a gshare table of
-//! 2-bit counters; indirect branches and returns through a branch target
-//! buffer that predicts the last target seen at the branch.
+//! than by the next level. Each core predicts its own branches: conditional
+//! branches go through its gshare table of 2-bit counters; indirect
+//! branches and returns through its branch target buffer, which predicts
+//! the last target seen at the branch.
 //!
 //! Nothing here depends on host addresses, time or randomness: the same
 //! streams give the same counts.
@@ -400,6 +401,12 @@ struct Core {
     mode: Mode,
     /// The branch that ended the last block, resolved by the next block.
     pending: BlockEnd,
+    /// This core's own predictors: a gshare table of 2-bit counters, its
+    /// global history, and a branch target buffer. Each core has its own,
+    /// so one vCPU's branches never train or disturb another's.
+    gshare: Box<[u8]>,
+    history: u64,
+    btb: Box<[u64]>,
     counts: [Counts; 2],
     /// Lines this vCPU stored to, invalidating every other vCPU's copy,
     /// that no other vCPU has brought into its L1d or L2 since: another
@@ -416,10 +423,7 @@ pub struct Model {
     pub config: Config,
     cores: Vec<Core>,
     llc: Cache,
-    gshare: Vec<u8>,
     gshare_mask: u64,
-    history: u64,
-    btb: Vec<u64>,
     btb_mask: u64,
 }
 
@@ -432,17 +436,17 @@ impl Model {
             l2: Cache::new(config.l2)?,
             mode: Mode::Kernel,
             pending: BlockEnd::Other,
+            // Weakly not taken: one taken outcome turns a counter.
+            gshare: vec![1; 1 << config.gshare_bits].into_boxed_slice(),
+            history: 0,
+            btb: vec![EMPTY; 1 << config.btb_bits].into_boxed_slice(),
             counts: [Counts::default(); 2],
             owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
             llc: Cache::new(config.llc)?,
-            // Weakly not taken: one taken outcome turns a counter.
-            gshare: vec![1; 1 << config.gshare_bits],
             gshare_mask: (1 << config.gshare_bits) - 1,
-            history: 0,
-            btb: vec![EMPTY; 1 << config.btb_bits],
             btb_mask: (1 << config.btb_bits) - 1,
             config,
         })
@@ -626,26 +630,28 @@ impl Model {
                     return;
                 };
                 let mask = self.gshare_mask;
-                let index = ((at ^ self.history) & mask) as usize;
-                let counter = &mut self.gshare[index];
+                let core = &mut self.cores[v];
+                let index = ((at ^ core.history) & mask) as usize;
+                let counter = &mut core.gshare[index];
                 let predicted = *counter >= 2;
                 *counter = if taken {
                     (*counter + 1).min(3)
                 } else {
                     counter.saturating_sub(1)
                 };
-                self.history = ((self.history << 1) | u64::from(taken)) & mask;
-                let c = &mut self.cores[v].counts[mode];
+                core.history = ((core.history << 1) | u64::from(taken)) & mask;
+                let c = &mut core.counts[mode];
                 c.conditional_branches += 1;
                 if predicted != taken {
                     c.conditional_mispredicts += 1;
                 }
             }
             BlockEnd::Indirect { pc: at } => {
-                let slot = &mut self.btb[(at & self.btb_mask) as usize];
+                let core = &mut self.cores[v];
+                let slot = &mut core.btb[(at & self.btb_mask) as usize];
                 let hit = *slot == pc;
                 *slot = pc;
-                let c = &mut self.cores[v].counts[mode];
+                let c = &mut core.counts[mode];
                 c.indirect_branches += 1;
                 if !hit {
                     c.indirect_mispredicts += 1;
@@ -998,6 +1004,45 @@ mod tests {
         branches(&mut m, period.iter().copied().cycle().take(10_000));
         let c = user(&m);
         assert!(c.conditional_mispredicts < 100, "{c:?}");
+    }
+
+    #[test]
+    fn each_vcpu_predicts_with_its_own_tables() {
+        // One indirect branch address, a different target on each vCPU,
+        // the vCPUs alternating: each core's BTB learns its own target, so
+        // only the first on each mispredicts.
+        let mut m = user_model(Config::default(), 2);
+        let end = BlockEnd::Indirect { pc: 0x2000 };
+        for _ in 0..50 {
+            for (v, to) in [(0, 0x3000), (1, 0x4000)] {
+                m.block(v, 0x1ff0, Mode::User, 3, 0..0, end);
+                m.block(v, to, Mode::User, 3, 0..0, BlockEnd::Other);
+            }
+        }
+        assert_eq!(user(&m).indirect_branches, 100);
+        assert_eq!(user(&m).indirect_mispredicts, 2);
+
+        // vCPU 0's always-taken branch mispredicts as often whether or not
+        // vCPU 1 runs a random branch at the same address in between.
+        let (pc, target, next) = (0x1010, 0x1000, 0x1012);
+        let end = BlockEnd::Conditional { pc, target, next };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut alone = user_model(Config::default(), 2);
+        let mut beside = user_model(Config::default(), 2);
+        for _ in 0..1000 {
+            for m in [&mut alone, &mut beside] {
+                m.block(0, target, Mode::User, 4, 0..0, end);
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let to = if x & 1 == 1 { target } else { next };
+            beside.block(1, to, Mode::User, 4, 0..0, end);
+        }
+        let own = |m: &Model| m.vcpu_counts(0)[Mode::User as usize];
+        assert_eq!(own(&alone), own(&beside));
+        assert!(own(&alone).conditional_mispredicts <= 20);
+        assert!(beside.vcpu_counts(1)[Mode::User as usize].conditional_mispredicts > 300);
     }
 
     #[test]
