@@ -34,19 +34,7 @@ pub fn values(counts: &[Counts; 2]) -> Values {
 
 /// The counts a block caused, as the model's own type (for its estimate).
 pub fn counts(v: &Values) -> Counts {
-    let named = |name: &str| v[Counts::NAMES.iter().position(|n| *n == name).unwrap_or(0)];
-    Counts {
-        instructions: named("instructions"),
-        l1i_misses: named("l1i-misses"),
-        l1d_misses: named("l1d-misses"),
-        l2_misses: named("l2-misses"),
-        llc_misses: named("llc-misses"),
-        coherence_misses: named("coherence-misses"),
-        conditional_branches: named("conditional-branches"),
-        conditional_mispredicts: named("conditional-mispredicts"),
-        indirect_branches: named("indirect-branches"),
-        indirect_mispredicts: named("indirect-mispredicts"),
-    }
+    Counts::from_values(*v)
 }
 
 #[derive(Debug, Clone, Default)]

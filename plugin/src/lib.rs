@@ -560,8 +560,12 @@ impl ModelState {
         prefix: &str,
         counts: &[Counts; 2],
     ) -> std::io::Result<()> {
+        let one_vcpu = self.model.vcpus() == 1;
         for (mode, counts) in ["user", "kernel"].iter().zip(counts) {
             for (name, value) in Counts::NAMES.iter().zip(counts.values()) {
+                if one_vcpu && Counts::SEVERAL_VCPUS_ONLY.contains(name) {
+                    continue;
+                }
                 writeln!(out, "{number}\tmodel\t{prefix}{mode}:{name}\t{value}")?;
             }
             let cycles = counts.estimated_cycles(&self.model.config);
@@ -1192,6 +1196,20 @@ mod tests {
             .lines()
             .filter(|l| l.contains("part"))
             .all(|l| l.starts_with("0\t")));
+    }
+
+    #[test]
+    fn a_one_vcpu_file_has_no_count_only_several_vcpus_make() {
+        for vcpus in [1, 2] {
+            let mut s = ModelState::new(Model::new(Config::default(), vcpus).unwrap(), None);
+            s.start_region();
+            run(&mut s, 10);
+            s.end_region();
+            let text = written(&s);
+            let lines = count(&text, "kernel:rfo-misses");
+            assert_eq!(lines.len(), vcpus - 1, "{text}");
+            assert_eq!(count(&text, "kernel:coherence-misses"), [0]);
+        }
     }
 
     #[test]

@@ -287,11 +287,16 @@ pub struct Counts {
     pub conditional_mispredicts: u64,
     pub indirect_branches: u64,
     pub indirect_mispredicts: u64,
+    /// Stores that had to invalidate a copy of their line another vCPU
+    /// held valid (a read for ownership), beyond any miss of their own: a
+    /// store that is a coherence miss already paid for the transfer. Not
+    /// among the L1d misses.
+    pub rfo_misses: u64,
 }
 
 impl Counts {
     /// The counts' names, in the order [`Counts::values`] gives them.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "instructions",
         "l1i-misses",
         "l1d-misses",
@@ -302,9 +307,15 @@ impl Counts {
         "conditional-mispredicts",
         "indirect-branches",
         "indirect-mispredicts",
+        "rfo-misses",
     ];
 
-    pub fn values(&self) -> [u64; 10] {
+    /// The counts that only several vCPUs can make: the plugin leaves them
+    /// out of a one-vCPU file, which is thus the same as before they were
+    /// counted.
+    pub const SEVERAL_VCPUS_ONLY: [&'static str; 1] = ["rfo-misses"];
+
+    pub fn values(&self) -> [u64; 11] {
         [
             self.instructions,
             self.l1i_misses,
@@ -316,47 +327,43 @@ impl Counts {
             self.conditional_mispredicts,
             self.indirect_branches,
             self.indirect_mispredicts,
+            self.rfo_misses,
         ]
+    }
+
+    /// The counts of [`Counts::values`]' order.
+    pub fn from_values(v: [u64; 11]) -> Counts {
+        Counts {
+            instructions: v[0],
+            l1i_misses: v[1],
+            l1d_misses: v[2],
+            l2_misses: v[3],
+            llc_misses: v[4],
+            coherence_misses: v[5],
+            conditional_branches: v[6],
+            conditional_mispredicts: v[7],
+            indirect_branches: v[8],
+            indirect_mispredicts: v[9],
+            rfo_misses: v[10],
+        }
     }
 
     /// The counts from `earlier` to `self`.
     pub fn since(&self, earlier: &Counts) -> Counts {
         let (a, b) = (self.values(), earlier.values());
-        let d: Vec<u64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
-        Counts {
-            instructions: d[0],
-            l1i_misses: d[1],
-            l1d_misses: d[2],
-            l2_misses: d[3],
-            llc_misses: d[4],
-            coherence_misses: d[5],
-            conditional_branches: d[6],
-            conditional_mispredicts: d[7],
-            indirect_branches: d[8],
-            indirect_mispredicts: d[9],
-        }
+        Counts::from_values(std::array::from_fn(|i| a[i] - b[i]))
     }
 
     pub fn add(&mut self, other: &Counts) {
         let (a, b) = (self.values(), other.values());
-        let s: Vec<u64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
-        *self = Counts {
-            instructions: s[0],
-            l1i_misses: s[1],
-            l1d_misses: s[2],
-            l2_misses: s[3],
-            llc_misses: s[4],
-            coherence_misses: s[5],
-            conditional_branches: s[6],
-            conditional_mispredicts: s[7],
-            indirect_branches: s[8],
-            indirect_mispredicts: s[9],
-        };
+        *self = Counts::from_values(std::array::from_fn(|i| a[i] + b[i]));
     }
 
     /// Instructions, plus each access's cost by where it was served, plus
-    /// the mispredictions' cost:
-    /// `I + l2·(L1 − coh − L2) + llc·(L2 − LLC) + mem·LLC + coh_c·coh + bp·mispredicts`.
+    /// each read for ownership at the cost of a transfer from another core
+    /// (the store waits for the other copies' invalidation), plus the
+    /// mispredictions' cost:
+    /// `I + l2·(L1 − coh − L2) + llc·(L2 − LLC) + mem·LLC + coh_c·(coh + rfo) + bp·mispredicts`.
     pub fn estimated_cycles(&self, c: &Config) -> u64 {
         let l1 = self.l1i_misses + self.l1d_misses;
         let from_l2 = l1 - self.coherence_misses - self.l2_misses;
@@ -365,7 +372,7 @@ impl Counts {
             + c.l2_cycles * from_l2
             + c.llc_cycles * from_llc
             + c.memory_cycles * self.llc_misses
-            + c.coherence_cycles * self.coherence_misses
+            + c.coherence_cycles * (self.coherence_misses + self.rfo_misses)
             + c.mispredict_cycles * (self.conditional_mispredicts + self.indirect_mispredicts)
     }
 }
@@ -459,6 +466,11 @@ impl Model {
         vcpu.min(self.cores.len() - 1)
     }
 
+    /// The cores modelled.
+    pub fn vcpus(&self) -> usize {
+        self.cores.len()
+    }
+
     /// The counts of every vCPU, user and kernel.
     pub fn counts(&self) -> [Counts; 2] {
         let mut sum = [Counts::default(); 2];
@@ -492,16 +504,15 @@ impl Model {
         core.counts[mode as usize].instructions += instructions;
         for line in lines {
             if self.cores[v].l1i.access(line) != Lookup::Hit {
-                self.fetch_miss(v, line);
+                self.fetch_miss(v, line, mode as usize);
             }
         }
     }
 
-    /// An instruction fetch that missed the L1i.
+    /// An instruction fetch that missed the L1i, counted in `mode`.
     #[inline(never)]
-    fn fetch_miss(&mut self, v: usize, line: u64) {
+    fn fetch_miss(&mut self, v: usize, line: u64, mode: usize) {
         let core = &mut self.cores[v];
-        let mode = core.mode as usize;
         core.counts[mode].l1i_misses += 1;
         if core.l2.access(line) == Lookup::Hit {
             return;
@@ -541,24 +552,30 @@ impl Model {
 
     #[inline(always)]
     fn data_line(&mut self, v: usize, line: u64, store: bool) {
+        let mode = self.cores[v].mode as usize;
+        self.data_line_in(v, line, store, mode);
+    }
+
+    /// A data access to `line` by vCPU `v`, counted in `mode`.
+    #[inline(always)]
+    fn data_line_in(&mut self, v: usize, line: u64, store: bool, mode: usize) {
         let l1 = self.cores[v].l1d.access(line);
-        if l1 != Lookup::Hit {
-            self.data_miss(v, line, l1);
-        }
+        let coherence = l1 != Lookup::Hit && self.data_miss(v, line, l1, mode);
         if store && self.cores.len() > 1 {
-            self.store_shared(v, line);
+            self.store_shared(v, line, coherence, mode);
         }
     }
 
     /// A data access that did not hit the L1d (`l1` says whether the line
-    /// was missing or there invalidated), which the L1d has just filled.
+    /// was missing or there invalidated), which the L1d has just filled:
+    /// whether another core served it (a coherence miss).
     #[inline(never)]
-    fn data_miss(&mut self, v: usize, line: u64, l1: Lookup) {
+    fn data_miss(&mut self, v: usize, line: u64, l1: Lookup, mode: usize) -> bool {
         let core = &mut self.cores[v];
-        let mode = core.mode as usize;
         core.counts[mode].l1d_misses += 1;
         let l2 = core.l2.access(line);
-        if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
+        let coherence = l1 == Lookup::Invalidated || l2 == Lookup::Invalidated;
+        if coherence {
             core.counts[mode].coherence_misses += 1;
             // The other core's copy passes through the shared level.
             self.llc.access(line);
@@ -571,6 +588,7 @@ impl Model {
         if self.cores.len() > 1 {
             self.disown(v, line);
         }
+        coherence
     }
 
     /// `line` has become valid in vCPU `v`'s L1d or L2: no other vCPU owns
@@ -586,24 +604,32 @@ impl Model {
 
     /// A store by vCPU `v` invalidates `line` in every other vCPU's L1d and
     /// L2, unless `v` owns the line (then no other vCPU holds it valid).
+    /// Invalidating a valid copy is a read for ownership, which the store
+    /// waits for, unless the store's own access was a coherence miss (that
+    /// transfer brought the line with its ownership).
     #[inline]
-    fn store_shared(&mut self, v: usize, line: u64) {
+    fn store_shared(&mut self, v: usize, line: u64, coherence: bool, mode: usize) {
         let slot = line as usize % OWNED_SLOTS;
         if self.cores[v].owned[slot] == line {
             return;
         }
-        self.invalidate_others(v, line);
+        if self.invalidate_others(v, line) && !coherence {
+            self.cores[v].counts[mode].rfo_misses += 1;
+        }
         self.cores[v].owned[slot] = line;
     }
 
+    /// Whether any other vCPU held `line` valid.
     #[inline(never)]
-    fn invalidate_others(&mut self, v: usize, line: u64) {
+    fn invalidate_others(&mut self, v: usize, line: u64) -> bool {
+        let mut held = false;
         for (other, core) in self.cores.iter_mut().enumerate() {
             if other != v {
-                core.l1d.invalidate(line);
-                core.l2.invalidate(line);
+                held |= core.l1d.invalidate(line);
+                held |= core.l2.invalidate(line);
             }
         }
+        held
     }
 
     /// The branch that ended the last block of vCPU `v` (`pending`, not
@@ -867,6 +893,47 @@ mod tests {
     }
 
     #[test]
+    fn a_store_to_a_line_others_hold_is_a_read_for_ownership() {
+        let mut m = user_model(small(), 3);
+        // vCPUs 1 and 2 read the line; vCPU 0 reads it too and then
+        // writes it: a hit of its own, but the other copies must go.
+        for v in [1, 2, 0] {
+            m.data(v, 0x4000, 8, false);
+        }
+        let before = user(&m);
+        m.data(0, 0x4000, 8, true);
+        let store = user(&m).since(&before);
+        assert_eq!(store.rfo_misses, 1, "one store, however many copies");
+        assert_eq!(store.l1d_misses, 0);
+        // A second store finds no other copy.
+        m.data(0, 0x4008, 8, true);
+        assert_eq!(user(&m).rfo_misses, 1);
+        // A store that misses its L1d on a line another vCPU holds: the
+        // miss (here from the L2 and beyond) and the read for ownership.
+        m.data(1, 0x8000, 8, false);
+        m.data(2, 0x8000, 8, true);
+        assert_eq!(user(&m).rfo_misses, 2);
+        // A store that is a coherence miss brought the line with its
+        // ownership: no read for ownership besides.
+        let before = user(&m);
+        m.data(1, 0x8000, 8, true);
+        let store = user(&m).since(&before);
+        assert_eq!((store.coherence_misses, store.rfo_misses), (1, 0));
+        // Each costs a transfer from another core in the estimate.
+        let c = Config::default();
+        let with = Counts {
+            rfo_misses: 3,
+            ..Counts::default()
+        };
+        assert_eq!(with.estimated_cycles(&c), 3 * c.coherence_cycles);
+        // Nothing of it on one vCPU.
+        let mut m = user_model(small(), 1);
+        m.data(0, 0x4000, 8, false);
+        m.data(0, 0x4000, 8, true);
+        assert_eq!(user(&m).rfo_misses, 0);
+    }
+
+    #[test]
     fn an_invalidated_line_that_was_evicted_is_an_ordinary_miss() {
         let mut m = user_model(small(), 2);
         m.data(1, 0x4000, 8, false);
@@ -959,6 +1026,7 @@ mod tests {
             assert!(user.l1i_misses > 0 && kernel.l2_misses > 0 && user.llc_misses > 0);
             assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);
             assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
+            assert_eq!(vcpus > 1, user.rfo_misses > 0);
         }
     }
 

@@ -176,10 +176,12 @@ impl Model {
         let core = self.core(vcpu);
         let mode = core.mode as usize;
         let l1 = core.l1d.access(line);
+        let mut coherence = false;
         if l1 != Lookup::Hit {
             core.counts[mode].l1d_misses += 1;
             let l2 = core.l2.access(line);
             if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
+                coherence = true;
                 core.counts[mode].coherence_misses += 1;
                 // The other core's copy passes through the shared level.
                 self.llc.access(line);
@@ -192,11 +194,17 @@ impl Model {
         }
         if store && self.cores.len() > 1 {
             let me = vcpu.min(self.cores.len() - 1);
+            let mut held = false;
             for (other, core) in self.cores.iter_mut().enumerate() {
                 if other != me {
-                    core.l1d.invalidate(line);
-                    core.l2.invalidate(line);
+                    held |= core.l1d.invalidate(line);
+                    held |= core.l2.invalidate(line);
                 }
+            }
+            // Invalidating another's valid copy is a read for ownership,
+            // unless the store's own miss brought the line from that core.
+            if held && !coherence {
+                self.core(vcpu).counts[mode].rfo_misses += 1;
             }
         }
     }
