@@ -43,6 +43,10 @@
 //! `0  user:llc-misses  -  9`, each count that is not zero, the estimate
 //! among them): version 3 of the file.
 //!
+//! On several vCPUs the model interleaves the vCPUs' round-robin turns
+//! (`model::Model::set_weave`); `weave=off` counts every event as it
+//! comes, one turn after the other.
+//!
 //! A block is counted whole when it starts, so an exception in its middle
 //! (a page fault) counts the instructions after the fault once too often;
 //! the host compares the totals with icount's guest time to bound that.
@@ -424,7 +428,25 @@ impl ModelState {
         &chunk[self.filled - 1]
     }
 
+    /// Gives the attribution the counts of the events the model replayed
+    /// (with the weave, a block's cache counts come after the block).
+    fn drain_replayed(&mut self) {
+        if let Some(a) = self.attribution.as_mut() {
+            self.model.drain_replayed(|r| {
+                a.replayed(r.vcpu, r.tag, &attribution::values(&r.counts));
+            });
+        }
+    }
+
+    /// Replays every event the weave holds back, so that the counts a
+    /// marker reads hold every event before it.
+    fn flush(&mut self) {
+        self.model.flush();
+        self.drain_replayed();
+    }
+
     fn start_region(&mut self) {
+        self.flush();
         self.open = Some(self.model.counts());
         self.open_part = None;
         self.parts.clear();
@@ -435,6 +457,7 @@ impl ModelState {
     }
 
     fn end_region(&mut self) {
+        self.flush();
         if let Some(start) = self.open.take() {
             // A part still open when its region ends belongs to no
             // finished measurement: dropped.
@@ -455,12 +478,14 @@ impl ModelState {
     /// a part is a piece of one timed run, and parts do not nest.
     fn start_part(&mut self, number: u8) {
         if self.open.is_some() && self.open_part.is_none() {
+            self.flush();
             self.open_part = Some((number, self.model.counts()));
         }
     }
 
     fn end_part(&mut self) {
         if let Some((number, start)) = self.open_part.take() {
+            self.flush();
             let counts = between(&start, &self.model.counts());
             self.parts.push((number, counts));
         }
@@ -537,7 +562,17 @@ impl ModelState {
             "# model addresses: data by guest physical address ({} accesses without \
              one, by virtual address), instructions by virtual address",
             VIRTUAL_ACCESSES.load(Ordering::Relaxed)
-        )
+        )?;
+        // Only several vCPUs weave: a one-vCPU file is as before.
+        match self.model.weave_stats() {
+            Some(w) => writeln!(
+                out,
+                "# model weave: {} rounds, {} turns, {} instructions",
+                w.rounds, w.turns, w.instructions
+            ),
+            None if self.model.vcpus() > 1 => writeln!(out, "# model weave: off"),
+            None => Ok(()),
+        }
     }
 
     fn write_region(&self, out: &mut impl Write, number: usize) -> std::io::Result<()> {
@@ -748,9 +783,17 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     MODEL.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         let instructions = u64::from(b.instructions);
-        let Some(a) = m.attribution.as_mut() else {
+        if m.attribution.is_none() {
             m.model
                 .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
+            return;
+        }
+        // A turn that closes a round replays it: those counts belong to
+        // the blocks that made them, before this block's are read.
+        m.model.turn(vcpu);
+        m.drain_replayed();
+        m.model.tag(vcpu, b.index);
+        let Some(a) = m.attribution.as_mut() else {
             return;
         };
         let before = attribution::values(&m.model.vcpu_counts(vcpu));
@@ -795,6 +838,10 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
     MODEL.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         let v = vcpu as usize;
+        if m.attribution.is_some() {
+            m.model.turn(v);
+            m.drain_replayed();
+        }
         let (head, tail) = match rest {
             None => (size, 0),
             Some(_) => (in_page, size - in_page),
@@ -997,6 +1044,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let mut out = None;
     let mut model = false;
     let mut profile = true;
+    let mut weave = true;
     let mut config = Config::default();
     let mut settings = Vec::new();
     for i in 0..argc.max(0) as usize {
@@ -1005,6 +1053,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
             Some(("out", path)) if !path.is_empty() => out = Some(path.to_string()),
             Some(("model", "cycles")) => model = true,
             Some(("profile", "off")) => profile = false,
+            Some(("weave", "off")) => weave = false,
+            Some(("weave", "on")) => weave = true,
             Some((key, value)) if model::CONFIG_KEYS.contains(&key) => {
                 if let Err(e) = config.set(key, value) {
                     let message = format!("markbench profile plugin: {e}\n\0");
@@ -1041,7 +1091,11 @@ pub unsafe extern "C" fn qemu_plugin_install(
     }
     if model {
         let built = match Model::new(config, vcpus.max(1) as usize) {
-            Ok(m) => m,
+            Ok(mut m) => {
+                m.set_weave(weave);
+                m.record_replayed(profile);
+                m
+            }
             Err(e) => {
                 let message = format!("markbench profile plugin: {e}\n\0");
                 sys::qemu_plugin_outs(message.as_ptr().cast());
@@ -1210,6 +1264,28 @@ mod tests {
             assert_eq!(lines.len(), vcpus - 1, "{text}");
             assert_eq!(count(&text, "kernel:coherence-misses"), [0]);
         }
+    }
+
+    #[test]
+    fn a_marker_counts_what_the_weave_held_back_before_it() {
+        let mut model = Model::new(Config::default(), 2).unwrap();
+        model.set_weave(true);
+        let mut s = ModelState::new(model, None);
+        s.model.data(1, 0x9000, 8, false); // before the region
+        s.start_region();
+        s.model.data(0, 0x4000, 8, false);
+        s.start_part(2);
+        s.model.data(0, 0x5000, 8, false);
+        s.model.data(0, 0x6000, 8, false);
+        s.end_part();
+        s.end_region();
+        let text = written(&s);
+        assert_eq!(count(&text, "kernel:l1d-misses"), [3]);
+        assert_eq!(count(&text, "part2/kernel:l1d-misses"), [2]);
+        let mut settings = Vec::new();
+        s.write_settings(&mut settings).unwrap();
+        let settings = String::from_utf8(settings).unwrap();
+        assert!(settings.contains("# model weave: "), "{settings}");
     }
 
     #[test]
