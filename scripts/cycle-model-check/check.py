@@ -19,7 +19,8 @@ and estimated cycles, and the ratios to `apart` (cachegrind runs threads
 one at a time and models no coherence: it has nothing to say here).
 `--rr-turn N[,N...]` boots the 2-vCPU cases once per cap of a vCPU's
 round-robin turn (`-accel tcg,rr-turn=N`, a QEMU that has it: see
-docs/cycle-model.md; 0 leaves turns uncapped), `--weave off` has the
+docs/cycle-model.md; 0 leaves turns uncapped; `--firmware DIR` for one
+run from its build tree), `--weave off` has the
 plugin count the vCPUs' turns one after the other instead of interleaved.
 
 Also: `--plain` boots each pattern a second time without the plugin and
@@ -83,9 +84,9 @@ def cachegrind(binary, args, tmp):
 
 
 def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1, qemu="qemu-system-x86_64",
-         rr_turn=None, weave=None):
+         rr_turn=None, weave=None, firmware=()):
     accel = "tcg" if rr_turn is None else f"tcg,rr-turn={rr_turn}"
-    cmd = [qemu, "-nodefaults", "-no-user-config", "-display", "none",
+    cmd = [qemu, *[a for d in firmware for a in ("-L", d)], "-nodefaults", "-no-user-config", "-display", "none",
            "-no-reboot", "-accel", accel, "-cpu", "max", "-smp", str(cpus), "-m", "256",
            "-kernel", kernel, "-initrd", initrd,
            "-append", "console=ttyS0 panic=-1 rdinit=/init quiet -- " + " ".join(args),
@@ -146,7 +147,7 @@ def sharing(a, initrd, out):
             rows = {}
             for pattern in ("shared", "apart", "true"):
                 ns, wall = boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=cpus,
-                                qemu=a.qemu, rr_turn=turn, weave=a.weave)
+                                qemu=a.qemu, rr_turn=turn, weave=a.weave, firmware=a.firmware)
                 where = re.findall(r"(parent|child) pinned (yes|no), on cpu (\d+)", boot.stdout)
                 on = {who: int(cpu) for who, _, cpu in where}
                 if cpus > 1 and on != {"parent": 0, "child": 1}:
@@ -176,6 +177,8 @@ def main():
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--rr-turn", help="caps of a vCPU's round-robin turn, comma-separated (2 vCPUs)")
     ap.add_argument("--weave", choices=["on", "off"])
+    ap.add_argument("--firmware", action="append", default=[],
+                    help="a directory of firmware for QEMU (-L), for a QEMU run from its build tree")
     ap.add_argument("--cpus", default="1,2", help="vCPU counts for --sharing")
     ap.add_argument("pattern", nargs="*")
     a = ap.parse_args()
