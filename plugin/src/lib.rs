@@ -221,6 +221,7 @@ enum EndKind {
     Other,
     Conditional,
     Indirect,
+    Halt,
 }
 
 impl ModelBlock {
@@ -230,6 +231,7 @@ impl ModelBlock {
             BlockEnd::Other => (EndKind::Other, next, 0),
             BlockEnd::Conditional { pc, target, .. } => (EndKind::Conditional, pc, target),
             BlockEnd::Indirect { pc } => (EndKind::Indirect, pc, 0),
+            BlockEnd::Halt => (EndKind::Halt, next, 0),
         };
         ModelBlock {
             pc,
@@ -266,6 +268,7 @@ impl ModelBlock {
                 next,
             },
             EndKind::Indirect => BlockEnd::Indirect { pc: at },
+            EndKind::Halt => BlockEnd::Halt,
         }
     }
 }
@@ -1322,6 +1325,7 @@ mod tests {
                 },
             ),
             (0x40_2000, 2, 4, BlockEnd::Indirect { pc: 0x40_2003 }),
+            (0xffff_ffff_8100_2000, 2, 2, BlockEnd::Halt),
         ];
         for (pc, instructions, bytes, end) in cases {
             let record = ModelBlock::new(pc, instructions, bytes, end);

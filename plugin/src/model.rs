@@ -394,6 +394,9 @@ pub enum BlockEnd {
     Conditional { pc: u64, target: u64, next: u64 },
     /// An indirect jump or call, or a return, at `pc`.
     Indirect { pc: u64 },
+    /// `hlt` or `mwait`: nothing to predict, and the vCPU sleeps until an
+    /// interrupt wakes it.
+    Halt,
 }
 
 /// Entries of each vCPU's table of the lines it owns (see `Core::owned`).
@@ -502,6 +505,9 @@ struct Weave {
     taken: Vec<bool>,
     /// Per vCPU: its instructions so far in the round.
     clock: Vec<u64>,
+    /// Per vCPU: whether its last block ended in `hlt` or `mwait`: it
+    /// sleeps, and holds no round open.
+    asleep: Vec<bool>,
     /// Per vCPU: the stamp of its running block's events.
     now: Vec<u64>,
     /// Per vCPU: the running block's tag.
@@ -526,6 +532,7 @@ impl Weave {
             current: usize::MAX,
             taken: vec![false; vcpus],
             clock: vec![0; vcpus],
+            asleep: vec![false; vcpus],
             now: vec![0; vcpus],
             tags: vec![u32::MAX; vcpus],
             events: vec![Vec::new(); vcpus],
@@ -539,19 +546,27 @@ impl Weave {
         }
     }
 
-    /// `v` begins a turn.
+    /// `v` begins a turn. One that slept woke during the turn of the vCPU
+    /// before it (QEMU skips a sleeping vCPU's turns without a word): its
+    /// events follow that vCPU's so far, which may have woken it.
     fn begin(&mut self, v: usize) {
+        if self.asleep[v] {
+            self.asleep[v] = false;
+            if let Some(&before) = self.clock.get(self.current) {
+                self.clock[v] = self.clock[v].max(before);
+            }
+        }
         self.taken[v] = true;
         self.now[v] = self.clock[v];
         self.current = v;
     }
 
-    /// Whether the vCPUs that ran in the round ran about as many
+    /// Whether the vCPUs awake that ran in the round ran about as many
     /// instructions each.
     fn balanced(&self) -> bool {
         let ran = || {
             (0..self.clock.len())
-                .filter(|&v| self.taken[v])
+                .filter(|&v| self.taken[v] && !self.asleep[v])
                 .map(|v| self.clock[v])
         };
         let (most, least) = (ran().max().unwrap_or(0), ran().min().unwrap_or(0));
@@ -662,6 +677,9 @@ impl Model {
                 // A block spans at most two pages: its lines fit.
                 let n = (lines.end - lines.start).min(u64::from(u16::MAX)) as u16;
                 w.hold(v, lines.start, n, Kind::Fetch, mode);
+            }
+            if end == BlockEnd::Halt {
+                w.asleep[v] = true;
             }
             return;
         }
@@ -993,7 +1011,7 @@ impl Model {
     fn resolve_branch(&mut self, v: usize, pending: BlockEnd, pc: u64) {
         let mode = self.cores[v].mode as usize;
         match pending {
-            BlockEnd::Other => {}
+            BlockEnd::Other | BlockEnd::Halt => {}
             BlockEnd::Conditional {
                 pc: at,
                 target,
@@ -1105,6 +1123,8 @@ pub fn classify(pc: u64, bytes: &[u8]) -> BlockEnd {
         [0x0f, 0x80..=0x8f, r @ ..] => conditional(rel(r)),
         // ret, ret imm16
         [0xc3] | [0xc2, _, _] => BlockEnd::Indirect { pc },
+        // hlt, mwait
+        [0xf4] | [0x0f, 0x01, 0xc9] => BlockEnd::Halt,
         // call/jmp through a register or memory: ff /2, /3, /4, /5
         [0xff, modrm, ..] if matches!((modrm >> 3) & 7, 2..=5) => BlockEnd::Indirect { pc },
         _ => BlockEnd::Other,
@@ -1344,6 +1364,7 @@ mod tests {
                             next: pc + bytes,
                         },
                         2 => BlockEnd::Indirect { pc: last },
+                        _ if next() % 4 == 0 => BlockEnd::Halt,
                         _ => BlockEnd::Other,
                     };
                     ends[vcpu] = end;
@@ -1462,6 +1483,35 @@ mod tests {
     }
 
     #[test]
+    fn a_vcpu_that_wakes_follows_what_the_vcpu_before_it_did() {
+        let mut m = user_model(small(), 2);
+        m.set_weave(true);
+        let run = |m: &mut Model, v, end| {
+            m.block(v, 0x1000, Mode::User, 5, lines(0x1000, 0x10), end);
+        };
+        // vCPU 1 reads the line, then sleeps; vCPU 0 goes on.
+        run(&mut m, 1, BlockEnd::Other);
+        m.data(1, 0x4000, 8, false);
+        run(&mut m, 1, BlockEnd::Halt);
+        run(&mut m, 0, BlockEnd::Other);
+        // A new round, vCPU 0's alone so far (a marker's replay).
+        m.flush();
+        // A long turn of vCPU 0 that writes the line at its end, then
+        // vCPU 1 wakes (say to the interrupt vCPU 0 sent) and reads it.
+        for _ in 0..100 {
+            run(&mut m, 0, BlockEnd::Other);
+        }
+        m.data(0, 0x4000, 8, true);
+        run(&mut m, 1, BlockEnd::Other);
+        m.data(1, 0x4000, 8, false);
+        m.flush();
+        // The read comes after the write, as it did: a coherence miss
+        // (stamped from its turn's start it would have come first, a hit).
+        let c = m.vcpu_counts(1)[Mode::User as usize];
+        assert_eq!(c.coherence_misses, 1, "{c:?}");
+    }
+
+    #[test]
     fn a_weave_on_one_vcpu_or_off_changes_nothing() {
         let mut m = user_model(small(), 1);
         m.set_weave(true);
@@ -1505,6 +1555,7 @@ mod tests {
             let mut round: Vec<(u64, usize, usize, Op)> = Vec::new();
             let mut taken = vec![false; vcpus];
             let mut clock = vec![0u64; vcpus];
+            let mut asleep = vec![false; vcpus];
             let mut now = vec![0u64; vcpus];
             let mut ends = vec![BlockEnd::Other; vcpus];
             let mut seq = 0;
@@ -1533,12 +1584,23 @@ mod tests {
                 for _ in 0..events {
                     // The model sees a turn begin with its first event.
                     if v != current {
-                        let ran = || (0..vcpus).filter(|&u| taken[u]).map(|u| clock[u]);
+                        let ran = || {
+                            (0..vcpus)
+                                .filter(|&u| taken[u] && !asleep[u])
+                                .map(|u| clock[u])
+                        };
                         let (most, least) = (ran().max().unwrap_or(0), ran().min().unwrap_or(0));
                         if taken[v] && most - least <= (most / 4).max(SLACK) {
                             replay(&mut round, &mut by_hand);
                             taken.iter_mut().for_each(|t| *t = false);
                             clock.iter_mut().for_each(|c| *c = 0);
+                        }
+                        // A vCPU that slept woke during the last one's turn.
+                        if asleep[v] {
+                            asleep[v] = false;
+                            if current < vcpus {
+                                clock[v] = clock[v].max(clock[current]);
+                            }
                         }
                         taken[v] = true;
                         now[v] = clock[v];
@@ -1558,9 +1620,14 @@ mod tests {
                                 next: pc + bytes,
                             },
                             1 => BlockEnd::Indirect { pc: pc + bytes - 1 },
+                            // Now and then the vCPU goes to sleep.
+                            _ if next() % 3 == 0 => BlockEnd::Halt,
                             _ => BlockEnd::Other,
                         };
                         ends[v] = end;
+                        if end == BlockEnd::Halt {
+                            asleep[v] = true;
+                        }
                         let mode = if next() % 2 == 0 {
                             Mode::User
                         } else {
@@ -1591,6 +1658,7 @@ mod tests {
                         taken.iter_mut().for_each(|t| *t = false);
                         clock.iter_mut().for_each(|c| *c = 0);
                         taken[v] = true;
+                        asleep[v] = false;
                         now[v] = 0;
                         assert_eq!(woven.counts(), by_hand.counts());
                     }
@@ -1801,6 +1869,9 @@ mod tests {
             classify(0x100, &[0x3e, 0x41, 0xff, 0xe3]),
             BlockEnd::Indirect { pc: 0x100 }
         );
+        // hlt, mwait: the vCPU sleeps.
+        assert_eq!(classify(0x100, &[0xf4]), BlockEnd::Halt);
+        assert_eq!(classify(0x100, &[0x0f, 0x01, 0xc9]), BlockEnd::Halt);
         // jmp rel32, call rel32, inc (%rax): nothing to predict.
         assert_eq!(classify(0x100, &[0xe9, 0, 0, 0, 0]), BlockEnd::Other);
         assert_eq!(classify(0x100, &[0xe8, 0, 0, 0, 0]), BlockEnd::Other);

@@ -214,7 +214,7 @@ impl Model {
         let mode = core.mode as usize;
         let pending = std::mem::replace(&mut core.pending, BlockEnd::Other);
         match pending {
-            BlockEnd::Other => {}
+            BlockEnd::Other | BlockEnd::Halt => {}
             BlockEnd::Conditional {
                 pc: at,
                 target,
