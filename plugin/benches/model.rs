@@ -10,7 +10,8 @@
 //! conditional branch, an indirect one or neither; about two data accesses
 //! per block, a third of them stores, to a small stack per vCPU, a hot
 //! shared working set of 128 KiB and a cold 16 MiB. With two vCPUs they
-//! take turns every 4096 events, as round-robin TCG runs them. Criterion
+//! take turns every 4096 events, as round-robin TCG runs them, taken as
+//! they come and woven (`Model::set_weave`). Criterion
 //! reports the time per pass and events per second (one event is a block
 //! or a data access, which is also one callback in the plugin).
 
@@ -196,18 +197,21 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("model");
     group.throughput(Throughput::Elements(EVENTS as u64));
     group.sample_size(20);
-    for vcpus in [1, 2] {
+    // The 2-vCPU scenario as events come, turn after turn, and woven (its
+    // turns interleaved before the caches, as the plugin does).
+    for (vcpus, weave) in [(1, false), (2, false), (2, true)] {
         let trace = trace(vcpus, EVENTS);
         let mut model = Model::new(Config::default(), vcpus).unwrap();
+        model.set_weave(weave);
+        let name = format!("{vcpus}-vcpu{}", if weave { "-woven" } else { "" });
         // One pass from cold, whose counts are printed (they must not move
         // when the model is made faster), then the timed passes from the
         // warm state it leaves, each the same steady state.
         replay(&mut model, &trace);
+        model.flush();
         let counts = model.counts()[Mode::Kernel as usize];
-        println!("model/{vcpus}-vcpu one pass from cold: {counts:?}");
-        group.bench_function(format!("{vcpus}-vcpu"), |b| {
-            b.iter(|| replay(black_box(&mut model), &trace))
-        });
+        println!("model/{name} one pass from cold: {counts:?}");
+        group.bench_function(name, |b| b.iter(|| replay(black_box(&mut model), &trace)));
     }
     group.finish();
 }

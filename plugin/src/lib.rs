@@ -43,6 +43,10 @@
 //! `0  user:llc-misses  -  9`, each count that is not zero, the estimate
 //! among them): version 3 of the file.
 //!
+//! On several vCPUs the model interleaves the vCPUs' round-robin turns
+//! (`model::Model::set_weave`); `weave=off` counts every event as it
+//! comes, one turn after the other.
+//!
 //! A block is counted whole when it starts, so an exception in its middle
 //! (a page fault) counts the instructions after the fault once too often;
 //! the host compares the totals with icount's guest time to bound that.
@@ -224,6 +228,7 @@ enum EndKind {
     Other,
     Conditional,
     Indirect,
+    Halt,
 }
 
 impl ModelBlock {
@@ -233,6 +238,7 @@ impl ModelBlock {
             BlockEnd::Other => (EndKind::Other, next, 0),
             BlockEnd::Conditional { pc, target, .. } => (EndKind::Conditional, pc, target),
             BlockEnd::Indirect { pc } => (EndKind::Indirect, pc, 0),
+            BlockEnd::Halt => (EndKind::Halt, next, 0),
         };
         ModelBlock {
             pc,
@@ -269,6 +275,7 @@ impl ModelBlock {
                 next,
             },
             EndKind::Indirect => BlockEnd::Indirect { pc: at },
+            EndKind::Halt => BlockEnd::Halt,
         }
     }
 }
@@ -431,7 +438,25 @@ impl ModelState {
         &chunk[self.filled - 1]
     }
 
+    /// Gives the attribution the counts of the events the model replayed
+    /// (with the weave, a block's cache counts come after the block).
+    fn drain_replayed(&mut self) {
+        if let Some(a) = self.attribution.as_mut() {
+            self.model.drain_replayed(|r| {
+                a.replayed(r.vcpu, r.tag, &attribution::values(&r.counts));
+            });
+        }
+    }
+
+    /// Replays every event the weave holds back, so that the counts a
+    /// marker reads hold every event before it.
+    fn flush(&mut self) {
+        self.model.flush();
+        self.drain_replayed();
+    }
+
     fn start_region(&mut self) {
+        self.flush();
         self.open = Some(self.model.counts());
         self.open_part = None;
         self.parts.clear();
@@ -442,6 +467,7 @@ impl ModelState {
     }
 
     fn end_region(&mut self) {
+        self.flush();
         if let Some(start) = self.open.take() {
             // A part still open when its region ends belongs to no
             // finished measurement: dropped.
@@ -462,12 +488,14 @@ impl ModelState {
     /// a part is a piece of one timed run, and parts do not nest.
     fn start_part(&mut self, number: u8) {
         if self.open.is_some() && self.open_part.is_none() {
+            self.flush();
             self.open_part = Some((number, self.model.counts()));
         }
     }
 
     fn end_part(&mut self) {
         if let Some((number, start)) = self.open_part.take() {
+            self.flush();
             let counts = between(&start, &self.model.counts());
             self.parts.push((number, counts));
         }
@@ -544,7 +572,17 @@ impl ModelState {
             "# model addresses: data by guest physical address ({} accesses without \
              one, by virtual address), instructions by virtual address",
             VIRTUAL_ACCESSES.load(Ordering::Relaxed)
-        )
+        )?;
+        // Only several vCPUs weave: a one-vCPU file is as before.
+        match self.model.weave_stats() {
+            Some(w) => writeln!(
+                out,
+                "# model weave: {} rounds, {} turns, {} instructions",
+                w.rounds, w.turns, w.instructions
+            ),
+            None if self.model.vcpus() > 1 => writeln!(out, "# model weave: off"),
+            None => Ok(()),
+        }
     }
 
     fn write_region(&self, out: &mut impl Write, number: usize) -> std::io::Result<()> {
@@ -567,8 +605,12 @@ impl ModelState {
         prefix: &str,
         counts: &[Counts; 2],
     ) -> std::io::Result<()> {
+        let one_vcpu = self.model.vcpus() == 1;
         for (mode, counts) in ["user", "kernel"].iter().zip(counts) {
             for (name, value) in Counts::NAMES.iter().zip(counts.values()) {
+                if one_vcpu && Counts::SEVERAL_VCPUS_ONLY.contains(name) {
+                    continue;
+                }
                 writeln!(out, "{number}\tmodel\t{prefix}{mode}:{name}\t{value}")?;
             }
             let cycles = counts.estimated_cycles(&self.model.config);
@@ -778,9 +820,17 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     MODEL.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         let instructions = u64::from(b.instructions);
-        let Some(a) = m.attribution.as_mut() else {
+        if m.attribution.is_none() {
             m.model
                 .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
+            return;
+        }
+        // A turn that closes a round replays it: those counts belong to
+        // the blocks that made them, before this block's are read.
+        m.model.turn(vcpu);
+        m.drain_replayed();
+        m.model.tag(vcpu, b.index);
+        let Some(a) = m.attribution.as_mut() else {
             return;
         };
         let before = attribution::values(&m.model.vcpu_counts(vcpu));
@@ -825,6 +875,10 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
     MODEL.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         let v = vcpu as usize;
+        if m.attribution.is_some() {
+            m.model.turn(v);
+            m.drain_replayed();
+        }
         let (head, tail) = match rest {
             None => (size, 0),
             Some(_) => (in_page, size - in_page),
@@ -1046,6 +1100,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let mut out = None;
     let mut model = false;
     let mut profile = true;
+    let mut weave = true;
     let mut config = Config::default();
     let mut settings = Vec::new();
     for i in 0..argc.max(0) as usize {
@@ -1059,6 +1114,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 *WHICH_VCPU.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
                 profile = false;
             }
+            Some(("weave", "off")) => weave = false,
+            Some(("weave", "on")) => weave = true,
             Some((key, value)) if model::CONFIG_KEYS.contains(&key) => {
                 if let Err(e) = config.set(key, value) {
                     let message = format!("markbench profile plugin: {e}\n\0");
@@ -1095,7 +1152,11 @@ pub unsafe extern "C" fn qemu_plugin_install(
     }
     if model {
         let built = match Model::new(config, vcpus.max(1) as usize) {
-            Ok(m) => m,
+            Ok(mut m) => {
+                m.set_weave(weave);
+                m.record_replayed(profile);
+                m
+            }
             Err(e) => {
                 let message = format!("markbench profile plugin: {e}\n\0");
                 sys::qemu_plugin_outs(message.as_ptr().cast());
@@ -1255,6 +1316,42 @@ mod tests {
     }
 
     #[test]
+    fn a_one_vcpu_file_has_no_count_only_several_vcpus_make() {
+        for vcpus in [1, 2] {
+            let mut s = ModelState::new(Model::new(Config::default(), vcpus).unwrap(), None);
+            s.start_region();
+            run(&mut s, 10);
+            s.end_region();
+            let text = written(&s);
+            let lines = count(&text, "kernel:rfo-misses");
+            assert_eq!(lines.len(), vcpus - 1, "{text}");
+            assert_eq!(count(&text, "kernel:coherence-misses"), [0]);
+        }
+    }
+
+    #[test]
+    fn a_marker_counts_what_the_weave_held_back_before_it() {
+        let mut model = Model::new(Config::default(), 2).unwrap();
+        model.set_weave(true);
+        let mut s = ModelState::new(model, None);
+        s.model.data(1, 0x9000, 8, false); // before the region
+        s.start_region();
+        s.model.data(0, 0x4000, 8, false);
+        s.start_part(2);
+        s.model.data(0, 0x5000, 8, false);
+        s.model.data(0, 0x6000, 8, false);
+        s.end_part();
+        s.end_region();
+        let text = written(&s);
+        assert_eq!(count(&text, "kernel:l1d-misses"), [3]);
+        assert_eq!(count(&text, "part2/kernel:l1d-misses"), [2]);
+        let mut settings = Vec::new();
+        s.write_settings(&mut settings).unwrap();
+        let settings = String::from_utf8(settings).unwrap();
+        assert!(settings.contains("# model weave: "), "{settings}");
+    }
+
+    #[test]
     fn parts_do_not_nest() {
         let mut s = state();
         s.start_region();
@@ -1288,6 +1385,7 @@ mod tests {
                 },
             ),
             (0x40_2000, 2, 4, BlockEnd::Indirect { pc: 0x40_2003 }),
+            (0xffff_ffff_8100_2000, 2, 2, BlockEnd::Halt),
         ];
         for (pc, instructions, bytes, end) in cases {
             let record = ModelBlock::new(pc, instructions, bytes, end);

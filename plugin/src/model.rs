@@ -8,9 +8,10 @@
 //! invalidates the line in the other vCPUs' L1d and L2; the invalidated tag
 //! keeps its place in the set, so that vCPU's next access to the line finds
 //! it invalid and counts a *coherence miss*, served by the other core rather
-//! than by the next level. Conditional branches go through a gshare table of
-//! 2-bit counters; indirect branches and returns through a branch target
-//! buffer that predicts the last target seen at the branch.
+//! than by the next level. Each core predicts its own branches: conditional
+//! branches go through its gshare table of 2-bit counters; indirect
+//! branches and returns through its branch target buffer, which predicts
+//! the last target seen at the branch.
 //!
 //! Nothing here depends on host addresses, time or randomness: the same
 //! streams give the same counts.
@@ -286,11 +287,16 @@ pub struct Counts {
     pub conditional_mispredicts: u64,
     pub indirect_branches: u64,
     pub indirect_mispredicts: u64,
+    /// Stores that had to invalidate a copy of their line another vCPU
+    /// held valid (a read for ownership), beyond any miss of their own: a
+    /// store that is a coherence miss already paid for the transfer. Not
+    /// among the L1d misses.
+    pub rfo_misses: u64,
 }
 
 impl Counts {
     /// The counts' names, in the order [`Counts::values`] gives them.
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "instructions",
         "l1i-misses",
         "l1d-misses",
@@ -301,9 +307,15 @@ impl Counts {
         "conditional-mispredicts",
         "indirect-branches",
         "indirect-mispredicts",
+        "rfo-misses",
     ];
 
-    pub fn values(&self) -> [u64; 10] {
+    /// The counts that only several vCPUs can make: the plugin leaves them
+    /// out of a one-vCPU file, which is thus the same as before they were
+    /// counted.
+    pub const SEVERAL_VCPUS_ONLY: [&'static str; 1] = ["rfo-misses"];
+
+    pub fn values(&self) -> [u64; 11] {
         [
             self.instructions,
             self.l1i_misses,
@@ -315,47 +327,43 @@ impl Counts {
             self.conditional_mispredicts,
             self.indirect_branches,
             self.indirect_mispredicts,
+            self.rfo_misses,
         ]
+    }
+
+    /// The counts of [`Counts::values`]' order.
+    pub fn from_values(v: [u64; 11]) -> Counts {
+        Counts {
+            instructions: v[0],
+            l1i_misses: v[1],
+            l1d_misses: v[2],
+            l2_misses: v[3],
+            llc_misses: v[4],
+            coherence_misses: v[5],
+            conditional_branches: v[6],
+            conditional_mispredicts: v[7],
+            indirect_branches: v[8],
+            indirect_mispredicts: v[9],
+            rfo_misses: v[10],
+        }
     }
 
     /// The counts from `earlier` to `self`.
     pub fn since(&self, earlier: &Counts) -> Counts {
         let (a, b) = (self.values(), earlier.values());
-        let d: Vec<u64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
-        Counts {
-            instructions: d[0],
-            l1i_misses: d[1],
-            l1d_misses: d[2],
-            l2_misses: d[3],
-            llc_misses: d[4],
-            coherence_misses: d[5],
-            conditional_branches: d[6],
-            conditional_mispredicts: d[7],
-            indirect_branches: d[8],
-            indirect_mispredicts: d[9],
-        }
+        Counts::from_values(std::array::from_fn(|i| a[i] - b[i]))
     }
 
     pub fn add(&mut self, other: &Counts) {
         let (a, b) = (self.values(), other.values());
-        let s: Vec<u64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
-        *self = Counts {
-            instructions: s[0],
-            l1i_misses: s[1],
-            l1d_misses: s[2],
-            l2_misses: s[3],
-            llc_misses: s[4],
-            coherence_misses: s[5],
-            conditional_branches: s[6],
-            conditional_mispredicts: s[7],
-            indirect_branches: s[8],
-            indirect_mispredicts: s[9],
-        };
+        *self = Counts::from_values(std::array::from_fn(|i| a[i] + b[i]));
     }
 
     /// Instructions, plus each access's cost by where it was served, plus
-    /// the mispredictions' cost:
-    /// `I + l2·(L1 − coh − L2) + llc·(L2 − LLC) + mem·LLC + coh_c·coh + bp·mispredicts`.
+    /// each read for ownership at the cost of a transfer from another core
+    /// (the store waits for the other copies' invalidation), plus the
+    /// mispredictions' cost:
+    /// `I + l2·(L1 − coh − L2) + llc·(L2 − LLC) + mem·LLC + coh_c·(coh + rfo) + bp·mispredicts`.
     pub fn estimated_cycles(&self, c: &Config) -> u64 {
         let l1 = self.l1i_misses + self.l1d_misses;
         let from_l2 = l1 - self.coherence_misses - self.l2_misses;
@@ -364,7 +372,7 @@ impl Counts {
             + c.l2_cycles * from_l2
             + c.llc_cycles * from_llc
             + c.memory_cycles * self.llc_misses
-            + c.coherence_cycles * self.coherence_misses
+            + c.coherence_cycles * (self.coherence_misses + self.rfo_misses)
             + c.mispredict_cycles * (self.conditional_mispredicts + self.indirect_mispredicts)
     }
 }
@@ -386,6 +394,9 @@ pub enum BlockEnd {
     Conditional { pc: u64, target: u64, next: u64 },
     /// An indirect jump or call, or a return, at `pc`.
     Indirect { pc: u64 },
+    /// `hlt` or `mwait`: nothing to predict, and the vCPU sleeps until an
+    /// interrupt wakes it.
+    Halt,
 }
 
 /// Entries of each vCPU's table of the lines it owns (see `Core::owned`).
@@ -400,6 +411,12 @@ struct Core {
     mode: Mode,
     /// The branch that ended the last block, resolved by the next block.
     pending: BlockEnd,
+    /// This core's own predictors: a gshare table of 2-bit counters, its
+    /// global history, and a branch target buffer. Each core has its own,
+    /// so one vCPU's branches never train or disturb another's.
+    gshare: Box<[u8]>,
+    history: u64,
+    btb: Box<[u64]>,
     counts: [Counts; 2],
     /// Lines this vCPU stored to, invalidating every other vCPU's copy,
     /// that no other vCPU has brought into its L1d or L2 since: another
@@ -416,11 +433,167 @@ pub struct Model {
     pub config: Config,
     cores: Vec<Core>,
     llc: Cache,
-    gshare: Vec<u8>,
     gshare_mask: u64,
-    history: u64,
-    btb: Vec<u64>,
     btb_mask: u64,
+    /// The vCPUs' cache events held back to be interleaved, when on
+    /// ([`Model::set_weave`]).
+    weave: Option<Box<Weave>>,
+}
+
+/// How far apart the instructions the vCPUs ran in a round may be for it
+/// to close: a quarter of the most, or this many where that is less.
+const SLACK: u64 = 1024;
+
+/// Events a round holds at most: a vCPU that runs on alone (the others
+/// idle, so no turn changes) has its events replayed in rounds of this
+/// many rather than kept without bound.
+const ROUND_EVENTS: usize = 1 << 20;
+
+/// What a held-back event does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Kind {
+    Fetch,
+    Load,
+    Store,
+}
+
+/// One cache event of a vCPU's turn, held back for the weave.
+#[derive(Debug, Clone, Copy)]
+struct Event {
+    /// The vCPU's instructions in its turn before the block it is of
+    /// started: where the event falls in the turn.
+    time: u64,
+    /// Its line, or a block's first line.
+    line: u64,
+    /// The block it is of, as [`Model::tag`] set it, for the attribution.
+    tag: u32,
+    /// A block's lines from `line` on (0 for a data access).
+    lines: u16,
+    kind: Kind,
+    mode: Mode,
+}
+
+/// The counts one replayed event made on a vCPU, for the attribution.
+#[derive(Debug, Clone, Copy)]
+pub struct Replayed {
+    pub vcpu: usize,
+    pub tag: u32,
+    pub counts: [Counts; 2],
+}
+
+/// Bound and weave, after ZSim (Sanchez and Kozyrakis, ISCA 2013),
+/// adapted to round-robin TCG. Round-robin TCG runs one vCPU's whole turn,
+/// then the next one's, so a line two vCPUs write in their turns would
+/// change hands once a turn instead of at every write as it does when the
+/// cores run at once. So each vCPU's cache events (instruction fetches,
+/// loads, stores) are held back, stamped with the vCPU's instructions since
+/// the round began, and the round's events of all vCPUs are replayed
+/// through the caches merged by that stamp, as if the vCPUs had run side by
+/// side. A round closes when a vCPU that ran in it begins another turn and
+/// the vCPUs that ran in it have run about as many instructions each
+/// ([`SLACK`]): QEMU's turns are not all alike (a long turn of one vCPU
+/// often comes with a turn of a few instructions of the other, then the
+/// other way round), and closing at every vCPU's second turn would pair a
+/// long turn with a short one. Instructions and branch prediction, each
+/// vCPU's own, are counted at once.
+#[derive(Debug, Clone)]
+struct Weave {
+    /// The vCPU whose turn it is, `usize::MAX` before the first.
+    current: usize,
+    /// Per vCPU: whether it had a turn in the round.
+    taken: Vec<bool>,
+    /// Per vCPU: its instructions so far in the round.
+    clock: Vec<u64>,
+    /// Per vCPU: whether its last block ended in `hlt` or `mwait`: it
+    /// sleeps, and holds no round open.
+    asleep: Vec<bool>,
+    /// Per vCPU: the stamp of its running block's events.
+    now: Vec<u64>,
+    /// Per vCPU: the running block's tag.
+    tags: Vec<u32>,
+    /// Per vCPU: its events of the round, in its order.
+    events: Vec<Vec<Event>>,
+    held: usize,
+    /// Per vCPU: how far the replay has come in its events.
+    at: Vec<usize>,
+    /// Whether replayed events' counts are kept for [`Model::drain_replayed`].
+    record: bool,
+    replayed: Vec<Replayed>,
+    /// Rounds replayed, turns begun, instructions run while weaving.
+    rounds: u64,
+    turns: u64,
+    instructions: u64,
+}
+
+impl Weave {
+    fn new(vcpus: usize) -> Weave {
+        Weave {
+            current: usize::MAX,
+            taken: vec![false; vcpus],
+            clock: vec![0; vcpus],
+            asleep: vec![false; vcpus],
+            now: vec![0; vcpus],
+            tags: vec![u32::MAX; vcpus],
+            events: vec![Vec::new(); vcpus],
+            held: 0,
+            at: vec![0; vcpus],
+            record: false,
+            replayed: Vec::new(),
+            rounds: 0,
+            turns: 0,
+            instructions: 0,
+        }
+    }
+
+    /// `v` begins a turn. One that slept woke during the turn of the vCPU
+    /// before it (QEMU skips a sleeping vCPU's turns without a word): its
+    /// events follow that vCPU's so far, which may have woken it.
+    fn begin(&mut self, v: usize) {
+        if self.asleep[v] {
+            self.asleep[v] = false;
+            if let Some(&before) = self.clock.get(self.current) {
+                self.clock[v] = self.clock[v].max(before);
+            }
+        }
+        self.taken[v] = true;
+        self.now[v] = self.clock[v];
+        self.current = v;
+    }
+
+    /// Whether the vCPUs awake that ran in the round ran about as many
+    /// instructions each.
+    fn balanced(&self) -> bool {
+        let ran = || {
+            (0..self.clock.len())
+                .filter(|&v| self.taken[v] && !self.asleep[v])
+                .map(|v| self.clock[v])
+        };
+        let (most, least) = (ran().max().unwrap_or(0), ran().min().unwrap_or(0));
+        most - least <= (most / 4).max(SLACK)
+    }
+
+    #[inline(always)]
+    fn hold(&mut self, v: usize, line: u64, lines: u16, kind: Kind, mode: Mode) {
+        self.events[v].push(Event {
+            time: self.now[v],
+            line,
+            tag: self.tags[v],
+            lines,
+            kind,
+            mode,
+        });
+        self.held += 1;
+    }
+}
+
+/// How much the weave did: rounds replayed, turns begun, instructions run
+/// while weaving.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WeaveStats {
+    pub rounds: u64,
+    pub turns: u64,
+    pub instructions: u64,
 }
 
 impl Model {
@@ -432,18 +605,19 @@ impl Model {
             l2: Cache::new(config.l2)?,
             mode: Mode::Kernel,
             pending: BlockEnd::Other,
+            // Weakly not taken: one taken outcome turns a counter.
+            gshare: vec![1; 1 << config.gshare_bits].into_boxed_slice(),
+            history: 0,
+            btb: vec![EMPTY; 1 << config.btb_bits].into_boxed_slice(),
             counts: [Counts::default(); 2],
             owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
             llc: Cache::new(config.llc)?,
-            // Weakly not taken: one taken outcome turns a counter.
-            gshare: vec![1; 1 << config.gshare_bits],
             gshare_mask: (1 << config.gshare_bits) - 1,
-            history: 0,
-            btb: vec![EMPTY; 1 << config.btb_bits],
             btb_mask: (1 << config.btb_bits) - 1,
+            weave: None,
             config,
         })
     }
@@ -453,6 +627,11 @@ impl Model {
     #[inline(always)]
     fn index(&self, vcpu: usize) -> usize {
         vcpu.min(self.cores.len() - 1)
+    }
+
+    /// The cores modelled.
+    pub fn vcpus(&self) -> usize {
+        self.cores.len()
     }
 
     /// The counts of every vCPU, user and kernel.
@@ -479,6 +658,9 @@ impl Model {
         end: BlockEnd,
     ) {
         let v = self.index(vcpu);
+        if self.weave.is_some() {
+            self.turn(v);
+        }
         let pending = std::mem::replace(&mut self.cores[v].pending, end);
         if pending != BlockEnd::Other {
             self.resolve_branch(v, pending, pc);
@@ -486,18 +668,32 @@ impl Model {
         let core = &mut self.cores[v];
         core.mode = mode;
         core.counts[mode as usize].instructions += instructions;
+        if let Some(w) = self.weave.as_mut() {
+            let time = w.clock[v];
+            w.now[v] = time;
+            w.clock[v] = time + instructions;
+            w.instructions += instructions;
+            if !lines.is_empty() {
+                // A block spans at most two pages: its lines fit.
+                let n = (lines.end - lines.start).min(u64::from(u16::MAX)) as u16;
+                w.hold(v, lines.start, n, Kind::Fetch, mode);
+            }
+            if end == BlockEnd::Halt {
+                w.asleep[v] = true;
+            }
+            return;
+        }
         for line in lines {
             if self.cores[v].l1i.access(line) != Lookup::Hit {
-                self.fetch_miss(v, line);
+                self.fetch_miss(v, line, mode as usize);
             }
         }
     }
 
-    /// An instruction fetch that missed the L1i.
+    /// An instruction fetch that missed the L1i, counted in `mode`.
     #[inline(never)]
-    fn fetch_miss(&mut self, v: usize, line: u64) {
+    fn fetch_miss(&mut self, v: usize, line: u64, mode: usize) {
         let core = &mut self.cores[v];
-        let mode = core.mode as usize;
         core.counts[mode].l1i_misses += 1;
         if core.l2.access(line) == Lookup::Hit {
             return;
@@ -529,32 +725,230 @@ impl Model {
         let v = self.index(vcpu);
         let first = (address >> LINE_BITS) | space;
         let last = (address.wrapping_add(size.max(1) - 1) >> LINE_BITS) | space;
+        if self.weave.is_some() {
+            self.hold_data(v, first, last, store);
+            return;
+        }
         self.data_line(v, first, store);
         if last != first {
             self.data_line(v, last, store);
         }
     }
 
+    fn hold_data(&mut self, v: usize, first: u64, last: u64, store: bool) {
+        self.turn(v);
+        let mode = self.cores[v].mode;
+        let kind = if store { Kind::Store } else { Kind::Load };
+        let Some(w) = self.weave.as_mut() else { return };
+        w.hold(v, first, 0, kind, mode);
+        if last != first {
+            w.hold(v, last, 0, kind, mode);
+        }
+    }
+
+    /// Holds back every vCPU's cache events from now on and replays them
+    /// interleaved, round by round (see [`Weave`]), when `on` and there
+    /// are several vCPUs; counts every event at once otherwise (what is
+    /// held is replayed first).
+    pub fn set_weave(&mut self, on: bool) {
+        self.flush();
+        self.weave = (on && self.cores.len() > 1).then(|| Box::new(Weave::new(self.cores.len())));
+    }
+
+    /// Whether events are held back for the weave.
+    pub fn weaving(&self) -> bool {
+        self.weave.is_some()
+    }
+
+    /// Keeps each replayed event's counts, with its vCPU and the tag of its
+    /// block, for [`Model::drain_replayed`].
+    pub fn record_replayed(&mut self, on: bool) {
+        if let Some(w) = self.weave.as_mut() {
+            w.record = on;
+        }
+    }
+
+    /// The events `vcpu` holds back from now on belong to the block `tag`.
+    #[inline]
+    pub fn tag(&mut self, vcpu: usize, tag: u32) {
+        let v = self.index(vcpu);
+        if let Some(w) = self.weave.as_mut() {
+            w.tags[v] = tag;
+        }
+    }
+
+    /// Gives `f` every replayed event's counts kept since the last call,
+    /// in the order of the replay.
+    pub fn drain_replayed(&mut self, mut f: impl FnMut(&Replayed)) {
+        if let Some(w) = self.weave.as_mut() {
+            for r in w.replayed.drain(..) {
+                f(&r);
+            }
+        }
+    }
+
+    /// How much the weave did so far.
+    pub fn weave_stats(&self) -> Option<WeaveStats> {
+        self.weave.as_ref().map(|w| WeaveStats {
+            rounds: w.rounds,
+            turns: w.turns,
+            instructions: w.instructions,
+        })
+    }
+
+    /// `vcpu` is about to make an event: a vCPU other than the last one
+    /// begins its turn, and the round closes first if that vCPU had a turn
+    /// in it already and the vCPUs are even (or the round holds too many
+    /// events). Called by
+    /// every event; a caller that must see the replayed counts before an
+    /// event (the attribution) calls it before.
+    #[inline(always)]
+    pub fn turn(&mut self, vcpu: usize) {
+        let v = self.index(vcpu);
+        if let Some(w) = self.weave.as_ref() {
+            if w.current != v || w.held >= ROUND_EVENTS {
+                self.next_turn(v);
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn next_turn(&mut self, v: usize) {
+        let Some(w) = self.weave.as_mut() else { return };
+        if w.current != v {
+            if w.taken[v] && w.balanced() {
+                self.replay_round();
+            }
+            let w = self.weave.as_mut().expect("weaving");
+            w.begin(v);
+            w.turns += 1;
+        } else {
+            // A vCPU alone with too many events: its turn goes on in a new
+            // round.
+            self.replay_round();
+            self.weave.as_mut().expect("weaving").begin(v);
+        }
+    }
+
+    /// Replays every event held back: before counts are read. The vCPU
+    /// running goes on as if beginning a turn.
+    pub fn flush(&mut self) {
+        if self.weave.is_none() {
+            return;
+        }
+        self.replay_round();
+        let w = self.weave.as_mut().expect("weaving");
+        if w.current < w.taken.len() {
+            let v = w.current;
+            w.begin(v);
+        }
+    }
+
+    /// Replays the round's events of every vCPU merged by their stamps
+    /// (the lower vCPU first where they are equal), then begins a new round.
+    fn replay_round(&mut self) {
+        let Some(mut w) = self.weave.take() else {
+            return;
+        };
+        if w.held > 0 {
+            w.rounds += 1;
+        }
+        let n = w.events.len();
+        w.at.iter_mut().for_each(|a| *a = 0);
+        loop {
+            // The vCPU with the earliest next event, and the next earliest
+            // of the others: the first one's events are replayed in a run
+            // until they pass the second's.
+            let mut first: Option<(u64, usize)> = None;
+            let mut second: Option<(u64, usize)> = None;
+            for v in 0..n {
+                let Some(e) = w.events[v].get(w.at[v]) else {
+                    continue;
+                };
+                let key = (e.time, v);
+                if first.is_none_or(|f| key < f) {
+                    second = first;
+                    first = Some(key);
+                } else if second.is_none_or(|s| key < s) {
+                    second = Some(key);
+                }
+            }
+            let Some((_, v)) = first else { break };
+            let events = std::mem::take(&mut w.events[v]);
+            let mut i = w.at[v];
+            while let Some(&e) = events.get(i) {
+                if second.is_some_and(|s| (e.time, v) > s) {
+                    break;
+                }
+                self.replay(v, e, &mut w);
+                i += 1;
+            }
+            w.at[v] = i;
+            w.events[v] = events;
+        }
+        for events in &mut w.events {
+            events.clear();
+        }
+        w.taken.iter_mut().for_each(|t| *t = false);
+        w.clock.iter_mut().for_each(|c| *c = 0);
+        w.held = 0;
+        self.weave = Some(w);
+    }
+
+    /// One held-back event of vCPU `v`, through the caches.
+    #[inline(always)]
+    fn replay(&mut self, v: usize, e: Event, w: &mut Weave) {
+        let before = w.record.then(|| self.cores[v].counts);
+        let mode = e.mode as usize;
+        match e.kind {
+            Kind::Fetch => {
+                for line in e.line..e.line + u64::from(e.lines) {
+                    if self.cores[v].l1i.access(line) != Lookup::Hit {
+                        self.fetch_miss(v, line, mode);
+                    }
+                }
+            }
+            Kind::Load => self.data_line_in(v, e.line, false, mode),
+            Kind::Store => self.data_line_in(v, e.line, true, mode),
+        }
+        if let Some(before) = before {
+            let after = self.cores[v].counts;
+            if after != before {
+                w.replayed.push(Replayed {
+                    vcpu: v,
+                    tag: e.tag,
+                    counts: [after[0].since(&before[0]), after[1].since(&before[1])],
+                });
+            }
+        }
+    }
+
     #[inline(always)]
     fn data_line(&mut self, v: usize, line: u64, store: bool) {
+        let mode = self.cores[v].mode as usize;
+        self.data_line_in(v, line, store, mode);
+    }
+
+    /// A data access to `line` by vCPU `v`, counted in `mode`.
+    #[inline(always)]
+    fn data_line_in(&mut self, v: usize, line: u64, store: bool, mode: usize) {
         let l1 = self.cores[v].l1d.access(line);
-        if l1 != Lookup::Hit {
-            self.data_miss(v, line, l1);
-        }
+        let coherence = l1 != Lookup::Hit && self.data_miss(v, line, l1, mode);
         if store && self.cores.len() > 1 {
-            self.store_shared(v, line);
+            self.store_shared(v, line, coherence, mode);
         }
     }
 
     /// A data access that did not hit the L1d (`l1` says whether the line
-    /// was missing or there invalidated), which the L1d has just filled.
+    /// was missing or there invalidated), which the L1d has just filled:
+    /// whether another core served it (a coherence miss).
     #[inline(never)]
-    fn data_miss(&mut self, v: usize, line: u64, l1: Lookup) {
+    fn data_miss(&mut self, v: usize, line: u64, l1: Lookup, mode: usize) -> bool {
         let core = &mut self.cores[v];
-        let mode = core.mode as usize;
         core.counts[mode].l1d_misses += 1;
         let l2 = core.l2.access(line);
-        if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
+        let coherence = l1 == Lookup::Invalidated || l2 == Lookup::Invalidated;
+        if coherence {
             core.counts[mode].coherence_misses += 1;
             // The other core's copy passes through the shared level.
             self.llc.access(line);
@@ -567,6 +961,7 @@ impl Model {
         if self.cores.len() > 1 {
             self.disown(v, line);
         }
+        coherence
     }
 
     /// `line` has become valid in vCPU `v`'s L1d or L2: no other vCPU owns
@@ -582,24 +977,32 @@ impl Model {
 
     /// A store by vCPU `v` invalidates `line` in every other vCPU's L1d and
     /// L2, unless `v` owns the line (then no other vCPU holds it valid).
+    /// Invalidating a valid copy is a read for ownership, which the store
+    /// waits for, unless the store's own access was a coherence miss (that
+    /// transfer brought the line with its ownership).
     #[inline]
-    fn store_shared(&mut self, v: usize, line: u64) {
+    fn store_shared(&mut self, v: usize, line: u64, coherence: bool, mode: usize) {
         let slot = line as usize % OWNED_SLOTS;
         if self.cores[v].owned[slot] == line {
             return;
         }
-        self.invalidate_others(v, line);
+        if self.invalidate_others(v, line) && !coherence {
+            self.cores[v].counts[mode].rfo_misses += 1;
+        }
         self.cores[v].owned[slot] = line;
     }
 
+    /// Whether any other vCPU held `line` valid.
     #[inline(never)]
-    fn invalidate_others(&mut self, v: usize, line: u64) {
+    fn invalidate_others(&mut self, v: usize, line: u64) -> bool {
+        let mut held = false;
         for (other, core) in self.cores.iter_mut().enumerate() {
             if other != v {
-                core.l1d.invalidate(line);
-                core.l2.invalidate(line);
+                held |= core.l1d.invalidate(line);
+                held |= core.l2.invalidate(line);
             }
         }
+        held
     }
 
     /// The branch that ended the last block of vCPU `v` (`pending`, not
@@ -608,7 +1011,7 @@ impl Model {
     fn resolve_branch(&mut self, v: usize, pending: BlockEnd, pc: u64) {
         let mode = self.cores[v].mode as usize;
         match pending {
-            BlockEnd::Other => {}
+            BlockEnd::Other | BlockEnd::Halt => {}
             BlockEnd::Conditional {
                 pc: at,
                 target,
@@ -626,26 +1029,28 @@ impl Model {
                     return;
                 };
                 let mask = self.gshare_mask;
-                let index = ((at ^ self.history) & mask) as usize;
-                let counter = &mut self.gshare[index];
+                let core = &mut self.cores[v];
+                let index = ((at ^ core.history) & mask) as usize;
+                let counter = &mut core.gshare[index];
                 let predicted = *counter >= 2;
                 *counter = if taken {
                     (*counter + 1).min(3)
                 } else {
                     counter.saturating_sub(1)
                 };
-                self.history = ((self.history << 1) | u64::from(taken)) & mask;
-                let c = &mut self.cores[v].counts[mode];
+                core.history = ((core.history << 1) | u64::from(taken)) & mask;
+                let c = &mut core.counts[mode];
                 c.conditional_branches += 1;
                 if predicted != taken {
                     c.conditional_mispredicts += 1;
                 }
             }
             BlockEnd::Indirect { pc: at } => {
-                let slot = &mut self.btb[(at & self.btb_mask) as usize];
+                let core = &mut self.cores[v];
+                let slot = &mut core.btb[(at & self.btb_mask) as usize];
                 let hit = *slot == pc;
                 *slot = pc;
-                let c = &mut self.cores[v].counts[mode];
+                let c = &mut core.counts[mode];
                 c.indirect_branches += 1;
                 if !hit {
                     c.indirect_mispredicts += 1;
@@ -718,6 +1123,8 @@ pub fn classify(pc: u64, bytes: &[u8]) -> BlockEnd {
         [0x0f, 0x80..=0x8f, r @ ..] => conditional(rel(r)),
         // ret, ret imm16
         [0xc3] | [0xc2, _, _] => BlockEnd::Indirect { pc },
+        // hlt, mwait
+        [0xf4] | [0x0f, 0x01, 0xc9] => BlockEnd::Halt,
         // call/jmp through a register or memory: ff /2, /3, /4, /5
         [0xff, modrm, ..] if matches!((modrm >> 3) & 7, 2..=5) => BlockEnd::Indirect { pc },
         _ => BlockEnd::Other,
@@ -861,6 +1268,47 @@ mod tests {
     }
 
     #[test]
+    fn a_store_to_a_line_others_hold_is_a_read_for_ownership() {
+        let mut m = user_model(small(), 3);
+        // vCPUs 1 and 2 read the line; vCPU 0 reads it too and then
+        // writes it: a hit of its own, but the other copies must go.
+        for v in [1, 2, 0] {
+            m.data(v, 0x4000, 8, false);
+        }
+        let before = user(&m);
+        m.data(0, 0x4000, 8, true);
+        let store = user(&m).since(&before);
+        assert_eq!(store.rfo_misses, 1, "one store, however many copies");
+        assert_eq!(store.l1d_misses, 0);
+        // A second store finds no other copy.
+        m.data(0, 0x4008, 8, true);
+        assert_eq!(user(&m).rfo_misses, 1);
+        // A store that misses its L1d on a line another vCPU holds: the
+        // miss (here from the L2 and beyond) and the read for ownership.
+        m.data(1, 0x8000, 8, false);
+        m.data(2, 0x8000, 8, true);
+        assert_eq!(user(&m).rfo_misses, 2);
+        // A store that is a coherence miss brought the line with its
+        // ownership: no read for ownership besides.
+        let before = user(&m);
+        m.data(1, 0x8000, 8, true);
+        let store = user(&m).since(&before);
+        assert_eq!((store.coherence_misses, store.rfo_misses), (1, 0));
+        // Each costs a transfer from another core in the estimate.
+        let c = Config::default();
+        let with = Counts {
+            rfo_misses: 3,
+            ..Counts::default()
+        };
+        assert_eq!(with.estimated_cycles(&c), 3 * c.coherence_cycles);
+        // Nothing of it on one vCPU.
+        let mut m = user_model(small(), 1);
+        m.data(0, 0x4000, 8, false);
+        m.data(0, 0x4000, 8, true);
+        assert_eq!(user(&m).rfo_misses, 0);
+    }
+
+    #[test]
     fn an_invalidated_line_that_was_evicted_is_an_ordinary_miss() {
         let mut m = user_model(small(), 2);
         m.data(1, 0x4000, 8, false);
@@ -916,6 +1364,7 @@ mod tests {
                             next: pc + bytes,
                         },
                         2 => BlockEnd::Indirect { pc: last },
+                        _ if next() % 4 == 0 => BlockEnd::Halt,
                         _ => BlockEnd::Other,
                     };
                     ends[vcpu] = end;
@@ -953,6 +1402,277 @@ mod tests {
             assert!(user.l1i_misses > 0 && kernel.l2_misses > 0 && user.llc_misses > 0);
             assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);
             assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
+            assert_eq!(vcpus > 1, user.rfo_misses > 0);
+        }
+    }
+
+    /// Two vCPUs each increment a counter (a load and a store) once per
+    /// block of 5 instructions, `increments` times in turns of `turn`
+    /// blocks, round-robin; the counters at `a` and `b`.
+    fn counters(m: &mut Model, a: u64, b: u64, increments: u64, turn: u64) {
+        let end = BlockEnd::Conditional {
+            pc: 0x1010,
+            target: 0x1000,
+            next: 0x1012,
+        };
+        let lines = lines(0x1000, 0x12);
+        let mut done = 0;
+        while done < increments {
+            for (v, address) in [(0, a), (1, b)] {
+                for _ in done..(done + turn).min(increments) {
+                    m.block(v, 0x1000, Mode::User, 5, lines.clone(), end);
+                    m.data(v, address, 8, false);
+                    m.data(v, address, 8, true);
+                }
+            }
+            done += turn;
+        }
+        m.flush();
+    }
+
+    #[test]
+    fn woven_turns_bounce_a_shared_line_at_every_write_and_apart_lines_never() {
+        let woven = |a, b| {
+            let mut m = user_model(small(), 2);
+            m.set_weave(true);
+            counters(&mut m, a, b, 10_000, 1000);
+            user(&m)
+        };
+        let shared = woven(0x4000, 0x4008);
+        let apart = woven(0x4000, 0x4040);
+        // Side by side every increment finds the line taken by the other
+        // vCPU's last store.
+        assert!(shared.coherence_misses >= 19_000, "{shared:?}");
+        assert!(shared.coherence_misses + shared.rfo_misses >= 2 * 19_000);
+        assert_eq!((apart.coherence_misses, apart.rfo_misses), (0, 0));
+        // Turn after turn, the line changes hands once a turn.
+        let mut m = user_model(small(), 2);
+        counters(&mut m, 0x4000, 0x4008, 10_000, 1000);
+        let one_by_one = user(&m);
+        assert!(one_by_one.coherence_misses <= 40, "{one_by_one:?}");
+        // The same instructions and branches either way.
+        assert_eq!(shared.instructions, one_by_one.instructions);
+        assert_eq!(
+            shared.conditional_mispredicts,
+            one_by_one.conditional_mispredicts
+        );
+        let c = Config::default();
+        assert!(shared.estimated_cycles(&c) > 10 * apart.estimated_cycles(&c));
+    }
+
+    #[test]
+    fn a_long_turn_is_woven_with_the_others_long_turn_across_short_ones() {
+        // As QEMU's turns often come: vCPU 0 long, vCPU 1 a few blocks,
+        // vCPU 0 a few, vCPU 1 long; the long turns run side by side.
+        let mut m = user_model(small(), 2);
+        m.set_weave(true);
+        let end = BlockEnd::Other;
+        let (a, b) = (0x4000, 0x4008);
+        for _ in 0..10 {
+            for (v, address, blocks) in [(0, a, 1000), (1, b, 3), (0, a, 3), (1, b, 1000)] {
+                for _ in 0..blocks {
+                    m.block(v, 0x1000, Mode::User, 5, lines(0x1000, 0x10), end);
+                    m.data(v, address, 8, false);
+                    m.data(v, address, 8, true);
+                }
+            }
+        }
+        m.flush();
+        let c = user(&m);
+        assert!(c.coherence_misses > 19_000, "{c:?}");
+    }
+
+    #[test]
+    fn a_vcpu_that_wakes_follows_what_the_vcpu_before_it_did() {
+        let mut m = user_model(small(), 2);
+        m.set_weave(true);
+        let run = |m: &mut Model, v, end| {
+            m.block(v, 0x1000, Mode::User, 5, lines(0x1000, 0x10), end);
+        };
+        // vCPU 1 reads the line, then sleeps; vCPU 0 goes on.
+        run(&mut m, 1, BlockEnd::Other);
+        m.data(1, 0x4000, 8, false);
+        run(&mut m, 1, BlockEnd::Halt);
+        run(&mut m, 0, BlockEnd::Other);
+        // A new round, vCPU 0's alone so far (a marker's replay).
+        m.flush();
+        // A long turn of vCPU 0 that writes the line at its end, then
+        // vCPU 1 wakes (say to the interrupt vCPU 0 sent) and reads it.
+        for _ in 0..100 {
+            run(&mut m, 0, BlockEnd::Other);
+        }
+        m.data(0, 0x4000, 8, true);
+        run(&mut m, 1, BlockEnd::Other);
+        m.data(1, 0x4000, 8, false);
+        m.flush();
+        // The read comes after the write, as it did: a coherence miss
+        // (stamped from its turn's start it would have come first, a hit).
+        let c = m.vcpu_counts(1)[Mode::User as usize];
+        assert_eq!(c.coherence_misses, 1, "{c:?}");
+    }
+
+    #[test]
+    fn a_weave_on_one_vcpu_or_off_changes_nothing() {
+        let mut m = user_model(small(), 1);
+        m.set_weave(true);
+        assert!(!m.weaving());
+        let mut m = user_model(small(), 2);
+        m.set_weave(true);
+        assert!(m.weaving());
+        m.data(0, 0x4000, 8, true);
+        assert_eq!(user(&m).l1d_misses, 0, "held back");
+        m.set_weave(false);
+        assert_eq!(user(&m).l1d_misses, 1, "replayed when the weave stops");
+        m.data(1, 0x4000, 8, true);
+        assert_eq!(user(&m).coherence_misses, 0);
+        assert_eq!(user(&m).rfo_misses, 1);
+    }
+
+    /// Random turns of random events on 1 to 4 vCPUs (and a vCPU index
+    /// beyond them), now and then a flush in a turn (as a marker makes):
+    /// the woven model counts what the model taking every event at once
+    /// counts when given each round's events sorted by their vCPU's
+    /// instructions in the round, the lower vCPU first where equal.
+    #[test]
+    fn the_weave_counts_what_the_rounds_merged_by_hand_count() {
+        for vcpus in 1..=4 {
+            let mut woven = Model::new(small(), vcpus).unwrap();
+            woven.set_weave(true);
+            let mut by_hand = Model::new(small(), vcpus).unwrap();
+            let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ vcpus as u64;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            // (stamp, vCPU, order of arrival, event): the round so far.
+            #[derive(Clone)]
+            enum Op {
+                Block(u64, Mode, u64, Range<u64>, BlockEnd),
+                Data(u64, u64, bool),
+            }
+            let mut round: Vec<(u64, usize, usize, Op)> = Vec::new();
+            let mut taken = vec![false; vcpus];
+            let mut clock = vec![0u64; vcpus];
+            let mut asleep = vec![false; vcpus];
+            let mut now = vec![0u64; vcpus];
+            let mut ends = vec![BlockEnd::Other; vcpus];
+            let mut seq = 0;
+            let replay = |round: &mut Vec<(u64, usize, usize, Op)>, m: &mut Model| {
+                round.sort_by_key(|(t, v, s, _)| (*t, *v, *s));
+                for (_, v, _, op) in round.drain(..) {
+                    match op {
+                        Op::Block(pc, mode, n, lines, end) => m.block(v, pc, mode, n, lines, end),
+                        Op::Data(a, size, store) => m.data(v, a, size, store),
+                    }
+                }
+            };
+            let mut current = usize::MAX;
+            for _ in 0..2000 {
+                // A turn: a vCPU (now and then one beyond those announced,
+                // which shares the last core), sometimes the same again;
+                // short and long ones, so that rounds close both even and
+                // after uneven turns have evened out.
+                let asked = (next() % (vcpus as u64 + 1)) as usize;
+                let v = asked.min(vcpus - 1);
+                let events = if next() % 4 == 0 {
+                    next() % 600
+                } else {
+                    next() % 60
+                };
+                for _ in 0..events {
+                    // The model sees a turn begin with its first event.
+                    if v != current {
+                        let ran = || {
+                            (0..vcpus)
+                                .filter(|&u| taken[u] && !asleep[u])
+                                .map(|u| clock[u])
+                        };
+                        let (most, least) = (ran().max().unwrap_or(0), ran().min().unwrap_or(0));
+                        if taken[v] && most - least <= (most / 4).max(SLACK) {
+                            replay(&mut round, &mut by_hand);
+                            taken.iter_mut().for_each(|t| *t = false);
+                            clock.iter_mut().for_each(|c| *c = 0);
+                        }
+                        // A vCPU that slept woke during the last one's turn.
+                        if asleep[v] {
+                            asleep[v] = false;
+                            if current < vcpus {
+                                clock[v] = clock[v].max(clock[current]);
+                            }
+                        }
+                        taken[v] = true;
+                        now[v] = clock[v];
+                        current = v;
+                    }
+                    let op = if next() % 10 < 3 {
+                        let pc = match (ends[v], next() % 3) {
+                            (BlockEnd::Conditional { target, .. }, 0) => target,
+                            (BlockEnd::Conditional { next, .. }, 1) => next,
+                            _ => 0xc000 + next() % 0x8000,
+                        };
+                        let bytes = 1 + next() % 200;
+                        let end = match next() % 3 {
+                            0 => BlockEnd::Conditional {
+                                pc: pc + bytes - 2,
+                                target: 0xc000 + next() % 0x8000,
+                                next: pc + bytes,
+                            },
+                            1 => BlockEnd::Indirect { pc: pc + bytes - 1 },
+                            // Now and then the vCPU goes to sleep.
+                            _ if next() % 3 == 0 => BlockEnd::Halt,
+                            _ => BlockEnd::Other,
+                        };
+                        ends[v] = end;
+                        if end == BlockEnd::Halt {
+                            asleep[v] = true;
+                        }
+                        let mode = if next() % 2 == 0 {
+                            Mode::User
+                        } else {
+                            Mode::Kernel
+                        };
+                        let n = 1 + bytes / 3;
+                        now[v] = clock[v];
+                        clock[v] += n;
+                        woven.block(asked, pc, mode, n, lines(pc, bytes), end);
+                        Op::Block(pc, mode, n, lines(pc, bytes), end)
+                    } else {
+                        let address = match next() % 10 {
+                            0..=5 => 0x1_0000 + next() % 0x200,
+                            6..=8 => next() % 0x1_0000,
+                            _ => next() % 0x40_0000,
+                        };
+                        let size = 1 << (next() % 5);
+                        let store = next() % 5 < 2;
+                        woven.data(asked, address, size, store);
+                        Op::Data(address, size, store)
+                    };
+                    round.push((now[v], v, seq, op));
+                    seq += 1;
+                    // A marker: by the vCPU running, after an event of its.
+                    if next() % 200 == 0 {
+                        woven.flush();
+                        replay(&mut round, &mut by_hand);
+                        taken.iter_mut().for_each(|t| *t = false);
+                        clock.iter_mut().for_each(|c| *c = 0);
+                        taken[v] = true;
+                        asleep[v] = false;
+                        now[v] = 0;
+                        assert_eq!(woven.counts(), by_hand.counts());
+                    }
+                }
+            }
+            woven.flush();
+            replay(&mut round, &mut by_hand);
+            assert_eq!(woven.counts(), by_hand.counts());
+            let [user, kernel] = woven.counts();
+            assert!(user.l1d_misses > 0 && kernel.l1i_misses > 0);
+            assert_eq!(
+                vcpus > 1,
+                user.coherence_misses + kernel.coherence_misses > 0
+            );
         }
     }
 
@@ -998,6 +1718,45 @@ mod tests {
         branches(&mut m, period.iter().copied().cycle().take(10_000));
         let c = user(&m);
         assert!(c.conditional_mispredicts < 100, "{c:?}");
+    }
+
+    #[test]
+    fn each_vcpu_predicts_with_its_own_tables() {
+        // One indirect branch address, a different target on each vCPU,
+        // the vCPUs alternating: each core's BTB learns its own target, so
+        // only the first on each mispredicts.
+        let mut m = user_model(Config::default(), 2);
+        let end = BlockEnd::Indirect { pc: 0x2000 };
+        for _ in 0..50 {
+            for (v, to) in [(0, 0x3000), (1, 0x4000)] {
+                m.block(v, 0x1ff0, Mode::User, 3, 0..0, end);
+                m.block(v, to, Mode::User, 3, 0..0, BlockEnd::Other);
+            }
+        }
+        assert_eq!(user(&m).indirect_branches, 100);
+        assert_eq!(user(&m).indirect_mispredicts, 2);
+
+        // vCPU 0's always-taken branch mispredicts as often whether or not
+        // vCPU 1 runs a random branch at the same address in between.
+        let (pc, target, next) = (0x1010, 0x1000, 0x1012);
+        let end = BlockEnd::Conditional { pc, target, next };
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut alone = user_model(Config::default(), 2);
+        let mut beside = user_model(Config::default(), 2);
+        for _ in 0..1000 {
+            for m in [&mut alone, &mut beside] {
+                m.block(0, target, Mode::User, 4, 0..0, end);
+            }
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let to = if x & 1 == 1 { target } else { next };
+            beside.block(1, to, Mode::User, 4, 0..0, end);
+        }
+        let own = |m: &Model| m.vcpu_counts(0)[Mode::User as usize];
+        assert_eq!(own(&alone), own(&beside));
+        assert!(own(&alone).conditional_mispredicts <= 20);
+        assert!(beside.vcpu_counts(1)[Mode::User as usize].conditional_mispredicts > 300);
     }
 
     #[test]
@@ -1110,6 +1869,9 @@ mod tests {
             classify(0x100, &[0x3e, 0x41, 0xff, 0xe3]),
             BlockEnd::Indirect { pc: 0x100 }
         );
+        // hlt, mwait: the vCPU sleeps.
+        assert_eq!(classify(0x100, &[0xf4]), BlockEnd::Halt);
+        assert_eq!(classify(0x100, &[0x0f, 0x01, 0xc9]), BlockEnd::Halt);
         // jmp rel32, call rel32, inc (%rax): nothing to predict.
         assert_eq!(classify(0x100, &[0xe9, 0, 0, 0, 0]), BlockEnd::Other);
         assert_eq!(classify(0x100, &[0xe8, 0, 0, 0, 0]), BlockEnd::Other);

@@ -8,12 +8,20 @@ program as /init) under the plugin with model=cycles, and prints, for the
 timed region, cachegrind's and the model's user-space L1d misses, LL(C)
 misses and branch mispredicts side by side.
 
-    scripts/cycle-model-check/check.py [--kernel BZIMAGE] [--plugin SO] [PATTERN ...]
+    scripts/cycle-model-check/check.py [--kernel BZIMAGE] [--plugin SO] [--qemu QEMU] [PATTERN ...]
 
-`--sharing` instead boots the false-sharing pair (two processes each
-incrementing its own counter, 8 bytes apart in one line or a line apart)
-on 1 and on 2 vCPUs and prints the model's coherence misses (cachegrind
-runs threads one at a time and models no coherence).
+`--sharing` instead boots the sharing cases, two processes pinned to
+vCPUs of their own: each incrementing its own counter 8 bytes apart in
+one line (false sharing, `shared`) or a line apart (`apart`), and both
+adding to one counter with a locked add (true sharing, `true`), on 1 and
+on 2 vCPUs, and prints the model's coherence misses, reads for ownership
+and estimated cycles, and the ratios to `apart` (cachegrind runs threads
+one at a time and models no coherence: it has nothing to say here).
+`--rr-turn N[,N...]` boots the 2-vCPU cases once per cap of a vCPU's
+round-robin turn (`-accel tcg,rr-turn=N`, a QEMU that has it: see
+docs/cycle-model.md; 0 leaves turns uncapped; `--firmware DIR` for one
+run from its build tree), `--weave off` has the
+plugin count the vCPUs' turns one after the other instead of interleaved.
 
 Also: `--plain` boots each pattern a second time without the plugin and
 checks the guest time of the region is the same (icount: the plugin does
@@ -75,9 +83,11 @@ def cachegrind(binary, args, tmp):
     }
 
 
-def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1):
-    cmd = ["qemu-system-x86_64", "-nodefaults", "-no-user-config", "-display", "none",
-           "-no-reboot", "-accel", "tcg", "-cpu", "max", "-smp", str(cpus), "-m", "256",
+def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1, qemu="qemu-system-x86_64",
+         rr_turn=None, weave=None, firmware=()):
+    accel = "tcg" if rr_turn is None else f"tcg,rr-turn={rr_turn}"
+    cmd = [qemu, *[a for d in firmware for a in ("-L", d)], "-nodefaults", "-no-user-config", "-display", "none",
+           "-no-reboot", "-accel", accel, "-cpu", "max", "-smp", str(cpus), "-m", "256",
            "-kernel", kernel, "-initrd", initrd,
            "-append", "console=ttyS0 panic=-1 rdinit=/init quiet -- " + " ".join(args),
            "-serial", "stdio", "-monitor", "none",
@@ -85,24 +95,37 @@ def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1):
            "-seed", "1"]
     if plugin:
         settings = ",".join(f"{k}-bytes={b},{k}-ways={w}" for k, (b, w) in GEOMETRY.items())
-        cmd += ["-plugin", f"file={plugin},out={out},model=cycles,profile=off,{settings}"]
+        extra = "" if weave is None else f",weave={weave}"
+        cmd += ["-plugin", f"file={plugin},out={out},model=cycles,profile=off,{settings}{extra}"]
     started = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     m = re.search(r"region (\d+) ns", p.stdout)
     if not m:
         sys.exit(f"guest gave no region time: {p.stdout[-2000:]} {p.stderr[-2000:]}")
+    boot.stdout = p.stdout
     return int(m.group(1)), wall
 
 
 def model_counts(out):
     counts = {}
+    turn = None
     for line in open(out):
+        m = re.match(r"# model weave: (\d+) rounds, (\d+) turns, (\d+) instructions", line)
+        if m and int(m.group(2)):
+            turn = int(m.group(3)) // int(m.group(2))
         f = line.rstrip("\n").split("\t")
         if len(f) == 4 and f[1] == "model" and f[0] == "0":
             counts[f[2]] = int(f[3])
     u = lambda k: counts.get("user:" + k, 0)
+    both = lambda k: u(k) + counts.get("kernel:" + k, 0)
     return {
+        "turn": turn,
+        "all-coherence": both("coherence-misses"),
+        "all-rfo": both("rfo-misses"),
+        "all-cycles": both("estimated-cycles"),
+        "cycles": u("estimated-cycles"),
+        "rfo": u("rfo-misses"),
         "instructions": u("instructions"),
         "l1d": u("l1d-misses"),
         "ll": u("llc-misses"),
@@ -114,6 +137,36 @@ def model_counts(out):
     }
 
 
+def sharing(a, initrd, out):
+    """Boots the sharing cases and prints a row per boot, then the ratios."""
+    turns = [None] if a.rr_turn is None else [int(t) for t in a.rr_turn.split(",")]
+    print(f"{'case':7} {'vCPUs':>5} {'rr-turn':>7} {'coherence':>10} {'rfo':>9} "
+          f"{'est. cycles':>12} {'user: coh':>9} {'rfo':>8} {'est. cycles':>12} {'guest ms':>8} {'turn':>7} {'wall s':>6}")
+    for cpus in [int(c) for c in a.cpus.split(",")]:
+        for turn in (turns if cpus > 1 else [turns[0]]):
+            rows = {}
+            for pattern in ("shared", "apart", "true"):
+                ns, wall = boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=cpus,
+                                qemu=a.qemu, rr_turn=turn, weave=a.weave, firmware=a.firmware)
+                where = re.findall(r"(parent|child) pinned (yes|no), on cpu (\d+)", boot.stdout)
+                on = {who: int(cpu) for who, _, cpu in where}
+                if cpus > 1 and on != {"parent": 0, "child": 1}:
+                    sys.exit(f"{pattern}: the processes ran on {on}, not on vCPUs 0 and 1 apart")
+                c = model_counts(out)
+                rows[pattern] = c
+                print(f"{pattern:7} {cpus:>5} {'-' if turn is None else turn:>7} "
+                      f"{c['all-coherence']:>10} {c['all-rfo']:>9} {c['all-cycles']:>12} "
+                      f"{c['coherence']:>9} {c['rfo']:>8} {c['cycles']:>12} {ns / 1e6:>8.2f} {c['turn'] or '-':>7} {wall:>6.0f}",
+                      flush=True)
+            apart = rows["apart"]
+            for pattern in ("shared", "true"):
+                r = rows[pattern]
+                ratio = lambda k: r[k] / apart[k] if apart[k] else float("inf")
+                print(f"  {pattern}/apart: coherence misses x{ratio('all-coherence'):.1f}, "
+                      f"estimated cycles x{ratio('all-cycles'):.2f} (user x{ratio('cycles'):.2f})",
+                      flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", default=sorted(glob.glob(os.path.expanduser(
@@ -121,6 +174,12 @@ def main():
     ap.add_argument("--plugin", default=os.path.join(ROOT, "plugin/target/release/libmarkbench_profile_plugin.so"))
     ap.add_argument("--plain", action="store_true")
     ap.add_argument("--sharing", action="store_true")
+    ap.add_argument("--qemu", default="qemu-system-x86_64")
+    ap.add_argument("--rr-turn", help="caps of a vCPU's round-robin turn, comma-separated (2 vCPUs)")
+    ap.add_argument("--weave", choices=["on", "off"])
+    ap.add_argument("--firmware", action="append", default=[],
+                    help="a directory of firmware for QEMU (-L), for a QEMU run from its build tree")
+    ap.add_argument("--cpus", default="1,2", help="vCPU counts for --sharing")
     ap.add_argument("pattern", nargs="*")
     a = ap.parse_args()
     patterns = [p.split() for p in a.pattern] or PATTERNS
@@ -134,12 +193,7 @@ def main():
             ("dev", 0o40755, b"", 0, 0), ("dev/console", 0o20600, b"", 5, 1),
             ("init", 0o100755, data, 0, 0)]))
         if a.sharing:
-            for pattern in ("shared", "apart"):
-                for cpus in (1, 2):
-                    boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=cpus)
-                    c = model_counts(out)
-                    print(f"{pattern:7} {cpus} vCPU: user coherence misses {c['coherence']:>8}, "
-                          f"kernel {c['kernel-coherence']:>6}, user L1d misses {c['l1d']:>8}")
+            sharing(a, initrd, out)
             return
         print(f"{'pattern':16} {'':4} {'instr':>10} {'L1d miss':>10} {'LL miss':>10} {'cond br':>10} {'mispred':>10}")
         for args in patterns:

@@ -73,17 +73,33 @@ __attribute__((noinline)) static void region(void)
 		for (size_t i = 0; i < count; i++)
 			memcpy(buffer + 4096 * (i & 1), buffer + 4096 * (2 + (i & 1)), 4096);
 		break;
-	case 4: { /* two processes, each incrementing its own counter */
+	case 4: { /* two processes, each incrementing its own counter (or, with
+		   `bytes` 0, both one counter with a locked add) */
+		volatile uint64_t *ready = (volatile uint64_t *)(buffer + 2048);
 		pid_t child = fork();
 		/* Each process on a vCPU of its own where there are two (on one
-		 * the call fails and both share it). */
+		 * the call fails and both share it); each says where it runs. */
+		int want = child == 0 ? 1 : 0;
 		cpu_set_t cpus;
 		CPU_ZERO(&cpus);
-		CPU_SET(child == 0 ? 1 : 0, &cpus);
-		sched_setaffinity(0, sizeof cpus, &cpus);
+		CPU_SET(want, &cpus);
+		int pinned = sched_setaffinity(0, sizeof cpus, &cpus) == 0;
+		printf("%s pinned %s, on cpu %d\n", child == 0 ? "child" : "parent",
+		       pinned ? "yes" : "no", sched_getcpu());
+		fflush(stdout);
+		/* Both start counting together: each waits for the other
+		 * (yielding, so that on one vCPU the other gets to run). */
+		__atomic_add_fetch(ready, 1, __ATOMIC_SEQ_CST);
+		while (*ready < 2)
+			sched_yield();
 		volatile uint64_t *mine = (volatile uint64_t *)(buffer + (child == 0 ? 0 : bytes));
-		for (size_t i = 0; i < count; i++)
-			(*mine)++;
+		if (bytes == 0) {
+			for (size_t i = 0; i < count; i++)
+				__atomic_fetch_add(mine, 1, __ATOMIC_RELAXED);
+		} else {
+			for (size_t i = 0; i < count; i++)
+				(*mine)++;
+		}
 		if (child == 0)
 			_exit(0);
 		waitpid(child, 0, 0);
@@ -106,7 +122,7 @@ __attribute__((noinline)) static void region(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | shared|apart\n", argv[0]);
+		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | shared|apart|true\n", argv[0]);
 		return 2;
 	}
 	const char *what = argv[1];
@@ -141,12 +157,13 @@ int main(int argc, char **argv)
 		buffer = aligned_alloc(4096, bytes);
 		memset(buffer, 1, bytes);
 		count = 20000;
-	} else if (!strcmp(what, "shared") || !strcmp(what, "apart")) {
-		/* The counters 8 bytes apart (one line, false sharing) or a line apart. */
+	} else if (!strcmp(what, "shared") || !strcmp(what, "apart") || !strcmp(what, "true")) {
+		/* The counters 8 bytes apart (one line, false sharing), a line
+		 * apart, or one counter both add to (true sharing). */
 		mode = 4;
 		buffer = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		memset(buffer, 0, 4096);
-		bytes = !strcmp(what, "shared") ? 8 : LINE;
+		bytes = !strcmp(what, "shared") ? 8 : !strcmp(what, "apart") ? LINE : 0;
 		count = 200000;
 	} else {
 		mode = 3;

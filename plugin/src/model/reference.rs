@@ -69,6 +69,10 @@ struct Core {
     mode: Mode,
     /// The branch that ended the last block, resolved by the next block.
     pending: BlockEnd,
+    /// Each core's own predictors.
+    gshare: Vec<u8>,
+    history: u64,
+    btb: Vec<u64>,
     counts: [Counts; 2],
 }
 
@@ -78,9 +82,6 @@ pub struct Model {
     pub config: Config,
     cores: Vec<Core>,
     llc: Cache,
-    gshare: Vec<u8>,
-    history: u64,
-    btb: Vec<u64>,
 }
 
 impl Model {
@@ -92,15 +93,15 @@ impl Model {
             l2: Cache::new(config.l2)?,
             mode: Mode::Kernel,
             pending: BlockEnd::Other,
+            // Weakly not taken: one taken outcome turns a counter.
+            gshare: vec![1; 1 << config.gshare_bits],
+            history: 0,
+            btb: vec![EMPTY; 1 << config.btb_bits],
             counts: [Counts::default(); 2],
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
             llc: Cache::new(config.llc)?,
-            // Weakly not taken: one taken outcome turns a counter.
-            gshare: vec![1; 1 << config.gshare_bits],
-            history: 0,
-            btb: vec![EMPTY; 1 << config.btb_bits],
             config,
         })
     }
@@ -175,10 +176,12 @@ impl Model {
         let core = self.core(vcpu);
         let mode = core.mode as usize;
         let l1 = core.l1d.access(line);
+        let mut coherence = false;
         if l1 != Lookup::Hit {
             core.counts[mode].l1d_misses += 1;
             let l2 = core.l2.access(line);
             if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
+                coherence = true;
                 core.counts[mode].coherence_misses += 1;
                 // The other core's copy passes through the shared level.
                 self.llc.access(line);
@@ -191,11 +194,17 @@ impl Model {
         }
         if store && self.cores.len() > 1 {
             let me = vcpu.min(self.cores.len() - 1);
+            let mut held = false;
             for (other, core) in self.cores.iter_mut().enumerate() {
                 if other != me {
-                    core.l1d.invalidate(line);
-                    core.l2.invalidate(line);
+                    held |= core.l1d.invalidate(line);
+                    held |= core.l2.invalidate(line);
                 }
+            }
+            // Invalidating another's valid copy is a read for ownership,
+            // unless the store's own miss brought the line from that core.
+            if held && !coherence {
+                self.core(vcpu).counts[mode].rfo_misses += 1;
             }
         }
     }
@@ -205,7 +214,7 @@ impl Model {
         let mode = core.mode as usize;
         let pending = std::mem::replace(&mut core.pending, BlockEnd::Other);
         match pending {
-            BlockEnd::Other => {}
+            BlockEnd::Other | BlockEnd::Halt => {}
             BlockEnd::Conditional {
                 pc: at,
                 target,
@@ -223,16 +232,17 @@ impl Model {
                     return;
                 };
                 let mask = (1u64 << self.config.gshare_bits) - 1;
-                let index = ((at ^ self.history) & mask) as usize;
-                let counter = &mut self.gshare[index];
+                let core = self.core(vcpu);
+                let index = ((at ^ core.history) & mask) as usize;
+                let counter = &mut core.gshare[index];
                 let predicted = *counter >= 2;
                 *counter = if taken {
                     (*counter + 1).min(3)
                 } else {
                     counter.saturating_sub(1)
                 };
-                self.history = ((self.history << 1) | u64::from(taken)) & mask;
-                let c = &mut self.core(vcpu).counts[mode];
+                core.history = ((core.history << 1) | u64::from(taken)) & mask;
+                let c = &mut core.counts[mode];
                 c.conditional_branches += 1;
                 if predicted != taken {
                     c.conditional_mispredicts += 1;
@@ -240,10 +250,11 @@ impl Model {
             }
             BlockEnd::Indirect { pc: at } => {
                 let mask = (1u64 << self.config.btb_bits) - 1;
-                let slot = &mut self.btb[(at & mask) as usize];
+                let core = self.core(vcpu);
+                let slot = &mut core.btb[(at & mask) as usize];
                 let hit = *slot == pc;
                 *slot = pc;
-                let c = &mut self.core(vcpu).counts[mode];
+                let c = &mut core.counts[mode];
                 c.indirect_branches += 1;
                 if !hit {
                     c.indirect_mispredicts += 1;
