@@ -145,13 +145,17 @@ fn without_the_model_nothing_of_it_appears_and_the_times_are_the_same() {
     let report = std::fs::read_to_string(plain_dir.join("report.md")).unwrap();
     assert!(!report.contains("Cycle model"));
     assert!(!report.contains("estimated-cycles"));
-    let values = |dir: &Path| -> Vec<(String, u32, f64)> {
-        read_samples(dir)
+    // Boots side by side write their rows as they come: compare them in
+    // the order of the boots.
+    let values = |dir: &Path| -> Vec<(String, u32, String, u32, f64)> {
+        let mut rows: Vec<_> = read_samples(dir)
             .unwrap()
             .into_iter()
             .filter(|s| !markbench::base::cycle_model::is_model_metric(&s.metric))
-            .map(|s| (s.metric, s.iteration, s.value))
-            .collect()
+            .map(|s| (s.variant, s.boot, s.metric, s.iteration, s.value))
+            .collect();
+        rows.sort_by(|a, b| (&a.0, a.1, &a.2, a.3).cmp(&(&b.0, b.1, &b.2, b.3)));
+        rows
     };
     assert_eq!(values(&dir), values(&plain_dir));
 }

@@ -138,9 +138,10 @@ impl CycleModel {
             .collect()
     }
 
-    /// The estimate's formula with this model's figures, for the report.
-    pub fn formula(&self) -> String {
-        format!(
+    /// The estimate's formula with this model's figures, for the report;
+    /// with `several_vcpus` the reads for ownership too (one vCPU has none).
+    pub fn formula(&self, several_vcpus: bool) -> String {
+        let mut text = format!(
             "estimated-cycles = instructions + {}·(L1 misses − coherence misses − L2 misses) \
              + {}·(L2 misses − LLC misses) + {}·LLC misses + {}·coherence misses + {}·branch \
              mispredicts",
@@ -149,7 +150,14 @@ impl CycleModel {
             self.get("memory-cycles"),
             self.get("coherence-cycles"),
             self.get("mispredict-cycles")
-        )
+        );
+        if several_vcpus {
+            text.push_str(&format!(
+                " + {}·reads for ownership",
+                self.get("coherence-cycles")
+            ));
+        }
+        text
     }
 
     /// The caches in a few words, for the report.
@@ -209,9 +217,14 @@ pub const METRICS: &[(&str, &str)] = &[
     ("branch-mispredicts", "mispredicts"),
 ];
 
+/// The points the model adds on several vCPUs only: a store that takes a
+/// line from another vCPU's cache (a read for ownership). A region without
+/// the count (every 1-vCPU region) has no such point.
+pub const SMP_METRICS: &[(&str, &str)] = &[("rfo-misses", "misses")];
+
 /// Whether a metric is one the model adds.
 pub fn is_model_metric(metric: &str) -> bool {
-    METRICS.iter().any(|(m, _)| *m == metric)
+    METRICS.iter().chain(SMP_METRICS).any(|(m, _)| *m == metric)
 }
 
 /// The point of [`METRICS`] that a count of the plugin's goes to (both
@@ -222,7 +235,11 @@ pub fn metric_of_count(count: &str) -> Option<&'static str> {
     match count {
         "conditional-mispredicts" | "indirect-mispredicts" => Some("branch-mispredicts"),
         "instructions" => None,
-        other => METRICS.iter().map(|(m, _)| *m).find(|m| *m == other),
+        other => METRICS
+            .iter()
+            .chain(SMP_METRICS)
+            .map(|(m, _)| *m)
+            .find(|m| *m == other),
     }
 }
 
@@ -238,8 +255,14 @@ pub fn metrics(region: &RegionCounts) -> Vec<(&'static str, &'static str, u64)> 
             .map(|mode| region.get(&format!("{mode}:{name}")).copied().unwrap_or(0))
             .sum::<u64>()
     };
+    let present = |name: &str| {
+        ["user", "kernel"]
+            .iter()
+            .any(|mode| region.contains_key(&format!("{mode}:{name}")))
+    };
     METRICS
         .iter()
+        .chain(SMP_METRICS.iter().filter(|(m, _)| present(m)))
         .map(|&(metric, unit)| {
             let value = match metric {
                 "branch-mispredicts" => {
@@ -428,7 +451,13 @@ region\tkind\taddress\tinstructions
         assert!(m.set("l2-cycles", 0).is_err());
         m.set("l2-bytes", 3 << 20).unwrap();
         assert!(m.check().unwrap_err().contains("l2-bytes"));
-        assert!(CycleModel::default().formula().contains("+ 200·LLC misses"));
+        assert!(CycleModel::default()
+            .formula(false)
+            .contains("+ 200·LLC misses"));
+        assert!(!CycleModel::default().formula(false).contains("ownership"));
+        assert!(CycleModel::default()
+            .formula(true)
+            .ends_with("·reads for ownership"));
     }
 
     #[test]

@@ -545,9 +545,11 @@ impl WorkloadSpec {
 }
 
 /// Two workloads whose samples would pool into one point: the same label
-/// (kind, or `kind:name`) at a CPU count and parameter both run, with
-/// different commands. (The same command twice measures one thing, as a
-/// suite's 1-vCPU and SMP points do once `--cpus` runs both everywhere.)
+/// (kind, or `kind:name`) at a CPU count and parameter both run. With
+/// different commands they measure different things; with the same one
+/// (a suite's 1-vCPU and SMP points once `--cpus` runs both everywhere)
+/// each numbers its runs from 0, so a boot would record every run's sample
+/// twice and the run could not be read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Collision {
     /// Indices into the suite's workloads, `first < second`.
@@ -560,6 +562,18 @@ pub struct Collision {
 impl Collision {
     pub fn describe(&self, workloads: &[WorkloadSpec]) -> String {
         let (a, b) = (&workloads[self.first], &workloads[self.second]);
+        if a.command(self.param) == b.command(self.param) {
+            return format!(
+                "{}: workloads {} and {} both run {:?} at {} vCPU(s); each would record its \
+                 runs as the same samples of one point: keep one of them (its `iterations` \
+                 sets how many runs), or give one a `name`",
+                b.kind(),
+                self.first + 1,
+                self.second + 1,
+                b.command(self.param).join(" "),
+                self.cpus,
+            );
+        }
         format!(
             "{}: workloads {} and {} both measure {} {} at {} vCPU(s) with other settings \
              ({:?} against {:?}); their samples would pool into one point: give one of them \
@@ -584,16 +598,7 @@ pub fn collision(workloads: &[WorkloadSpec], cpus: &[u32]) -> Option<Collision> 
                 continue;
             }
             for &c in cpus.iter().filter(|&&c| a.runs_at(c) && b.runs_at(c)) {
-                let same_command = |p: u64| {
-                    a.command(p) == b.command(p)
-                        && a.before() == b.before()
-                        && a.setup() == b.setup()
-                };
-                if let Some(&param) = b
-                    .params
-                    .iter()
-                    .find(|p| a.params.contains(p) && !same_command(**p))
-                {
+                if let Some(&param) = b.params.iter().find(|p| a.params.contains(p)) {
                     return Some(Collision {
                         first,
                         second,
@@ -725,7 +730,7 @@ mod tests {
         named.name = Some("b".into());
         assert_eq!(named.label(), "command:b");
         assert_eq!(collision(&[a.clone(), named], &[1]), None);
-        // Apart in CPU counts or params, or the same command: no pooling of unlike runs.
+        // Apart in CPU counts or params: no pooling.
         let mut here = a.clone();
         here.cpus = Some(vec![1]);
         let mut elsewhere = b.clone();
@@ -735,7 +740,11 @@ mod tests {
         let mut other_param = b.clone();
         other_param.params = vec![2];
         assert_eq!(collision(&[a.clone(), other_param], &[1]), None);
-        assert_eq!(collision(&[a.clone(), a], &[1]), None);
+        // The same command twice at one point would record each run twice.
+        let twice = collision(&[a.clone(), a.clone()], &[1]).unwrap();
+        assert!(twice
+            .describe(&[a.clone(), a])
+            .contains("both run \"/bin/a\" at 1 vCPU(s)"));
     }
 
     #[test]

@@ -448,7 +448,10 @@ fn method(run: &RunReport) -> String {
         text.push_str(&format!(
             " Every boot also ran under a cache and branch model; {} (a relative \
              measure, not a machine's cycles).",
-            model.formula().replace('·', "*").replace('−', "-")
+            model
+                .formula(run.meta.cpus.iter().any(|&c| c > 1))
+                .replace('·', "*")
+                .replace('−', "-")
         ));
     }
     plain::wrap(&text, "")

@@ -14,7 +14,10 @@ pub(super) fn section(run: &RunReport) -> String {
     let mut r = String::from("## Significance\n\n");
     r.push_str(&method(analysis));
     if let Some(model) = run.cycle_model {
-        r.push_str(&cycle_model_method(model));
+        r.push_str(&cycle_model_method(
+            model,
+            run.meta.cpus.iter().any(|&c| c > 1),
+        ));
     }
     let Ok(results) = &analysis.results else {
         return r;
@@ -32,9 +35,12 @@ pub(super) fn section(run: &RunReport) -> String {
 }
 
 /// What the cycle model's points are, for a run made under it.
-fn cycle_model_method(model: &crate::base::cycle_model::CycleModel) -> String {
-    let metrics: Vec<String> = crate::base::cycle_model::METRICS
+fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpus: bool) -> String {
+    use crate::base::cycle_model::{METRICS, SMP_METRICS};
+    let smp: &[(&str, &str)] = if several_vcpus { SMP_METRICS } else { &[] };
+    let metrics: Vec<String> = METRICS
         .iter()
+        .chain(smp)
         .map(|(m, _)| format!("`{m}`"))
         .collect();
     format!(
@@ -47,7 +53,7 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel) -> String {
          caches (docs/cycle-model.md).\n\n",
         model.geometry(),
         metrics.join(", "),
-        model.formula()
+        model.formula(several_vcpus)
     )
 }
 
