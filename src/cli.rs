@@ -142,10 +142,11 @@ pub enum Command {
     /// no regression to bisect (exit 5).
     Bisect(BisectArgs),
     /// List what the cache holds by kind (kernels, workspaces, sources and
-    /// snapshots, guest images) with sizes and last use; `cache prune`
-    /// frees space.
+    /// snapshots, guest images, QEMU builds) with sizes and last use;
+    /// `cache prune` frees space.
     Cache(CacheArgs),
-    /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel source, build tools).
+    /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel
+    /// source, build tools, and what building markbench's own QEMU needs).
     Setup {
         /// Only check; print the install command instead of running it.
         #[arg(long)]
@@ -316,9 +317,9 @@ impl OverrideArgs {
 pub struct CacheArgs {
     #[command(subcommand)]
     pub action: Option<CacheAction>,
-    /// Check every kernel, guest image, compile tree and the profile
-    /// plugin against the size and SHA-256 recorded when it was made, one
-    /// line each; exit 7 naming those that are damaged.
+    /// Check every kernel, guest image, compile tree, the profile plugin
+    /// and markbench's own QEMU against the size and SHA-256 recorded when
+    /// it was made, one line each; exit 7 naming those that are damaged.
     #[arg(long)]
     pub verify: bool,
 }

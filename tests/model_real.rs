@@ -7,7 +7,7 @@
 
 mod real;
 
-use markbench::base::cycle_model::{is_model_metric, METRICS};
+use markbench::base::cycle_model::{is_model_metric, METRICS, SMP_METRICS};
 use markbench::record::{read_samples, Sample};
 
 fn value(samples: &[Sample], of: &Sample, metric: &str) -> f64 {
@@ -43,7 +43,23 @@ fn the_model_counts_every_run_and_leaves_guest_time_alone() {
     assert!(plain_samples.iter().all(|s| !is_model_metric(&s.metric)));
 
     let runs: Vec<&Sample> = model.iter().filter(|s| s.metric == "time").collect();
-    assert_eq!(model.len(), runs.len() * (1 + METRICS.len()));
+    // Several vCPUs add the reads for ownership.
+    let smp_runs = runs.iter().filter(|r| r.cpus > 1).count();
+    assert!(smp_runs > 0);
+    assert_eq!(
+        model.len(),
+        runs.len() * (1 + METRICS.len()) + smp_runs * SMP_METRICS.len()
+    );
+    // Its 2-vCPU boots ran on markbench's own QEMU, which the which-vCPU
+    // trial found right.
+    let meta = markbench::record::RunMeta::read(&with).unwrap();
+    let smp = meta.smp_qemu.as_ref().expect("the SMP boots' QEMU");
+    assert!(
+        smp.which_vcpu
+            .as_deref()
+            .is_some_and(|d| d.contains("the running vCPU")),
+        "{smp:?}"
+    );
     for run in runs {
         let v = |m: &str| value(&model, run, m);
         let instructions = v("instructions");
@@ -67,6 +83,7 @@ fn the_model_counts_every_run_and_leaves_guest_time_alone() {
                 v("coherence-misses") > 0.0,
                 "hackbench on 2 vCPUs shares lines"
             );
+            assert!(v("rfo-misses") > 0.0, "and writes lines the other holds");
         }
     }
     let report = std::fs::read_to_string(with.join("report.md")).unwrap();
