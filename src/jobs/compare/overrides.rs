@@ -167,12 +167,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no workload runs at 4 CPUs"), "{e}");
-        // --cpus runs every workload at every count it names.
-        s = Overrides {
+        // --cpus runs every workload at every count it names: where two
+        // then run one command at one point, each would number its runs
+        // from 0 and a boot would record every sample twice, so it is
+        // refused, naming both.
+        let e = Overrides {
             cpus: Some(vec![4]),
             ..Overrides::default()
         }
         .apply(&s)
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workloads 1 and 2 both run") && e.contains("after the command line's"),
+            "{e}"
+        );
+        let mut apart = s.clone();
+        apart.workloads[1].params = vec![8];
+        s = Overrides {
+            cpus: Some(vec![4]),
+            ..Overrides::default()
+        }
+        .apply(&apart)
         .unwrap();
         assert!(crate::stages::plan::expand(&s)
             .iter()
