@@ -98,7 +98,7 @@ for arg in sys.argv[1:]:
                 continue
             boots.setdefault(int(r["cpus"]), {}).setdefault(r["variant"], {}).setdefault(r["boot"], []).append(float(r["value"]))
     names = [k["variant"] for k in meta["kernels"]]
-    label = "host's, stock turns" if turn == "host" else ("own, to the deadline" if turn == "0" else f"own, {int(turn):,} instructions".replace(",", " "))
+    label = "host's, stock turns" if turn == "host" else ("own, to the deadline" if turn == "0" else f"own, {int(turn):_} instructions".replace("_", " "))
     for cpus in sorted(boots):
         means = {v: [statistics.mean(x) for x in boots[cpus][v].values()] for v in names}
         cov = [statistics.stdev(means[v]) / statistics.mean(means[v]) for v in names]
