@@ -284,9 +284,18 @@ To              install them, run:
         );
     }
     if !source {
-        let text =
-            "Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
-                    Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
+        // The binary packages of bookworm-backports too where no source
+        // names them yet: meson and pycotap come from there.
+        let types = if has_backports_source() {
+            "deb-src"
+        } else {
+            "deb deb-src"
+        };
+        let text = format!(
+            "Types: {types}\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
+             Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+        );
+        let text = text.as_str();
         let written = if is_root() {
             std::fs::write(BACKPORTS_SRC_SOURCES, text).is_ok()
         } else {
@@ -301,10 +310,6 @@ To              install them, run:
         crate::base::message::note(format_args!(
             "added Debian's bookworm-backports sources in {BACKPORTS_SRC_SOURCES}"
         ));
-    }
-    if !has_backports_source() {
-        // meson and pycotap come from there too.
-        ensure_smp_icount_qemu(false, true)?;
     }
     apt(&["apt-get", "update", "-q"])?;
     let (backports, plain): (Vec<&str>, Vec<&str>) = packages
