@@ -207,21 +207,27 @@ const BACKPORTS_SRC_SOURCES: &str =
 
 /// True when an apt source has deb-src lines for bookworm-backports.
 fn has_backports_src_source() -> bool {
+    apt_sources().iter().any(|t| {
+        let deb822 = t.contains("bookworm-backports")
+            && t.lines()
+                .any(|l| l.starts_with("Types:") && l.contains("deb-src"));
+        let one_line = t
+            .lines()
+            .any(|l| l.trim_start().starts_with("deb-src") && l.contains("bookworm-backports"));
+        deb822 || one_line
+    })
+}
+
+/// The text of every apt source file.
+fn apt_sources() -> Vec<String> {
     let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
     if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
         files.extend(dir.flatten().map(|e| e.path()));
     }
-    files.iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            let deb822 = t.contains("bookworm-backports")
-                && t.lines()
-                    .any(|l| l.starts_with("Types:") && l.contains("deb-src"));
-            let one_line = t
-                .lines()
-                .any(|l| l.trim_start().starts_with("deb-src") && l.contains("bookworm-backports"));
-            deb822 || one_line
-        })
-    })
+    files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect()
 }
 
 /// The command that gives this system what building markbench's QEMU needs.
@@ -522,15 +528,9 @@ fn backports_command() -> String {
 
 /// True when an apt source already names bookworm-backports.
 fn has_backports_source() -> bool {
-    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
-    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        files.extend(dir.flatten().map(|e| e.path()));
-    }
-    files.iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            t.lines()
-                .any(|l| !l.trim_start().starts_with('#') && l.contains("bookworm-backports"))
-        })
+    apt_sources().iter().any(|t| {
+        t.lines()
+            .any(|l| !l.trim_start().starts_with('#') && l.contains("bookworm-backports"))
     })
 }
 
