@@ -47,12 +47,18 @@
 //! (`model::Model::set_weave`); `weave=off` counts every event as it
 //! comes, one turn after the other.
 //!
+//! The data accesses' physical addresses are asked of QEMU only where
+//! [`translation`] cannot know them; `linear=off` turns off its guess of
+//! the kernel's linear mappings (checked against QEMU, never changing a
+//! count), for measuring what it saves.
+//!
 //! A block is counted whole when it starts, so an exception in its middle
 //! (a page fault) counts the instructions after the fault once too often;
 //! the host compares the totals with icount's guest time to bound that.
 
 pub mod attribution;
 pub mod model;
+pub mod translation;
 
 use attribution::{Attribution, Values};
 use model::{BlockEnd, Config, Counts, Mode, Model};
@@ -63,6 +69,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use translation::Translations;
 
 /// The plugin API version this plugin is written against. QEMU refuses a
 /// plugin whose version is above its own (10.0 has 4) or below its minimum.
@@ -303,6 +310,9 @@ struct ModelState {
     /// Each finished region's counts by block (block, counts), with the
     /// attribution.
     block_regions: Vec<Vec<(u32, Values)>>,
+    /// The data accesses' physical addresses, asked of QEMU as seldom as
+    /// exactness allows.
+    translations: Translations,
 }
 
 /// A finished region's counts, user then kernel, and those of its parts.
@@ -411,8 +421,9 @@ unsafe extern "C" fn on_vcpu_init(_id: sys::qemu_plugin_id_t, _vcpu: c_uint) {
 }
 
 impl ModelState {
-    fn new(model: Model, attribution: Option<Attribution>) -> ModelState {
+    fn new(model: Model, attribution: Option<Attribution>, linear: bool) -> ModelState {
         ModelState {
+            translations: Translations::new(model.vcpus(), linear),
             model,
             blocks: Vec::new(),
             filled: 0,
@@ -573,6 +584,14 @@ impl ModelState {
              one, by virtual address), instructions by virtual address",
             VIRTUAL_ACCESSES.load(Ordering::Relaxed)
         )?;
+        // Said only when it happened: a file without it is as before.
+        let contradicted = self.translations.contradicted();
+        if contradicted != 0 {
+            writeln!(
+                out,
+                "# model translations: a linear mapping's offset disagreed with QEMU {contradicted} times"
+            )?;
+        }
         // Only several vCPUs weave: a one-vCPU file is as before.
         match self.model.weave_stats() {
             Some(w) => writeln!(
@@ -819,6 +838,7 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     let vcpu = vcpu as usize;
     MODEL.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
+        m.translations.block(vcpu);
         let instructions = u64::from(b.instructions);
         if m.attribution.is_none() {
             m.model
@@ -866,15 +886,15 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
     let in_page = PAGE - (vaddr & (PAGE - 1));
     // The caches are physically tagged: two processes' data at the same
     // virtual address are different lines, one page mapped twice is one.
-    let (first, rest) = if size <= in_page {
-        (physical(info, vaddr), None)
-    } else {
-        let next = vaddr.wrapping_add(in_page);
-        (physical(info, vaddr), Some((next, physical(info, next))))
-    };
     MODEL.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         let v = vcpu as usize;
+        let ask = |address| physical(info, address);
+        let first = m.translations.physical(v, vaddr, ask);
+        let rest = (size > in_page).then(|| {
+            let next = vaddr.wrapping_add(in_page);
+            (next, m.translations.physical(v, next, ask))
+        });
         if m.attribution.is_some() {
             m.model.turn(v);
             m.drain_replayed();
@@ -1101,6 +1121,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
     let mut model = false;
     let mut profile = true;
     let mut weave = true;
+    let mut linear = true;
     let mut config = Config::default();
     let mut settings = Vec::new();
     for i in 0..argc.max(0) as usize {
@@ -1116,6 +1137,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
             }
             Some(("weave", "off")) => weave = false,
             Some(("weave", "on")) => weave = true,
+            Some(("linear", "off")) => linear = false,
+            Some(("linear", "on")) => linear = true,
             Some((key, value)) if model::CONFIG_KEYS.contains(&key) => {
                 if let Err(e) = config.set(key, value) {
                     let message = format!("markbench profile plugin: {e}\n\0");
@@ -1168,6 +1191,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 built,
                 // The profile's buckets get the model's counts too.
                 profile.then(|| Attribution::new(vcpus.max(1) as usize)),
+                linear,
             ))
         });
     }
@@ -1233,7 +1257,7 @@ mod tests {
     }
 
     fn state() -> ModelState {
-        ModelState::new(Model::new(Config::default(), 1).unwrap(), None)
+        ModelState::new(Model::new(Config::default(), 1).unwrap(), None, true)
     }
 
     /// Runs a kernel block of `n` instructions that ends in no branch.
@@ -1318,7 +1342,7 @@ mod tests {
     #[test]
     fn a_one_vcpu_file_has_no_count_only_several_vcpus_make() {
         for vcpus in [1, 2] {
-            let mut s = ModelState::new(Model::new(Config::default(), vcpus).unwrap(), None);
+            let mut s = ModelState::new(Model::new(Config::default(), vcpus).unwrap(), None, true);
             s.start_region();
             run(&mut s, 10);
             s.end_region();
@@ -1333,7 +1357,7 @@ mod tests {
     fn a_marker_counts_what_the_weave_held_back_before_it() {
         let mut model = Model::new(Config::default(), 2).unwrap();
         model.set_weave(true);
-        let mut s = ModelState::new(model, None);
+        let mut s = ModelState::new(model, None, true);
         s.model.data(1, 0x9000, 8, false); // before the region
         s.start_region();
         s.model.data(0, 0x4000, 8, false);
