@@ -1908,6 +1908,334 @@ mod tests {
         );
     }
 
+    /// Runs blocks `(pc, end)` one after the other on one vCPU, in the
+    /// mode their address is in, through the model and the
+    /// straightforward one: both models' counts, user and kernel.
+    fn both_run(config: Config, stream: &[(u64, BlockEnd)]) -> ([Counts; 2], [Counts; 2]) {
+        let mut fast = Model::new(config.clone(), 1).unwrap();
+        let mut slow = reference::Model::new(config, 1).unwrap();
+        for &(pc, end) in stream {
+            let mode = if pc >= 0xffff_8000_0000_0000 {
+                Mode::Kernel
+            } else {
+                Mode::User
+            };
+            fast.block(0, pc, mode, 1, 0..0, end);
+            slow.block(0, pc, mode, 1, &[], end);
+        }
+        (fast.counts(), slow.counts())
+    }
+
+    /// (branches, mispredicts) of the indirect branches and returns.
+    fn indirect(c: &Counts) -> (u64, u64) {
+        (c.indirect_branches, c.indirect_mispredicts)
+    }
+
+    /// Branch streams with their counts worked out by hand, for both
+    /// models.
+    #[test]
+    fn hand_worked_branch_streams_count_what_was_worked_out() {
+        let with = |rsb_depth, skip_entries| Config {
+            rsb_depth,
+            skip_entries,
+            ..Config::default()
+        };
+        // A ladder of calls six deep, returned from, twice, with a return
+        // stack of four: function k at f(k) calls f(k + 1) at f(k) + 0x10
+        // and returns at f(k) + 0x20; the return address is f(k) + 0x15.
+        let f = |k: u64| 0x10_000 + 0x100 * k;
+        let mut ladder = Vec::new();
+        for _ in 0..2 {
+            for k in 0..6 {
+                let call = BlockEnd::Call {
+                    pc: f(k) + 0x10,
+                    next: f(k) + 0x15,
+                };
+                ladder.push((f(k), call));
+            }
+            ladder.push((f(6), BlockEnd::Return { pc: f(6) + 0x20 }));
+            for k in (1..6).rev() {
+                ladder.push((f(k) + 0x15, BlockEnd::Return { pc: f(k) + 0x20 }));
+            }
+            ladder.push((f(0) + 0x15, BlockEnd::Other));
+        }
+        // Each round: the four newest return addresses predict the first
+        // four returns, the last two find the stack empty.
+        let (fast, slow) = both_run(with(4, 1), &ladder);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (12, 4));
+        // Deep enough: none.
+        let (fast, slow) = both_run(with(8, 1), &ladder);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (12, 0));
+        // Through the BTB: six returns at six addresses, each first seen
+        // in the first round, the same target in the second.
+        let (fast, slow) = both_run(with(0, 1), &ladder);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (12, 6));
+
+        // One function called from two sites in turn: its return goes back
+        // to each site in turn.
+        let mut sites = Vec::new();
+        for _ in 0..2 {
+            for site in [0x30_000, 0x40_000] {
+                let call = BlockEnd::Call {
+                    pc: site + 0x10,
+                    next: site + 0x15,
+                };
+                sites.push((site, call));
+                sites.push((0x20_000, BlockEnd::Return { pc: 0x20_010 }));
+                sites.push((site + 0x15, BlockEnd::Other));
+            }
+        }
+        let (fast, slow) = both_run(with(16, 1), &sites);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (4, 0));
+        // The BTB predicts the other site every time.
+        let (fast, slow) = both_run(with(0, 1), &sites);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (4, 4));
+
+        // Interrupts: a user block and the kernel entry e after it (e is
+        // learnt); a kernel indirect jump at k(0x10) to k(0x1000), then
+        // interrupted before its target (the next block is e, no change of
+        // mode), the handler returning to the target, then the jump to
+        // its target again. A user indirect jump interrupted (a change of
+        // mode). Then a return interrupted before its target (it pops),
+        // and the return after it.
+        let k = |offset: u64| 0xffff_ffff_8100_0000 + offset;
+        let e = 0xffff_ffff_8180_0000;
+        let jump = BlockEnd::Indirect { pc: k(0x10) };
+        let interrupts = [
+            (0x1000, BlockEnd::Other),
+            (e, BlockEnd::Other),
+            (k(0), jump),
+            (k(0x1000), BlockEnd::Other),
+            (k(0), jump),
+            (e, BlockEnd::Other),
+            (k(0x2000), BlockEnd::Other),
+            (k(0x1000), BlockEnd::Other),
+            (k(0), jump),
+            (k(0x1000), BlockEnd::Other),
+            (0x2000, BlockEnd::Indirect { pc: 0x2018 }),
+            (e, BlockEnd::Other),
+            (0x3000, BlockEnd::Other),
+            (
+                k(0x3000),
+                BlockEnd::Call {
+                    pc: k(0x3000),
+                    next: k(0x3005),
+                },
+            ),
+            (
+                k(0x3100),
+                BlockEnd::Call {
+                    pc: k(0x3100),
+                    next: k(0x3105),
+                },
+            ),
+            (k(0x4000), BlockEnd::Return { pc: k(0x4010) }),
+            (e, BlockEnd::Other),
+            (k(0x3105), BlockEnd::Return { pc: k(0x3110) }),
+            (k(0x3005), BlockEnd::Other),
+        ];
+        // Skipped: the first jump (a miss), the third (a hit: the BTB kept
+        // the target), the return after the interrupted one (predicted by
+        // the entry the interrupted one left).
+        let (fast, slow) = both_run(with(16, 1), &interrupts);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (0, 0));
+        assert_eq!(indirect(&fast[1]), (3, 1));
+        // Resolved by the entries: the interrupted jump misses and trains
+        // the BTB with e, so the third misses too; the user jump misses;
+        // the interrupted return counts a miss, and the return after it
+        // pops the outer call's address, its own target (a hit).
+        let (fast, slow) = both_run(with(16, 0), &interrupts);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (1, 1));
+        assert_eq!(indirect(&fast[1]), (5, 4));
+        // As before these parts: the two returns through the BTB, both
+        // first seen.
+        let (fast, slow) = both_run(with(0, 0), &interrupts);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[1]), (5, 5));
+
+        // A conditional branch at 0x1010 (its low two bits 0) with a
+        // gshare of four counters, all weakly not taken: taken six times,
+        // then not taken, then taken. History 0, 1, 3, 3, 3, 3 indexes
+        // counters 0, 1, 3 (each missed once, then 3 is learnt), then 3
+        // predicts taken for the not taken (a miss, history 2) and counter
+        // 2, untouched, not taken for the taken (a miss). An interrupt
+        // between resolves nothing.
+        let (pc, target, next) = (0x1010, 0x1000, 0x1012);
+        let branch = BlockEnd::Conditional { pc, target, next };
+        let mut pattern = vec![(0x1000, branch)];
+        pattern.extend([target; 6].map(|to| (to, branch)));
+        pattern.push((e, BlockEnd::Other));
+        pattern.push((0x1000, branch));
+        pattern.extend([next, target].map(|to| (to, branch)));
+        let gshare = Config {
+            gshare_bits: 2,
+            ..Config::default()
+        };
+        let (fast, slow) = both_run(gshare, &pattern);
+        assert_eq!(fast, slow);
+        let c = fast[0];
+        assert_eq!((c.conditional_branches, c.conditional_mispredicts), (8, 5));
+    }
+
+    /// A `rep stosq` at 0x1008 of 256 bytes to 0x10000 (physical address
+    /// = virtual) as QEMU runs it under icount: the block that ends in it
+    /// (3 instructions, the first element), 31 one-instruction blocks of
+    /// an element each, one that finds the count exhausted, then the next
+    /// block. With `interrupt`, a kernel block comes after the 10th
+    /// element. The model's and the straightforward one's counts, and the
+    /// look-ups of physical addresses the model made.
+    fn stosq(config: Config, interrupt: bool) -> ([Counts; 2], [Counts; 2], usize) {
+        let mut fast = Model::new(config.clone(), 1).unwrap();
+        let mut slow = reference::Model::new(config.clone(), 1).unwrap();
+        let mut lookups = 0;
+        let rep = BlockEnd::String { pc: 0x1008 };
+        let mut block = |pc: u64, mode, n, end| {
+            fast.block(0, pc, mode, n, 0..0, end);
+            slow.block(0, pc, mode, n, &[], end);
+        };
+        block(0x1000, Mode::User, 3, rep);
+        let mut store = |fast: &mut Model, slow: &mut reference::Model, i: u64| {
+            let address = 0x10000 + 8 * i;
+            if config.string_bytes_per_cycle == 0 {
+                fast.data(0, address, 8, true);
+                slow.data(0, address, 8, true, 0);
+            } else {
+                fast.string_data(0, address, 8, true, |a| {
+                    lookups += 1;
+                    Some(a)
+                });
+                slow.string_data(0, address, 8, true, Some);
+            }
+        };
+        store(&mut fast, &mut slow, 0);
+        for i in 1..32 {
+            if interrupt && i == 10 {
+                let kernel = 0xffff_ffff_8180_0000;
+                fast.block(0, kernel, Mode::Kernel, 1, 0..0, BlockEnd::Other);
+                slow.block(0, kernel, Mode::Kernel, 1, &[], BlockEnd::Other);
+            }
+            fast.block(0, 0x1008, Mode::User, 1, 0..0, rep);
+            slow.block(0, 0x1008, Mode::User, 1, &[], rep);
+            store(&mut fast, &mut slow, i);
+        }
+        fast.block(0, 0x1008, Mode::User, 1, 0..0, rep);
+        slow.block(0, 0x1008, Mode::User, 1, &[], rep);
+        fast.block(0, 0x100b, Mode::User, 1, 0..0, BlockEnd::Other);
+        slow.block(0, 0x100b, Mode::User, 1, &[], BlockEnd::Other);
+        (fast.counts(), slow.counts(), lookups)
+    }
+
+    #[test]
+    fn a_string_costs_its_startup_and_its_bytes_and_claims_the_lines_it_goes_on_into() {
+        let c = small();
+        let (fast, slow, lookups) = stosq(c.clone(), false);
+        assert_eq!(fast, slow);
+        let user = fast[0];
+        assert_eq!(user.instructions, 3 + 31 + 1 + 1);
+        assert_eq!(user.string_iterations, 33);
+        assert_eq!(user.string_instructions, 1);
+        assert_eq!(user.string_bytes, 256);
+        // Its first line is read (it might be the string's only one);
+        // the string goes on forward into the other three: claimed.
+        assert_eq!((user.l1d_misses, user.llc_misses), (1, 1));
+        // One look-up per line.
+        assert_eq!(lookups, 4);
+        // The three other instructions, the startup, 256 bytes at 32 a
+        // cycle, a line from memory.
+        assert_eq!(
+            user.estimated_cycles(&c),
+            3 + c.string_startup_cycles + 256 / 32 + c.memory_cycles
+        );
+        // An interrupt in the middle: the instruction starts again.
+        let (fast, slow, _) = stosq(c.clone(), true);
+        assert_eq!(fast, slow);
+        assert_eq!(fast[0].string_instructions, 2);
+        assert_eq!(fast[0].string_iterations, 33);
+        // As before: one instruction per element, every line read.
+        let off = parts_off(c.clone());
+        let (fast, slow, _) = stosq(off.clone(), false);
+        assert_eq!(fast, slow);
+        let user = fast[0];
+        assert_eq!(user.instructions, 36);
+        assert_eq!((user.string_iterations, user.string_bytes), (0, 0));
+        assert_eq!(user.l1d_misses, 4);
+        assert_eq!(user.estimated_cycles(&off), 36 + 4 * off.memory_cycles);
+        // Non-temporal: nothing is read or filled, so a load after it misses.
+        let nontemporal = Config {
+            string_nontemporal: 1,
+            ..c
+        };
+        let (fast, slow, _) = stosq(nontemporal.clone(), false);
+        assert_eq!(fast, slow);
+        assert_eq!(fast[0].l1d_misses, 0);
+        let mut m = Model::new(nontemporal, 1).unwrap();
+        m.block(
+            0,
+            0x1000,
+            Mode::User,
+            1,
+            0..0,
+            BlockEnd::String { pc: 0x1000 },
+        );
+        m.string_data(0, 0x10000, 8, true, Some);
+        m.data(0, 0x10000, 8, false);
+        assert_eq!(user_of(&m).l1d_misses, 1);
+    }
+
+    fn user_of(m: &Model) -> Counts {
+        m.counts()[Mode::User as usize]
+    }
+
+    /// A `rep movsb` copying 4 KiB between two lines of one set, on a
+    /// direct-mapped L1d, so that each element's load and store evict each
+    /// other: every element counts as it does when each is looked up
+    /// anew, though only a new line is looked up.
+    #[test]
+    fn a_string_looks_up_each_line_once_and_counts_as_if_every_element_were_looked_up() {
+        let config = Config {
+            l1d: Geometry {
+                bytes: 1 << 10,
+                ways: 1,
+            },
+            ..small()
+        };
+        for vcpus in [1, 2] {
+            let mut fast = Model::new(config.clone(), vcpus).unwrap();
+            let mut slow = reference::Model::new(config.clone(), vcpus).unwrap();
+            let rep = BlockEnd::String { pc: 0x1000 };
+            let mut lookups = 0;
+            for i in 0..4096u64 {
+                // The other vCPU reads the destination now and then.
+                if vcpus == 2 && i % 100 == 0 {
+                    fast.data(1, 0x20000 + i, 1, false);
+                    slow.data(1, 0x20000 + i, 1, false, 0);
+                }
+                fast.block(0, 0x1000, Mode::User, 1, 0..0, rep);
+                slow.block(0, 0x1000, Mode::User, 1, &[], rep);
+                for (address, store) in [(0x10000 + i, false), (0x20000 + i, true)] {
+                    fast.string_data(0, address, 1, store, |a| {
+                        lookups += 1;
+                        Some(a)
+                    });
+                    slow.string_data(0, address, 1, store, Some);
+                }
+                assert_eq!(fast.counts(), slow.counts());
+            }
+            assert_eq!(lookups, 2 * 4096 / 64);
+            let user = user_of(&fast);
+            // Each load misses (the store before it evicted its line).
+            assert!(user.l1d_misses >= 4096, "{user:?}");
+            assert_eq!(vcpus > 1, user.rfo_misses > 0);
+        }
+    }
+
     /// Two vCPUs each increment a counter (a load and a store) once per
     /// block of 5 instructions, `increments` times in turns of `turn`
     /// blocks, round-robin; the counters at `a` and `b`.
@@ -2053,6 +2381,7 @@ mod tests {
             enum Op {
                 Block(u64, Mode, u64, Range<u64>, BlockEnd),
                 Data(u64, u64, bool),
+                String(u64, u64, bool),
             }
             let mut round: Vec<(u64, usize, usize, Op)> = Vec::new();
             let mut taken = vec![false; vcpus];
@@ -2067,6 +2396,9 @@ mod tests {
                     match op {
                         Op::Block(pc, mode, n, lines, end) => m.block(v, pc, mode, n, lines, end),
                         Op::Data(a, size, store) => m.data(v, a, size, store),
+                        Op::String(a, size, store) => {
+                            m.string_data(v, a, size, store, translate);
+                        }
                     }
                 }
             };
@@ -2122,6 +2454,7 @@ mod tests {
                                 next: pc + bytes,
                             },
                             1 => BlockEnd::Indirect { pc: pc + bytes - 1 },
+                            2 if next() % 2 == 0 => BlockEnd::String { pc: pc + bytes - 1 },
                             // Now and then the vCPU goes to sleep.
                             _ if next() % 3 == 0 => BlockEnd::Halt,
                             _ => BlockEnd::Other,
@@ -2140,6 +2473,13 @@ mod tests {
                         clock[v] += n;
                         woven.block(asked, pc, mode, n, lines(pc, bytes), end);
                         Op::Block(pc, mode, n, lines(pc, bytes), end)
+                    } else if matches!(ends[v], BlockEnd::String { .. }) && next() % 2 == 0 {
+                        // A string element, at a hot line now and then.
+                        let address = 0x1_0000 + next() % 0x400;
+                        let size = 1 << (next() % 4);
+                        let store = next() % 2 == 0;
+                        woven.string_data(asked, address, size, store, translate);
+                        Op::String(address, size, store)
                     } else {
                         let address = match next() % 10 {
                             0..=5 => 0x1_0000 + next() % 0x200,
