@@ -236,6 +236,10 @@ enum EndKind {
     Conditional,
     Indirect,
     Halt,
+    Call,
+    IndirectCall,
+    Return,
+    String,
 }
 
 impl ModelBlock {
@@ -246,6 +250,11 @@ impl ModelBlock {
             BlockEnd::Conditional { pc, target, .. } => (EndKind::Conditional, pc, target),
             BlockEnd::Indirect { pc } => (EndKind::Indirect, pc, 0),
             BlockEnd::Halt => (EndKind::Halt, next, 0),
+            // A call returns to the block's end.
+            BlockEnd::Call { pc, .. } => (EndKind::Call, pc, 0),
+            BlockEnd::IndirectCall { pc, .. } => (EndKind::IndirectCall, pc, 0),
+            BlockEnd::Return { pc } => (EndKind::Return, pc, 0),
+            BlockEnd::String { pc } => (EndKind::String, pc, 0),
         };
         ModelBlock {
             pc,
@@ -283,6 +292,10 @@ impl ModelBlock {
             },
             EndKind::Indirect => BlockEnd::Indirect { pc: at },
             EndKind::Halt => BlockEnd::Halt,
+            EndKind::Call => BlockEnd::Call { pc: at, next },
+            EndKind::IndirectCall => BlockEnd::IndirectCall { pc: at, next },
+            EndKind::Return => BlockEnd::Return { pc: at },
+            EndKind::String => BlockEnd::String { pc: at },
         }
     }
 }
@@ -578,6 +591,22 @@ impl ModelState {
             c.coherence_cycles,
             c.mispredict_cycles
         )?;
+        // Each later part is named only when it is on: a file with every
+        // one off is as before them.
+        if c.rsb_depth > 0 || c.skip_entries == 1 {
+            writeln!(
+                out,
+                "# model branches: rsb {} entries, skip-entries {}",
+                c.rsb_depth, c.skip_entries
+            )?;
+        }
+        if c.string_bytes_per_cycle > 0 {
+            writeln!(
+                out,
+                "# model strings: startup {} cycles, {} bytes per cycle, nontemporal {}",
+                c.string_startup_cycles, c.string_bytes_per_cycle, c.string_nontemporal
+            )?;
+        }
         writeln!(
             out,
             "# model addresses: data by guest physical address ({} accesses without \
@@ -627,7 +656,9 @@ impl ModelState {
         let one_vcpu = self.model.vcpus() == 1;
         for (mode, counts) in ["user", "kernel"].iter().zip(counts) {
             for (name, value) in Counts::NAMES.iter().zip(counts.values()) {
-                if one_vcpu && Counts::SEVERAL_VCPUS_ONLY.contains(name) {
+                if one_vcpu && Counts::SEVERAL_VCPUS_ONLY.contains(name)
+                    || !self.model.config.makes(name)
+                {
                     continue;
                 }
                 writeln!(out, "{number}\tmodel\t{prefix}{mode}:{name}\t{value}")?;
@@ -940,6 +971,53 @@ unsafe extern "C" fn on_model_store(
     model_access(vcpu, info, vaddr, true);
 }
 
+/// An access by a `rep movs` or `rep stos` when the model costs them
+/// apart: the model asks for the physical address only of a line the
+/// instruction's last access of the kind was not in, so an element in
+/// the same line as the one before costs no look-up in QEMU's TLB.
+#[inline(always)]
+unsafe fn model_string_access(
+    vcpu: c_uint,
+    info: sys::qemu_plugin_meminfo_t,
+    vaddr: u64,
+    store: bool,
+) {
+    let size = 1u64 << sys::qemu_plugin_mem_size_shift(info);
+    MODEL.with_vcpu(|m| {
+        let Some(m) = m.as_mut() else { return };
+        let v = vcpu as usize;
+        if m.attribution.is_some() {
+            m.model.turn(v);
+            m.drain_replayed();
+        }
+        // SAFETY: `info` is the access QEMU is calling back for.
+        let by_virtual = m
+            .model
+            .string_data(v, vaddr, size, store, |at| unsafe { physical(info, at) });
+        if by_virtual > 0 {
+            VIRTUAL_ACCESSES.fetch_add(u64::from(by_virtual), Ordering::Relaxed);
+        }
+    });
+}
+
+unsafe extern "C" fn on_model_string_load(
+    vcpu: c_uint,
+    info: sys::qemu_plugin_meminfo_t,
+    vaddr: u64,
+    _userdata: *mut c_void,
+) {
+    model_string_access(vcpu, info, vaddr, false);
+}
+
+unsafe extern "C" fn on_model_string_store(
+    vcpu: c_uint,
+    info: sys::qemu_plugin_meminfo_t,
+    vaddr: u64,
+    _userdata: *mut c_void,
+) {
+    model_string_access(vcpu, info, vaddr, true);
+}
+
 type MemCallback = unsafe extern "C" fn(c_uint, sys::qemu_plugin_meminfo_t, u64, *mut c_void);
 
 /// Registers the model's callbacks on a block being translated.
@@ -968,12 +1046,18 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
             sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), size);
             end = model::classify(address, &bytes[..size]);
         }
+        // Only a block's last instruction can be a string instruction
+        // (QEMU ends the block after one).
+        let string =
+            matches!(end, BlockEnd::String { .. }) && m.model.config.string_bytes_per_cycle > 0;
+        let (load, store): (MemCallback, MemCallback) = if string {
+            (on_model_string_load, on_model_string_store)
+        } else {
+            (on_model_load, on_model_store)
+        };
         for (callback, rw) in [
-            (
-                on_model_load as MemCallback,
-                sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_R,
-            ),
-            (on_model_store, sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_W),
+            (load, sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_R),
+            (store, sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_W),
         ] {
             sys::qemu_plugin_register_vcpu_mem_cb(
                 insn,
@@ -1340,6 +1424,42 @@ mod tests {
     }
 
     #[test]
+    fn a_file_with_every_later_part_off_names_none_of_them() {
+        let off = Config {
+            rsb_depth: 0,
+            skip_entries: 0,
+            string_bytes_per_cycle: 0,
+            ..Config::default()
+        };
+        // The settings comments, then the counts.
+        let file = |config: Config| {
+            let mut s = ModelState::new(Model::new(config, 1).unwrap(), None);
+            s.start_region();
+            run(&mut s, 10);
+            s.end_region();
+            let mut settings = Vec::new();
+            s.write_settings(&mut settings).unwrap();
+            (String::from_utf8(settings).unwrap(), written(&s))
+        };
+        let (settings, counts) = file(off);
+        for name in Counts::STRING {
+            assert!(!counts.contains(name), "{counts}");
+        }
+        assert_eq!(count(&counts, "kernel:instructions"), [10]);
+        assert_eq!(settings.lines().count(), 2, "{settings}");
+        let (settings, counts) = file(Config::default());
+        assert_eq!(count(&counts, "kernel:string-bytes"), [0]);
+        assert!(
+            settings.contains("# model branches: rsb 32 entries, skip-entries 1"),
+            "{settings}"
+        );
+        assert!(
+            settings.contains("# model strings: startup 35 cycles, 32 bytes per cycle"),
+            "{settings}"
+        );
+    }
+
+    #[test]
     fn a_one_vcpu_file_has_no_count_only_several_vcpus_make() {
         for vcpus in [1, 2] {
             let mut s = ModelState::new(Model::new(Config::default(), vcpus).unwrap(), None, true);
@@ -1410,6 +1530,26 @@ mod tests {
             ),
             (0x40_2000, 2, 4, BlockEnd::Indirect { pc: 0x40_2003 }),
             (0xffff_ffff_8100_2000, 2, 2, BlockEnd::Halt),
+            (
+                0x40_3000,
+                4,
+                21,
+                BlockEnd::Call {
+                    pc: 0x40_3010,
+                    next: 0x40_3015,
+                },
+            ),
+            (
+                0xffff_ffff_8100_3000,
+                1,
+                2,
+                BlockEnd::IndirectCall {
+                    pc: 0xffff_ffff_8100_3000,
+                    next: 0xffff_ffff_8100_3002,
+                },
+            ),
+            (0x40_4000, 5, 9, BlockEnd::Return { pc: 0x40_4008 }),
+            (0x40_5000, 1, 3, BlockEnd::String { pc: 0x40_5000 }),
         ];
         for (pc, instructions, bytes, end) in cases {
             let record = ModelBlock::new(pc, instructions, bytes, end);

@@ -10,8 +10,10 @@
 //! it invalid and counts a *coherence miss*, served by the other core rather
 //! than by the next level. Each core predicts its own branches: conditional
 //! branches go through its gshare table of 2-bit counters; indirect
-//! branches and returns through its branch target buffer, which predicts
-//! the last target seen at the branch.
+//! branches through its branch target buffer, which predicts the last
+//! target seen at the branch; returns through its return stack buffer,
+//! which calls fill. A `rep movs` or `rep stos` costs a startup and its
+//! bytes at a rate rather than one instruction per element.
 //!
 //! Nothing here depends on host addresses, time or randomness: the same
 //! streams give the same counts.
@@ -83,6 +85,21 @@ pub struct Config {
     pub coherence_cycles: u64,
     /// Cycles a mispredicted branch adds.
     pub mispredict_cycles: u64,
+    /// Entries of each core's return stack buffer; 0: returns go through
+    /// the BTB like indirect jumps.
+    pub rsb_depth: u32,
+    /// 1: an indirect branch or return whose next block is a kernel entry
+    /// (an interrupt or exception came between) resolves nothing; 0: it
+    /// is resolved by that block.
+    pub skip_entries: u32,
+    /// Cycles a string instruction costs once, whatever its length.
+    pub string_startup_cycles: u64,
+    /// Bytes a string instruction moves or stores per cycle; 0: string
+    /// instructions cost one instruction per element, with no string counts.
+    pub string_bytes_per_cycle: u64,
+    /// 1: string stores bypass the caches (they only invalidate other
+    /// vCPUs' copies).
+    pub string_nontemporal: u32,
 }
 
 impl Default for Config {
@@ -113,6 +130,11 @@ impl Default for Config {
             memory_cycles: 200,
             coherence_cycles: 70,
             mispredict_cycles: 17,
+            rsb_depth: 32,
+            skip_entries: 1,
+            string_startup_cycles: 35,
+            string_bytes_per_cycle: 32,
+            string_nontemporal: 0,
         }
     }
 }
@@ -134,7 +156,15 @@ pub const CONFIG_KEYS: &[&str] = &[
     "memory-cycles",
     "coherence-cycles",
     "mispredict-cycles",
+    "rsb-depth",
+    "skip-entries",
+    "string-startup-cycles",
+    "string-bytes-per-cycle",
+    "string-nontemporal",
 ];
+
+/// Return stack buffer entries at most.
+const RSB_MAX: u32 = 1024;
 
 impl Config {
     /// Sets the field named `key` (one of [`CONFIG_KEYS`]).
@@ -159,6 +189,11 @@ impl Config {
             "memory-cycles" => self.memory_cycles = n,
             "coherence-cycles" => self.coherence_cycles = n,
             "mispredict-cycles" => self.mispredict_cycles = n,
+            "rsb-depth" => self.rsb_depth = small()?,
+            "skip-entries" => self.skip_entries = small()?,
+            "string-startup-cycles" => self.string_startup_cycles = n,
+            "string-bytes-per-cycle" => self.string_bytes_per_cycle = n,
+            "string-nontemporal" => self.string_nontemporal = small()?,
             _ => return Err(format!("unknown model setting {key:?}")),
         }
         Ok(())
@@ -182,7 +217,27 @@ impl Config {
                 return Err(format!("{name}={bits} is outside 1..=24"));
             }
         }
+        if self.rsb_depth > RSB_MAX {
+            return Err(format!("rsb-depth={} is above {RSB_MAX}", self.rsb_depth));
+        }
+        for (name, flag) in [
+            ("skip-entries", self.skip_entries),
+            ("string-nontemporal", self.string_nontemporal),
+        ] {
+            if flag > 1 {
+                return Err(format!("{name}={flag} is neither 0 nor 1"));
+            }
+        }
         Ok(())
+    }
+
+    /// Whether the model makes the count `name` (one of [`Counts::NAMES`])
+    /// with these settings: the string counts only when string
+    /// instructions are costed apart. A count it does not make is left out
+    /// of the plugin's file, so a file with every later part off is what it
+    /// was before them.
+    pub fn makes(&self, name: &str) -> bool {
+        !(self.string_bytes_per_cycle == 0 && Counts::STRING.contains(&name))
     }
 }
 
@@ -292,11 +347,19 @@ pub struct Counts {
     /// store that is a coherence miss already paid for the transfer. Not
     /// among the L1d misses.
     pub rfo_misses: u64,
+    /// `rep movs`/`rep stos` instructions begun (not their elements).
+    pub string_instructions: u64,
+    /// Executions of a string instruction: QEMU under icount runs one
+    /// element per execution and counts each as an instruction, and the
+    /// last one finds the count exhausted. Among the instructions.
+    pub string_iterations: u64,
+    /// Bytes string instructions stored.
+    pub string_bytes: u64,
 }
 
 impl Counts {
     /// The counts' names, in the order [`Counts::values`] gives them.
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 14] = [
         "instructions",
         "l1i-misses",
         "l1d-misses",
@@ -308,14 +371,22 @@ impl Counts {
         "indirect-branches",
         "indirect-mispredicts",
         "rfo-misses",
+        "string-instructions",
+        "string-iterations",
+        "string-bytes",
     ];
+
+    /// The counts of string instructions costed apart
+    /// ([`Config::string_bytes_per_cycle`]).
+    pub const STRING: [&'static str; 3] =
+        ["string-instructions", "string-iterations", "string-bytes"];
 
     /// The counts that only several vCPUs can make: the plugin leaves them
     /// out of a one-vCPU file, which is thus the same as before they were
     /// counted.
     pub const SEVERAL_VCPUS_ONLY: [&'static str; 1] = ["rfo-misses"];
 
-    pub fn values(&self) -> [u64; 11] {
+    pub fn values(&self) -> [u64; 14] {
         [
             self.instructions,
             self.l1i_misses,
@@ -328,11 +399,14 @@ impl Counts {
             self.indirect_branches,
             self.indirect_mispredicts,
             self.rfo_misses,
+            self.string_instructions,
+            self.string_iterations,
+            self.string_bytes,
         ]
     }
 
     /// The counts of [`Counts::values`]' order.
-    pub fn from_values(v: [u64; 11]) -> Counts {
+    pub fn from_values(v: [u64; 14]) -> Counts {
         Counts {
             instructions: v[0],
             l1i_misses: v[1],
@@ -345,6 +419,9 @@ impl Counts {
             indirect_branches: v[8],
             indirect_mispredicts: v[9],
             rfo_misses: v[10],
+            string_instructions: v[11],
+            string_iterations: v[12],
+            string_bytes: v[13],
         }
     }
 
@@ -359,16 +436,25 @@ impl Counts {
         *self = Counts::from_values(std::array::from_fn(|i| a[i] + b[i]));
     }
 
-    /// Instructions, plus each access's cost by where it was served, plus
-    /// each read for ownership at the cost of a transfer from another core
-    /// (the store waits for the other copies' invalidation), plus the
-    /// mispredictions' cost:
-    /// `I + l2·(L1 − coh − L2) + llc·(L2 − LLC) + mem·LLC + coh_c·(coh + rfo) + bp·mispredicts`.
+    /// Instructions (a string instruction's executions replaced by its
+    /// startup and its bytes at a rate), plus each access's cost by where
+    /// it was served, plus each read for ownership at the cost of a
+    /// transfer from another core (the store waits for the other copies'
+    /// invalidation), plus the mispredictions' cost:
+    /// `I − string_iterations + string_startup·string_instructions +
+    /// ceil(string_bytes / string_bytes_per_cycle) + l2·(L1 − coh − L2) +
+    /// llc·(L2 − LLC) + mem·LLC + coh_c·(coh + rfo) + bp·mispredicts`.
     pub fn estimated_cycles(&self, c: &Config) -> u64 {
         let l1 = self.l1i_misses + self.l1d_misses;
         let from_l2 = l1 - self.coherence_misses - self.l2_misses;
         let from_llc = self.l2_misses - self.llc_misses;
-        self.instructions
+        let string_bytes = match c.string_bytes_per_cycle {
+            0 => 0,
+            rate => self.string_bytes.div_ceil(rate),
+        };
+        self.instructions - self.string_iterations
+            + c.string_startup_cycles * self.string_instructions
+            + string_bytes
             + c.l2_cycles * from_l2
             + c.llc_cycles * from_llc
             + c.memory_cycles * self.llc_misses
@@ -384,16 +470,26 @@ pub enum Mode {
     Kernel = 1,
 }
 
-/// How a block ends, as far as prediction goes.
+/// How a block ends, as far as prediction and string instructions go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockEnd {
-    /// No branch to predict: a direct jump or call, a block cut short, a
-    /// system call or return from one.
+    /// No branch to predict: a direct jump, a block cut short, a system
+    /// call or return from one.
     Other,
     /// A conditional branch at `pc` to `target`, falling through to `next`.
     Conditional { pc: u64, target: u64, next: u64 },
-    /// An indirect jump or call, or a return, at `pc`.
+    /// An indirect jump at `pc`.
     Indirect { pc: u64 },
+    /// A direct call at `pc`, returning to `next`: nothing to predict, but
+    /// it pushes `next` on the return stack buffer.
+    Call { pc: u64, next: u64 },
+    /// An indirect call at `pc`, returning to `next`: predicted by the
+    /// BTB, and it pushes `next`.
+    IndirectCall { pc: u64, next: u64 },
+    /// A return at `pc`.
+    Return { pc: u64 },
+    /// A `rep movs` or `rep stos` at `pc`.
+    String { pc: u64 },
     /// `hlt` or `mwait`: nothing to predict, and the vCPU sleeps until an
     /// interrupt wakes it.
     Halt,
@@ -418,6 +514,14 @@ struct Core {
     history: u64,
     btb: Box<[u64]>,
     counts: [Counts; 2],
+    /// The return stack buffer, circular: `rsb_top` is where the next
+    /// call's return address goes, `rsb_held` how many entries below it
+    /// are valid (a call beyond the depth overwrites the oldest).
+    rsb: Box<[u64]>,
+    rsb_top: usize,
+    rsb_held: usize,
+    /// What the running string instruction did so far.
+    string: StringTrail,
     /// Lines this vCPU stored to, invalidating every other vCPU's copy,
     /// that no other vCPU has brought into its L1d or L2 since: another
     /// store to one of them has nothing to invalidate, so it skips the scan
@@ -427,6 +531,31 @@ struct Core {
     owned: Box<[u64]>,
 }
 
+/// Where a string instruction's last load and last store were (virtual
+/// line, the line taken for it), and where a store that goes on forward
+/// from its last store starts.
+#[derive(Debug, Clone, Copy)]
+struct StringTrail {
+    load: (u64, u64),
+    store: (u64, u64),
+    next_store: Option<u64>,
+}
+
+const NO_TRAIL: StringTrail = StringTrail {
+    load: (EMPTY, EMPTY),
+    store: (EMPTY, EMPTY),
+    next_store: None,
+};
+
+/// Lines per guest page: an access's two lines in one page are
+/// consecutive physical lines too.
+const PAGE_LINE_BITS: u32 = 12 - LINE_BITS;
+
+/// Kernel entry points learnt at most (interrupts and exceptions enter the
+/// kernel at a handful of addresses), and the slots of their table.
+pub const ENTRY_POINTS: usize = 128;
+const ENTRY_SLOTS: usize = 256;
+
 /// The whole machine's model.
 #[derive(Debug, Clone)]
 pub struct Model {
@@ -435,6 +564,10 @@ pub struct Model {
     llc: Cache,
     gshare_mask: u64,
     btb_mask: u64,
+    /// Kernel entry points seen: the first kernel block after a user
+    /// block, in an open-addressed table (`EMPTY` where none).
+    entries: Box<[u64]>,
+    entries_held: usize,
     /// The vCPUs' cache events held back to be interleaved, when on
     /// ([`Model::set_weave`]).
     weave: Option<Box<Weave>>,
@@ -456,6 +589,10 @@ enum Kind {
     Fetch,
     Load,
     Store,
+    /// A string store that claims its line without reading it.
+    Claim,
+    /// A string store that bypasses the caches.
+    Bypass,
 }
 
 /// One cache event of a vCPU's turn, held back for the weave.
@@ -610,6 +747,10 @@ impl Model {
             history: 0,
             btb: vec![EMPTY; 1 << config.btb_bits].into_boxed_slice(),
             counts: [Counts::default(); 2],
+            rsb: vec![EMPTY; config.rsb_depth as usize].into_boxed_slice(),
+            rsb_top: 0,
+            rsb_held: 0,
+            string: NO_TRAIL,
             owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
         };
         Ok(Model {
@@ -617,6 +758,8 @@ impl Model {
             llc: Cache::new(config.llc)?,
             gshare_mask: (1 << config.gshare_bits) - 1,
             btb_mask: (1 << config.btb_bits) - 1,
+            entries: vec![EMPTY; ENTRY_SLOTS].into_boxed_slice(),
+            entries_held: 0,
             weave: None,
             config,
         })
@@ -661,13 +804,31 @@ impl Model {
         if self.weave.is_some() {
             self.turn(v);
         }
-        let pending = std::mem::replace(&mut self.cores[v].pending, end);
+        let core = &mut self.cores[v];
+        let pending = std::mem::replace(&mut core.pending, end);
+        if core.mode == Mode::User && mode == Mode::Kernel && self.config.skip_entries == 1 {
+            self.learn_entry(pc);
+        }
         if pending != BlockEnd::Other {
-            self.resolve_branch(v, pending, pc);
+            self.resolve_branch(v, pending, pc, mode);
         }
         let core = &mut self.cores[v];
         core.mode = mode;
         core.counts[mode as usize].instructions += instructions;
+        if let BlockEnd::String { pc: at } = end {
+            if self.config.string_bytes_per_cycle > 0 {
+                // QEMU under icount runs a string instruction one element
+                // per execution, each a block of that one instruction at
+                // its address: the instruction goes on while the vCPU's
+                // blocks come back to it.
+                let c = &mut core.counts[mode as usize];
+                c.string_iterations += 1;
+                if !(at == pc && pending == end) {
+                    c.string_instructions += 1;
+                    core.string = NO_TRAIL;
+                }
+            }
+        }
         if let Some(w) = self.weave.as_mut() {
             let time = w.clock[v];
             w.now[v] = time;
@@ -908,8 +1069,7 @@ impl Model {
                     }
                 }
             }
-            Kind::Load => self.data_line_in(v, e.line, false, mode),
-            Kind::Store => self.data_line_in(v, e.line, true, mode),
+            kind => self.string_line(v, e.line, kind, mode),
         }
         if let Some(before) = before {
             let after = self.cores[v].counts;
@@ -1006,12 +1166,14 @@ impl Model {
     }
 
     /// The branch that ended the last block of vCPU `v` (`pending`, not
-    /// `BlockEnd::Other`), resolved by where the next block starts (`pc`).
+    /// `BlockEnd::Other`), resolved by where the next block starts (`pc`,
+    /// in `next_mode`).
     #[inline(never)]
-    fn resolve_branch(&mut self, v: usize, pending: BlockEnd, pc: u64) {
+    fn resolve_branch(&mut self, v: usize, pending: BlockEnd, pc: u64, next_mode: Mode) {
         let mode = self.cores[v].mode as usize;
+        let rsb = self.config.rsb_depth > 0;
         match pending {
-            BlockEnd::Other | BlockEnd::Halt => {}
+            BlockEnd::Other | BlockEnd::Halt | BlockEnd::String { .. } => {}
             BlockEnd::Conditional {
                 pc: at,
                 target,
@@ -1045,17 +1207,240 @@ impl Model {
                     c.conditional_mispredicts += 1;
                 }
             }
-            BlockEnd::Indirect { pc: at } => {
-                let core = &mut self.cores[v];
-                let slot = &mut core.btb[(at & self.btb_mask) as usize];
-                let hit = *slot == pc;
-                *slot = pc;
-                let c = &mut core.counts[mode];
+            // A call has run once the next block starts, whatever that
+            // block is: interrupts come between blocks.
+            BlockEnd::Call { next, .. } => {
+                if rsb {
+                    self.push_return(v, next);
+                }
+            }
+            BlockEnd::IndirectCall { pc: at, next } => {
+                if rsb {
+                    self.push_return(v, next);
+                }
+                self.resolve_indirect(v, at, pc, next_mode);
+            }
+            BlockEnd::Return { pc: at } if !rsb => self.resolve_indirect(v, at, pc, next_mode),
+            BlockEnd::Return { .. } => {
+                // It ran, so it pops its entry even when an interrupt
+                // comes before its target.
+                let predicted = self.pop_return(v);
+                if self.entered(v, pc, next_mode) {
+                    return;
+                }
+                let c = &mut self.cores[v].counts[mode];
                 c.indirect_branches += 1;
-                if !hit {
+                if predicted != Some(pc) {
                     c.indirect_mispredicts += 1;
                 }
             }
+            BlockEnd::Indirect { pc: at } => self.resolve_indirect(v, at, pc, next_mode),
+        }
+    }
+
+    /// An indirect branch at `at`, through the BTB, to `pc` (in `next_mode`).
+    #[inline(always)]
+    fn resolve_indirect(&mut self, v: usize, at: u64, pc: u64, next_mode: Mode) {
+        if self.entered(v, pc, next_mode) {
+            return;
+        }
+        let core = &mut self.cores[v];
+        let mode = core.mode as usize;
+        let slot = &mut core.btb[(at & self.btb_mask) as usize];
+        let hit = *slot == pc;
+        *slot = pc;
+        let c = &mut core.counts[mode];
+        c.indirect_branches += 1;
+        if !hit {
+            c.indirect_mispredicts += 1;
+        }
+    }
+
+    /// Whether the block at `pc` (in `next_mode`) that follows vCPU `v`'s
+    /// indirect branch or return is a kernel entry (an interrupt or
+    /// exception came between), which the branch does not go to: the mode
+    /// changed (a `ret` or `jmp *` never changes privilege), or `pc` is a
+    /// kernel entry point seen before, when [`Config::skip_entries`] is on.
+    #[inline(always)]
+    fn entered(&self, v: usize, pc: u64, next_mode: Mode) -> bool {
+        self.config.skip_entries == 1 && (self.cores[v].mode != next_mode || self.is_entry(pc))
+    }
+
+    #[inline(always)]
+    fn entry_slot(pc: u64) -> usize {
+        (pc.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % ENTRY_SLOTS
+    }
+
+    fn is_entry(&self, pc: u64) -> bool {
+        let mut i = Self::entry_slot(pc);
+        loop {
+            match self.entries[i] {
+                e if e == pc => return true,
+                EMPTY => return false,
+                _ => i = (i + 1) % ENTRY_SLOTS,
+            }
+        }
+    }
+
+    /// Keeps `pc`, the first kernel block after a user block, among the
+    /// kernel entry points, while there are fewer than [`ENTRY_POINTS`].
+    #[inline(never)]
+    fn learn_entry(&mut self, pc: u64) {
+        if self.entries_held >= ENTRY_POINTS {
+            return;
+        }
+        let mut i = Self::entry_slot(pc);
+        loop {
+            match self.entries[i] {
+                e if e == pc => return,
+                EMPTY => break,
+                _ => i = (i + 1) % ENTRY_SLOTS,
+            }
+        }
+        self.entries[i] = pc;
+        self.entries_held += 1;
+    }
+
+    fn push_return(&mut self, v: usize, next: u64) {
+        let core = &mut self.cores[v];
+        let depth = core.rsb.len();
+        core.rsb[core.rsb_top] = next;
+        core.rsb_top = (core.rsb_top + 1) % depth;
+        core.rsb_held = (core.rsb_held + 1).min(depth);
+    }
+
+    fn pop_return(&mut self, v: usize) -> Option<u64> {
+        let core = &mut self.cores[v];
+        if core.rsb_held == 0 {
+            return None;
+        }
+        let depth = core.rsb.len();
+        core.rsb_top = (core.rsb_top + depth - 1) % depth;
+        core.rsb_held -= 1;
+        Some(core.rsb[core.rsb_top])
+    }
+
+    /// A data access of `size` bytes at (virtual) `address` by the string
+    /// instruction that ends the block `vcpu` runs, when string
+    /// instructions are costed apart ([`Config::string_bytes_per_cycle`]
+    /// not 0). `translate` gives the guest physical address of a virtual
+    /// one, or `None` where there is none (the line is then taken by
+    /// virtual address, as [`Model::data_virtual`] takes it). It is asked
+    /// only for a line the instruction's last load (or store) was not in:
+    /// the mapping stays while one instruction runs, and a string runs
+    /// through each line element by element. A store counts its bytes; a
+    /// store that goes on forward from the instruction's last one claims
+    /// the lines it starts without reading them (no miss), and with
+    /// [`Config::string_nontemporal`] every string store bypasses the
+    /// caches. Returns the lines taken by virtual address.
+    pub fn string_data(
+        &mut self,
+        vcpu: usize,
+        address: u64,
+        size: u64,
+        store: bool,
+        mut translate: impl FnMut(u64) -> Option<u64>,
+    ) -> u32 {
+        let v = self.index(vcpu);
+        if self.weave.is_some() {
+            self.turn(v);
+        }
+        let size = size.max(1);
+        let first = address >> LINE_BITS;
+        let last = address.wrapping_add(size - 1) >> LINE_BITS;
+        let nontemporal = self.config.string_nontemporal == 1;
+        let core = &mut self.cores[v];
+        let mode = core.mode;
+        let forward = store && core.string.next_store == Some(address);
+        if store {
+            core.counts[mode as usize].string_bytes += size;
+            core.string.next_store = Some(address.wrapping_add(size));
+        }
+        let mut by_virtual = 0;
+        let mut taken: Option<(u64, u64)> = None;
+        for vline in [first, last] {
+            if taken.is_some_and(|(done, _)| done == vline) {
+                break;
+            }
+            let core = &mut self.cores[v];
+            let trail = if store {
+                &mut core.string.store
+            } else {
+                &mut core.string.load
+            };
+            let line = match taken {
+                _ if trail.0 == vline => trail.1,
+                // The access's second line, in the first one's page.
+                Some((before, line)) if before >> PAGE_LINE_BITS == vline >> PAGE_LINE_BITS => {
+                    line + 1
+                }
+                _ => {
+                    let at = if vline == first {
+                        address
+                    } else {
+                        vline << LINE_BITS
+                    };
+                    match translate(at) {
+                        Some(physical) => physical >> LINE_BITS,
+                        None => vline | VIRTUAL,
+                    }
+                }
+            };
+            *trail = (vline, line);
+            taken = Some((vline, line));
+            if line & VIRTUAL != 0 {
+                by_virtual += 1;
+            }
+            let kind = if !store {
+                Kind::Load
+            } else if nontemporal {
+                Kind::Bypass
+            } else if forward && vline << LINE_BITS >= address {
+                // The store covers the line's first byte and the string
+                // goes on forward: it will write the whole line.
+                Kind::Claim
+            } else {
+                Kind::Store
+            };
+            match self.weave.as_mut() {
+                Some(w) => w.hold(v, line, 0, kind, mode),
+                None => self.string_line(v, line, kind, mode as usize),
+            }
+        }
+        by_virtual
+    }
+
+    /// A string instruction's access of `kind` to `line` by vCPU `v`,
+    /// counted in `mode`.
+    #[inline(always)]
+    fn string_line(&mut self, v: usize, line: u64, kind: Kind, mode: usize) {
+        match kind {
+            Kind::Fetch | Kind::Load => self.data_line_in(v, line, false, mode),
+            Kind::Store => self.data_line_in(v, line, true, mode),
+            Kind::Claim => self.claim_line(v, line, mode),
+            Kind::Bypass => {
+                if self.cores.len() > 1 {
+                    self.invalidate_others(v, line);
+                }
+            }
+        }
+    }
+
+    /// A string store that writes `line` whole: the line is filled as
+    /// written, without being read, so no miss is counted; other vCPUs'
+    /// copies go as for any store.
+    fn claim_line(&mut self, v: usize, line: u64, mode: usize) {
+        let core = &mut self.cores[v];
+        if core.l1d.access(line) != Lookup::Hit {
+            if core.l2.access(line) != Lookup::Hit {
+                self.llc.access(line);
+            }
+            if self.cores.len() > 1 {
+                self.disown(v, line);
+            }
+        }
+        if self.cores.len() > 1 {
+            self.store_shared(v, line, false, mode);
         }
     }
 }
@@ -1083,18 +1468,21 @@ pub fn lines(address: u64, bytes: u64) -> Range<u64> {
 }
 
 /// What a block's last instruction is, from its bytes (x86-64), for the
-/// predictor: a conditional branch with its target, an indirect branch or
-/// return, or neither.
+/// predictor and the string costing: a conditional branch with its target,
+/// an indirect jump, a call, an indirect call, a return, `hlt`, a `rep
+/// movs` or `rep stos`, or none of them.
 pub fn classify(pc: u64, bytes: &[u8]) -> BlockEnd {
     let next = pc + bytes.len() as u64;
     // Skip legacy prefixes (segment overrides double as branch hints) and a REX.
     let mut i = 0;
+    let mut rep = false;
     while i < bytes.len()
         && matches!(
             bytes[i],
             0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf2 | 0xf3
         )
     {
+        rep |= matches!(bytes[i], 0xf2 | 0xf3);
         i += 1;
     }
     if i < bytes.len() && (0x40..=0x4f).contains(&bytes[i]) {
@@ -1122,11 +1510,20 @@ pub fn classify(pc: u64, bytes: &[u8]) -> BlockEnd {
         // jcc rel32
         [0x0f, 0x80..=0x8f, r @ ..] => conditional(rel(r)),
         // ret, ret imm16
-        [0xc3] | [0xc2, _, _] => BlockEnd::Indirect { pc },
+        [0xc3] | [0xc2, _, _] => BlockEnd::Return { pc },
         // hlt, mwait
         [0xf4] | [0x0f, 0x01, 0xc9] => BlockEnd::Halt,
-        // call/jmp through a register or memory: ff /2, /3, /4, /5
-        [0xff, modrm, ..] if matches!((modrm >> 3) & 7, 2..=5) => BlockEnd::Indirect { pc },
+        // call rel32
+        [0xe8, _, _, _, _] => BlockEnd::Call { pc, next },
+        // call through a register or memory: ff /2, /3
+        [0xff, modrm, ..] if matches!((modrm >> 3) & 7, 2 | 3) => {
+            BlockEnd::IndirectCall { pc, next }
+        }
+        // jmp through a register or memory: ff /4, /5
+        [0xff, modrm, ..] if matches!((modrm >> 3) & 7, 4 | 5) => BlockEnd::Indirect { pc },
+        // rep movs, rep stos (f2 repeats them as f3 does); the element's
+        // size (66, REX.W) comes with each memory access.
+        [0xa4 | 0xa5 | 0xaa | 0xab] if rep => BlockEnd::String { pc },
         _ => BlockEnd::Other,
     }
 }
@@ -1323,85 +1720,518 @@ mod tests {
         assert_eq!(after.l2_misses, 1);
     }
 
+    /// Every part added after the caches and the first predictors off:
+    /// the model as it was before them.
+    fn parts_off(config: Config) -> Config {
+        Config {
+            rsb_depth: 0,
+            skip_entries: 0,
+            string_bytes_per_cycle: 0,
+            ..config
+        }
+    }
+
+    /// A guest page mapping for the string accesses: a virtual page's
+    /// physical page, or none for one page in eight.
+    fn translate(address: u64) -> Option<u64> {
+        let page = address >> 12;
+        let mixed = page.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40;
+        (!mixed.is_multiple_of(8)).then_some(((mixed % 0x400) << 12) | (address & 0xfff))
+    }
+
     /// A long random stream on 1 to 4 vCPUs (and a vCPU index beyond
     /// them), with caches small enough that lines are evicted, invalidated
     /// by other vCPUs' stores and filled again all the time, lines shared
     /// between vCPUs and between instructions and data, accesses across
-    /// line boundaries, and branches resolved every way: after every event
-    /// the counts are those of the model as first written, which scans
-    /// every other vCPU's caches on every store.
+    /// line boundaries, branches resolved every way (calls and returns
+    /// that mostly pair up, interrupts into a few kernel entry points from
+    /// either mode) and string instructions running element by element:
+    /// after every event the counts are those of the straightforward
+    /// model, which scans every other vCPU's caches on every store and
+    /// predicts with maps and a plain stack, with the later parts off, on,
+    /// and a shallow return stack with non-temporal string stores.
     #[test]
     fn the_model_counts_what_the_straightforward_one_counts() {
-        for vcpus in 1..=4 {
-            let mut fast = Model::new(small(), vcpus).unwrap();
-            let mut slow = reference::Model::new(small(), vcpus).unwrap();
-            let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ vcpus as u64;
-            let mut next = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
-            let mut vcpu = 0;
-            let mut ends = vec![BlockEnd::Other; vcpus + 1];
-            for _ in 0..200_000 {
-                if next() % 40 == 0 {
-                    // Now and then an index no vCPU was announced with.
-                    vcpu = (next() % (vcpus as u64 + 1)) as usize;
-                }
-                if next() % 10 < 3 {
-                    let pc = match (ends[vcpu], next() % 3) {
-                        (BlockEnd::Conditional { target, .. }, 0) => target,
-                        (BlockEnd::Conditional { next, .. }, 1) => next,
-                        _ => 0xc000 + next() % 0x8000,
-                    };
-                    let bytes = 1 + next() % 200;
-                    let last = pc + bytes - 2;
-                    let end = match next() % 4 {
-                        0 | 1 => BlockEnd::Conditional {
-                            pc: last,
-                            target: 0xc000 + next() % 0x8000,
-                            next: pc + bytes,
-                        },
-                        2 => BlockEnd::Indirect { pc: last },
-                        _ if next() % 4 == 0 => BlockEnd::Halt,
-                        _ => BlockEnd::Other,
-                    };
-                    ends[vcpu] = end;
-                    let mode = if next() % 2 == 0 {
-                        Mode::User
-                    } else {
-                        Mode::Kernel
-                    };
-                    let range = lines(pc, bytes);
-                    let list: Vec<u64> = range.clone().collect();
-                    fast.block(vcpu, pc, mode, bytes / 3, range, end);
-                    slow.block(vcpu, pc, mode, bytes / 3, &list, end);
-                } else {
-                    let address = match next() % 10 {
-                        // A few hot lines every vCPU reads and writes.
-                        0..=5 => 0x1_0000 + next() % 0x200,
-                        6..=8 => next() % 0x1_0000,
-                        // Wide enough for the ownership table's slots to collide.
-                        _ => next() % 0x40_0000,
-                    };
-                    let size = 1 << (next() % 5);
-                    let store = next() % 5 < 2;
-                    // Data by virtual address meets the instructions' lines.
-                    if next() % 2 == 0 {
-                        fast.data(vcpu, address, size, store);
-                        slow.data(vcpu, address, size, store, 0);
-                    } else {
-                        fast.data_virtual(vcpu, address, size, store);
-                        slow.data(vcpu, address, size, store, VIRTUAL);
+        let configs = [
+            parts_off(small()),
+            small(),
+            Config {
+                rsb_depth: 3,
+                string_nontemporal: 1,
+                string_bytes_per_cycle: 16,
+                ..small()
+            },
+        ];
+        for config in configs {
+            for vcpus in 1..=4 {
+                random_stream(config.clone(), vcpus);
+            }
+        }
+    }
+
+    fn random_stream(config: Config, vcpus: usize) {
+        let kernel = 0xffff_ffff_8100_0000u64;
+        let entries = [kernel + 0x80_0000, kernel + 0x80_0100, kernel + 0x80_0200];
+        let mut fast = Model::new(config.clone(), vcpus).unwrap();
+        let mut slow = reference::Model::new(config.clone(), vcpus).unwrap();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ vcpus as u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut vcpu = 0;
+        let mut ends = vec![BlockEnd::Other; vcpus + 1];
+        // Per vCPU index: the return addresses of its calls, and where its
+        // string instruction's next element goes (source, destination).
+        let mut calls: Vec<Vec<u64>> = vec![Vec::new(); vcpus + 1];
+        let mut strings = vec![(0u64, 0u64); vcpus + 1];
+        for _ in 0..100_000 {
+            if next() % 40 == 0 {
+                // Now and then an index no vCPU was announced with.
+                vcpu = (next() % (vcpus as u64 + 1)) as usize;
+            }
+            let string = matches!(ends[vcpu], BlockEnd::String { .. });
+            if next() % 10 < 3 {
+                let region = if next() % 2 == 0 { 0 } else { kernel };
+                let pc = match (ends[vcpu], next() % 4) {
+                    (BlockEnd::Conditional { target, .. }, 0) => target,
+                    (BlockEnd::Conditional { next, .. }, 1) => next,
+                    (BlockEnd::Return { .. }, 0..=2) if !calls[vcpu].is_empty() => {
+                        calls[vcpu].pop().unwrap()
                     }
+                    (BlockEnd::Indirect { .. } | BlockEnd::IndirectCall { .. }, 0..=2) => {
+                        region + 0xc000 + 0x40 * (next() % 3)
+                    }
+                    // The string instruction goes on.
+                    (BlockEnd::String { pc }, 0..=2) => pc,
+                    // An interrupt or exception.
+                    (_, 3) if next() % 3 == 0 => entries[(next() % 3) as usize],
+                    _ => region + 0xc000 + next() % 0x8000,
+                };
+                let mode = if pc >= kernel {
+                    Mode::Kernel
+                } else {
+                    Mode::User
+                };
+                let bytes = 1 + next() % 200;
+                let last = pc + bytes - 2;
+                let end = match next() % 16 {
+                    0..=5 => BlockEnd::Conditional {
+                        pc: last,
+                        target: region + 0xc000 + next() % 0x8000,
+                        next: pc + bytes,
+                    },
+                    6 | 7 => BlockEnd::Indirect { pc: last },
+                    8 => BlockEnd::Call {
+                        pc: last,
+                        next: pc + bytes,
+                    },
+                    9 => BlockEnd::IndirectCall {
+                        pc: last,
+                        next: pc + bytes,
+                    },
+                    10 | 11 => BlockEnd::Return { pc: last },
+                    12 => BlockEnd::String { pc: last },
+                    _ if next() % 4 == 0 => BlockEnd::Halt,
+                    _ => BlockEnd::Other,
+                };
+                // A block at its string instruction is that one instruction.
+                let (bytes, end) = match ends[vcpu] {
+                    BlockEnd::String { pc: at } if at == pc => (2, ends[vcpu]),
+                    _ => (bytes, end),
+                };
+                if let BlockEnd::Call { next, .. } | BlockEnd::IndirectCall { next, .. } = end {
+                    calls[vcpu].push(next);
+                }
+                if let BlockEnd::String { pc: at } = end {
+                    if at != pc || ends[vcpu] != end {
+                        strings[vcpu] =
+                            (0x10_0000 + next() % 0x4_0000, 0x10_0000 + next() % 0x4_0000);
+                    }
+                }
+                ends[vcpu] = end;
+                let range = lines(pc, bytes);
+                let list: Vec<u64> = range.clone().collect();
+                fast.block(vcpu, pc, mode, bytes / 3, range, end);
+                slow.block(vcpu, pc, mode, bytes / 3, &list, end);
+            } else if string && config.string_bytes_per_cycle > 0 {
+                // An element: mostly forward, now and then backward, of
+                // 1, 2, 4 or 8 bytes; a move loads it first.
+                let size: u64 = 1 << (next() % 4);
+                let step = if next() % 8 == 0 {
+                    size.wrapping_neg()
+                } else {
+                    size
+                };
+                let (from, to) = strings[vcpu];
+                if next() % 2 == 0 {
+                    fast.string_data(vcpu, from, size, false, translate);
+                    slow.string_data(vcpu, from, size, false, translate);
+                }
+                fast.string_data(vcpu, to, size, true, translate);
+                slow.string_data(vcpu, to, size, true, translate);
+                strings[vcpu] = (from.wrapping_add(step), to.wrapping_add(step));
+            } else {
+                let address = match next() % 10 {
+                    // A few hot lines every vCPU reads and writes.
+                    0..=5 => 0x1_0000 + next() % 0x200,
+                    6..=8 => next() % 0x1_0000,
+                    // Wide enough for the ownership table's slots to collide.
+                    _ => next() % 0x40_0000,
+                };
+                let size = 1 << (next() % 5);
+                let store = next() % 5 < 2;
+                // Data by virtual address meets the instructions' lines.
+                if next() % 2 == 0 {
+                    fast.data(vcpu, address, size, store);
+                    slow.data(vcpu, address, size, store, 0);
+                } else {
+                    fast.data_virtual(vcpu, address, size, store);
+                    slow.data(vcpu, address, size, store, VIRTUAL);
+                }
+            }
+            assert_eq!(fast.counts(), slow.counts());
+        }
+        let [user, kernel] = fast.counts();
+        assert!(user.l1i_misses > 0 && kernel.l2_misses > 0 && user.llc_misses > 0);
+        assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);
+        assert!(user.indirect_branches > user.indirect_mispredicts);
+        assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
+        assert_eq!(vcpus > 1, user.rfo_misses > 0);
+        let strings_apart = config.string_bytes_per_cycle > 0;
+        assert_eq!(strings_apart, user.string_bytes > 0);
+        assert_eq!(
+            strings_apart,
+            kernel.string_iterations > kernel.string_instructions
+        );
+    }
+
+    /// Runs blocks `(pc, end)` one after the other on one vCPU, in the
+    /// mode their address is in, through the model and the
+    /// straightforward one: both models' counts, user and kernel.
+    fn both_run(config: Config, stream: &[(u64, BlockEnd)]) -> ([Counts; 2], [Counts; 2]) {
+        let mut fast = Model::new(config.clone(), 1).unwrap();
+        let mut slow = reference::Model::new(config, 1).unwrap();
+        for &(pc, end) in stream {
+            let mode = if pc >= 0xffff_8000_0000_0000 {
+                Mode::Kernel
+            } else {
+                Mode::User
+            };
+            fast.block(0, pc, mode, 1, 0..0, end);
+            slow.block(0, pc, mode, 1, &[], end);
+        }
+        (fast.counts(), slow.counts())
+    }
+
+    /// (branches, mispredicts) of the indirect branches and returns.
+    fn indirect(c: &Counts) -> (u64, u64) {
+        (c.indirect_branches, c.indirect_mispredicts)
+    }
+
+    /// Branch streams with their counts worked out by hand, for both
+    /// models.
+    #[test]
+    fn hand_worked_branch_streams_count_what_was_worked_out() {
+        let with = |rsb_depth, skip_entries| Config {
+            rsb_depth,
+            skip_entries,
+            ..Config::default()
+        };
+        // A ladder of calls six deep, returned from, twice, with a return
+        // stack of four: function k at f(k) calls f(k + 1) at f(k) + 0x10
+        // and returns at f(k) + 0x20; the return address is f(k) + 0x15.
+        let f = |k: u64| 0x10_000 + 0x100 * k;
+        let mut ladder = Vec::new();
+        for _ in 0..2 {
+            for k in 0..6 {
+                let call = BlockEnd::Call {
+                    pc: f(k) + 0x10,
+                    next: f(k) + 0x15,
+                };
+                ladder.push((f(k), call));
+            }
+            ladder.push((f(6), BlockEnd::Return { pc: f(6) + 0x20 }));
+            for k in (1..6).rev() {
+                ladder.push((f(k) + 0x15, BlockEnd::Return { pc: f(k) + 0x20 }));
+            }
+            ladder.push((f(0) + 0x15, BlockEnd::Other));
+        }
+        // Each round: the four newest return addresses predict the first
+        // four returns, the last two find the stack empty.
+        let (fast, slow) = both_run(with(4, 1), &ladder);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (12, 4));
+        // Deep enough: none.
+        let (fast, slow) = both_run(with(8, 1), &ladder);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (12, 0));
+        // Through the BTB: six returns at six addresses, each first seen
+        // in the first round, the same target in the second.
+        let (fast, slow) = both_run(with(0, 1), &ladder);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (12, 6));
+
+        // One function called from two sites in turn: its return goes back
+        // to each site in turn.
+        let mut sites = Vec::new();
+        for _ in 0..2 {
+            for site in [0x30_000, 0x40_000] {
+                let call = BlockEnd::Call {
+                    pc: site + 0x10,
+                    next: site + 0x15,
+                };
+                sites.push((site, call));
+                sites.push((0x20_000, BlockEnd::Return { pc: 0x20_010 }));
+                sites.push((site + 0x15, BlockEnd::Other));
+            }
+        }
+        let (fast, slow) = both_run(with(16, 1), &sites);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (4, 0));
+        // The BTB predicts the other site every time.
+        let (fast, slow) = both_run(with(0, 1), &sites);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (4, 4));
+
+        // Interrupts: a user block and the kernel entry e after it (e is
+        // learnt); a kernel indirect jump at k(0x10) to k(0x1000), then
+        // interrupted before its target (the next block is e, no change of
+        // mode), the handler returning to the target, then the jump to
+        // its target again. A user indirect jump interrupted (a change of
+        // mode). Then a return interrupted before its target (it pops),
+        // and the return after it.
+        let k = |offset: u64| 0xffff_ffff_8100_0000 + offset;
+        let e = 0xffff_ffff_8180_0000;
+        let jump = BlockEnd::Indirect { pc: k(0x10) };
+        let interrupts = [
+            (0x1000, BlockEnd::Other),
+            (e, BlockEnd::Other),
+            (k(0), jump),
+            (k(0x1000), BlockEnd::Other),
+            (k(0), jump),
+            (e, BlockEnd::Other),
+            (k(0x2000), BlockEnd::Other),
+            (k(0x1000), BlockEnd::Other),
+            (k(0), jump),
+            (k(0x1000), BlockEnd::Other),
+            (0x2000, BlockEnd::Indirect { pc: 0x2018 }),
+            (e, BlockEnd::Other),
+            (0x3000, BlockEnd::Other),
+            (
+                k(0x3000),
+                BlockEnd::Call {
+                    pc: k(0x3000),
+                    next: k(0x3005),
+                },
+            ),
+            (
+                k(0x3100),
+                BlockEnd::Call {
+                    pc: k(0x3100),
+                    next: k(0x3105),
+                },
+            ),
+            (k(0x4000), BlockEnd::Return { pc: k(0x4010) }),
+            (e, BlockEnd::Other),
+            (k(0x3105), BlockEnd::Return { pc: k(0x3110) }),
+            (k(0x3005), BlockEnd::Other),
+        ];
+        // Skipped: the first jump (a miss), the third (a hit: the BTB kept
+        // the target), the return after the interrupted one (predicted by
+        // the entry the interrupted one left).
+        let (fast, slow) = both_run(with(16, 1), &interrupts);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (0, 0));
+        assert_eq!(indirect(&fast[1]), (3, 1));
+        // Resolved by the entries: the interrupted jump misses and trains
+        // the BTB with e, so the third misses too; the user jump misses;
+        // the interrupted return counts a miss, and the return after it
+        // pops the outer call's address, its own target (a hit).
+        let (fast, slow) = both_run(with(16, 0), &interrupts);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[0]), (1, 1));
+        assert_eq!(indirect(&fast[1]), (5, 4));
+        // As before these parts: the two returns through the BTB, both
+        // first seen.
+        let (fast, slow) = both_run(with(0, 0), &interrupts);
+        assert_eq!(fast, slow);
+        assert_eq!(indirect(&fast[1]), (5, 5));
+
+        // A conditional branch at 0x1010 (its low two bits 0) with a
+        // gshare of four counters, all weakly not taken: taken six times,
+        // then not taken, then taken. History 0, 1, 3, 3, 3, 3 indexes
+        // counters 0, 1, 3 (each missed once, then 3 is learnt), then 3
+        // predicts taken for the not taken (a miss, history 2) and counter
+        // 2, untouched, not taken for the taken (a miss). An interrupt
+        // between resolves nothing.
+        let (pc, target, next) = (0x1010, 0x1000, 0x1012);
+        let branch = BlockEnd::Conditional { pc, target, next };
+        let mut pattern = vec![(0x1000, branch)];
+        pattern.extend([target; 6].map(|to| (to, branch)));
+        pattern.push((e, BlockEnd::Other));
+        pattern.push((0x1000, branch));
+        pattern.extend([next, target].map(|to| (to, branch)));
+        let gshare = Config {
+            gshare_bits: 2,
+            ..Config::default()
+        };
+        let (fast, slow) = both_run(gshare, &pattern);
+        assert_eq!(fast, slow);
+        let c = fast[0];
+        assert_eq!((c.conditional_branches, c.conditional_mispredicts), (8, 5));
+    }
+
+    /// A `rep stosq` at 0x1008 of 256 bytes to 0x10000 (physical address
+    /// = virtual) as QEMU runs it under icount: the block that ends in it
+    /// (3 instructions, the first element), 31 one-instruction blocks of
+    /// an element each, one that finds the count exhausted, then the next
+    /// block. With `interrupt`, a kernel block comes after the 10th
+    /// element. The model's and the straightforward one's counts, and the
+    /// look-ups of physical addresses the model made.
+    fn stosq(config: Config, interrupt: bool) -> ([Counts; 2], [Counts; 2], usize) {
+        let mut fast = Model::new(config.clone(), 1).unwrap();
+        let mut slow = reference::Model::new(config.clone(), 1).unwrap();
+        let mut lookups = 0;
+        let rep = BlockEnd::String { pc: 0x1008 };
+        let mut block = |pc: u64, mode, n, end| {
+            fast.block(0, pc, mode, n, 0..0, end);
+            slow.block(0, pc, mode, n, &[], end);
+        };
+        block(0x1000, Mode::User, 3, rep);
+        let mut store = |fast: &mut Model, slow: &mut reference::Model, i: u64| {
+            let address = 0x10000 + 8 * i;
+            if config.string_bytes_per_cycle == 0 {
+                fast.data(0, address, 8, true);
+                slow.data(0, address, 8, true, 0);
+            } else {
+                fast.string_data(0, address, 8, true, |a| {
+                    lookups += 1;
+                    Some(a)
+                });
+                slow.string_data(0, address, 8, true, Some);
+            }
+        };
+        store(&mut fast, &mut slow, 0);
+        for i in 1..32 {
+            if interrupt && i == 10 {
+                let kernel = 0xffff_ffff_8180_0000;
+                fast.block(0, kernel, Mode::Kernel, 1, 0..0, BlockEnd::Other);
+                slow.block(0, kernel, Mode::Kernel, 1, &[], BlockEnd::Other);
+            }
+            fast.block(0, 0x1008, Mode::User, 1, 0..0, rep);
+            slow.block(0, 0x1008, Mode::User, 1, &[], rep);
+            store(&mut fast, &mut slow, i);
+        }
+        fast.block(0, 0x1008, Mode::User, 1, 0..0, rep);
+        slow.block(0, 0x1008, Mode::User, 1, &[], rep);
+        fast.block(0, 0x100b, Mode::User, 1, 0..0, BlockEnd::Other);
+        slow.block(0, 0x100b, Mode::User, 1, &[], BlockEnd::Other);
+        (fast.counts(), slow.counts(), lookups)
+    }
+
+    #[test]
+    fn a_string_costs_its_startup_and_its_bytes_and_claims_the_lines_it_goes_on_into() {
+        let c = small();
+        let (fast, slow, lookups) = stosq(c.clone(), false);
+        assert_eq!(fast, slow);
+        let user = fast[0];
+        assert_eq!(user.instructions, 3 + 31 + 1 + 1);
+        assert_eq!(user.string_iterations, 33);
+        assert_eq!(user.string_instructions, 1);
+        assert_eq!(user.string_bytes, 256);
+        // Its first line is read (it might be the string's only one);
+        // the string goes on forward into the other three: claimed.
+        assert_eq!((user.l1d_misses, user.llc_misses), (1, 1));
+        // One look-up per line.
+        assert_eq!(lookups, 4);
+        // The three other instructions, the startup, 256 bytes at 32 a
+        // cycle, a line from memory.
+        assert_eq!(
+            user.estimated_cycles(&c),
+            3 + c.string_startup_cycles + 256 / 32 + c.memory_cycles
+        );
+        // An interrupt in the middle: the instruction starts again.
+        let (fast, slow, _) = stosq(c.clone(), true);
+        assert_eq!(fast, slow);
+        assert_eq!(fast[0].string_instructions, 2);
+        assert_eq!(fast[0].string_iterations, 33);
+        // As before: one instruction per element, every line read.
+        let off = parts_off(c.clone());
+        let (fast, slow, _) = stosq(off.clone(), false);
+        assert_eq!(fast, slow);
+        let user = fast[0];
+        assert_eq!(user.instructions, 36);
+        assert_eq!((user.string_iterations, user.string_bytes), (0, 0));
+        assert_eq!(user.l1d_misses, 4);
+        assert_eq!(user.estimated_cycles(&off), 36 + 4 * off.memory_cycles);
+        // Non-temporal: nothing is read or filled, so a load after it misses.
+        let nontemporal = Config {
+            string_nontemporal: 1,
+            ..c
+        };
+        let (fast, slow, _) = stosq(nontemporal.clone(), false);
+        assert_eq!(fast, slow);
+        assert_eq!(fast[0].l1d_misses, 0);
+        let mut m = Model::new(nontemporal, 1).unwrap();
+        m.block(
+            0,
+            0x1000,
+            Mode::User,
+            1,
+            0..0,
+            BlockEnd::String { pc: 0x1000 },
+        );
+        m.string_data(0, 0x10000, 8, true, Some);
+        m.data(0, 0x10000, 8, false);
+        assert_eq!(user_of(&m).l1d_misses, 1);
+    }
+
+    fn user_of(m: &Model) -> Counts {
+        m.counts()[Mode::User as usize]
+    }
+
+    /// A `rep movsb` copying 4 KiB between two lines of one set, on a
+    /// direct-mapped L1d, so that each element's load and store evict each
+    /// other: every element counts as it does when each is looked up
+    /// anew, though only a new line is looked up.
+    #[test]
+    fn a_string_looks_up_each_line_once_and_counts_as_if_every_element_were_looked_up() {
+        let config = Config {
+            l1d: Geometry {
+                bytes: 1 << 10,
+                ways: 1,
+            },
+            ..small()
+        };
+        for vcpus in [1, 2] {
+            let mut fast = Model::new(config.clone(), vcpus).unwrap();
+            let mut slow = reference::Model::new(config.clone(), vcpus).unwrap();
+            let rep = BlockEnd::String { pc: 0x1000 };
+            let mut lookups = 0;
+            for i in 0..4096u64 {
+                // The other vCPU reads the destination now and then.
+                if vcpus == 2 && i % 100 == 0 {
+                    fast.data(1, 0x20000 + i, 1, false);
+                    slow.data(1, 0x20000 + i, 1, false, 0);
+                }
+                fast.block(0, 0x1000, Mode::User, 1, 0..0, rep);
+                slow.block(0, 0x1000, Mode::User, 1, &[], rep);
+                for (address, store) in [(0x10000 + i, false), (0x20000 + i, true)] {
+                    fast.string_data(0, address, 1, store, |a| {
+                        lookups += 1;
+                        Some(a)
+                    });
+                    slow.string_data(0, address, 1, store, Some);
                 }
                 assert_eq!(fast.counts(), slow.counts());
             }
-            let [user, kernel] = fast.counts();
-            assert!(user.l1i_misses > 0 && kernel.l2_misses > 0 && user.llc_misses > 0);
-            assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);
-            assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
+            assert_eq!(lookups, 2 * 4096 / 64);
+            let user = user_of(&fast);
+            // Each load misses (the store before it evicted its line).
+            assert!(user.l1d_misses >= 4096, "{user:?}");
             assert_eq!(vcpus > 1, user.rfo_misses > 0);
         }
     }
@@ -1551,6 +2381,7 @@ mod tests {
             enum Op {
                 Block(u64, Mode, u64, Range<u64>, BlockEnd),
                 Data(u64, u64, bool),
+                String(u64, u64, bool),
             }
             let mut round: Vec<(u64, usize, usize, Op)> = Vec::new();
             let mut taken = vec![false; vcpus];
@@ -1565,6 +2396,9 @@ mod tests {
                     match op {
                         Op::Block(pc, mode, n, lines, end) => m.block(v, pc, mode, n, lines, end),
                         Op::Data(a, size, store) => m.data(v, a, size, store),
+                        Op::String(a, size, store) => {
+                            m.string_data(v, a, size, store, translate);
+                        }
                     }
                 }
             };
@@ -1620,6 +2454,7 @@ mod tests {
                                 next: pc + bytes,
                             },
                             1 => BlockEnd::Indirect { pc: pc + bytes - 1 },
+                            2 if next() % 2 == 0 => BlockEnd::String { pc: pc + bytes - 1 },
                             // Now and then the vCPU goes to sleep.
                             _ if next() % 3 == 0 => BlockEnd::Halt,
                             _ => BlockEnd::Other,
@@ -1638,6 +2473,13 @@ mod tests {
                         clock[v] += n;
                         woven.block(asked, pc, mode, n, lines(pc, bytes), end);
                         Op::Block(pc, mode, n, lines(pc, bytes), end)
+                    } else if matches!(ends[v], BlockEnd::String { .. }) && next() % 2 == 0 {
+                        // A string element, at a hot line now and then.
+                        let address = 0x1_0000 + next() % 0x400;
+                        let size = 1 << (next() % 4);
+                        let store = next() % 2 == 0;
+                        woven.string_data(asked, address, size, store, translate);
+                        Op::String(address, size, store)
                     } else {
                         let address = match next() % 10 {
                             0..=5 => 0x1_0000 + next() % 0x200,
@@ -1855,12 +2697,33 @@ mod tests {
                 next: 0x106
             }
         );
-        assert_eq!(classify(0x100, &[0xc3]), BlockEnd::Indirect { pc: 0x100 });
-        // call *%rax, jmp *0x8(%rbx), with a REX prefix: notrack jmp *%r11
+        assert_eq!(classify(0x100, &[0xc3]), BlockEnd::Return { pc: 0x100 });
         assert_eq!(
-            classify(0x100, &[0xff, 0xd0]),
-            BlockEnd::Indirect { pc: 0x100 }
+            classify(0x100, &[0xc2, 0x08, 0x00]),
+            BlockEnd::Return { pc: 0x100 }
         );
+        // rep ret
+        assert_eq!(
+            classify(0x100, &[0xf3, 0xc3]),
+            BlockEnd::Return { pc: 0x100 }
+        );
+        // call *%rax, call *0x10(%rax) (ff /2), lcall *(%rax) (ff /3)
+        for bytes in [&[0xff, 0xd0][..], &[0xff, 0x50, 0x10], &[0xff, 0x18]] {
+            let next = 0x100 + bytes.len() as u64;
+            assert_eq!(
+                classify(0x100, bytes),
+                BlockEnd::IndirectCall { pc: 0x100, next }
+            );
+        }
+        // call rel32
+        assert_eq!(
+            classify(0x100, &[0xe8, 0, 0, 0, 0]),
+            BlockEnd::Call {
+                pc: 0x100,
+                next: 0x105
+            }
+        );
+        // jmp *0x8(%rbx), with a REX prefix: notrack jmp *%r11
         assert_eq!(
             classify(0x100, &[0xff, 0x63, 0x08]),
             BlockEnd::Indirect { pc: 0x100 }
@@ -1872,10 +2735,22 @@ mod tests {
         // hlt, mwait: the vCPU sleeps.
         assert_eq!(classify(0x100, &[0xf4]), BlockEnd::Halt);
         assert_eq!(classify(0x100, &[0x0f, 0x01, 0xc9]), BlockEnd::Halt);
-        // jmp rel32, call rel32, inc (%rax): nothing to predict.
+        // jmp rel32, inc (%rax): nothing to predict.
         assert_eq!(classify(0x100, &[0xe9, 0, 0, 0, 0]), BlockEnd::Other);
-        assert_eq!(classify(0x100, &[0xe8, 0, 0, 0, 0]), BlockEnd::Other);
         assert_eq!(classify(0x100, &[0xff, 0x00]), BlockEnd::Other);
+        // rep movsb, rep movsq, rep stosw, repne stosl: string instructions;
+        // movsb and lodsb without a prefix, rep lodsb: not.
+        for bytes in [
+            &[0xf3, 0xa4][..],
+            &[0xf3, 0x48, 0xa5],
+            &[0x66, 0xf3, 0xab],
+            &[0xf2, 0xab],
+        ] {
+            assert_eq!(classify(0x100, bytes), BlockEnd::String { pc: 0x100 });
+        }
+        for bytes in [&[0xa4][..], &[0x48, 0xa5], &[0xf3, 0xac]] {
+            assert_eq!(classify(0x100, bytes), BlockEnd::Other);
+        }
     }
 
     #[test]

@@ -2,8 +2,18 @@
 //! every other vCPU's caches, a block's lines come as a list. The tests
 //! hold the model against it event by event, so that making the model
 //! faster cannot change a count.
+//!
+//! The branch predictors and string instructions are written apart from
+//! the model's, from their description rather than from its code, slowly
+//! and plainly: tables are maps with explicit modular indices, the return
+//! stack buffer a `Vec` whose oldest entry is removed when a call finds it
+//! full, and every string access asks for its physical address.
 
-use super::{BlockEnd, Config, Counts, Geometry, Lookup, Mode, EMPTY, INVALID, LINE_BITS};
+use super::{
+    BlockEnd, Config, Counts, Geometry, Lookup, Mode, EMPTY, ENTRY_POINTS, INVALID, LINE,
+    LINE_BITS, VIRTUAL,
+};
+use std::collections::{HashMap, HashSet};
 
 /// A set-associative cache of line numbers with true LRU: each set's ways
 /// are kept most recently used first.
@@ -69,10 +79,16 @@ struct Core {
     mode: Mode,
     /// The branch that ended the last block, resolved by the next block.
     pending: BlockEnd,
-    /// Each core's own predictors.
-    gshare: Vec<u8>,
+    /// Each core's own predictors: a 2-bit counter per gshare index (1,
+    /// weakly not taken, where none yet), the global history of
+    /// outcomes, the last target per BTB index, and the return addresses
+    /// of the calls not yet returned from, most recent last.
+    gshare: HashMap<u64, u8>,
     history: u64,
-    btb: Vec<u64>,
+    btb: HashMap<u64, u64>,
+    return_stack: Vec<u64>,
+    /// The running string instruction's last store's end.
+    string_next_store: Option<u64>,
     counts: [Counts; 2],
 }
 
@@ -82,6 +98,8 @@ pub struct Model {
     pub config: Config,
     cores: Vec<Core>,
     llc: Cache,
+    /// The first kernel block after a user block, of any vCPU.
+    kernel_entries: HashSet<u64>,
 }
 
 impl Model {
@@ -93,15 +111,17 @@ impl Model {
             l2: Cache::new(config.l2)?,
             mode: Mode::Kernel,
             pending: BlockEnd::Other,
-            // Weakly not taken: one taken outcome turns a counter.
-            gshare: vec![1; 1 << config.gshare_bits],
+            gshare: HashMap::new(),
             history: 0,
-            btb: vec![EMPTY; 1 << config.btb_bits],
+            btb: HashMap::new(),
+            return_stack: Vec::new(),
+            string_next_store: None,
             counts: [Counts::default(); 2],
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
             llc: Cache::new(config.llc)?,
+            kernel_entries: HashSet::new(),
             config,
         })
     }
@@ -135,11 +155,32 @@ impl Model {
         lines: &[u64],
         end: BlockEnd,
     ) {
-        self.resolve_branch(vcpu, pc);
+        let core = self.core(vcpu);
+        let (branch_mode, branch) = (core.mode, core.pending);
+        if self.config.skip_entries == 1
+            && branch_mode == Mode::User
+            && mode == Mode::Kernel
+            && self.kernel_entries.len() < ENTRY_POINTS
+        {
+            self.kernel_entries.insert(pc);
+        }
+        self.resolve_branch(vcpu, branch, branch_mode, pc, mode);
+        let strings_apart = self.config.string_bytes_per_cycle > 0;
         let core = self.core(vcpu);
         core.mode = mode;
         core.pending = end;
         core.counts[mode as usize].instructions += instructions;
+        if let (BlockEnd::String { pc: at }, true) = (end, strings_apart) {
+            // Every execution is one element (or the last, which finds
+            // the count exhausted); the same instruction goes on when the
+            // block before was this same one-instruction block.
+            core.counts[mode as usize].string_iterations += 1;
+            let goes_on = at == pc && branch == BlockEnd::String { pc };
+            if !goes_on {
+                core.counts[mode as usize].string_instructions += 1;
+                core.string_next_store = None;
+            }
+        }
         for &line in lines {
             self.fetch(vcpu, line);
         }
@@ -192,72 +233,170 @@ impl Model {
                 }
             }
         }
-        if store && self.cores.len() > 1 {
-            let me = vcpu.min(self.cores.len() - 1);
-            let mut held = false;
-            for (other, core) in self.cores.iter_mut().enumerate() {
-                if other != me {
-                    held |= core.l1d.invalidate(line);
-                    held |= core.l2.invalidate(line);
-                }
-            }
+        if store {
             // Invalidating another's valid copy is a read for ownership,
             // unless the store's own miss brought the line from that core.
-            if held && !coherence {
+            if self.invalidate_others(vcpu, line) && !coherence {
                 self.core(vcpu).counts[mode].rfo_misses += 1;
             }
         }
     }
 
-    fn resolve_branch(&mut self, vcpu: usize, pc: u64) {
+    /// Invalidates `line` in every vCPU's L1d and L2 but `vcpu`'s: whether
+    /// one held it valid.
+    fn invalidate_others(&mut self, vcpu: usize, line: u64) -> bool {
+        let me = vcpu.min(self.cores.len() - 1);
+        let mut held = false;
+        for (other, core) in self.cores.iter_mut().enumerate() {
+            if other != me {
+                held |= core.l1d.invalidate(line);
+                held |= core.l2.invalidate(line);
+            }
+        }
+        held
+    }
+
+    /// An access of `size` bytes at virtual `address` by the string
+    /// instruction of `vcpu`'s block; `translate` gives a virtual
+    /// address's physical one, asked for every line of every access.
+    pub fn string_data(
+        &mut self,
+        vcpu: usize,
+        address: u64,
+        size: u64,
+        store: bool,
+        translate: impl Fn(u64) -> Option<u64>,
+    ) {
+        let size = size.max(1);
         let core = self.core(vcpu);
         let mode = core.mode as usize;
-        let pending = std::mem::replace(&mut core.pending, BlockEnd::Other);
-        match pending {
-            BlockEnd::Other | BlockEnd::Halt => {}
+        // A store goes on forward when it starts where the last one ended.
+        let mut forward = false;
+        if store {
+            core.counts[mode].string_bytes += size;
+            forward = core.string_next_store == Some(address);
+            core.string_next_store = Some(address + size);
+        }
+        let first = address / LINE;
+        let last = (address + size - 1) / LINE;
+        for virtual_line in first..=last {
+            let start = if virtual_line == first {
+                address
+            } else {
+                virtual_line * LINE
+            };
+            let line = match translate(start) {
+                Some(physical) => physical / LINE,
+                None => virtual_line | VIRTUAL,
+            };
+            if !store {
+                self.data_line(vcpu, line, false);
+            } else if self.config.string_nontemporal == 1 {
+                // Around the caches: only the other copies go.
+                self.invalidate_others(vcpu, line);
+            } else if forward && virtual_line * LINE >= address {
+                // Writes the line from its first byte on, and the string
+                // goes on: taken without being read, no miss.
+                let core = self.core(vcpu);
+                if core.l1d.access(line) != Lookup::Hit && core.l2.access(line) != Lookup::Hit {
+                    self.llc.access(line);
+                }
+                if self.invalidate_others(vcpu, line) {
+                    self.core(vcpu).counts[mode].rfo_misses += 1;
+                }
+            } else {
+                self.data_line(vcpu, line, true);
+            }
+        }
+    }
+
+    /// Whether the block at `pc` in `mode` that follows an indirect branch
+    /// or return in `branch_mode` is where an interrupt or exception
+    /// entered the kernel: the mode changed, or `pc` is an entry seen.
+    fn kernel_entry(&self, branch_mode: Mode, pc: u64, mode: Mode) -> bool {
+        self.config.skip_entries == 1 && (branch_mode != mode || self.kernel_entries.contains(&pc))
+    }
+
+    /// The branch `branch` that ended `vcpu`'s last block (in
+    /// `branch_mode`), now that its next block starts at `pc` in `mode`.
+    fn resolve_branch(
+        &mut self,
+        vcpu: usize,
+        branch: BlockEnd,
+        branch_mode: Mode,
+        pc: u64,
+        mode: Mode,
+    ) {
+        let entered = self.kernel_entry(branch_mode, pc, mode);
+        let counted = branch_mode as usize;
+        let depth = self.config.rsb_depth as usize;
+        let gshare_size = 1u64 << self.config.gshare_bits;
+        let btb_size = 1u64 << self.config.btb_bits;
+        let core = self.core(vcpu);
+        core.pending = BlockEnd::Other;
+        let push = |core: &mut Core, address: u64| {
+            if depth > 0 {
+                if core.return_stack.len() == depth {
+                    core.return_stack.remove(0);
+                }
+                core.return_stack.push(address);
+            }
+        };
+        let through_btb = |core: &mut Core, at: u64| {
+            if entered {
+                return;
+            }
+            let index = at % btb_size;
+            let predicted = core.btb.insert(index, pc);
+            core.counts[counted].indirect_branches += 1;
+            if predicted != Some(pc) {
+                core.counts[counted].indirect_mispredicts += 1;
+            }
+        };
+        match branch {
+            BlockEnd::Other | BlockEnd::Halt | BlockEnd::String { .. } => {}
             BlockEnd::Conditional {
                 pc: at,
                 target,
                 next,
             } => {
-                // Taken when the next block starts at the target, not taken
-                // when it starts at the fall-through (as QEMU's cflow plugin
-                // tells them apart); anything else is an interrupt or a
-                // fault between the blocks, which resolves nothing.
-                let taken = if pc == next && pc != target {
-                    false
-                } else if pc == target {
+                let taken = if pc == target {
                     true
+                } else if pc == next {
+                    false
                 } else {
                     return;
                 };
-                let mask = (1u64 << self.config.gshare_bits) - 1;
-                let core = self.core(vcpu);
-                let index = ((at ^ core.history) & mask) as usize;
-                let counter = &mut core.gshare[index];
-                let predicted = *counter >= 2;
-                *counter = if taken {
-                    (*counter + 1).min(3)
-                } else {
-                    counter.saturating_sub(1)
+                let index = (at ^ core.history) % gshare_size;
+                let counter = core.gshare.get(&index).copied().unwrap_or(1);
+                let predicted_taken = counter >= 2;
+                let counter = match (taken, counter) {
+                    (true, 3) => 3,
+                    (true, c) => c + 1,
+                    (false, 0) => 0,
+                    (false, c) => c - 1,
                 };
-                core.history = ((core.history << 1) | u64::from(taken)) & mask;
-                let c = &mut core.counts[mode];
-                c.conditional_branches += 1;
-                if predicted != taken {
-                    c.conditional_mispredicts += 1;
+                core.gshare.insert(index, counter);
+                core.history = (core.history * 2 + u64::from(taken)) % gshare_size;
+                core.counts[counted].conditional_branches += 1;
+                if predicted_taken != taken {
+                    core.counts[counted].conditional_mispredicts += 1;
                 }
             }
-            BlockEnd::Indirect { pc: at } => {
-                let mask = (1u64 << self.config.btb_bits) - 1;
-                let core = self.core(vcpu);
-                let slot = &mut core.btb[(at & mask) as usize];
-                let hit = *slot == pc;
-                *slot = pc;
-                let c = &mut core.counts[mode];
-                c.indirect_branches += 1;
-                if !hit {
-                    c.indirect_mispredicts += 1;
+            BlockEnd::Call { next, .. } => push(core, next),
+            BlockEnd::IndirectCall { pc: at, next } => {
+                push(core, next);
+                through_btb(core, at);
+            }
+            BlockEnd::Indirect { pc: at } => through_btb(core, at),
+            BlockEnd::Return { pc: at } if depth == 0 => through_btb(core, at),
+            BlockEnd::Return { .. } => {
+                let predicted = core.return_stack.pop();
+                if !entered {
+                    core.counts[counted].indirect_branches += 1;
+                    if predicted != Some(pc) {
+                        core.counts[counted].indirect_mispredicts += 1;
+                    }
                 }
             }
         }
