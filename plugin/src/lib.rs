@@ -1433,7 +1433,7 @@ mod tests {
         };
         // The settings comments, then the counts.
         let file = |config: Config| {
-            let mut s = ModelState::new(Model::new(config, 1).unwrap(), None);
+            let mut s = ModelState::new(Model::new(config, 1).unwrap(), None, true);
             s.start_region();
             run(&mut s, 10);
             s.end_region();
