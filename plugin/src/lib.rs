@@ -567,6 +567,18 @@ impl ModelState {
             c.coherence_cycles,
             c.mispredict_cycles
         )?;
+        // Each part of the memory side that is on says so; with every part
+        // off the file is as it was before they were modelled.
+        if c.prefetch_streams > 0 {
+            writeln!(
+                out,
+                "# model prefetcher: L2 streams, {} per vCPU",
+                c.prefetch_streams
+            )?;
+        }
+        if c.llc_victim {
+            writeln!(out, "# model llc: a victim cache of the L2s")?;
+        }
         writeln!(
             out,
             "# model addresses: data by guest physical address ({} accesses without \
@@ -606,9 +618,10 @@ impl ModelState {
         counts: &[Counts; 2],
     ) -> std::io::Result<()> {
         let one_vcpu = self.model.vcpus() == 1;
+        let off = self.model.config.counts_off();
         for (mode, counts) in ["user", "kernel"].iter().zip(counts) {
             for (name, value) in Counts::NAMES.iter().zip(counts.values()) {
-                if one_vcpu && Counts::SEVERAL_VCPUS_ONLY.contains(name) {
+                if one_vcpu && Counts::SEVERAL_VCPUS_ONLY.contains(name) || off.contains(name) {
                     continue;
                 }
                 writeln!(out, "{number}\tmodel\t{prefix}{mode}:{name}\t{value}")?;

@@ -3,8 +3,12 @@
 //!
 //! Per vCPU: a split first level (instructions, data) and a unified second
 //! level; one last level shared by every vCPU. Every cache is
-//! set-associative with true LRU replacement and lines of [`LINE`] bytes, and
-//! a miss fills every level on the way (no inclusion is enforced). A store
+//! set-associative with true LRU replacement and lines of [`LINE`] bytes. A
+//! miss fills the L1 and the L2; the last level is filled either on the way
+//! too (no inclusion is enforced) or, as a victim cache, only by the lines
+//! the L2s evict. A stream prefetcher per vCPU watches the L2's accesses
+//! and brings the next lines of a stream into the L2 before they are asked
+//! for. A store
 //! invalidates the line in the other vCPUs' L1d and L2; the invalidated tag
 //! keeps its place in the set, so that vCPU's next access to the line finds
 //! it invalid and counts a *coherence miss*, served by the other core rather
@@ -83,6 +87,11 @@ pub struct Config {
     pub coherence_cycles: u64,
     /// Cycles a mispredicted branch adds.
     pub mispredict_cycles: u64,
+    /// Streams each vCPU's L2 prefetcher tracks; 0 for no prefetcher.
+    pub prefetch_streams: u32,
+    /// Whether the last level is filled by the lines the L2s evict (a
+    /// victim cache) rather than on every L2 miss.
+    pub llc_victim: bool,
 }
 
 impl Default for Config {
@@ -113,6 +122,8 @@ impl Default for Config {
             memory_cycles: 200,
             coherence_cycles: 70,
             mispredict_cycles: 17,
+            prefetch_streams: 32,
+            llc_victim: true,
         }
     }
 }
@@ -134,6 +145,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "memory-cycles",
     "coherence-cycles",
     "mispredict-cycles",
+    "prefetch-streams",
+    "llc-victim",
 ];
 
 impl Config {
@@ -159,6 +172,14 @@ impl Config {
             "memory-cycles" => self.memory_cycles = n,
             "coherence-cycles" => self.coherence_cycles = n,
             "mispredict-cycles" => self.mispredict_cycles = n,
+            "prefetch-streams" => self.prefetch_streams = small()?,
+            "llc-victim" => {
+                self.llc_victim = match n {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(format!("{key}={n} is neither 0 nor 1")),
+                }
+            }
             _ => return Err(format!("unknown model setting {key:?}")),
         }
         Ok(())
@@ -182,7 +203,24 @@ impl Config {
                 return Err(format!("{name}={bits} is outside 1..=24"));
             }
         }
+        if self.prefetch_streams > MAX_STREAMS {
+            return Err(format!(
+                "prefetch-streams={} is more than {MAX_STREAMS}",
+                self.prefetch_streams
+            ));
+        }
         Ok(())
+    }
+
+    /// The counts whose part of the model is off: always 0, and left out
+    /// of the plugin's file, which is thus the same as before they were
+    /// counted.
+    pub fn counts_off(&self) -> Vec<&'static str> {
+        let mut off = Vec::new();
+        if self.prefetch_streams == 0 {
+            off.push("l2-prefetches");
+        }
+        off
     }
 }
 
@@ -251,6 +289,29 @@ impl Cache {
         found
     }
 
+    /// [`Cache::access`], which also gives back the valid line it evicted
+    /// to make room, if any.
+    pub fn access_evicting(&mut self, line: u64) -> (Lookup, Option<u64>) {
+        let set = self.set(line);
+        if set[0] == line {
+            return (Lookup::Hit, None);
+        }
+        let last = set[set.len() - 1];
+        let found = Self::reorder(set, line);
+        let evicted =
+            (found == Lookup::Miss && last != EMPTY && last & INVALID == 0).then_some(last);
+        (found, evicted)
+    }
+
+    /// Whether `line` has a tag here, valid or invalidated, without
+    /// touching the LRU order.
+    pub fn has_tag(&self, line: u64) -> bool {
+        let start = (line & self.set_mask) as usize * self.ways;
+        self.tags[start..start + self.ways]
+            .iter()
+            .any(|&t| t & !INVALID == line)
+    }
+
     /// Marks `line` invalid where it is, without moving it; true if it was valid.
     pub fn invalidate(&mut self, line: u64) -> bool {
         let set = self.set(line);
@@ -292,11 +353,13 @@ pub struct Counts {
     /// store that is a coherence miss already paid for the transfer. Not
     /// among the L1d misses.
     pub rfo_misses: u64,
+    /// Lines the L2 prefetcher brought into the L2 (that were not there).
+    pub l2_prefetches: u64,
 }
 
 impl Counts {
     /// The counts' names, in the order [`Counts::values`] gives them.
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 12] = [
         "instructions",
         "l1i-misses",
         "l1d-misses",
@@ -308,6 +371,7 @@ impl Counts {
         "indirect-branches",
         "indirect-mispredicts",
         "rfo-misses",
+        "l2-prefetches",
     ];
 
     /// The counts that only several vCPUs can make: the plugin leaves them
@@ -315,7 +379,7 @@ impl Counts {
     /// counted.
     pub const SEVERAL_VCPUS_ONLY: [&'static str; 1] = ["rfo-misses"];
 
-    pub fn values(&self) -> [u64; 11] {
+    pub fn values(&self) -> [u64; 12] {
         [
             self.instructions,
             self.l1i_misses,
@@ -328,11 +392,12 @@ impl Counts {
             self.indirect_branches,
             self.indirect_mispredicts,
             self.rfo_misses,
+            self.l2_prefetches,
         ]
     }
 
     /// The counts of [`Counts::values`]' order.
-    pub fn from_values(v: [u64; 11]) -> Counts {
+    pub fn from_values(v: [u64; 12]) -> Counts {
         Counts {
             instructions: v[0],
             l1i_misses: v[1],
@@ -345,6 +410,7 @@ impl Counts {
             indirect_branches: v[8],
             indirect_mispredicts: v[9],
             rfo_misses: v[10],
+            l2_prefetches: v[11],
         }
     }
 
@@ -402,6 +468,80 @@ pub enum BlockEnd {
 /// Entries of each vCPU's table of the lines it owns (see `Core::owned`).
 const OWNED_SLOTS: usize = 1024;
 
+/// Lines of a 4 KiB page: the prefetcher's streams stay within one, as
+/// physical pages that follow each other need not be neighbours.
+const PAGE_LINES_BITS: u32 = 12 - LINE_BITS;
+
+/// Lines a confirmed stream prefetches ahead of each access: Intel's L2
+/// streamer "may issue two prefetch requests on every L2 lookup". The
+/// model has no time, so a prefetch is there at once and two ahead keep
+/// a stream of one access per line ahead of its demand.
+const PREFETCH_DEGREE: i64 = 2;
+
+/// The most streams a prefetcher may track (searched one by one).
+const MAX_STREAMS: u32 = 256;
+
+/// One stream of a prefetcher: the last line accessed in its page and the
+/// stride (in lines, either way) from the access before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stream {
+    page: u64,
+    last: u64,
+    stride: i64,
+}
+
+/// A stream prefetcher at the L2, after Intel's L2 streamer (Intel 64 and
+/// IA-32 Architectures Optimization Reference Manual, "Data Prefetch to
+/// the L2 and Last Level Cache"): it watches the L2's accesses from the
+/// L1s' misses, one stream per 4 KiB page, the least recently used stream
+/// giving way to a new page, and once a stream has gone the same stride
+/// twice in a row it prefetches the next lines of that stride in the page.
+#[derive(Debug, Clone)]
+struct Prefetcher {
+    /// Most recently used first.
+    streams: Vec<Stream>,
+    capacity: usize,
+}
+
+impl Prefetcher {
+    fn new(capacity: u32) -> Prefetcher {
+        Prefetcher {
+            streams: Vec::with_capacity(capacity as usize),
+            capacity: capacity as usize,
+        }
+    }
+
+    /// An L2 access to `line`: the stride to prefetch along from it, if
+    /// its stream is confirmed.
+    fn observe(&mut self, line: u64) -> Option<i64> {
+        let page = line >> PAGE_LINES_BITS;
+        let Some(at) = self.streams.iter().position(|s| s.page == page) else {
+            if self.streams.len() == self.capacity {
+                self.streams.pop();
+            }
+            self.streams.insert(
+                0,
+                Stream {
+                    page,
+                    last: line,
+                    stride: 0,
+                },
+            );
+            return None;
+        };
+        self.streams[..=at].rotate_right(1);
+        let stream = &mut self.streams[0];
+        let stride = line.wrapping_sub(stream.last) as i64;
+        if stride == 0 {
+            return None;
+        }
+        let confirmed = stride == stream.stride;
+        stream.stride = stride;
+        stream.last = line;
+        confirmed.then_some(stride)
+    }
+}
+
 /// One vCPU's private caches and branch state.
 #[derive(Debug, Clone)]
 struct Core {
@@ -425,6 +565,8 @@ struct Core {
     /// mapped by line number; a line that loses its slot is only scanned
     /// for again. `EMPTY` where none.
     owned: Box<[u64]>,
+    /// The L2's stream prefetcher, if any.
+    prefetcher: Option<Prefetcher>,
 }
 
 /// The whole machine's model.
@@ -611,6 +753,8 @@ impl Model {
             btb: vec![EMPTY; 1 << config.btb_bits].into_boxed_slice(),
             counts: [Counts::default(); 2],
             owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
+            prefetcher: (config.prefetch_streams > 0)
+                .then(|| Prefetcher::new(config.prefetch_streams)),
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
@@ -693,19 +837,86 @@ impl Model {
     /// An instruction fetch that missed the L1i, counted in `mode`.
     #[inline(never)]
     fn fetch_miss(&mut self, v: usize, line: u64, mode: usize) {
-        let core = &mut self.cores[v];
-        core.counts[mode].l1i_misses += 1;
-        if core.l2.access(line) == Lookup::Hit {
+        self.cores[v].counts[mode].l1i_misses += 1;
+        if self.l2_access(v, line) != Lookup::Hit {
+            self.cores[v].counts[mode].l2_misses += 1;
+            if !self.llc_serves(line) {
+                self.cores[v].counts[mode].llc_misses += 1;
+            }
+            // The line is valid in this vCPU's L2 now.
+            if self.cores.len() > 1 {
+                self.disown(v, line);
+            }
+        }
+        self.prefetch(v, line, mode);
+    }
+
+    /// An L1 miss's access to vCPU `v`'s L2, which fills it there; under
+    /// `llc-victim` the valid line the L2 evicts for it goes to the last
+    /// level.
+    #[inline(always)]
+    fn l2_access(&mut self, v: usize, line: u64) -> Lookup {
+        if !self.config.llc_victim {
+            return self.cores[v].l2.access(line);
+        }
+        let (found, evicted) = self.cores[v].l2.access_evicting(line);
+        if let Some(evicted) = evicted {
+            self.llc.access(evicted);
+        }
+        found
+    }
+
+    /// Whether the last level holds `line` for an L2 miss. Filled on the
+    /// way, as every miss fills, unless it is a victim cache: then a miss
+    /// leaves it as it is, and a hit leaves the line where it is in the
+    /// LRU order (the copy in the L2 is the one in use; the last level's
+    /// matters again when the L2 gives the line back).
+    #[inline(always)]
+    fn llc_serves(&mut self, line: u64) -> bool {
+        if self.config.llc_victim {
+            self.llc.holds(line)
+        } else {
+            self.llc.access(line) == Lookup::Hit
+        }
+    }
+
+    /// The prefetcher of vCPU `v` sees the L2 access to `line` (counted in
+    /// `mode`) and, on a confirmed stream, brings the stream's next lines
+    /// in the page into the L2: lines with no tag in the L2 (an
+    /// invalidated tag is a line another vCPU wrote) that no other vCPU
+    /// owns (holds as the only valid copy, after its store).
+    #[inline(always)]
+    fn prefetch(&mut self, v: usize, line: u64, mode: usize) {
+        let Some(prefetcher) = self.cores[v].prefetcher.as_mut() else {
             return;
+        };
+        let Some(stride) = prefetcher.observe(line) else {
+            return;
+        };
+        for k in 1..=PREFETCH_DEGREE {
+            let ahead = line.wrapping_add_signed(k * stride);
+            if ahead >> PAGE_LINES_BITS != line >> PAGE_LINES_BITS {
+                break;
+            }
+            if self.cores[v].l2.has_tag(ahead) || self.owned_by_another(v, ahead) {
+                continue;
+            }
+            self.l2_access(v, ahead);
+            if !self.config.llc_victim {
+                self.llc.access(ahead);
+            }
+            // No other vCPU owns the line: there is no ownership to take.
+            self.cores[v].counts[mode].l2_prefetches += 1;
         }
-        core.counts[mode].l2_misses += 1;
-        if self.llc.access(line) != Lookup::Hit {
-            self.cores[v].counts[mode].llc_misses += 1;
-        }
-        // The line is valid in this vCPU's L2 now.
-        if self.cores.len() > 1 {
-            self.disown(v, line);
-        }
+    }
+
+    /// Whether a vCPU other than `v` owns `line` (see `Core::owned`).
+    fn owned_by_another(&self, v: usize, line: u64) -> bool {
+        let slot = line as usize % OWNED_SLOTS;
+        self.cores
+            .iter()
+            .enumerate()
+            .any(|(other, core)| other != v && core.owned[slot] == line)
     }
 
     /// A data access of `size` bytes at (physical) `address` by `vcpu`.
@@ -944,23 +1155,26 @@ impl Model {
     /// whether another core served it (a coherence miss).
     #[inline(never)]
     fn data_miss(&mut self, v: usize, line: u64, l1: Lookup, mode: usize) -> bool {
-        let core = &mut self.cores[v];
-        core.counts[mode].l1d_misses += 1;
-        let l2 = core.l2.access(line);
+        self.cores[v].counts[mode].l1d_misses += 1;
+        let l2 = self.l2_access(v, line);
         let coherence = l1 == Lookup::Invalidated || l2 == Lookup::Invalidated;
         if coherence {
-            core.counts[mode].coherence_misses += 1;
-            // The other core's copy passes through the shared level.
-            self.llc.access(line);
+            self.cores[v].counts[mode].coherence_misses += 1;
+            // The other core's copy passes through the shared level, which
+            // keeps it unless the level only takes the L2s' evictions.
+            if !self.config.llc_victim {
+                self.llc.access(line);
+            }
         } else if l2 == Lookup::Miss {
-            core.counts[mode].l2_misses += 1;
-            if self.llc.access(line) != Lookup::Hit {
+            self.cores[v].counts[mode].l2_misses += 1;
+            if !self.llc_serves(line) {
                 self.cores[v].counts[mode].llc_misses += 1;
             }
         }
         if self.cores.len() > 1 {
             self.disown(v, line);
         }
+        self.prefetch(v, line, mode);
         coherence
     }
 
@@ -1153,6 +1367,10 @@ mod tests {
                 bytes: 16 << 10,
                 ways: 4,
             },
+            // The model as it was before these parts, which most tests
+            // hold it to; the tests of each part turn it on.
+            prefetch_streams: 0,
+            llc_victim: false,
             ..Config::default()
         }
     }
@@ -1894,7 +2112,12 @@ mod tests {
         c.set("llc-bytes", &(3u64 << 20).to_string()).unwrap();
         assert!(c.check().unwrap_err().contains("power of two"));
         for key in CONFIG_KEYS {
-            Config::default().set(key, "16").unwrap();
+            Config::default().set(key, "1").unwrap();
         }
+        assert!(c.set("llc-victim", "2").unwrap_err().contains("neither"));
+        let mut c = Config::default();
+        c.set("prefetch-streams", &(MAX_STREAMS + 1).to_string())
+            .unwrap();
+        assert!(c.check().unwrap_err().contains("prefetch-streams"));
     }
 }
