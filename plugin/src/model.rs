@@ -883,8 +883,10 @@ impl Model {
     /// The prefetcher of vCPU `v` sees the L2 access to `line` (counted in
     /// `mode`) and, on a confirmed stream, brings the stream's next lines
     /// in the page into the L2: lines with no tag in the L2 (an
-    /// invalidated tag is a line another vCPU wrote) that no other vCPU
-    /// owns (holds as the only valid copy, after its store).
+    /// invalidated tag is a line another vCPU wrote) and none valid in
+    /// another vCPU's L1d or L2. The model keeps no modified state, so a
+    /// line another core holds might be one it wrote; leaving those to the
+    /// demand access keeps every copy the coherence knows of as it was.
     #[inline(always)]
     fn prefetch(&mut self, v: usize, line: u64, mode: usize) {
         let Some(prefetcher) = self.cores[v].prefetcher.as_mut() else {
@@ -898,25 +900,30 @@ impl Model {
             if ahead >> PAGE_LINES_BITS != line >> PAGE_LINES_BITS {
                 break;
             }
-            if self.cores[v].l2.has_tag(ahead) || self.owned_by_another(v, ahead) {
+            if self.cores[v].l2.has_tag(ahead) || self.held_by_another(v, ahead) {
                 continue;
             }
             self.l2_access(v, ahead);
             if !self.config.llc_victim {
                 self.llc.access(ahead);
             }
-            // No other vCPU owns the line: there is no ownership to take.
             self.cores[v].counts[mode].l2_prefetches += 1;
+            // A vCPU that wrote the line and has since evicted it may
+            // still own it: its next store must find this copy.
+            if self.cores.len() > 1 {
+                self.disown(v, ahead);
+            }
         }
     }
 
-    /// Whether a vCPU other than `v` owns `line` (see `Core::owned`).
-    fn owned_by_another(&self, v: usize, line: u64) -> bool {
-        let slot = line as usize % OWNED_SLOTS;
-        self.cores
-            .iter()
-            .enumerate()
-            .any(|(other, core)| other != v && core.owned[slot] == line)
+    /// Whether a vCPU other than `v` holds `line` valid in its L1d or L2.
+    fn held_by_another(&self, v: usize, line: u64) -> bool {
+        self.cores.len() > 1
+            && self
+                .cores
+                .iter()
+                .enumerate()
+                .any(|(other, core)| other != v && (core.l1d.holds(line) || core.l2.holds(line)))
     }
 
     /// A data access of `size` bytes at (physical) `address` by `vcpu`.
@@ -1545,14 +1552,22 @@ mod tests {
     /// them), with caches small enough that lines are evicted, invalidated
     /// by other vCPUs' stores and filled again all the time, lines shared
     /// between vCPUs and between instructions and data, accesses across
-    /// line boundaries, and branches resolved every way: after every event
-    /// the counts are those of the model as first written, which scans
-    /// every other vCPU's caches on every store.
+    /// line boundaries, strided runs for the prefetcher, and branches
+    /// resolved every way: after every event the counts are those of the
+    /// model as first written, which scans every other vCPU's caches on
+    /// every store. With the prefetcher and the victim last level off (as
+    /// `small` has them), each on, and both on.
     #[test]
     fn the_model_counts_what_the_straightforward_one_counts() {
-        for vcpus in 1..=4 {
-            let mut fast = Model::new(small(), vcpus).unwrap();
-            let mut slow = reference::Model::new(small(), vcpus).unwrap();
+        let parts = [(0, false), (4, false), (0, true), (4, true)];
+        for (vcpus, (prefetch_streams, llc_victim)) in (1..=4).flat_map(|v| parts.map(|p| (v, p))) {
+            let config = Config {
+                prefetch_streams,
+                llc_victim,
+                ..small()
+            };
+            let mut fast = Model::new(config.clone(), vcpus).unwrap();
+            let mut slow = reference::Model::new(config, vcpus).unwrap();
             let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ vcpus as u64;
             let mut next = move || {
                 x ^= x << 13;
@@ -1562,6 +1577,8 @@ mod tests {
             };
             let mut vcpu = 0;
             let mut ends = vec![BlockEnd::Other; vcpus + 1];
+            // Per vCPU: where its strided run is and its stride in bytes.
+            let mut runs = vec![(0u64, 64i64); vcpus + 1];
             for _ in 0..200_000 {
                 if next() % 40 == 0 {
                     // Now and then an index no vCPU was announced with.
@@ -1596,12 +1613,26 @@ mod tests {
                     fast.block(vcpu, pc, mode, bytes / 3, range, end);
                     slow.block(vcpu, pc, mode, bytes / 3, &list, end);
                 } else {
-                    let address = match next() % 10 {
+                    let address = match next() % 14 {
                         // A few hot lines every vCPU reads and writes.
                         0..=5 => 0x1_0000 + next() % 0x200,
                         6..=8 => next() % 0x1_0000,
                         // Wide enough for the ownership table's slots to collide.
-                        _ => next() % 0x40_0000,
+                        9 => next() % 0x40_0000,
+                        // A run of one stride, forward or back, now and then
+                        // starting again elsewhere (near the hot lines too).
+                        _ => {
+                            let (at, stride) = &mut runs[vcpu];
+                            if next() % 64 == 0 {
+                                *at = 0x8000 + next() % 0x2_0000;
+                                *stride = 64 * (1 + (next() % 3) as i64);
+                                if next() % 2 == 0 {
+                                    *stride = -*stride;
+                                }
+                            }
+                            *at = at.wrapping_add_signed(*stride);
+                            *at
+                        }
                     };
                     let size = 1 << (next() % 5);
                     let store = next() % 5 < 2;
@@ -1621,6 +1652,7 @@ mod tests {
             assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);
             assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
             assert_eq!(vcpus > 1, user.rfo_misses > 0);
+            assert_eq!(prefetch_streams > 0, user.l2_prefetches > 0);
         }
     }
 
@@ -1753,10 +1785,18 @@ mod tests {
     /// instructions in the round, the lower vCPU first where equal.
     #[test]
     fn the_weave_counts_what_the_rounds_merged_by_hand_count() {
-        for vcpus in 1..=4 {
-            let mut woven = Model::new(small(), vcpus).unwrap();
+        // As the model was, and with the prefetcher and the victim last
+        // level, which work at the replay.
+        let memory_side = Config {
+            prefetch_streams: 4,
+            llc_victim: true,
+            ..small()
+        };
+        for (vcpus, config) in (1..=4).flat_map(|v| [(v, small()), (v, memory_side.clone())]) {
+            let mut woven = Model::new(config.clone(), vcpus).unwrap();
             woven.set_weave(true);
-            let mut by_hand = Model::new(small(), vcpus).unwrap();
+            let prefetching = config.prefetch_streams > 0;
+            let mut by_hand = Model::new(config, vcpus).unwrap();
             let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ vcpus as u64;
             let mut next = move || {
                 x ^= x << 13;
@@ -1891,6 +1931,7 @@ mod tests {
                 vcpus > 1,
                 user.coherence_misses + kernel.coherence_misses > 0
             );
+            assert_eq!(prefetching, user.l2_prefetches + kernel.l2_prefetches > 0);
         }
     }
 
