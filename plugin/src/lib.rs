@@ -1343,6 +1343,49 @@ mod tests {
     }
 
     #[test]
+    fn a_file_with_the_memory_sides_parts_off_is_as_before_them() {
+        let settings = |s: &ModelState| {
+            let mut out = Vec::new();
+            s.write_settings(&mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        for on in [false, true] {
+            let config = Config {
+                prefetch_streams: if on { 16 } else { 0 },
+                llc_victim: on,
+                ..Config::default()
+            };
+            let mut s = ModelState::new(Model::new(config, 1).unwrap(), None);
+            s.start_region();
+            run(&mut s, 10);
+            s.end_region();
+            let text = written(&s);
+            let lines = count(&text, "kernel:l2-prefetches");
+            assert_eq!(lines.len(), usize::from(on), "{text}");
+            // The lines before these parts, in their order.
+            let names: Vec<&str> = text
+                .lines()
+                .map(|l| l.split('\t').nth(2).unwrap())
+                .collect();
+            let mut before: Vec<String> = Vec::new();
+            for mode in ["user", "kernel"] {
+                for name in Counts::NAMES {
+                    if !Counts::SEVERAL_VCPUS_ONLY.contains(&name) && name != "l2-prefetches" {
+                        before.push(format!("{mode}:{name}"));
+                    }
+                }
+                before.push(format!("{mode}:estimated-cycles"));
+            }
+            if !on {
+                assert_eq!(names, before);
+            }
+            let settings = settings(&s);
+            assert_eq!(settings.contains("prefetcher"), on, "{settings}");
+            assert_eq!(settings.contains("victim"), on, "{settings}");
+        }
+    }
+
+    #[test]
     fn a_marker_counts_what_the_weave_held_back_before_it() {
         let mut model = Model::new(Config::default(), 2).unwrap();
         model.set_weave(true);

@@ -838,7 +838,8 @@ impl Model {
     #[inline(never)]
     fn fetch_miss(&mut self, v: usize, line: u64, mode: usize) {
         self.cores[v].counts[mode].l1i_misses += 1;
-        if self.l2_access(v, line) != Lookup::Hit {
+        let (l2, evicted) = self.l2_access(v, line);
+        if l2 != Lookup::Hit {
             self.cores[v].counts[mode].l2_misses += 1;
             if !self.llc_serves(line) {
                 self.cores[v].counts[mode].llc_misses += 1;
@@ -848,22 +849,29 @@ impl Model {
                 self.disown(v, line);
             }
         }
+        self.llc_takes(evicted);
         self.prefetch(v, line, mode);
     }
 
-    /// An L1 miss's access to vCPU `v`'s L2, which fills it there; under
-    /// `llc-victim` the valid line the L2 evicts for it goes to the last
-    /// level.
+    /// An L1 miss's access to vCPU `v`'s L2, which fills it there, and
+    /// under `llc-victim` the valid line the L2 evicted for it, which goes
+    /// to the last level ([`Model::llc_takes`]) once the access has looked
+    /// there.
     #[inline(always)]
-    fn l2_access(&mut self, v: usize, line: u64) -> Lookup {
-        if !self.config.llc_victim {
-            return self.cores[v].l2.access(line);
+    fn l2_access(&mut self, v: usize, line: u64) -> (Lookup, Option<u64>) {
+        if self.config.llc_victim {
+            self.cores[v].l2.access_evicting(line)
+        } else {
+            (self.cores[v].l2.access(line), None)
         }
-        let (found, evicted) = self.cores[v].l2.access_evicting(line);
+    }
+
+    /// The last level takes a line an L2 evicted, if any.
+    #[inline(always)]
+    fn llc_takes(&mut self, evicted: Option<u64>) {
         if let Some(evicted) = evicted {
             self.llc.access(evicted);
         }
-        found
     }
 
     /// Whether the last level holds `line` for an L2 miss. Filled on the
@@ -903,10 +911,11 @@ impl Model {
             if self.cores[v].l2.has_tag(ahead) || self.held_by_another(v, ahead) {
                 continue;
             }
-            self.l2_access(v, ahead);
+            let (_, evicted) = self.l2_access(v, ahead);
             if !self.config.llc_victim {
                 self.llc.access(ahead);
             }
+            self.llc_takes(evicted);
             self.cores[v].counts[mode].l2_prefetches += 1;
             // A vCPU that wrote the line and has since evicted it may
             // still own it: its next store must find this copy.
@@ -1163,7 +1172,7 @@ impl Model {
     #[inline(never)]
     fn data_miss(&mut self, v: usize, line: u64, l1: Lookup, mode: usize) -> bool {
         self.cores[v].counts[mode].l1d_misses += 1;
-        let l2 = self.l2_access(v, line);
+        let (l2, evicted) = self.l2_access(v, line);
         let coherence = l1 == Lookup::Invalidated || l2 == Lookup::Invalidated;
         if coherence {
             self.cores[v].counts[mode].coherence_misses += 1;
@@ -1178,6 +1187,7 @@ impl Model {
                 self.cores[v].counts[mode].llc_misses += 1;
             }
         }
+        self.llc_takes(evicted);
         if self.cores.len() > 1 {
             self.disown(v, line);
         }
@@ -1653,6 +1663,177 @@ mod tests {
             assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
             assert_eq!(vcpus > 1, user.rfo_misses > 0);
             assert_eq!(prefetch_streams > 0, user.l2_prefetches > 0);
+        }
+    }
+
+    /// `small` with a prefetcher of `streams` streams and the last level
+    /// filled on the way or by the L2s' evictions.
+    fn memory_side(streams: u32, llc_victim: bool) -> Config {
+        Config {
+            prefetch_streams: streams,
+            llc_victim,
+            ..small()
+        }
+    }
+
+    /// Accesses a stream takes to be confirmed: its first, then two equal
+    /// strides.
+    const CONFIRMING: u64 = 3;
+
+    /// Reads 8 bytes at each of `addresses`: the user counts, the lines and
+    /// the 4 KiB pages they touched.
+    fn reads(m: &mut Model, addresses: impl Iterator<Item = u64>) -> (Counts, u64, u64) {
+        let (mut lines, mut pages) = (Vec::new(), Vec::new());
+        for a in addresses {
+            m.data(0, a, 8, false);
+            lines.push(a / LINE);
+            pages.push(a >> 12);
+        }
+        lines.dedup();
+        pages.dedup();
+        (user(m), lines.len() as u64, pages.len() as u64)
+    }
+
+    #[test]
+    fn a_sequential_sweep_misses_the_l2_only_until_each_pages_stream_is_confirmed() {
+        // Twice the last level: without the prefetcher every line misses
+        // every level.
+        let bytes = 2 * small().llc.bytes;
+        let sweep = || (0..bytes).step_by(8).map(|o| 0x100_0000 + o);
+        let (without, lines, pages) = reads(&mut user_model(memory_side(0, false), 1), sweep());
+        assert_eq!(without.l2_misses, lines);
+        assert_eq!(without.llc_misses, lines);
+        assert_eq!(without.l2_prefetches, 0);
+        let (with, _, _) = reads(&mut user_model(memory_side(16, false), 1), sweep());
+        // The L1d is not prefetched into; each page's first lines train its
+        // stream, and every line after them is in the L2 when asked for.
+        assert_eq!(with.l1d_misses, lines);
+        assert_eq!(with.l2_misses, CONFIRMING * pages);
+        assert_eq!(with.l2_prefetches, lines - with.l2_misses);
+        assert_eq!(with.llc_misses, with.l2_misses);
+        // Prefetching costs nothing: the hits it makes save their misses.
+        let c = small();
+        assert!(with.estimated_cycles(&c) < without.estimated_cycles(&c));
+    }
+
+    #[test]
+    fn a_strided_sweep_either_way_is_prefetched_along_its_stride() {
+        let bytes = 2 * small().llc.bytes;
+        for stride in [3 * LINE as i64, -2 * LINE as i64] {
+            // From the first line of the buffer up, or from its last down.
+            let base = 0x100_0000;
+            let start = if stride > 0 {
+                base
+            } else {
+                base + bytes - stride.unsigned_abs()
+            };
+            let sweep = (0..bytes / stride.unsigned_abs())
+                .map(|i| start.wrapping_add_signed(i as i64 * stride));
+            let (c, lines, pages) = reads(&mut user_model(memory_side(16, false), 1), sweep);
+            assert_eq!(c.l1d_misses, lines, "stride {stride}");
+            assert_eq!(c.l2_misses, CONFIRMING * pages, "stride {stride}");
+            // The last accesses prefetch lines past the sweep's end.
+            let past = c.l2_prefetches - (lines - c.l2_misses);
+            assert!(past <= PREFETCH_DEGREE as u64, "stride {stride}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn random_accesses_are_almost_never_prefetched() {
+        let mut x: u64 = 0x853c_49e6_748f_ea9b;
+        let random = std::iter::repeat_with(move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % (64 << 20)
+        });
+        let accesses = 20_000;
+        let (c, lines, _) = reads(
+            &mut user_model(memory_side(16, false), 1),
+            random.take(accesses),
+        );
+        assert!(lines > accesses as u64 * 9 / 10);
+        assert!(c.l2_prefetches * 100 < accesses as u64, "{c:?}");
+    }
+
+    #[test]
+    fn a_prefetch_takes_no_line_another_vcpu_holds() {
+        let mut m = user_model(memory_side(16, false), 2);
+        let base = 0x100_0000;
+        // vCPU 1 holds the stream's fourth line.
+        m.data(1, base + 3 * LINE, 8, false);
+        for i in 0..CONFIRMING {
+            m.data(0, base + i * LINE, 8, false);
+        }
+        let l2 = &m.cores[0].l2;
+        let line = |i: u64| base / LINE + i;
+        assert!(!l2.has_tag(line(CONFIRMING)));
+        assert!(l2.holds(line(CONFIRMING + 1)));
+        assert_eq!(m.vcpu_counts(0)[Mode::User as usize].l2_prefetches, 1);
+        // vCPU 0 reads that line as it would have without a prefetcher.
+        let before = m.vcpu_counts(0)[Mode::User as usize];
+        m.data(0, base + CONFIRMING * LINE, 8, false);
+        let read = m.vcpu_counts(0)[Mode::User as usize].since(&before);
+        assert_eq!((read.l2_misses, read.coherence_misses), (1, 0));
+    }
+
+    #[test]
+    fn a_victim_last_level_holds_what_the_l2_evicted() {
+        let l2_lines = small().l2.bytes / LINE;
+        for victim in [false, true] {
+            let mut m = user_model(memory_side(0, victim), 1);
+            let (data, code) = (0x100_0000, 0x40_0000);
+            m.data(0, data, 8, false);
+            m.block(0, code, Mode::User, 1, lines(code, 1), BlockEnd::Other);
+            let (data, code) = (data / LINE, lines(code, 1).start);
+            // Filled on the way, or not until the L2 gives the lines back.
+            assert_eq!(m.llc.holds(data), !victim);
+            assert_eq!(m.llc.holds(code), !victim);
+            sweep(&mut m, 0, 0x200_0000, 2 * l2_lines * LINE, 1);
+            assert!(!m.cores[0].l2.holds(data) && !m.cores[0].l2.holds(code));
+            assert!(m.llc.holds(data) && m.llc.holds(code), "victim {victim}");
+            // Served by the last level, which keeps the line.
+            let before = user(&m);
+            m.data(0, data * LINE, 8, false);
+            let read = user(&m).since(&before);
+            assert_eq!((read.l2_misses, read.llc_misses), (1, 0));
+            assert!(m.llc.holds(data));
+        }
+    }
+
+    #[test]
+    fn a_victim_last_level_adds_the_l2s_capacity_to_its_own() {
+        let c = small();
+        let passes = 4;
+        // Between the L2 and the last level: every pass after the first is
+        // served by the last level, however it is filled.
+        let between = 3 * c.l2.bytes;
+        assert!(c.l2.bytes < between && between < c.llc.bytes);
+        // As much as both: it fits only when the last level keeps what the
+        // L2 does not (in each set, as each level's sets divide it evenly);
+        // filled on the way, LRU loses every line before its turn comes
+        // again.
+        let both = c.l2.bytes + c.llc.bytes;
+        for (bytes, victim, misses_per_pass) in [
+            (between, false, 0),
+            (between, true, 0),
+            (both, false, 1),
+            (both, true, 0),
+        ] {
+            let mut m = user_model(memory_side(0, victim), 1);
+            sweep(&mut m, 0, 0x100_0000, bytes, passes);
+            let u = user(&m);
+            let lines = bytes / LINE;
+            assert_eq!(
+                u.l2_misses,
+                lines * u64::from(passes),
+                "{bytes} victim {victim}"
+            );
+            assert_eq!(
+                u.llc_misses,
+                lines + misses_per_pass * lines * u64::from(passes - 1),
+                "{bytes} victim {victim}"
+            );
         }
     }
 

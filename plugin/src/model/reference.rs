@@ -175,22 +175,23 @@ impl Model {
             return;
         }
         core.counts[mode].l1i_misses += 1;
-        if self.l2(vcpu, line) != Lookup::Hit {
+        let (l2, evicted) = self.core(vcpu).l2.access_evicting(line);
+        if l2 != Lookup::Hit {
             self.core(vcpu).counts[mode].l2_misses += 1;
             if !self.llc_hit(line) {
                 self.core(vcpu).counts[mode].llc_misses += 1;
             }
         }
+        self.victim(evicted);
         self.prefetch(vcpu, line);
     }
 
-    /// The L2 of `vcpu` takes `line`; a victim last level takes what it evicts.
-    fn l2(&mut self, vcpu: usize, line: u64) -> Lookup {
-        let (found, evicted) = self.core(vcpu).l2.access_evicting(line);
+    /// A victim last level takes what an L2 evicted, after the access
+    /// that evicted it looked there.
+    fn victim(&mut self, evicted: Option<u64>) {
         if let (true, Some(evicted)) = (self.config.llc_victim, evicted) {
             self.llc.access(evicted);
         }
-        found
     }
 
     /// An L2 miss's look at the last level: a victim last level is not
@@ -250,10 +251,11 @@ impl Model {
             if elsewhere {
                 continue;
             }
-            self.l2(vcpu, ahead);
+            let (_, evicted) = self.core(vcpu).l2.access_evicting(ahead);
             if !self.config.llc_victim {
                 self.llc.access(ahead);
             }
+            self.victim(evicted);
             self.core(vcpu).counts[mode].l2_prefetches += 1;
         }
     }
@@ -276,7 +278,7 @@ impl Model {
         let mut coherence = false;
         if l1 != Lookup::Hit {
             core.counts[mode].l1d_misses += 1;
-            let l2 = self.l2(vcpu, line);
+            let (l2, evicted) = core.l2.access_evicting(line);
             if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
                 coherence = true;
                 self.core(vcpu).counts[mode].coherence_misses += 1;
@@ -291,6 +293,7 @@ impl Model {
                     self.core(vcpu).counts[mode].llc_misses += 1;
                 }
             }
+            self.victim(evicted);
             self.prefetch(vcpu, line);
         }
         if store && self.cores.len() > 1 {
