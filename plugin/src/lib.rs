@@ -607,6 +607,18 @@ impl ModelState {
                 c.string_startup_cycles, c.string_bytes_per_cycle, c.string_nontemporal
             )?;
         }
+        // Each part of the memory side that is on says so; with every part
+        // off the file is as it was before they were modelled.
+        if c.prefetch_streams > 0 {
+            writeln!(
+                out,
+                "# model prefetcher: L2 streams, {} per vCPU",
+                c.prefetch_streams
+            )?;
+        }
+        if c.llc_victim {
+            writeln!(out, "# model llc: a victim cache of the L2s")?;
+        }
         writeln!(
             out,
             "# model addresses: data by guest physical address ({} accesses without \
@@ -1429,6 +1441,8 @@ mod tests {
             rsb_depth: 0,
             skip_entries: 0,
             string_bytes_per_cycle: 0,
+            prefetch_streams: 0,
+            llc_victim: false,
             ..Config::default()
         };
         // The settings comments, then the counts.
@@ -1470,6 +1484,49 @@ mod tests {
             let lines = count(&text, "kernel:rfo-misses");
             assert_eq!(lines.len(), vcpus - 1, "{text}");
             assert_eq!(count(&text, "kernel:coherence-misses"), [0]);
+        }
+    }
+
+    #[test]
+    fn a_file_with_the_memory_sides_parts_off_is_as_before_them() {
+        let settings = |s: &ModelState| {
+            let mut out = Vec::new();
+            s.write_settings(&mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        for on in [false, true] {
+            let config = Config {
+                prefetch_streams: if on { 16 } else { 0 },
+                llc_victim: on,
+                ..Config::default()
+            };
+            let mut s = ModelState::new(Model::new(config, 1).unwrap(), None, true);
+            s.start_region();
+            run(&mut s, 10);
+            s.end_region();
+            let text = written(&s);
+            let lines = count(&text, "kernel:l2-prefetches");
+            assert_eq!(lines.len(), usize::from(on), "{text}");
+            // The lines before these parts, in their order.
+            let names: Vec<&str> = text
+                .lines()
+                .map(|l| l.split('\t').nth(2).unwrap())
+                .collect();
+            let mut before: Vec<String> = Vec::new();
+            for mode in ["user", "kernel"] {
+                for name in Counts::NAMES {
+                    if !Counts::SEVERAL_VCPUS_ONLY.contains(&name) && name != "l2-prefetches" {
+                        before.push(format!("{mode}:{name}"));
+                    }
+                }
+                before.push(format!("{mode}:estimated-cycles"));
+            }
+            if !on {
+                assert_eq!(names, before);
+            }
+            let settings = settings(&s);
+            assert_eq!(settings.contains("prefetcher"), on, "{settings}");
+            assert_eq!(settings.contains("victim"), on, "{settings}");
         }
     }
 

@@ -3,8 +3,12 @@
 //!
 //! Per vCPU: a split first level (instructions, data) and a unified second
 //! level; one last level shared by every vCPU. Every cache is
-//! set-associative with true LRU replacement and lines of [`LINE`] bytes, and
-//! a miss fills every level on the way (no inclusion is enforced). A store
+//! set-associative with true LRU replacement and lines of [`LINE`] bytes. A
+//! miss fills the L1 and the L2; the last level is filled either on the way
+//! too (no inclusion is enforced) or, as a victim cache, only by the lines
+//! the L2s evict. A stream prefetcher per vCPU watches the L2's accesses
+//! and brings the next lines of a stream into the L2 before they are asked
+//! for. A store
 //! invalidates the line in the other vCPUs' L1d and L2; the invalidated tag
 //! keeps its place in the set, so that vCPU's next access to the line finds
 //! it invalid and counts a *coherence miss*, served by the other core rather
@@ -100,6 +104,11 @@ pub struct Config {
     /// 1: string stores bypass the caches (they only invalidate other
     /// vCPUs' copies).
     pub string_nontemporal: u32,
+    /// Streams each vCPU's L2 prefetcher tracks; 0 for no prefetcher.
+    pub prefetch_streams: u32,
+    /// Whether the last level is filled by the lines the L2s evict (a
+    /// victim cache) rather than on every L2 miss.
+    pub llc_victim: bool,
 }
 
 impl Default for Config {
@@ -135,6 +144,8 @@ impl Default for Config {
             string_startup_cycles: 35,
             string_bytes_per_cycle: 32,
             string_nontemporal: 0,
+            prefetch_streams: 32,
+            llc_victim: true,
         }
     }
 }
@@ -161,6 +172,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "string-startup-cycles",
     "string-bytes-per-cycle",
     "string-nontemporal",
+    "prefetch-streams",
+    "llc-victim",
 ];
 
 /// Return stack buffer entries at most.
@@ -194,6 +207,14 @@ impl Config {
             "string-startup-cycles" => self.string_startup_cycles = n,
             "string-bytes-per-cycle" => self.string_bytes_per_cycle = n,
             "string-nontemporal" => self.string_nontemporal = small()?,
+            "prefetch-streams" => self.prefetch_streams = small()?,
+            "llc-victim" => {
+                self.llc_victim = match n {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(format!("{key}={n} is neither 0 nor 1")),
+                }
+            }
             _ => return Err(format!("unknown model setting {key:?}")),
         }
         Ok(())
@@ -228,16 +249,24 @@ impl Config {
                 return Err(format!("{name}={flag} is neither 0 nor 1"));
             }
         }
+        if self.prefetch_streams > MAX_STREAMS {
+            return Err(format!(
+                "prefetch-streams={} is more than {MAX_STREAMS}",
+                self.prefetch_streams
+            ));
+        }
         Ok(())
     }
 
     /// Whether the model makes the count `name` (one of [`Counts::NAMES`])
     /// with these settings: the string counts only when string
-    /// instructions are costed apart. A count it does not make is left out
-    /// of the plugin's file, so a file with every later part off is what it
-    /// was before them.
+    /// instructions are costed apart, the prefetches only with a
+    /// prefetcher. A count it does not make is left out of the plugin's
+    /// file, so a file with every later part off is what it was before
+    /// them.
     pub fn makes(&self, name: &str) -> bool {
-        !(self.string_bytes_per_cycle == 0 && Counts::STRING.contains(&name))
+        !(self.string_bytes_per_cycle == 0 && Counts::STRING.contains(&name)
+            || self.prefetch_streams == 0 && name == "l2-prefetches")
     }
 }
 
@@ -306,6 +335,29 @@ impl Cache {
         found
     }
 
+    /// [`Cache::access`], which also gives back the valid line it evicted
+    /// to make room, if any.
+    pub fn access_evicting(&mut self, line: u64) -> (Lookup, Option<u64>) {
+        let set = self.set(line);
+        if set[0] == line {
+            return (Lookup::Hit, None);
+        }
+        let last = set[set.len() - 1];
+        let found = Self::reorder(set, line);
+        let evicted =
+            (found == Lookup::Miss && last != EMPTY && last & INVALID == 0).then_some(last);
+        (found, evicted)
+    }
+
+    /// Whether `line` has a tag here, valid or invalidated, without
+    /// touching the LRU order.
+    pub fn has_tag(&self, line: u64) -> bool {
+        let start = (line & self.set_mask) as usize * self.ways;
+        self.tags[start..start + self.ways]
+            .iter()
+            .any(|&t| t & !INVALID == line)
+    }
+
     /// Marks `line` invalid where it is, without moving it; true if it was valid.
     pub fn invalidate(&mut self, line: u64) -> bool {
         let set = self.set(line);
@@ -355,11 +407,13 @@ pub struct Counts {
     pub string_iterations: u64,
     /// Bytes string instructions stored.
     pub string_bytes: u64,
+    /// Lines the L2 prefetcher brought into the L2 (that were not there).
+    pub l2_prefetches: u64,
 }
 
 impl Counts {
     /// The counts' names, in the order [`Counts::values`] gives them.
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 15] = [
         "instructions",
         "l1i-misses",
         "l1d-misses",
@@ -374,6 +428,7 @@ impl Counts {
         "string-instructions",
         "string-iterations",
         "string-bytes",
+        "l2-prefetches",
     ];
 
     /// The counts of string instructions costed apart
@@ -386,7 +441,7 @@ impl Counts {
     /// counted.
     pub const SEVERAL_VCPUS_ONLY: [&'static str; 1] = ["rfo-misses"];
 
-    pub fn values(&self) -> [u64; 14] {
+    pub fn values(&self) -> [u64; 15] {
         [
             self.instructions,
             self.l1i_misses,
@@ -402,11 +457,12 @@ impl Counts {
             self.string_instructions,
             self.string_iterations,
             self.string_bytes,
+            self.l2_prefetches,
         ]
     }
 
     /// The counts of [`Counts::values`]' order.
-    pub fn from_values(v: [u64; 14]) -> Counts {
+    pub fn from_values(v: [u64; 15]) -> Counts {
         Counts {
             instructions: v[0],
             l1i_misses: v[1],
@@ -422,6 +478,7 @@ impl Counts {
             string_instructions: v[11],
             string_iterations: v[12],
             string_bytes: v[13],
+            l2_prefetches: v[14],
         }
     }
 
@@ -498,6 +555,80 @@ pub enum BlockEnd {
 /// Entries of each vCPU's table of the lines it owns (see `Core::owned`).
 const OWNED_SLOTS: usize = 1024;
 
+/// Lines of a 4 KiB page: the prefetcher's streams stay within one, as
+/// physical pages that follow each other need not be neighbours.
+const PAGE_LINES_BITS: u32 = 12 - LINE_BITS;
+
+/// Lines a confirmed stream prefetches ahead of each access: Intel's L2
+/// streamer "may issue two prefetch requests on every L2 lookup". The
+/// model has no time, so a prefetch is there at once and two ahead keep
+/// a stream of one access per line ahead of its demand.
+const PREFETCH_DEGREE: i64 = 2;
+
+/// The most streams a prefetcher may track (searched one by one).
+const MAX_STREAMS: u32 = 256;
+
+/// One stream of a prefetcher: the last line accessed in its page and the
+/// stride (in lines, either way) from the access before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stream {
+    page: u64,
+    last: u64,
+    stride: i64,
+}
+
+/// A stream prefetcher at the L2, after Intel's L2 streamer (Intel 64 and
+/// IA-32 Architectures Optimization Reference Manual, "Data Prefetch to
+/// the L2 and Last Level Cache"): it watches the L2's accesses from the
+/// L1s' misses, one stream per 4 KiB page, the least recently used stream
+/// giving way to a new page, and once a stream has gone the same stride
+/// twice in a row it prefetches the next lines of that stride in the page.
+#[derive(Debug, Clone)]
+struct Prefetcher {
+    /// Most recently used first.
+    streams: Vec<Stream>,
+    capacity: usize,
+}
+
+impl Prefetcher {
+    fn new(capacity: u32) -> Prefetcher {
+        Prefetcher {
+            streams: Vec::with_capacity(capacity as usize),
+            capacity: capacity as usize,
+        }
+    }
+
+    /// An L2 access to `line`: the stride to prefetch along from it, if
+    /// its stream is confirmed.
+    fn observe(&mut self, line: u64) -> Option<i64> {
+        let page = line >> PAGE_LINES_BITS;
+        let Some(at) = self.streams.iter().position(|s| s.page == page) else {
+            if self.streams.len() == self.capacity {
+                self.streams.pop();
+            }
+            self.streams.insert(
+                0,
+                Stream {
+                    page,
+                    last: line,
+                    stride: 0,
+                },
+            );
+            return None;
+        };
+        self.streams[..=at].rotate_right(1);
+        let stream = &mut self.streams[0];
+        let stride = line.wrapping_sub(stream.last) as i64;
+        if stride == 0 {
+            return None;
+        }
+        let confirmed = stride == stream.stride;
+        stream.stride = stride;
+        stream.last = line;
+        confirmed.then_some(stride)
+    }
+}
+
 /// One vCPU's private caches and branch state.
 #[derive(Debug, Clone)]
 struct Core {
@@ -529,6 +660,8 @@ struct Core {
     /// mapped by line number; a line that loses its slot is only scanned
     /// for again. `EMPTY` where none.
     owned: Box<[u64]>,
+    /// The L2's stream prefetcher, if any.
+    prefetcher: Option<Prefetcher>,
 }
 
 /// Where a string instruction's last load and last store were (virtual
@@ -752,6 +885,8 @@ impl Model {
             rsb_held: 0,
             string: NO_TRAIL,
             owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
+            prefetcher: (config.prefetch_streams > 0)
+                .then(|| Prefetcher::new(config.prefetch_streams)),
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
@@ -854,19 +989,102 @@ impl Model {
     /// An instruction fetch that missed the L1i, counted in `mode`.
     #[inline(never)]
     fn fetch_miss(&mut self, v: usize, line: u64, mode: usize) {
-        let core = &mut self.cores[v];
-        core.counts[mode].l1i_misses += 1;
-        if core.l2.access(line) == Lookup::Hit {
+        self.cores[v].counts[mode].l1i_misses += 1;
+        let (l2, evicted) = self.l2_access(v, line);
+        if l2 != Lookup::Hit {
+            self.cores[v].counts[mode].l2_misses += 1;
+            if !self.llc_serves(line) {
+                self.cores[v].counts[mode].llc_misses += 1;
+            }
+            // The line is valid in this vCPU's L2 now.
+            if self.cores.len() > 1 {
+                self.disown(v, line);
+            }
+        }
+        self.llc_takes(evicted);
+        self.prefetch(v, line, mode);
+    }
+
+    /// An L1 miss's access to vCPU `v`'s L2, which fills it there, and
+    /// under `llc-victim` the valid line the L2 evicted for it, which goes
+    /// to the last level ([`Model::llc_takes`]) once the access has looked
+    /// there.
+    #[inline(always)]
+    fn l2_access(&mut self, v: usize, line: u64) -> (Lookup, Option<u64>) {
+        if self.config.llc_victim {
+            self.cores[v].l2.access_evicting(line)
+        } else {
+            (self.cores[v].l2.access(line), None)
+        }
+    }
+
+    /// The last level takes a line an L2 evicted, if any.
+    #[inline(always)]
+    fn llc_takes(&mut self, evicted: Option<u64>) {
+        if let Some(evicted) = evicted {
+            self.llc.access(evicted);
+        }
+    }
+
+    /// Whether the last level holds `line` for an L2 miss. Filled on the
+    /// way, as every miss fills, unless it is a victim cache: then a miss
+    /// leaves it as it is, and a hit leaves the line where it is in the
+    /// LRU order (the copy in the L2 is the one in use; the last level's
+    /// matters again when the L2 gives the line back).
+    #[inline(always)]
+    fn llc_serves(&mut self, line: u64) -> bool {
+        if self.config.llc_victim {
+            self.llc.holds(line)
+        } else {
+            self.llc.access(line) == Lookup::Hit
+        }
+    }
+
+    /// The prefetcher of vCPU `v` sees the L2 access to `line` (counted in
+    /// `mode`) and, on a confirmed stream, brings the stream's next lines
+    /// in the page into the L2: lines with no tag in the L2 (an
+    /// invalidated tag is a line another vCPU wrote) and none valid in
+    /// another vCPU's L1d or L2. The model keeps no modified state, so a
+    /// line another core holds might be one it wrote; leaving those to the
+    /// demand access keeps every copy the coherence knows of as it was.
+    #[inline(always)]
+    fn prefetch(&mut self, v: usize, line: u64, mode: usize) {
+        let Some(prefetcher) = self.cores[v].prefetcher.as_mut() else {
             return;
+        };
+        let Some(stride) = prefetcher.observe(line) else {
+            return;
+        };
+        for k in 1..=PREFETCH_DEGREE {
+            let ahead = line.wrapping_add_signed(k * stride);
+            if ahead >> PAGE_LINES_BITS != line >> PAGE_LINES_BITS {
+                break;
+            }
+            if self.cores[v].l2.has_tag(ahead) || self.held_by_another(v, ahead) {
+                continue;
+            }
+            let (_, evicted) = self.l2_access(v, ahead);
+            if !self.config.llc_victim {
+                self.llc.access(ahead);
+            }
+            self.llc_takes(evicted);
+            self.cores[v].counts[mode].l2_prefetches += 1;
+            // A vCPU that wrote the line and has since evicted it may
+            // still own it: its next store must find this copy.
+            if self.cores.len() > 1 {
+                self.disown(v, ahead);
+            }
         }
-        core.counts[mode].l2_misses += 1;
-        if self.llc.access(line) != Lookup::Hit {
-            self.cores[v].counts[mode].llc_misses += 1;
-        }
-        // The line is valid in this vCPU's L2 now.
-        if self.cores.len() > 1 {
-            self.disown(v, line);
-        }
+    }
+
+    /// Whether a vCPU other than `v` holds `line` valid in its L1d or L2.
+    fn held_by_another(&self, v: usize, line: u64) -> bool {
+        self.cores.len() > 1
+            && self
+                .cores
+                .iter()
+                .enumerate()
+                .any(|(other, core)| other != v && (core.l1d.holds(line) || core.l2.holds(line)))
     }
 
     /// A data access of `size` bytes at (physical) `address` by `vcpu`.
@@ -1104,23 +1322,27 @@ impl Model {
     /// whether another core served it (a coherence miss).
     #[inline(never)]
     fn data_miss(&mut self, v: usize, line: u64, l1: Lookup, mode: usize) -> bool {
-        let core = &mut self.cores[v];
-        core.counts[mode].l1d_misses += 1;
-        let l2 = core.l2.access(line);
+        self.cores[v].counts[mode].l1d_misses += 1;
+        let (l2, evicted) = self.l2_access(v, line);
         let coherence = l1 == Lookup::Invalidated || l2 == Lookup::Invalidated;
         if coherence {
-            core.counts[mode].coherence_misses += 1;
-            // The other core's copy passes through the shared level.
-            self.llc.access(line);
+            self.cores[v].counts[mode].coherence_misses += 1;
+            // The other core's copy passes through the shared level, which
+            // keeps it unless the level only takes the L2s' evictions.
+            if !self.config.llc_victim {
+                self.llc.access(line);
+            }
         } else if l2 == Lookup::Miss {
-            core.counts[mode].l2_misses += 1;
-            if self.llc.access(line) != Lookup::Hit {
+            self.cores[v].counts[mode].l2_misses += 1;
+            if !self.llc_serves(line) {
                 self.cores[v].counts[mode].llc_misses += 1;
             }
         }
+        self.llc_takes(evicted);
         if self.cores.len() > 1 {
             self.disown(v, line);
         }
+        self.prefetch(v, line, mode);
         coherence
     }
 
@@ -1550,6 +1772,10 @@ mod tests {
                 bytes: 16 << 10,
                 ways: 4,
             },
+            // The model as it was before these parts, which most tests
+            // hold it to; the tests of each part turn it on.
+            prefetch_streams: 0,
+            llc_victim: false,
             ..Config::default()
         }
     }
@@ -1752,6 +1978,11 @@ mod tests {
     /// and a shallow return stack with non-temporal string stores.
     #[test]
     fn the_model_counts_what_the_straightforward_one_counts() {
+        let memory = |config: Config| Config {
+            prefetch_streams: 4,
+            llc_victim: true,
+            ..config
+        };
         let configs = [
             parts_off(small()),
             small(),
@@ -1761,6 +1992,15 @@ mod tests {
                 string_bytes_per_cycle: 16,
                 ..small()
             },
+            Config {
+                prefetch_streams: 4,
+                ..parts_off(small())
+            },
+            Config {
+                llc_victim: true,
+                ..parts_off(small())
+            },
+            memory(small()),
         ];
         for config in configs {
             for vcpus in 1..=4 {
@@ -1787,6 +2027,8 @@ mod tests {
         // string instruction's next element goes (source, destination).
         let mut calls: Vec<Vec<u64>> = vec![Vec::new(); vcpus + 1];
         let mut strings = vec![(0u64, 0u64); vcpus + 1];
+        // Per vCPU: where its strided run is and its stride in bytes.
+        let mut runs = vec![(0u64, 64i64); vcpus + 1];
         for _ in 0..100_000 {
             if next() % 40 == 0 {
                 // Now and then an index no vCPU was announced with.
@@ -1874,12 +2116,26 @@ mod tests {
                 slow.string_data(vcpu, to, size, true, translate);
                 strings[vcpu] = (from.wrapping_add(step), to.wrapping_add(step));
             } else {
-                let address = match next() % 10 {
+                let address = match next() % 14 {
                     // A few hot lines every vCPU reads and writes.
                     0..=5 => 0x1_0000 + next() % 0x200,
                     6..=8 => next() % 0x1_0000,
                     // Wide enough for the ownership table's slots to collide.
-                    _ => next() % 0x40_0000,
+                    9 => next() % 0x40_0000,
+                    // A run of one stride, forward or back, now and then
+                    // starting again elsewhere (near the hot lines too).
+                    _ => {
+                        let (at, stride) = &mut runs[vcpu];
+                        if next() % 64 == 0 {
+                            *at = 0x8000 + next() % 0x2_0000;
+                            *stride = 64 * (1 + (next() % 3) as i64);
+                            if next() % 2 == 0 {
+                                *stride = -*stride;
+                            }
+                        }
+                        *at = at.wrapping_add_signed(*stride);
+                        *at
+                    }
                 };
                 let size = 1 << (next() % 5);
                 let store = next() % 5 < 2;
@@ -1900,6 +2156,10 @@ mod tests {
         assert!(user.indirect_branches > user.indirect_mispredicts);
         assert_eq!(vcpus > 1, kernel.coherence_misses > 0);
         assert_eq!(vcpus > 1, user.rfo_misses > 0);
+        assert_eq!(
+            config.prefetch_streams > 0,
+            user.l2_prefetches + kernel.l2_prefetches > 0
+        );
         let strings_apart = config.string_bytes_per_cycle > 0;
         assert_eq!(strings_apart, user.string_bytes > 0);
         assert_eq!(
@@ -2236,6 +2496,177 @@ mod tests {
         }
     }
 
+    /// `small` with a prefetcher of `streams` streams and the last level
+    /// filled on the way or by the L2s' evictions.
+    fn memory_side(streams: u32, llc_victim: bool) -> Config {
+        Config {
+            prefetch_streams: streams,
+            llc_victim,
+            ..small()
+        }
+    }
+
+    /// Accesses a stream takes to be confirmed: its first, then two equal
+    /// strides.
+    const CONFIRMING: u64 = 3;
+
+    /// Reads 8 bytes at each of `addresses`: the user counts, the lines and
+    /// the 4 KiB pages they touched.
+    fn reads(m: &mut Model, addresses: impl Iterator<Item = u64>) -> (Counts, u64, u64) {
+        let (mut lines, mut pages) = (Vec::new(), Vec::new());
+        for a in addresses {
+            m.data(0, a, 8, false);
+            lines.push(a / LINE);
+            pages.push(a >> 12);
+        }
+        lines.dedup();
+        pages.dedup();
+        (user(m), lines.len() as u64, pages.len() as u64)
+    }
+
+    #[test]
+    fn a_sequential_sweep_misses_the_l2_only_until_each_pages_stream_is_confirmed() {
+        // Twice the last level: without the prefetcher every line misses
+        // every level.
+        let bytes = 2 * small().llc.bytes;
+        let sweep = || (0..bytes).step_by(8).map(|o| 0x100_0000 + o);
+        let (without, lines, pages) = reads(&mut user_model(memory_side(0, false), 1), sweep());
+        assert_eq!(without.l2_misses, lines);
+        assert_eq!(without.llc_misses, lines);
+        assert_eq!(without.l2_prefetches, 0);
+        let (with, _, _) = reads(&mut user_model(memory_side(16, false), 1), sweep());
+        // The L1d is not prefetched into; each page's first lines train its
+        // stream, and every line after them is in the L2 when asked for.
+        assert_eq!(with.l1d_misses, lines);
+        assert_eq!(with.l2_misses, CONFIRMING * pages);
+        assert_eq!(with.l2_prefetches, lines - with.l2_misses);
+        assert_eq!(with.llc_misses, with.l2_misses);
+        // Prefetching costs nothing: the hits it makes save their misses.
+        let c = small();
+        assert!(with.estimated_cycles(&c) < without.estimated_cycles(&c));
+    }
+
+    #[test]
+    fn a_strided_sweep_either_way_is_prefetched_along_its_stride() {
+        let bytes = 2 * small().llc.bytes;
+        for stride in [3 * LINE as i64, -2 * LINE as i64] {
+            // From the first line of the buffer up, or from its last down.
+            let base = 0x100_0000;
+            let start = if stride > 0 {
+                base
+            } else {
+                base + bytes - stride.unsigned_abs()
+            };
+            let sweep = (0..bytes / stride.unsigned_abs())
+                .map(|i| start.wrapping_add_signed(i as i64 * stride));
+            let (c, lines, pages) = reads(&mut user_model(memory_side(16, false), 1), sweep);
+            assert_eq!(c.l1d_misses, lines, "stride {stride}");
+            assert_eq!(c.l2_misses, CONFIRMING * pages, "stride {stride}");
+            // The last accesses prefetch lines past the sweep's end.
+            let past = c.l2_prefetches - (lines - c.l2_misses);
+            assert!(past <= PREFETCH_DEGREE as u64, "stride {stride}: {c:?}");
+        }
+    }
+
+    #[test]
+    fn random_accesses_are_almost_never_prefetched() {
+        let mut x: u64 = 0x853c_49e6_748f_ea9b;
+        let random = std::iter::repeat_with(move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % (64 << 20)
+        });
+        let accesses = 20_000;
+        let (c, lines, _) = reads(
+            &mut user_model(memory_side(16, false), 1),
+            random.take(accesses),
+        );
+        assert!(lines > accesses as u64 * 9 / 10);
+        assert!(c.l2_prefetches * 100 < accesses as u64, "{c:?}");
+    }
+
+    #[test]
+    fn a_prefetch_takes_no_line_another_vcpu_holds() {
+        let mut m = user_model(memory_side(16, false), 2);
+        let base = 0x100_0000;
+        // vCPU 1 holds the stream's fourth line.
+        m.data(1, base + 3 * LINE, 8, false);
+        for i in 0..CONFIRMING {
+            m.data(0, base + i * LINE, 8, false);
+        }
+        let l2 = &m.cores[0].l2;
+        let line = |i: u64| base / LINE + i;
+        assert!(!l2.has_tag(line(CONFIRMING)));
+        assert!(l2.holds(line(CONFIRMING + 1)));
+        assert_eq!(m.vcpu_counts(0)[Mode::User as usize].l2_prefetches, 1);
+        // vCPU 0 reads that line as it would have without a prefetcher.
+        let before = m.vcpu_counts(0)[Mode::User as usize];
+        m.data(0, base + CONFIRMING * LINE, 8, false);
+        let read = m.vcpu_counts(0)[Mode::User as usize].since(&before);
+        assert_eq!((read.l2_misses, read.coherence_misses), (1, 0));
+    }
+
+    #[test]
+    fn a_victim_last_level_holds_what_the_l2_evicted() {
+        let l2_lines = small().l2.bytes / LINE;
+        for victim in [false, true] {
+            let mut m = user_model(memory_side(0, victim), 1);
+            let (data, code) = (0x100_0000, 0x40_0000);
+            m.data(0, data, 8, false);
+            m.block(0, code, Mode::User, 1, lines(code, 1), BlockEnd::Other);
+            let (data, code) = (data / LINE, lines(code, 1).start);
+            // Filled on the way, or not until the L2 gives the lines back.
+            assert_eq!(m.llc.holds(data), !victim);
+            assert_eq!(m.llc.holds(code), !victim);
+            sweep(&mut m, 0, 0x200_0000, 2 * l2_lines * LINE, 1);
+            assert!(!m.cores[0].l2.holds(data) && !m.cores[0].l2.holds(code));
+            assert!(m.llc.holds(data) && m.llc.holds(code), "victim {victim}");
+            // Served by the last level, which keeps the line.
+            let before = user(&m);
+            m.data(0, data * LINE, 8, false);
+            let read = user(&m).since(&before);
+            assert_eq!((read.l2_misses, read.llc_misses), (1, 0));
+            assert!(m.llc.holds(data));
+        }
+    }
+
+    #[test]
+    fn a_victim_last_level_adds_the_l2s_capacity_to_its_own() {
+        let c = small();
+        let passes = 4;
+        // Between the L2 and the last level: every pass after the first is
+        // served by the last level, however it is filled.
+        let between = 3 * c.l2.bytes;
+        assert!(c.l2.bytes < between && between < c.llc.bytes);
+        // As much as both: it fits only when the last level keeps what the
+        // L2 does not (in each set, as each level's sets divide it evenly);
+        // filled on the way, LRU loses every line before its turn comes
+        // again.
+        let both = c.l2.bytes + c.llc.bytes;
+        for (bytes, victim, misses_per_pass) in [
+            (between, false, 0),
+            (between, true, 0),
+            (both, false, 1),
+            (both, true, 0),
+        ] {
+            let mut m = user_model(memory_side(0, victim), 1);
+            sweep(&mut m, 0, 0x100_0000, bytes, passes);
+            let u = user(&m);
+            let lines = bytes / LINE;
+            assert_eq!(
+                u.l2_misses,
+                lines * u64::from(passes),
+                "{bytes} victim {victim}"
+            );
+            assert_eq!(
+                u.llc_misses,
+                lines + misses_per_pass * lines * u64::from(passes - 1),
+                "{bytes} victim {victim}"
+            );
+        }
+    }
+
     /// Two vCPUs each increment a counter (a load and a store) once per
     /// block of 5 instructions, `increments` times in turns of `turn`
     /// blocks, round-robin; the counters at `a` and `b`.
@@ -2365,10 +2796,18 @@ mod tests {
     /// instructions in the round, the lower vCPU first where equal.
     #[test]
     fn the_weave_counts_what_the_rounds_merged_by_hand_count() {
-        for vcpus in 1..=4 {
-            let mut woven = Model::new(small(), vcpus).unwrap();
+        // As the model was, and with the prefetcher and the victim last
+        // level, which work at the replay.
+        let memory_side = Config {
+            prefetch_streams: 4,
+            llc_victim: true,
+            ..small()
+        };
+        for (vcpus, config) in (1..=4).flat_map(|v| [(v, small()), (v, memory_side.clone())]) {
+            let mut woven = Model::new(config.clone(), vcpus).unwrap();
             woven.set_weave(true);
-            let mut by_hand = Model::new(small(), vcpus).unwrap();
+            let prefetching = config.prefetch_streams > 0;
+            let mut by_hand = Model::new(config, vcpus).unwrap();
             let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ vcpus as u64;
             let mut next = move || {
                 x ^= x << 13;
@@ -2515,6 +2954,7 @@ mod tests {
                 vcpus > 1,
                 user.coherence_misses + kernel.coherence_misses > 0
             );
+            assert_eq!(prefetching, user.l2_prefetches + kernel.l2_prefetches > 0);
         }
     }
 
@@ -2769,7 +3209,12 @@ mod tests {
         c.set("llc-bytes", &(3u64 << 20).to_string()).unwrap();
         assert!(c.check().unwrap_err().contains("power of two"));
         for key in CONFIG_KEYS {
-            Config::default().set(key, "16").unwrap();
+            Config::default().set(key, "1").unwrap();
         }
+        assert!(c.set("llc-victim", "2").unwrap_err().contains("neither"));
+        let mut c = Config::default();
+        c.set("prefetch-streams", &(MAX_STREAMS + 1).to_string())
+            .unwrap();
+        assert!(c.check().unwrap_err().contains("prefetch-streams"));
     }
 }

@@ -8,7 +8,11 @@ program as /init) under the plugin with model=cycles, and prints, for the
 timed region, cachegrind's and the model's user-space L1d misses, LL(C)
 misses and branch mispredicts side by side.
 
-    scripts/cycle-model-check/check.py [--kernel BZIMAGE] [--plugin SO] [--qemu QEMU] [PATTERN ...]
+    scripts/cycle-model-check/check.py [--kernel BZIMAGE] [--plugin SO] [--qemu QEMU] [--set KEY=VALUE ...] [PATTERN ...]
+
+`--set KEY=VALUE` passes a model setting to the plugin (repeatable), e.g.
+`--set prefetch-streams=0 --set llc-victim=0` for the model closest to
+cachegrind's caches (no prefetcher, a last level filled on every miss).
 
 `--sharing` instead boots the sharing cases, two processes pinned to
 vCPUs of their own: each incrementing its own counter 8 bytes apart in
@@ -84,7 +88,7 @@ def cachegrind(binary, args, tmp):
 
 
 def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1, qemu="qemu-system-x86_64",
-         rr_turn=None, weave=None, firmware=()):
+         rr_turn=None, weave=None, firmware=(), sets=()):
     accel = "tcg" if rr_turn is None else f"tcg,rr-turn={rr_turn}"
     cmd = [qemu, *[a for d in firmware for a in ("-L", d)], "-nodefaults", "-no-user-config", "-display", "none",
            "-no-reboot", "-accel", accel, "-cpu", "max", "-smp", str(cpus), "-m", "256",
@@ -94,7 +98,7 @@ def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1, qemu="qemu-system-x
            "-icount", f"shift={shift},sleep=off", "-rtc", "base=2020-01-01T00:00:00,clock=vm",
            "-seed", "1"]
     if plugin:
-        settings = ",".join(f"{k}-bytes={b},{k}-ways={w}" for k, (b, w) in GEOMETRY.items())
+        settings = ",".join([f"{k}-bytes={b},{k}-ways={w}" for k, (b, w) in GEOMETRY.items()] + list(sets))
         extra = "" if weave is None else f",weave={weave}"
         cmd += ["-plugin", f"file={plugin},out={out},model=cycles,profile=off,{settings}{extra}"]
     started = time.monotonic()
@@ -128,6 +132,8 @@ def model_counts(out):
         "rfo": u("rfo-misses"),
         "instructions": u("instructions"),
         "l1d": u("l1d-misses"),
+        "l2": u("l2-misses"),
+        "prefetches": u("l2-prefetches"),
         "ll": u("llc-misses"),
         "cond": u("conditional-branches"), "cond-miss": u("conditional-mispredicts"),
         "mispredicts": u("conditional-mispredicts") + u("indirect-mispredicts"),
@@ -147,7 +153,8 @@ def sharing(a, initrd, out):
             rows = {}
             for pattern in ("shared", "apart", "true"):
                 ns, wall = boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=cpus,
-                                qemu=a.qemu, rr_turn=turn, weave=a.weave, firmware=a.firmware)
+                                qemu=a.qemu, rr_turn=turn, weave=a.weave, firmware=a.firmware,
+                                sets=a.set)
                 where = re.findall(r"(parent|child) pinned (yes|no), on cpu (\d+)", boot.stdout)
                 on = {who: int(cpu) for who, _, cpu in where}
                 if cpus > 1 and on != {"parent": 0, "child": 1}:
@@ -180,6 +187,8 @@ def main():
     ap.add_argument("--firmware", action="append", default=[],
                     help="a directory of firmware for QEMU (-L), for a QEMU run from its build tree")
     ap.add_argument("--cpus", default="1,2", help="vCPU counts for --sharing")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a model setting for the plugin (repeatable)")
     ap.add_argument("pattern", nargs="*")
     a = ap.parse_args()
     patterns = [p.split() for p in a.pattern] or PATTERNS
@@ -198,14 +207,16 @@ def main():
         print(f"{'pattern':16} {'':4} {'instr':>10} {'L1d miss':>10} {'LL miss':>10} {'cond br':>10} {'mispred':>10}")
         for args in patterns:
             host = cachegrind(binary, args, tmp)
-            guest_ns, wall = boot(a.kernel, initrd, args, a.plugin, out)
+            guest_ns, wall = boot(a.kernel, initrd, args, a.plugin, out, sets=a.set)
             guest = model_counts(out)
             name = " ".join(args)
             for who, c in (("cg", host), ("qemu", guest)):
                 print(f"{name:16} {who:4} {c['instructions']:>10} {c['l1d']:>10} {c['ll']:>10} {c['cond']:>10} {c['mispredicts']:>10}")
             rel = lambda k: (guest[k] - host[k]) / host[k] * 100 if host[k] else float("nan")
             print(f"{'':16} diff {rel('instructions'):>+9.1f}% {rel('l1d'):>+9.1f}% {rel('ll'):>+9.1f}% {rel('cond'):>+9.1f}% {rel('mispredicts'):>+9.1f}%"
-                  f"   (kernel instructions in the region: {guest['kernel-instructions']})")
+                  f"   (kernel instructions in the region: {guest['kernel-instructions']}; "
+                  f"model L2 misses {guest['l2']}, L2 prefetches {guest['prefetches']}; boot {wall:.0f} s)",
+                  flush=True)
             if a.plain:
                 plain_ns, plain_wall = boot(a.kernel, initrd, args, None, None)
                 same = "same" if plain_ns == guest_ns else "DIFFERENT"

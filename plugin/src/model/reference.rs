@@ -1,5 +1,6 @@
 //! The model as it was first written, straightforwardly: a store scans
-//! every other vCPU's caches, a block's lines come as a list. The tests
+//! every other vCPU's caches, a block's lines come as a list, the
+//! prefetcher's streams are a list stamped with their last use. The tests
 //! hold the model against it event by event, so that making the model
 //! faster cannot change a count.
 //!
@@ -11,7 +12,7 @@
 
 use super::{
     BlockEnd, Config, Counts, Geometry, Lookup, Mode, EMPTY, ENTRY_POINTS, INVALID, LINE,
-    LINE_BITS, VIRTUAL,
+    LINE_BITS, PAGE_LINES_BITS, PREFETCH_DEGREE, VIRTUAL,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -42,19 +43,33 @@ impl Cache {
     /// Looks `line` up and makes it the set's most recent, filling it (in
     /// place of the least recent way) when it was missing or invalid.
     pub fn access(&mut self, line: u64) -> Lookup {
+        self.access_evicting(line).0
+    }
+
+    /// [`Cache::access`], and the valid line it evicted, if any.
+    pub fn access_evicting(&mut self, line: u64) -> (Lookup, Option<u64>) {
         let set = self.set(line);
-        // Most accesses hit the most recent way: nothing moves.
-        if set[0] == line {
-            return Lookup::Hit;
-        }
         let (found, at) = match set.iter().position(|&t| t & !INVALID == line) {
             Some(i) if set[i] & INVALID == 0 => (Lookup::Hit, i),
             Some(i) => (Lookup::Invalidated, i),
             None => (Lookup::Miss, set.len() - 1),
         };
+        let gone = set[at];
         set[..=at].rotate_right(1);
         set[0] = line;
-        found
+        let evicted = found == Lookup::Miss && gone != EMPTY && gone & INVALID == 0;
+        (found, evicted.then_some(gone))
+    }
+
+    /// Whether `line` is held valid.
+    pub fn holds(&self, line: u64) -> bool {
+        let start = (line & self.set_mask) as usize * self.ways;
+        self.tags[start..start + self.ways].contains(&line)
+    }
+
+    /// Whether `line` has a tag, valid or invalidated.
+    pub fn has_tag(&self, line: u64) -> bool {
+        self.holds(line) || self.holds(line | INVALID)
     }
 
     /// Marks `line` invalid where it is, without moving it; true if it was valid.
@@ -90,6 +105,9 @@ struct Core {
     /// The running string instruction's last store's end.
     string_next_store: Option<u64>,
     counts: [Counts; 2],
+    /// The prefetcher's streams: (page, last line, stride, last use).
+    streams: Vec<(u64, u64, i64, u64)>,
+    uses: u64,
 }
 
 /// The whole machine's model.
@@ -117,6 +135,8 @@ impl Model {
             return_stack: Vec::new(),
             string_next_store: None,
             counts: [Counts::default(); 2],
+            streams: Vec::new(),
+            uses: 0,
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
@@ -193,12 +213,88 @@ impl Model {
             return;
         }
         core.counts[mode].l1i_misses += 1;
-        if core.l2.access(line) == Lookup::Hit {
+        let (l2, evicted) = self.core(vcpu).l2.access_evicting(line);
+        if l2 != Lookup::Hit {
+            self.core(vcpu).counts[mode].l2_misses += 1;
+            if !self.llc_hit(line) {
+                self.core(vcpu).counts[mode].llc_misses += 1;
+            }
+        }
+        self.victim(evicted);
+        self.prefetch(vcpu, line);
+    }
+
+    /// A victim last level takes what an L2 evicted, after the access
+    /// that evicted it looked there.
+    fn victim(&mut self, evicted: Option<u64>) {
+        if let (true, Some(evicted)) = (self.config.llc_victim, evicted) {
+            self.llc.access(evicted);
+        }
+    }
+
+    /// An L2 miss's look at the last level: a victim last level is not
+    /// filled by it, nor does a hit move the line.
+    fn llc_hit(&mut self, line: u64) -> bool {
+        if self.config.llc_victim {
+            self.llc.holds(line)
+        } else {
+            self.llc.access(line) == Lookup::Hit
+        }
+    }
+
+    /// The prefetcher of `vcpu` sees an L2 access to `line`.
+    fn prefetch(&mut self, vcpu: usize, line: u64) {
+        if self.config.prefetch_streams == 0 {
             return;
         }
-        core.counts[mode].l2_misses += 1;
-        if self.llc.access(line) != Lookup::Hit {
-            self.core(vcpu).counts[mode].llc_misses += 1;
+        let capacity = self.config.prefetch_streams as usize;
+        let core = self.core(vcpu);
+        let mode = core.mode as usize;
+        core.uses += 1;
+        let now = core.uses;
+        let page = line >> PAGE_LINES_BITS;
+        let stride = match core.streams.iter_mut().find(|s| s.0 == page) {
+            Some(stream) => {
+                stream.3 = now;
+                let stride = line.wrapping_sub(stream.1) as i64;
+                if stride == 0 {
+                    return;
+                }
+                let confirmed = stride == stream.2;
+                stream.1 = line;
+                stream.2 = stride;
+                if !confirmed {
+                    return;
+                }
+                stride
+            }
+            None => {
+                if core.streams.len() == capacity {
+                    let oldest = (0..capacity).min_by_key(|&i| core.streams[i].3).unwrap();
+                    core.streams.remove(oldest);
+                }
+                core.streams.push((page, line, 0, now));
+                return;
+            }
+        };
+        let me = vcpu.min(self.cores.len() - 1);
+        for k in 1..=PREFETCH_DEGREE {
+            let ahead = line.wrapping_add_signed(k * stride);
+            if ahead >> PAGE_LINES_BITS != page || self.cores[me].l2.has_tag(ahead) {
+                continue;
+            }
+            let elsewhere = self.cores.iter().enumerate().any(|(other, core)| {
+                other != me && (core.l1d.holds(ahead) || core.l2.holds(ahead))
+            });
+            if elsewhere {
+                continue;
+            }
+            let (_, evicted) = self.core(vcpu).l2.access_evicting(ahead);
+            if !self.config.llc_victim {
+                self.llc.access(ahead);
+            }
+            self.victim(evicted);
+            self.core(vcpu).counts[mode].l2_prefetches += 1;
         }
     }
 
@@ -220,18 +316,23 @@ impl Model {
         let mut coherence = false;
         if l1 != Lookup::Hit {
             core.counts[mode].l1d_misses += 1;
-            let l2 = core.l2.access(line);
+            let (l2, evicted) = core.l2.access_evicting(line);
             if l1 == Lookup::Invalidated || l2 == Lookup::Invalidated {
                 coherence = true;
-                core.counts[mode].coherence_misses += 1;
-                // The other core's copy passes through the shared level.
-                self.llc.access(line);
+                self.core(vcpu).counts[mode].coherence_misses += 1;
+                // The other core's copy passes through the shared level,
+                // unless it takes only the L2s' evictions.
+                if !self.config.llc_victim {
+                    self.llc.access(line);
+                }
             } else if l2 == Lookup::Miss {
-                core.counts[mode].l2_misses += 1;
-                if self.llc.access(line) != Lookup::Hit {
+                self.core(vcpu).counts[mode].l2_misses += 1;
+                if !self.llc_hit(line) {
                     self.core(vcpu).counts[mode].llc_misses += 1;
                 }
             }
+            self.victim(evicted);
+            self.prefetch(vcpu, line);
         }
         if store {
             // Invalidating another's valid copy is a read for ownership,
