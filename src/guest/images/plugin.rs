@@ -29,6 +29,10 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
     ),
     ("src/lib.rs", include_str!("../../../plugin/src/lib.rs")),
     ("src/model.rs", include_str!("../../../plugin/src/model.rs")),
+    (
+        "src/translation.rs",
+        include_str!("../../../plugin/src/translation.rs"),
+    ),
 ];
 
 /// The plugin's crate, written from the built-in sources into the cache
