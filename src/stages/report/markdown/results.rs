@@ -100,7 +100,6 @@ pub fn render_table(
     correction: Correction,
     second: SecondVerdict,
 ) -> String {
-    let d = decimals_of(points);
     match comparisons {
         [c] => pair_table(
             key,
@@ -109,10 +108,17 @@ pub fn render_table(
             c,
             analyses.map(|a| a[0]),
             correction,
-            d,
             &|param| second(0, param),
         ),
-        _ => comparison_table(key, points, names, comparisons, analyses, d, second),
+        _ => comparison_table(
+            key,
+            points,
+            names,
+            comparisons,
+            analyses,
+            decimals_of(points),
+            second,
+        ),
     }
 }
 
@@ -123,9 +129,9 @@ fn pair_table(
     c: &Comparison,
     analyses: Option<&[PointAnalysis]>,
     correction: Correction,
-    d: usize,
     second: &dyn Fn(u64) -> Option<Verdict>,
 ) -> String {
+    let d = decimals_of(points);
     let unit = points.first().map_or("", |p| p.unit.as_str());
     let u = escape_md(unit);
     let (base, cand) = (c.baseline, c.candidate);
