@@ -92,8 +92,12 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
         report.contains("Cycle model: every boot ran under"),
         "{report}"
     );
+    // The default model prices string instructions by the bytes they move.
     assert!(
-        report.contains("estimated-cycles = instructions + 14·"),
+        report.contains(
+            "estimated-cycles = instructions − string iterations + 35·string instructions + \
+             ceil(string bytes / 32) + 14·(L1 misses"
+        ),
         "{report}"
     );
     // The slow candidate is a regression in estimated cycles as in time.
@@ -109,10 +113,8 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
     let text = std::fs::read_to_string(dir.join("report.txt")).unwrap();
     // The text report wraps its lines: compare with the words joined.
     let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        words.contains("estimated-cycles = instructions + 14*"),
-        "{text}"
-    );
+    assert!(words.contains("string instructions + "), "{text}");
+    assert!(words.contains("+ 14*(L1 misses"), "{text}");
     // The report comes from the run directory alone.
     markbench::stages::report::write(&dir).unwrap();
     assert_eq!(
@@ -391,4 +393,79 @@ fn without_the_model_the_micro_run_has_its_own_samples_alone() {
     assert_eq!(plain.len(), 2 * 3 * 10);
     assert_eq!(own(&model_dir), plain);
     assert_eq!(read_samples(&plain_dir).unwrap().len(), plain.len());
+}
+
+/// The report of the shared suite under the model, the candidate running
+/// `slow_factor` times the baseline's instructions and one access to
+/// memory per 500 kernel instructions beside them.
+fn report_with_memory_accesses(root: &Path, slow_factor: f64) -> String {
+    let (suite, images, dir) = setup(root, "model = \"cycles\"");
+    let mut runner = FakeRunner {
+        slow_factor,
+        slow_memory_accesses: Some(0.002),
+        ..Default::default()
+    };
+    let meta = execute(&suite, &images, &icount(), &mut runner, &dir, None).unwrap();
+    assert!(meta.boots.iter().all(|b| b.ok()), "{:?}", meta.boots);
+    std::fs::read_to_string(dir.join("report.md")).unwrap()
+}
+
+/// The table of the hackbench estimate at 1 CPU and the lines after it.
+fn estimate_table(report: &str) -> &str {
+    let at = report
+        .find("### hackbench: estimated-cycles [cycles], lower is better, 1 CPU")
+        .expect(report);
+    let table = &report[at..];
+    &table[..table[4..].find("### ").map_or(table.len(), |e| e + 4)]
+}
+
+#[test]
+fn a_verdict_on_the_estimate_that_the_second_weights_turn_is_marked_weight_sensitive() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 10% fewer instructions, but accesses to memory: dearer at the
+    // model's 200 cycles an access, cheaper at the second weights' 35.
+    let report = report_with_memory_accesses(tmp.path(), 0.9);
+    let table = estimate_table(&report);
+    let row = table.lines().find(|l| l.starts_with("| 2 |")).expect(table);
+    assert!(row.contains("**regression** (weight-sensitive)"), "{row}");
+    assert!(
+        table.contains(
+            "*weight-sensitive* (groups 2): *regression* with the model's weights, \
+             *improvement* with the second (an access served by the L2 or the LLC 5, by memory \
+             35, by another core 35, a branch mispredict 10 cycles)."
+        ),
+        "{table}"
+    );
+    // The counts themselves are no estimate: nothing of theirs is marked.
+    let at = report.find("### hackbench: time").expect(&report);
+    let time = &report[at..];
+    let time = &time[..time[4..].find("### ").unwrap() + 4];
+    assert!(!time.contains("weight-sensitive"), "{time}");
+    assert!(time.contains("**improvement**"), "{time}");
+    assert!(
+        report.contains(
+            "Second weights: every estimate is recomputed from the same run's counts with other \
+             costs in cycles (an access served by the L2 or the LLC 5"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("3 of the 3 verdicts on an estimate change, each marked"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_verdict_on_the_estimate_that_any_weights_give_is_not_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    // More instructions and more accesses to memory: dearer at any price.
+    let report = report_with_memory_accesses(tmp.path(), 1.2);
+    let table = estimate_table(&report);
+    assert!(table.contains("**regression**"), "{table}");
+    assert!(!table.contains("weight-sensitive"), "{table}");
+    assert!(
+        report.contains("none of the 3 verdicts on an estimate changes"),
+        "{report}"
+    );
+    assert_eq!(report.matches("weight-sensitive").count(), 0, "{report}");
 }

@@ -16,46 +16,134 @@ pub const MODEL_NAME: &str = "cycles";
 /// only in runs made with the model.
 pub const SETTINGS_FILE: &str = "cycle-model.toml";
 
+/// One setting markbench passes the plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    pub name: &'static str,
+    /// The figure a run uses unless its suite sets another.
+    pub default: u64,
+    /// For a part of the model that can be turned off: the value that
+    /// turns it off, which a run recorded before the setting existed ran
+    /// with (its `cycle-model.toml` lacks the key) and which a suite may
+    /// set. `None`: the setting is a size or a cost, and 0 is refused.
+    pub off: Option<u64>,
+    pub what: &'static str,
+}
+
+const fn setting(name: &'static str, default: u64, what: &'static str) -> Setting {
+    Setting {
+        name,
+        default,
+        off: None,
+        what,
+    }
+}
+
+const fn part(name: &'static str, default: u64, off: u64, what: &'static str) -> Setting {
+    Setting {
+        name,
+        default,
+        off: Some(off),
+        what,
+    }
+}
+
 /// Every setting, its default (a current x86 server core) and what it is.
 /// markbench passes all of them to the plugin, so these are the figures a
 /// run uses whatever the plugin's own defaults.
-pub const SETTINGS: &[(&str, u64, &str)] = &[
-    (
+pub const SETTINGS: &[Setting] = &[
+    setting(
         "l1i-bytes",
         32 << 10,
         "L1 instruction cache per vCPU, bytes",
     ),
-    ("l1i-ways", 8, "its associativity"),
-    ("l1d-bytes", 32 << 10, "L1 data cache per vCPU, bytes"),
-    ("l1d-ways", 8, "its associativity"),
-    ("l2-bytes", 1 << 20, "unified L2 per vCPU, bytes"),
-    ("l2-ways", 16, "its associativity"),
-    (
+    setting("l1i-ways", 8, "its associativity"),
+    setting("l1d-bytes", 32 << 10, "L1 data cache per vCPU, bytes"),
+    setting("l1d-ways", 8, "its associativity"),
+    setting("l2-bytes", 1 << 20, "unified L2 per vCPU, bytes"),
+    setting("l2-ways", 16, "its associativity"),
+    setting(
         "llc-bytes",
         4 << 20,
         "last-level cache shared by all vCPUs, bytes",
     ),
-    ("llc-ways", 16, "its associativity"),
-    (
+    setting("llc-ways", 16, "its associativity"),
+    setting(
         "gshare-bits",
         14,
         "log2 of the gshare table's 2-bit counters",
     ),
-    ("btb-bits", 12, "log2 of the branch target buffer's entries"),
-    ("l2-cycles", 14, "cycles of an L1 miss served by the L2"),
-    (
+    setting("btb-bits", 12, "log2 of the branch target buffer's entries"),
+    setting("l2-cycles", 14, "cycles of an L1 miss served by the L2"),
+    setting(
         "llc-cycles",
         50,
         "cycles of an access served by the last level",
     ),
-    ("memory-cycles", 200, "cycles of an access served by memory"),
-    (
+    setting("memory-cycles", 200, "cycles of an access served by memory"),
+    setting(
         "coherence-cycles",
         70,
         "cycles of a coherence miss (served by another core)",
     ),
-    ("mispredict-cycles", 17, "cycles of a mispredicted branch"),
+    setting("mispredict-cycles", 17, "cycles of a mispredicted branch"),
+    part(
+        "rsb-depth",
+        32,
+        0,
+        "return stack buffer entries per vCPU (0: returns predicted by the BTB)",
+    ),
+    part(
+        "skip-entries",
+        1,
+        0,
+        "1: an indirect branch into a kernel entry (an interrupt, a system call) is no \
+         prediction to score",
+    ),
+    // Read only while string-bytes-per-cycle is above 0: a run recorded
+    // before strings were modelled ran with them off, whatever this is.
+    setting(
+        "string-startup-cycles",
+        35,
+        "cycles a rep-prefixed string instruction takes to start",
+    ),
+    part(
+        "string-bytes-per-cycle",
+        32,
+        0,
+        "bytes a string instruction moves a cycle (0: one instruction per iteration)",
+    ),
+    part(
+        "string-nontemporal",
+        0,
+        0,
+        "1: string stores bypass the caches",
+    ),
+    part(
+        "prefetch-streams",
+        32,
+        0,
+        "streams the L2's prefetcher follows per vCPU (0: no prefetcher)",
+    ),
+    part(
+        "llc-victim",
+        1,
+        0,
+        "1: the LLC is filled by the L2s' evictions; 0: on every L2 miss",
+    ),
 ];
+
+/// The setting named `key`.
+pub fn setting_named(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name == key)
+}
+
+/// A timed boot's wall time under the model over the same boot's without
+/// it: the most a 1-vCPU boot of the quick suite took at a low load
+/// (docs/cycle-model.md, "What it costs": ×3.4–×4.3 a 1-vCPU boot, 2-vCPU
+/// boots less), so that what the dry run estimates from a run without the
+/// model errs long rather than short.
+pub const WALL_TIME_FACTOR: f64 = 4.3;
 
 /// The model's settings, by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,23 +156,24 @@ impl Default for CycleModel {
         CycleModel {
             settings: SETTINGS
                 .iter()
-                .map(|(k, v, _)| (k.to_string(), *v))
+                .map(|s| (s.name.to_string(), s.default))
                 .collect(),
         }
     }
 }
 
 impl CycleModel {
-    /// Sets one setting; an unknown name or a zero is refused with the valid names.
+    /// Sets one setting; an unknown name is refused with the valid names,
+    /// a zero unless it turns a part of the model off.
     pub fn set(&mut self, key: &str, value: u64) -> Result<(), String> {
-        if !SETTINGS.iter().any(|(k, _, _)| *k == key) {
-            let names: Vec<&str> = SETTINGS.iter().map(|(k, _, _)| *k).collect();
+        let Some(setting) = setting_named(key) else {
+            let names: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
             return Err(format!(
                 "unknown model setting {key:?}; the settings are {}",
                 names.join(", ")
             ));
-        }
-        if value == 0 {
+        };
+        if value == 0 && setting.off != Some(0) {
             return Err(format!("model setting {key} must be above 0"));
         }
         self.settings.insert(key.to_string(), value);
@@ -115,6 +204,21 @@ impl CycleModel {
                 return Err(format!("model: {key} = {} is above 24", self.get(key)));
             }
         }
+        // The plugin's own bounds: it refuses more, and a suite should be
+        // told before any boot.
+        for (key, most) in [("rsb-depth", 1024), ("prefetch-streams", 256)] {
+            if self.get(key) > most {
+                return Err(format!("model: {key} = {} is above {most}", self.get(key)));
+            }
+        }
+        for key in ["skip-entries", "string-nontemporal", "llc-victim"] {
+            if self.get(key) > 1 {
+                return Err(format!(
+                    "model: {key} = {} is neither 0 (off) nor 1 (on)",
+                    self.get(key)
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -138,11 +242,26 @@ impl CycleModel {
             .collect()
     }
 
+    /// Whether rep-prefixed string instructions are modelled as moves of
+    /// bytes (and counted) rather than one instruction per iteration.
+    pub fn models_strings(&self) -> bool {
+        self.get("string-bytes-per-cycle") > 0
+    }
+
     /// The estimate's formula with this model's figures, for the report;
     /// with `several_vcpus` the reads for ownership too (one vCPU has none).
     pub fn formula(&self, several_vcpus: bool) -> String {
+        let instructions = if self.models_strings() {
+            format!(
+                "instructions − string iterations + {}·string instructions + ceil(string bytes / {})",
+                self.get("string-startup-cycles"),
+                self.get("string-bytes-per-cycle")
+            )
+        } else {
+            "instructions".to_string()
+        };
         let mut text = format!(
-            "estimated-cycles = instructions + {}·(L1 misses − coherence misses − L2 misses) \
+            "estimated-cycles = {instructions} + {}·(L1 misses − coherence misses − L2 misses) \
              + {}·(L2 misses − LLC misses) + {}·LLC misses + {}·coherence misses + {}·branch \
              mispredicts",
             self.get("l2-cycles"),
@@ -158,6 +277,65 @@ impl CycleModel {
             ));
         }
         text
+    }
+
+    /// These settings with the costs of [`SECOND_WEIGHTS`] in place of
+    /// their own.
+    pub fn second_weights(&self) -> CycleModel {
+        let mut other = self.clone();
+        for (key, cycles) in SECOND_WEIGHTS {
+            other.settings.insert(key.to_string(), *cycles);
+        }
+        other
+    }
+
+    /// The second weights in words, for the report.
+    pub fn second_weights_text() -> String {
+        let of = |key: &str| {
+            SECOND_WEIGHTS
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or(0, |(_, v)| *v)
+        };
+        format!(
+            "an access served by the L2 or the LLC {}, by memory {}, by another core {}, a \
+             branch mispredict {}",
+            of("l2-cycles"),
+            of("memory-cycles"),
+            of("coherence-cycles"),
+            of("mispredict-cycles")
+        )
+    }
+
+    /// The estimate under these settings' costs from the points of one
+    /// timed run (or part) as [`metrics`] names them: `point` gives each
+    /// point's value, `None` where the run has none. `None` when a point
+    /// every run has is missing.
+    pub fn estimate(&self, point: impl Fn(&str) -> Option<f64>) -> Option<f64> {
+        let c = |key: &str| self.get(key) as f64;
+        let optional = |name: &str| point(name).unwrap_or(0.0);
+        let l1 = point("l1i-misses")? + point("l1d-misses")?;
+        let (l2, llc, coherence) = (
+            point("l2-misses")?,
+            point("llc-misses")?,
+            point("coherence-misses")?,
+        );
+        let strings = if self.models_strings() {
+            c("string-startup-cycles") * optional("string-instructions")
+                + (optional("string-bytes") / c("string-bytes-per-cycle")).ceil()
+                - optional("string-iterations")
+        } else {
+            0.0
+        };
+        Some(
+            point("instructions")?
+                + strings
+                + c("l2-cycles") * (l1 - coherence - l2)
+                + c("llc-cycles") * (l2 - llc)
+                + c("memory-cycles") * llc
+                + c("coherence-cycles") * (coherence + optional("rfo-misses"))
+                + c("mispredict-cycles") * point("branch-mispredicts")?,
+        )
     }
 
     /// The caches in a few words, for the report.
@@ -198,9 +376,17 @@ impl CycleModel {
             return Ok(None);
         }
         let text = crate::base::input_file::read_text(&path, crate::base::input_file::Bound::Text)?;
-        toml::from_str(&text)
-            .map(Some)
-            .map_err(|e| InputError::new(format!("{}: {e}", path.display())))
+        let mut model: CycleModel = toml::from_str(&text)
+            .map_err(|e| InputError::new(format!("{}: {e}", path.display())))?;
+        // A setting the run's markbench did not have yet: the part it
+        // names was not in the model that run ran.
+        for s in SETTINGS {
+            model
+                .settings
+                .entry(s.name.to_string())
+                .or_insert(s.off.unwrap_or(s.default));
+        }
+        Ok(Some(model))
     }
 }
 
@@ -222,10 +408,46 @@ pub const METRICS: &[(&str, &str)] = &[
 /// the count (every 1-vCPU region) has no such point.
 pub const SMP_METRICS: &[(&str, &str)] = &[("rfo-misses", "misses")];
 
+/// The points of parts of the model that can be turned off, which the
+/// plugin counts only while their part is on: rep-prefixed string
+/// instructions, their iterations and the bytes they move (with
+/// `string-bytes-per-cycle` above 0), and the lines the L2's prefetcher
+/// brought (with `prefetch-streams` above 0). A region without a count has
+/// no such point.
+pub const PART_METRICS: &[(&str, &str)] = &[
+    ("string-instructions", "instructions"),
+    ("string-iterations", "iterations"),
+    ("string-bytes", "bytes"),
+    ("l2-prefetches", "prefetches"),
+];
+
+/// The points a region has only where the plugin wrote their counts.
+fn optional_metrics() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    SMP_METRICS.iter().chain(PART_METRICS)
+}
+
 /// Whether a metric is one the model adds.
 pub fn is_model_metric(metric: &str) -> bool {
-    METRICS.iter().chain(SMP_METRICS).any(|(m, _)| *m == metric)
+    METRICS
+        .iter()
+        .chain(optional_metrics())
+        .any(|(m, _)| *m == metric)
 }
+
+/// The second set of weights the report recomputes every estimate under
+/// (docs/cycle-model.md, "Reading the model's points", says where each
+/// figure comes from): an L1 miss served by the L2 or the LLC costs what
+/// iai-callgrind's estimate gives a last-level hit, one served by memory
+/// what it gives a RAM access, one served by another core the same as
+/// memory (that estimate knows no other core), a misprediction what
+/// KCachegrind's cycle estimate gives one. Strings keep the model's figures.
+pub const SECOND_WEIGHTS: &[(&str, u64)] = &[
+    ("l2-cycles", 5),
+    ("llc-cycles", 5),
+    ("memory-cycles", 35),
+    ("coherence-cycles", 35),
+    ("mispredict-cycles", 10),
+];
 
 /// The point of [`METRICS`] that a count of the plugin's goes to (both
 /// kinds of misprediction to `branch-mispredicts`); `None` for counts that
@@ -237,7 +459,7 @@ pub fn metric_of_count(count: &str) -> Option<&'static str> {
         "instructions" => None,
         other => METRICS
             .iter()
-            .chain(SMP_METRICS)
+            .chain(optional_metrics())
             .map(|(m, _)| *m)
             .find(|m| *m == other),
     }
@@ -262,7 +484,7 @@ pub fn metrics(region: &RegionCounts) -> Vec<(&'static str, &'static str, u64)> 
     };
     METRICS
         .iter()
-        .chain(SMP_METRICS.iter().filter(|(m, _)| present(m)))
+        .chain(optional_metrics().filter(|(m, _)| present(m)))
         .map(|&(metric, unit)| {
             let value = match metric {
                 "branch-mispredicts" => {
@@ -458,6 +680,131 @@ region\tkind\taddress\tinstructions
         assert!(CycleModel::default()
             .formula(true)
             .ends_with("·reads for ownership"));
+    }
+
+    #[test]
+    fn a_part_of_the_model_can_be_turned_off_with_a_zero_and_a_cost_cannot() {
+        let mut m = CycleModel::default();
+        for s in SETTINGS.iter().filter(|s| s.off.is_some()) {
+            m.set(s.name, 0).unwrap();
+        }
+        assert!(m.check().is_ok());
+        for key in ["string-startup-cycles", "memory-cycles", "l1d-bytes"] {
+            assert!(m.set(key, 0).is_err(), "{key}");
+        }
+        m.set("llc-victim", 2).unwrap();
+        assert!(m.check().unwrap_err().contains("llc-victim"));
+        let mut m = CycleModel::default();
+        m.set("prefetch-streams", 257).unwrap();
+        assert!(m.check().unwrap_err().contains("prefetch-streams"));
+        let args = CycleModel::default().plugin_args();
+        for expected in ["rsb-depth=32", "string-bytes-per-cycle=32", "llc-victim=1"] {
+            assert!(args.contains(&expected.to_string()), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_recorded_before_the_parts_existed_reads_with_them_off() {
+        let dir = tempfile::tempdir().unwrap();
+        // The file such a run wrote: today's settings without the parts'.
+        let mut before = CycleModel::default();
+        let new = |s: &Setting| s.off.is_some() || s.name.starts_with("string-");
+        before
+            .settings
+            .retain(|k, _| !new(setting_named(k).unwrap()));
+        assert!(before.settings.len() < SETTINGS.len());
+        before.write(dir.path()).unwrap();
+        let read = CycleModel::read(dir.path()).unwrap().unwrap();
+        assert_eq!(read.settings.len(), SETTINGS.len());
+        for s in SETTINGS.iter().filter(|s| new(s)) {
+            assert_eq!(read.get(s.name), s.off.unwrap_or(s.default), "{}", s.name);
+        }
+        assert!(!read.models_strings());
+        // Its formula is the one its report gave.
+        for several in [false, true] {
+            let formula = read.formula(several);
+            assert!(formula.starts_with("estimated-cycles = instructions + 14·"));
+            assert!(!formula.contains("string"), "{formula}");
+        }
+        let strings = CycleModel::default().formula(false);
+        assert!(
+            strings.starts_with(
+                "estimated-cycles = instructions − string iterations + 35·string instructions \
+                 + ceil(string bytes / 32) + 14·"
+            ),
+            "{strings}"
+        );
+    }
+
+    #[test]
+    fn the_counts_of_a_part_are_points_only_where_the_plugin_wrote_them() {
+        let off = parse_regions(RAW, Path::new("raw.tsv")).unwrap();
+        assert!(metrics(&off[0])
+            .iter()
+            .all(|(m, _, _)| !m.starts_with("string-")));
+        let on = format!(
+            "{RAW}1\tmodel\tkernel:string-instructions\t2\n\
+             1\tmodel\tkernel:string-iterations\t64\n\
+             1\tmodel\tuser:string-bytes\t512\n"
+        );
+        let regions = parse_regions(&on, Path::new("raw.tsv")).unwrap();
+        let m = metrics(&regions[1]);
+        assert_eq!(m.len(), METRICS.len() + 3);
+        assert!(m.contains(&("string-bytes", "bytes", 512)));
+        assert!(!m.iter().any(|(n, _, _)| *n == "l2-prefetches"));
+        assert!(is_model_metric("l2-prefetches"));
+        assert_eq!(
+            metric_of_count("string-iterations"),
+            Some("string-iterations")
+        );
+    }
+
+    #[test]
+    fn the_estimate_recomputed_under_the_models_weights_is_the_plugins() {
+        let points: BTreeMap<&str, f64> = [
+            ("instructions", 10_000.0),
+            ("l1i-misses", 40.0),
+            ("l1d-misses", 300.0),
+            ("l2-misses", 60.0),
+            ("llc-misses", 7.0),
+            ("coherence-misses", 5.0),
+            ("rfo-misses", 3.0),
+            ("branch-mispredicts", 90.0),
+            ("string-instructions", 4.0),
+            ("string-iterations", 400.0),
+            ("string-bytes", 3_200.0),
+        ]
+        .into();
+        let point = |name: &str| points.get(name).copied();
+        let m = CycleModel::default();
+        let c = |key: &str| m.get(key) as f64;
+        // The plugin's formula, term by term (docs/cycle-model.md).
+        let strings = -400.0
+            + c("string-startup-cycles") * 4.0
+            + (3_200.0 / c("string-bytes-per-cycle")).ceil();
+        let memory = c("l2-cycles") * (340.0 - 5.0 - 60.0)
+            + c("llc-cycles") * (60.0 - 7.0)
+            + c("memory-cycles") * 7.0
+            + c("coherence-cycles") * (5.0 + 3.0)
+            + c("mispredict-cycles") * 90.0;
+        assert_eq!(m.estimate(point), Some(10_000.0 + strings + memory));
+        // Strings off: each iteration an instruction, as the counts say.
+        let mut off = m.clone();
+        off.set("string-bytes-per-cycle", 0).unwrap();
+        assert_eq!(off.estimate(point), Some(10_000.0 + memory));
+        // The second weights price the same counts otherwise, strings alike.
+        let second = m.second_weights();
+        assert_eq!(second.get("memory-cycles"), 35);
+        assert_eq!(
+            second.get("string-startup-cycles"),
+            m.get("string-startup-cycles")
+        );
+        assert!(second.estimate(point).unwrap() < m.estimate(point).unwrap());
+        // A run without a point every run has gives no estimate.
+        assert_eq!(
+            m.estimate(|n| (n != "l2-misses").then(|| point(n)).flatten()),
+            None
+        );
     }
 
     #[test]

@@ -113,8 +113,14 @@ pub(super) struct UnitLine {
 /// How long the run will take.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Estimate {
-    /// Seconds per boot in an earlier complete run (named) of the suite.
-    Earlier { seconds_per_boot: f64, from: String },
+    /// Seconds per boot in an earlier complete run (named) of the suite,
+    /// and what this run multiplies them by (the cycle model's cost where
+    /// the earlier run ran without it, else 1).
+    Earlier {
+        seconds_per_boot: f64,
+        from: String,
+        model_factor: f64,
+    },
     /// No earlier run; the kernel base is `tinyconfig`.
     UnknownMinimal,
     /// No earlier run; the kernel base described.
@@ -168,25 +174,20 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
             |(per_boot, from)| crate::stages::profile::dry_run::EarlierRun {
                 seconds_per_boot: *per_boot,
                 dir: Path::new(from),
+                under_model: crate::base::cycle_model::CycleModel::read(Path::new(from))
+                    .is_ok_and(|m| m.is_some()),
             },
         );
     let mut plugin_lines = crate::stages::profile::dry_run::describe(suite, earlier_run);
     if let Some(model) = &suite.model {
-        plugin_lines.push(format!(
-            "cycle model: every boot under the plugin's cache and branch model ({}), about 3-4x \
-             a plain boot's wall time; each run also gets {} (docs/cycle-model.md)",
-            model.geometry(),
-            crate::base::cycle_model::METRICS
-                .iter()
-                .map(|(m, _)| *m)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        plugin_lines.extend(model_lines(suite, model, earlier_run));
     }
+    let model_factor = earlier_run.map_or(1.0, |e| e.model_factor(suite));
     let estimate = match earlier {
         Some((seconds_per_boot, from)) => Estimate::Earlier {
             seconds_per_boot,
             from,
+            model_factor,
         },
         None if suite.kernel_base == kernel::KernelBase::Tinyconfig => Estimate::UnknownMinimal,
         None => Estimate::Unknown {
@@ -264,6 +265,34 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
         slots,
         smp_qemu: smp_qemu_line(run, max),
     })
+}
+
+/// The dry run's lines about the cycle model: what it adds, what it costs,
+/// and whether a timed boot at that cost outlasts the suite's timeout.
+fn model_lines(
+    suite: &Suite,
+    model: &crate::base::cycle_model::CycleModel,
+    earlier: Option<crate::stages::profile::dry_run::EarlierRun>,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "cycle model: every boot under the plugin's cache and branch model ({}), up to ×{} a \
+         plain boot's wall time; each run also gets {} (docs/cycle-model.md)",
+        model.geometry(),
+        crate::base::cycle_model::WALL_TIME_FACTOR,
+        crate::base::cycle_model::METRICS
+            .iter()
+            .map(|(m, _)| *m)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )];
+    if let Some(e) = earlier {
+        lines.extend(crate::stages::profile::dry_run::timeout_warning(
+            suite,
+            "a timed boot",
+            e.timed_boot_s(suite),
+        ));
+    }
+    lines
 }
 
 /// Says that SMP boots under icount use markbench's own QEMU, and whether
@@ -456,9 +485,16 @@ impl PlanSummary {
             Estimate::Earlier {
                 seconds_per_boot,
                 from,
+                model_factor,
             } => format!(
-                "estimated time: {:.0} min of booting ({seconds_per_boot:.0} s per boot in {from}{}), plus kernel builds on a cold cache",
-                seconds_per_boot * self.boots.div_ceil(self.jobs.max(1)) as f64 / 60.0,
+                "estimated time: {:.0} min of booting ({seconds_per_boot:.0} s per boot in {from}{}{}), plus kernel builds on a cold cache",
+                seconds_per_boot * model_factor * self.boots.div_ceil(self.jobs.max(1)) as f64
+                    / 60.0,
+                if *model_factor > 1.0 {
+                    format!(", ×{model_factor} for the cycle model it ran without")
+                } else {
+                    String::new()
+                },
                 if self.jobs > 1 {
                     format!(", {} at once", self.jobs)
                 } else {
@@ -633,6 +669,7 @@ mod tests {
             estimate: Estimate::Earlier {
                 seconds_per_boot: 90.0,
                 from: "reports/x".into(),
+                model_factor: 1.0,
             },
             plugin_lines: vec!["2 profiled boots".into()],
             precision: false,

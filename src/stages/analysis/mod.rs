@@ -13,7 +13,8 @@
 //! - [`point`]: one point of a table, the values of every variant by boot;
 //! - [`comparison`]: which variant is compared with which;
 //! - [`sweep`]: the statistics of every comparison and point ([`Analysis`]);
-//! - [`precision`]: where each point stands against a run's precision target.
+//! - [`precision`]: where each point stands against a run's precision target;
+//! - [`weights`]: whether a verdict on the cycle model's estimate rests on its weights.
 //!
 //! Nothing here renders text or knows about the report.
 
@@ -22,6 +23,7 @@ pub mod point;
 pub mod precision;
 pub mod sweep;
 pub mod table;
+pub mod weights;
 
 pub use comparison::{variant_names, Against, Comparison};
 pub use point::Point;

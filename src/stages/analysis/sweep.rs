@@ -141,7 +141,7 @@ pub fn analyse_with_hosts(meta: &RunMeta, samples: &[Sample], hosts: &[String]) 
     analyse_with_config(meta, samples, hosts, config(meta))
 }
 
-fn analyse_with_config(
+pub(super) fn analyse_with_config(
     meta: &RunMeta,
     samples: &[Sample],
     hosts: &[String],

@@ -69,6 +69,9 @@ struct RunReport<'a> {
     with_plots: bool,
     /// The cycle model's settings, for a run made under it.
     cycle_model: Option<&'a crate::base::cycle_model::CycleModel>,
+    /// For a run made under the cycle model, its estimates' verdicts under
+    /// the second weights.
+    weights: Option<&'a crate::stages::analysis::weights::WeightCheck>,
 }
 
 /// One output format of the report: one file of the run directory,
@@ -138,6 +141,7 @@ fn run_report<'a>(
         profiles: &[],
         with_plots: false,
         cycle_model: None,
+        weights: None,
     }
 }
 
@@ -177,6 +181,7 @@ struct Loaded {
     analysis: Analysis,
     profiles: Vec<profile::ProfileView>,
     cycle_model: Option<crate::base::cycle_model::CycleModel>,
+    weights: Option<crate::stages::analysis::weights::WeightCheck>,
 }
 
 impl Loaded {
@@ -196,8 +201,12 @@ impl Loaded {
         let analysis = crate::stages::analysis::analyse_with_hosts(&meta, &samples, &hosts);
         let profiles = profile::load(dir, &meta)?;
         let cycle_model = crate::base::cycle_model::CycleModel::read(dir)?;
+        let weights = cycle_model.as_ref().map(|model| {
+            crate::stages::analysis::weights::check(&meta, &samples, &hosts, &analysis, model)
+        });
         Ok(Loaded {
             cycle_model,
+            weights,
             meta,
             samples,
             diffconfig,
@@ -223,6 +232,7 @@ impl Loaded {
             profiles: &self.profiles,
             with_plots,
             cycle_model: self.cycle_model.as_ref(),
+            weights: self.weights.as_ref(),
         }
     }
 }

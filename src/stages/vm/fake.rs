@@ -14,8 +14,14 @@ pub const FAKE_TEXT: u64 = 0xffff_ffff_8100_0000;
 #[derive(Debug, Default)]
 pub struct FakeRunner {
     /// Seconds each run "takes": base + 0.01 × param, times this factor for
-    /// boots whose command line contains `slow`.
+    /// boots whose command line contains `slow` (1 when 0).
     pub slow_factor: f64,
+    /// Under the cycle model, accesses to memory per kernel instruction
+    /// that boots whose command line contains `slow` make beside the
+    /// others, each a miss of the L1d, the L2 and the LLC. With it set,
+    /// every estimate is the model's formula with the figures the plugin
+    /// was given, rather than twice the instructions.
+    pub slow_memory_accesses: Option<f64>,
     /// Stop answering after this many boots, as a host killed mid-run would.
     pub crash_after_boots: Option<usize>,
     /// Boots (counted from 1) that hang after their first sample and time out.
@@ -179,6 +185,7 @@ fn fake_region(
     instructions: u64,
     model: Option<bool>,
     micro: Option<&FakeMicro>,
+    shape: Option<&FakeCounts>,
 ) -> String {
     let mut out = String::new();
     out.push_str(&format!("{region}\tuser\t-\t1000\n"));
@@ -186,15 +193,33 @@ fn fake_region(
     if let Some(model_blocks) = model {
         let kernel = instructions.saturating_sub(1000);
         for (mode, n, misses) in [("user", 1000, 0), ("kernel", kernel, kernel)] {
+            let memory = shape.map_or(0, |s| (s.memory_per_instruction * misses as f64) as u64);
+            let (l1i, l1d, l2, llc, mispredicts) = (
+                misses / 100,
+                misses / 50 + memory,
+                misses / 500 + memory,
+                misses / 5000 + memory,
+                misses / 200,
+            );
+            let estimate = match shape {
+                Some(s) => {
+                    let cost = |key: &str| s.cost(key);
+                    n + cost("l2-cycles") * (l1i + l1d - l2)
+                        + cost("llc-cycles") * (l2 - llc)
+                        + cost("memory-cycles") * llc
+                        + cost("mispredict-cycles") * mispredicts
+                }
+                None => 2 * n,
+            };
             for (name, value) in [
                 ("instructions", n),
-                ("l1i-misses", misses / 100),
-                ("l1d-misses", misses / 50),
-                ("l2-misses", misses / 500),
-                ("llc-misses", misses / 5000),
+                ("l1i-misses", l1i),
+                ("l1d-misses", l1d),
+                ("l2-misses", l2),
+                ("llc-misses", llc),
                 ("coherence-misses", 0),
-                ("conditional-mispredicts", misses / 200),
-                ("estimated-cycles", 2 * n),
+                ("conditional-mispredicts", mispredicts),
+                ("estimated-cycles", estimate),
             ] {
                 out.push_str(&format!("{region}\tmodel\t{mode}:{name}\t{value}\n"));
                 let at = if mode == "user" {
@@ -219,6 +244,24 @@ fn fake_region(
     ));
     out.push_str(&blocks);
     out
+}
+
+/// The counts of a fake run shaped by [`FakeRunner::slow_memory_accesses`].
+struct FakeCounts {
+    /// Accesses to memory per kernel instruction beside the others.
+    memory_per_instruction: f64,
+    /// The plugin's arguments, whose figures price the estimate.
+    costs: Vec<String>,
+}
+
+impl FakeCounts {
+    /// The figure `key=N` of the plugin's arguments (0 without it).
+    fn cost(&self, key: &str) -> u64 {
+        self.costs
+            .iter()
+            .find_map(|a| a.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or(0)
+    }
 }
 
 impl FakeRunner {
@@ -313,11 +356,20 @@ impl Runner for FakeRunner {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let factor = if r.extra_cmdline.contains("slow") {
-            self.slow_factor.max(1.0)
+        let slow = r.extra_cmdline.contains("slow");
+        let factor = if slow && self.slow_factor > 0.0 {
+            self.slow_factor
         } else {
             1.0
         } * (1.0 + self.boot_noise * spread_of(&name));
+        let shape = self.slow_memory_accesses.map(|per_instruction| FakeCounts {
+            memory_per_instruction: if slow { per_instruction } else { 0.0 },
+            costs: r
+                .plugin
+                .as_ref()
+                .map(|p| p.args.clone())
+                .unwrap_or_default(),
+        });
         for line in job.lines() {
             match Directive::parse_line(line) {
                 Ok(Some(Directive::Run {
@@ -354,6 +406,7 @@ impl Runner for FakeRunner {
                             instructions,
                             model.then_some(model_blocks),
                             micro.as_ref(),
+                            shape.as_ref(),
                         ));
                         region += 1;
                         if self.panicking_boots.contains(&number) {

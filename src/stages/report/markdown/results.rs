@@ -2,7 +2,7 @@
 
 use super::super::format::{decimals, escape_md, relative, signed, value};
 use super::RunReport;
-use crate::base::stats::{Correction, PointAnalysis};
+use crate::base::stats::{Correction, PointAnalysis, Verdict};
 use crate::stages::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use std::fmt::Write as _;
 
@@ -64,6 +64,22 @@ pub(super) fn verdict_cell(a: &PointAnalysis) -> String {
     }
 }
 
+/// What a verdict cell says of a verdict the second weights change.
+const WEIGHT_SENSITIVE: &str = "weight-sensitive";
+
+/// [`verdict_cell`], marked where the verdict is `second` under the
+/// cycle model's second weights.
+fn marked_verdict_cell(a: &PointAnalysis, second: Option<Verdict>) -> String {
+    match second {
+        Some(_) => format!("{} ({WEIGHT_SENSITIVE})", verdict_cell(a)),
+        None => verdict_cell(a),
+    }
+}
+
+/// The verdict under the second weights at a comparison (its index) and a
+/// point (its parameter), where it differs from the run's.
+pub type SecondVerdict<'a> = &'a dyn Fn(usize, u64) -> Option<Verdict>;
+
 /// One table of results.
 ///
 /// With one comparison, the seeds' layout: param | without | with | diff |
@@ -73,7 +89,8 @@ pub(super) fn verdict_cell(a: &PointAnalysis) -> String {
 ///
 /// With several, the baseline's value, then per candidate a column group
 /// (value, diff %, 95% interval, verdict, as mmtests' compare-kernels sets
-/// kernels side by side), then n per variant.
+/// kernels side by side), then n per variant. `second` marks the verdicts
+/// the cycle model's second weights change.
 pub fn render_table(
     key: &TableKey,
     points: &[Point],
@@ -81,11 +98,27 @@ pub fn render_table(
     comparisons: &[Comparison],
     analyses: Option<&[&[PointAnalysis]]>,
     correction: Correction,
+    second: SecondVerdict,
 ) -> String {
-    let d = decimals_of(points);
     match comparisons {
-        [c] => pair_table(key, points, names, c, analyses.map(|a| a[0]), correction, d),
-        _ => comparison_table(key, points, names, comparisons, analyses, d),
+        [c] => pair_table(
+            key,
+            points,
+            names,
+            c,
+            analyses.map(|a| a[0]),
+            correction,
+            &|param| second(0, param),
+        ),
+        _ => comparison_table(
+            key,
+            points,
+            names,
+            comparisons,
+            analyses,
+            decimals_of(points),
+            second,
+        ),
     }
 }
 
@@ -96,8 +129,9 @@ fn pair_table(
     c: &Comparison,
     analyses: Option<&[PointAnalysis]>,
     correction: Correction,
-    d: usize,
+    second: &dyn Fn(u64) -> Option<Verdict>,
 ) -> String {
+    let d = decimals_of(points);
     let unit = points.first().map_or("", |p| p.unit.as_str());
     let u = escape_md(unit);
     let (base, cand) = (c.baseline, c.candidate);
@@ -138,7 +172,7 @@ fn pair_table(
                     (Some(_), Some(w)) if w.t.is_infinite() => "0 (no spread)".to_string(),
                     (p, _) => p.map_or("–".to_string(), p_value),
                 },
-                verdict_cell(a)
+                marked_verdict_cell(a, second(p.param))
             ),
             None => String::new(),
         };
@@ -166,6 +200,7 @@ fn comparison_table(
     comparisons: &[Comparison],
     analyses: Option<&[&[PointAnalysis]]>,
     d: usize,
+    second: SecondVerdict,
 ) -> String {
     let unit = points.first().map_or("", |p| p.unit.as_str());
     let u = escape_md(unit);
@@ -201,7 +236,7 @@ fn comparison_table(
                 value(mb, d),
                 relative((mb - ma) / ma),
                 a.map_or("–".into(), interval_cell),
-                a.map_or("–".into(), verdict_cell)
+                a.map_or("–".into(), |a| marked_verdict_cell(a, second(j, p.param)))
             );
         }
         for side in 0..names.len() {
@@ -245,12 +280,53 @@ pub(super) fn section(run: &RunReport) -> String {
                 &analysis.variants,
                 &analysis.comparisons,
                 analyses.as_deref(),
-                analysis.config.correction
+                analysis.config.correction,
+                &|comparison, param| run.weights.and_then(|w| w.second(comparison, key, param))
             )
         );
+        if let Some(weights) = run.weights {
+            r.push_str(&weight_sensitive_lines(analysis, weights, key));
+        }
         if run.with_plots {
             r.push_str(&plot_links(analysis, key));
         }
+    }
+    r
+}
+
+/// A line per verdict of the table that the cycle model's second weights
+/// change: which verdict it becomes, and what that means.
+fn weight_sensitive_lines(
+    analysis: &Analysis,
+    weights: &crate::stages::analysis::weights::WeightCheck,
+    key: &TableKey,
+) -> String {
+    let mut r = String::new();
+    for w in weights
+        .sensitive
+        .iter()
+        .filter(|w| w.key == *key && w.result < analysis.comparisons.len())
+    {
+        let which = if analysis.is_pair() {
+            String::new()
+        } else {
+            let [base, cand] = analysis
+                .names(&analysis.comparisons[w.result])
+                .map(escape_md);
+            format!(", {cand} against {base}")
+        };
+        let _ = writeln!(
+            r,
+            "*{WEIGHT_SENSITIVE}* ({} {}{which}): *{}* with the model's weights, *{}* with the \
+             second ({} cycles). Which costs the misses are given decides this verdict: read \
+             the counts (instructions, the misses of each level, the mispredicts) rather than \
+             their sum.\n",
+            param_label(&key.workload),
+            w.param,
+            w.verdict.as_str(),
+            w.second.as_str(),
+            crate::base::cycle_model::CycleModel::second_weights_text()
+        );
     }
     r
 }
@@ -345,7 +421,15 @@ mod tests {
                 metric: "time".into(),
                 cpus,
             };
-            let table = render_table(&key, &points, &names, &pair, None, Correction::Holm);
+            let table = render_table(
+                &key,
+                &points,
+                &names,
+                &pair,
+                None,
+                Correction::Holm,
+                &|_, _| None,
+            );
             for ((point, seed_diff, seed_pct), line) in entries.iter().zip(table.lines().skip(2)) {
                 let cells: Vec<&str> = line.split('|').map(str::trim).collect();
                 assert_eq!(cells[1], point.param.to_string());
@@ -389,7 +473,15 @@ mod tests {
             metric: "time".into(),
             cpus: 1,
         };
-        let table = render_table(&key, &points, &names, &comparisons, None, Correction::Holm);
+        let table = render_table(
+            &key,
+            &points,
+            &names,
+            &comparisons,
+            None,
+            Correction::Holm,
+            &|_, _| None,
+        );
         let lines: Vec<&str> = table.lines().collect();
         let cells =
             |line: &str| -> Vec<String> { line.split('|').map(|c| c.trim().to_string()).collect() };

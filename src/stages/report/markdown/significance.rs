@@ -18,6 +18,9 @@ pub(super) fn section(run: &RunReport) -> String {
             model,
             run.meta.cpus.iter().any(|&c| c > 1),
         ));
+        if let Some(weights) = run.weights {
+            r.push_str(&second_weights(weights));
+        }
     }
     let Ok(results) = &analysis.results else {
         return r;
@@ -36,11 +39,22 @@ pub(super) fn section(run: &RunReport) -> String {
 
 /// What the cycle model's points are, for a run made under it.
 fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpus: bool) -> String {
-    use crate::base::cycle_model::{METRICS, SMP_METRICS};
+    use crate::base::cycle_model::{METRICS, PART_METRICS, SMP_METRICS};
     let smp: &[(&str, &str)] = if several_vcpus { SMP_METRICS } else { &[] };
+    let prefetches = model.get("prefetch-streams") > 0;
+    // A part's points only where the part was on: a run without them
+    // reads as it did before they existed.
+    let parts = PART_METRICS.iter().filter(|(m, _)| {
+        if m.starts_with("string-") {
+            model.models_strings()
+        } else {
+            prefetches
+        }
+    });
     let metrics: Vec<String> = METRICS
         .iter()
         .chain(smp)
+        .chain(parts)
         .map(|(m, _)| format!("`{m}`"))
         .collect();
     format!(
@@ -48,12 +62,37 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpu
          branch prediction ({}), so each timed run has, beside its time, the model's counts \
          as points of their own, user space and kernel together: {}. {}, each cost in \
          cycles where the access was served. A relative measure for comparing kernels, not \
-         a prediction of any machine's seconds: no out-of-order overlap of misses, no \
-         prefetchers, page walks, SMT or frequency, and layout moves it as it moves real \
-         caches (docs/cycle-model.md).\n\n",
+         a prediction of any machine's seconds: no out-of-order overlap of misses, {}page \
+         walks, SMT or frequency, and layout moves it as it moves real caches \
+         (docs/cycle-model.md).\n\n",
         model.geometry(),
         metrics.join(", "),
-        model.formula(several_vcpus)
+        model.formula(several_vcpus),
+        if prefetches { "" } else { "no prefetchers, " }
+    )
+}
+
+/// How the estimates' verdicts fare under the second weights.
+fn second_weights(weights: &crate::stages::analysis::weights::WeightCheck) -> String {
+    let found = if weights.sensitive.is_empty() {
+        format!(
+            "none of the {} verdicts on an estimate changes",
+            weights.verdicts
+        )
+    } else {
+        format!(
+            "{} of the {} verdicts on an estimate change, each marked *weight-sensitive* \
+             where it is shown",
+            weights.sensitive.len(),
+            weights.verdicts
+        )
+    };
+    format!(
+        "Second weights: every estimate is recomputed from the same run's counts with other \
+         costs in cycles ({}; iai-callgrind's and KCachegrind's estimates, \
+         docs/cycle-model.md) and tested as above: {found}. A verdict that changes with the \
+         weights rests on how the misses are priced rather than on the counts alone.\n\n",
+        crate::base::cycle_model::CycleModel::second_weights_text()
     )
 }
 
