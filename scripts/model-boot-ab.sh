@@ -18,7 +18,7 @@
 #
 # Environment: CPUS (vCPUs, default 1), RUNS (runs of each workload, default
 # 3), KERNEL (markers-off or markers-on), KEEP (a directory to keep the
-# model files in). The plugin is built from plugin/ (release) unless a
+# model files in), QEMU (the binary, e.g. a wrapper that profiles it). The plugin is built from plugin/ (release) unless a
 # variant names one; the kernel and initramfs come from markbench's cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +50,7 @@ touch -d @1577836800 "$work/root/job" "$work/root"
 cat "$base" "$work/job.cpio" >"$work/initrd"
 
 # A two-vCPU guest runs on markbench's own QEMU where it is cached.
-qemu=qemu-system-x86_64
+qemu=${QEMU:-qemu-system-x86_64}
 if [ "$cpus" -gt 1 ]; then
   own_qemu=$(ls -d "${MARKBENCH_CACHE:-$HOME/.cache/markbench}"/qemu-builds/*/qemu-system-x86_64 2>/dev/null | head -1)
   [ -n "$own_qemu" ] && qemu=$own_qemu
