@@ -21,26 +21,10 @@ times=${TIMES:-2}
 runs=${RUNS:-6}
 kernel_name=${KERNEL:-markers-off}
 
-images=$(cargo run --quiet --release -- images --suite suites/noise-icount.toml)
-kernel=$(awk -v k="$kernel_name" '$1 == "kernel" && $2 == k { print $3 }' <<<"$images")
-base=$(awk '$1 == "initramfs" { print $2 }' <<<"$images")
-[ -n "$kernel" ] || { echo "no kernel $kernel_name in the suite" >&2; exit 2; }
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/root"
-t=$'\t'
-# The agent's job file (src/base/protocol.rs): loopback up, then the timed runs.
-cat >"$work/root/job" <<EOF
-markbench-job 1
-setup${t}/bin/busybox${t}ip${t}link${t}set${t}lo${t}up
-run${t}hackbench${t}${runs}${t}/usr/bin/hackbench${t}-g${t}2${t}-l${t}${LOOPS:-20}${t}-f${t}20${t}-s${t}100
-run${t}ping${t}${runs}${t}/usr/bin/ping${t}-f${t}-q${t}-n${t}-c${t}${PACKETS:-2000}${t}-s${t}56${t}127.0.0.1
-EOF
-# A fixed time: cpio records it, and a different initrd is a different boot.
-touch -d @1577836800 "$work/root/job" "$work/root"
-(cd "$work/root" && printf '.\n./job\n' | cpio --quiet -o -H newc -R 0:0 --reproducible >"$work/job.cpio")
-cat "$base" "$work/job.cpio" >"$work/initrd"
+. scripts/guest-job.sh
+guest_initrd suites/noise-icount.toml "$kernel_name" "$work" "$runs" "${LOOPS:-20}" "${PACKETS:-2000}"
 
 for boot in $(seq 1 "$times"); do
   # The same machine markbench boots (src/stages/vm/qemu.rs), without its timing options.

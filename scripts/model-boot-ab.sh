@@ -29,25 +29,10 @@ kernel_name=${KERNEL:-markers-off}
 
 (cd plugin && cargo build --quiet --release)
 own=$PWD/plugin/target/release/libmarkbench_profile_plugin.so
-images=$(cargo run --quiet --release -- images --suite suites/quick.toml)
-kernel=$(awk -v k="$kernel_name" '$1 == "kernel" && $2 == k { print $3 }' <<<"$images")
-base=$(awk '$1 == "initramfs" { print $2 }' <<<"$images")
-[ -n "$kernel" ] || { echo "no kernel $kernel_name in the quick suite" >&2; exit 2; }
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/root"
-t=$'\t'
-# The agent's job file (src/base/protocol.rs): loopback up, then the timed runs.
-cat >"$work/root/job" <<EOF
-markbench-job 1
-setup${t}/bin/busybox${t}ip${t}link${t}set${t}lo${t}up
-run${t}hackbench${t}${runs}${t}/usr/bin/hackbench${t}-g${t}2${t}-l${t}5${t}-f${t}20${t}-s${t}100
-run${t}ping${t}${runs}${t}/usr/bin/ping${t}-f${t}-q${t}-n${t}-c${t}2000${t}-s${t}56${t}127.0.0.1
-EOF
-touch -d @1577836800 "$work/root/job" "$work/root"
-(cd "$work/root" && printf '.\n./job\n' | cpio --quiet -o -H newc -R 0:0 --reproducible >"$work/job.cpio")
-cat "$base" "$work/job.cpio" >"$work/initrd"
+. scripts/guest-job.sh
+guest_initrd suites/quick.toml "$kernel_name" "$work" "$runs" 5 2000
 
 # A two-vCPU guest runs on markbench's own QEMU where it is cached.
 qemu=${QEMU:-qemu-system-x86_64}
