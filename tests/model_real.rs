@@ -7,7 +7,7 @@
 
 mod real;
 
-use markbench::base::cycle_model::{is_model_metric, METRICS, SMP_METRICS};
+use markbench::base::cycle_model::{is_model_metric, METRICS, PART_METRICS, SMP_METRICS};
 use markbench::record::{read_samples, Sample};
 
 fn value(samples: &[Sample], of: &Sample, metric: &str) -> f64 {
@@ -43,12 +43,13 @@ fn the_model_counts_every_run_and_leaves_guest_time_alone() {
     assert!(plain_samples.iter().all(|s| !is_model_metric(&s.metric)));
 
     let runs: Vec<&Sample> = model.iter().filter(|s| s.metric == "time").collect();
-    // Several vCPUs add the reads for ownership.
+    // Several vCPUs add the reads for ownership; the parts on by default
+    // (string moves, the prefetcher) add their counts to every run.
     let smp_runs = runs.iter().filter(|r| r.cpus > 1).count();
     assert!(smp_runs > 0);
     assert_eq!(
         model.len(),
-        runs.len() * (1 + METRICS.len()) + smp_runs * SMP_METRICS.len()
+        runs.len() * (1 + METRICS.len() + PART_METRICS.len()) + smp_runs * SMP_METRICS.len()
     );
     // Its 2-vCPU boots ran on markbench's own QEMU, which the which-vCPU
     // trial found right.
@@ -72,6 +73,12 @@ fn the_model_counts_every_run_and_leaves_guest_time_alone() {
         assert!(v("l2-misses") <= v("l1d-misses") + v("l1i-misses"));
         assert!(v("llc-misses") <= v("l2-misses"));
         assert!(v("branch-mispredicts") > 0.0);
+        // The kernel copies to and from user space and clears pages with
+        // rep movs/stos (-cpu max has fast strings), each element an
+        // iteration; and walks pages the prefetcher follows.
+        assert!(v("string-iterations") > v("string-instructions"));
+        assert!(v("string-instructions") > 0.0 && v("string-bytes") > 0.0);
+        assert!(v("l2-prefetches") > 0.0);
         if run.cpus == 1 {
             assert_eq!(
                 v("coherence-misses"),
