@@ -289,10 +289,9 @@ mod tests {
             "{lines:?}"
         );
         assert!(
-            lines
-                .last()
-                .unwrap()
-                .contains("×4.3 for the cycle model, which it ran without"),
+            lines.last().unwrap().contains(&format!(
+                "×{factor} for the cycle model, which it ran without"
+            )),
             "{lines:?}"
         );
         assert!(!lines.iter().any(|l| l.starts_with("warning")), "{lines:?}");
