@@ -2,8 +2,7 @@
 //! tests and verdicts. No I/O; every result is serde-serializable so the
 //! report can write it to `summary.json` as is.
 //!
-//! Shape of the analysis (issue "Significance analysis that a maintainer would
-//! trust"):
+//! Shape of the analysis, one a maintainer can check step by step:
 //! - the independent unit is the boot; iterations within a boot are
 //!   correlated, so every test runs on boot means ([`summary`]);
 //! - per point: Welch's t-test for a difference, the t interval of the
