@@ -113,12 +113,13 @@ impl PointNames {
         )
     }
 
-    /// The point in prose: "hackbench 2 CPUs, groups 4".
+    /// The point in prose: "hackbench 2 CPUs, groups 4", "ping-flood 1 CPU, …".
     fn name(&self, key: &TableKey, param: u64) -> String {
         format!(
-            "{} {} CPUs, {}",
+            "{} {} CPU{}, {}",
             escape_md(&key.workload),
             key.cpus,
+            if key.cpus == 1 { "" } else { "s" },
             self.cell(key, param)
         )
     }
