@@ -4,8 +4,10 @@
 //! merged report checked against the form of a single-machine run's. Boots
 //! real guests (8 boots of about 15-20 s; kernels from ~/.cache/markbench).
 //!
-//! Without Slurm installed the test says so and does nothing; `.ci/run`
-//! installs it (slurmctld slurmd slurm-client munge) so CI always runs it.
+//! Without Slurm installed the test says so and does nothing, except in CI
+//! (`CI` or `MARKBENCH_REQUIRE_SLURM` set), where a missing Slurm fails it:
+//! `.ci/run` installs it (slurmctld slurmd slurm-client munge), so a CI run
+//! that skipped it would pass without having run it.
 
 use std::path::Path;
 use std::process::Command;
@@ -51,6 +53,13 @@ fn skeleton(report: &str) -> Vec<String> {
 #[test]
 fn a_slurm_array_job_of_shards_merges_into_one_report() {
     if !on_path("sbatch") {
+        let required = std::env::var_os("CI").is_some()
+            || std::env::var_os("MARKBENCH_REQUIRE_SLURM").is_some();
+        assert!(
+            !required,
+            "Slurm is required (CI or MARKBENCH_REQUIRE_SLURM set) but sbatch is not on PATH: \
+             `markbench setup --ci` installs it"
+        );
         eprintln!(
             "\n*** tests/slurm.rs: SKIPPED: Slurm is not installed (no sbatch on PATH). \
              Install slurmctld slurmd slurm-client munge (.ci/run does) to run it. ***\n"
