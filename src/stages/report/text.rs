@@ -7,7 +7,7 @@
 use super::format::{relative, signed, value};
 use super::plain::{self, Align};
 use super::{Export, RunReport, REPORT_TEXT_FILE};
-use crate::base::stats::{PointAnalysis, Verdict};
+use crate::base::stats::{Interval, PointAnalysis, Verdict};
 use crate::record::KernelMeta;
 use crate::stages::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use std::fmt::Write as _;
@@ -275,9 +275,17 @@ fn verdict_cell(a: Option<&PointAnalysis>) -> &'static str {
 
 fn interval_cell(a: Option<&PointAnalysis>) -> String {
     a.and_then(|a| a.relative_difference_ci.as_ref())
-        .map_or("-".into(), |ci| {
-            format!("{}..{}", relative(ci.lower), relative(ci.upper))
-        })
+        .map_or("-".into(), interval_text)
+}
+
+/// A relative interval's bounds in percent with two decimals each, trailing
+/// zeros kept, so both ends read alike ("-1.91..-0.90", not "-1.91..-0.9").
+fn interval_text(ci: &Interval) -> String {
+    format!(
+        "{}..{}",
+        signed(ci.lower * 100.0, 2),
+        signed(ci.upper * 100.0, 2)
+    )
 }
 
 /// One table: a comparison's points of one workload, metric and CPU count.
@@ -459,6 +467,7 @@ fn method(run: &RunReport) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::base::stats::Interval;
     use crate::record::{KernelMeta, RunMeta, Sample};
     use crate::stages::report::plain::WIDTH;
 
@@ -544,5 +553,17 @@ mod tests {
             "{text}"
         );
         assert!(rows[1].contains("+0"), "{text}");
+    }
+
+    #[test]
+    fn an_intervals_bounds_have_the_same_decimals() {
+        let ci = |lower, upper| Interval {
+            lower,
+            upper,
+            level: 0.95,
+        };
+        assert_eq!(super::interval_text(&ci(-0.0191, -0.009)), "-1.91..-0.90");
+        assert_eq!(super::interval_text(&ci(-0.002, 0.03)), "-0.20..+3.00");
+        assert_eq!(super::interval_text(&ci(-0.00001, 0.0)), "+0.00..+0.00");
     }
 }
