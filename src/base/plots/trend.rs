@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::axes::{draw_interval, unbroken_runs, with_unit, y_label_area_width};
+use super::axes::{draw_interval, unbroken_runs, with_unit, y_label_area_width, XyChart};
 use super::font::FAMILY;
 use super::header::{
     draw_header, draw_marker, LegendEntry, LegendGlyph, Marker, COLOR_A, COLOR_B, COLOR_MUTED,
@@ -70,28 +70,14 @@ pub fn trend_svg(input: &TrendInput) -> anyhow::Result<String> {
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
+/// The plot: header and legend, the axes, then the markings under the
+/// values, then the values.
 fn draw<DB: DrawingBackend>(input: &TrendInput, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
-    let mut legend = vec![
-        LegendEntry {
-            label: input.value_label.clone(),
-            glyph: LegendGlyph::Series(COLOR_B, Marker::Circle),
-        },
-        LegendEntry {
-            label: input.band_label.clone(),
-            glyph: LegendGlyph::Margin(COLOR_A),
-        },
-    ];
-    if input.runs.iter().any(|r| r.regressed) {
-        legend.push(LegendEntry {
-            label: "nightly gate: regression".into(),
-            glyph: LegendGlyph::BootPoint(COLOR_ALERT),
-        });
-    }
     let subtitle = format!(
         "{}; bars: 95% interval; red line: change point, grey dashes: new series",
         super::axes::direction_phrase(input.higher_is_better)
     );
-    let area = draw_header(root, &input.title, &subtitle, &legend)?;
+    let area = draw_header(root, &input.title, &subtitle, &legend(input))?;
 
     let n = input.runs.len().max(1);
     let x_range = -0.6..(n as f64 - 0.4);
@@ -138,7 +124,41 @@ fn draw<DB: DrawingBackend>(input: &TrendInput, root: &DrawingArea<DB, Shift>) -
         .light_line_style(BLACK.mix(0.04))
         .draw()?;
 
-    // The baseline's band, run by run, under everything else.
+    draw_markings(input, &mut chart, (y_range.start, y_range.end))?;
+    draw_values(input, &mut chart)?;
+    if input.runs.iter().all(|r| r.value.is_none()) {
+        super::axes::draw_no_data_note(&mut chart, &x_range, &y_range)?;
+    }
+    Ok(())
+}
+
+fn legend(input: &TrendInput) -> Vec<LegendEntry> {
+    let mut legend = vec![
+        LegendEntry {
+            label: input.value_label.clone(),
+            glyph: LegendGlyph::Series(COLOR_B, Marker::Circle),
+        },
+        LegendEntry {
+            label: input.band_label.clone(),
+            glyph: LegendGlyph::Margin(COLOR_A),
+        },
+    ];
+    if input.runs.iter().any(|r| r.regressed) {
+        legend.push(LegendEntry {
+            label: "nightly gate: regression".into(),
+            glyph: LegendGlyph::BootPoint(COLOR_ALERT),
+        });
+    }
+    legend
+}
+
+/// What lies under the values: the baseline's band run by run, where a new
+/// series begins, the change points and each segment's mean.
+fn draw_markings<DB: DrawingBackend>(
+    input: &TrendInput,
+    chart: &mut XyChart<'_, DB>,
+    (y_low, y_high): (f64, f64),
+) -> DrawResult<DB> {
     chart.draw_series(input.runs.iter().enumerate().filter_map(|(i, r)| {
         let (low, high) = r.band?;
         let x = i as f64;
@@ -148,7 +168,6 @@ fn draw<DB: DrawingBackend>(input: &TrendInput, root: &DrawingArea<DB, Shift>) -
         ))
     }))?;
 
-    let (y_low, y_high) = (y_range.start, y_range.end);
     let label_style = |color: &'static RGBColor| {
         TextStyle::from((FAMILY, 13.0).into_font())
             .color(color)
@@ -189,10 +208,18 @@ fn draw<DB: DrawingBackend>(input: &TrendInput, root: &DrawingArea<DB, Shift>) -
             COLOR_MUTED.stroke_width(1),
         ))?;
     }
+    Ok(())
+}
 
-    // The values: lines only between neighbouring runs of one series that
-    // both have the point, so a gap stays a gap and a new series is not
-    // joined to the old one.
+/// The values with their intervals, circled in red where the gate called a
+/// regression.
+fn draw_values<DB: DrawingBackend>(
+    input: &TrendInput,
+    chart: &mut XyChart<'_, DB>,
+) -> DrawResult<DB> {
+    // Lines only between neighbouring runs of one series that both have the
+    // point, so a gap stays a gap and a new series is not joined to the old
+    // one.
     let starts: Vec<usize> = input.series_starts.iter().map(|(i, _)| *i).collect();
     let mut points: Vec<(f64, Option<f64>)> = Vec::new();
     for (i, r) in input.runs.iter().enumerate() {
@@ -210,7 +237,7 @@ fn draw<DB: DrawingBackend>(input: &TrendInput, root: &DrawingArea<DB, Shift>) -
         };
         let x = i as f64;
         if let Some(ci) = ci {
-            draw_interval(&mut chart, x, ci, 0.12, COLOR_B.stroke_width(2))?;
+            draw_interval(chart, x, ci, 0.12, COLOR_B.stroke_width(2))?;
         }
         draw_marker(chart.plotting_area(), Marker::Circle, (x, value), COLOR_B)?;
         if r.regressed {
@@ -220,9 +247,6 @@ fn draw<DB: DrawingBackend>(input: &TrendInput, root: &DrawingArea<DB, Shift>) -
                 COLOR_ALERT.stroke_width(2),
             )))?;
         }
-    }
-    if input.runs.iter().all(|r| r.value.is_none()) {
-        super::axes::draw_no_data_note(&mut chart, &x_range, &y_range)?;
     }
     Ok(())
 }
