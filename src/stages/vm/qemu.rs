@@ -241,6 +241,138 @@ pub fn console_tail(console: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
+/// Starts QEMU for one boot, bound to the boot's host CPU if it has one,
+/// and killed by the kernel if markbench dies (SIGKILL, OOM): a guest must
+/// not run on unwatched.
+fn spawn_qemu(binary: &Path, r: &BootRequest) -> std::io::Result<std::process::Child> {
+    let mut command = Command::new(binary);
+    // The CPU set is built here, before the fork: pre_exec may not allocate.
+    let host_cpu = r.host_cpu.map(|cpu| {
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET only sets a bit of it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        set
+    });
+    // SAFETY: prctl and sched_setaffinity are async-signal-safe and
+    // touch no memory of ours but the set built above.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if let Some(set) = &host_cpu {
+                // Every thread QEMU starts (its vCPU threads, the I/O
+                // thread) inherits the binding.
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    command
+        .args(qemu_args(r))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+/// The agent's messages from QEMU's stdout (the results port), parsed on a
+/// thread of their own; a line that does not parse arrives as its error.
+fn read_messages(
+    stdout: std::process::ChildStdout,
+) -> (
+    mpsc::Receiver<Result<Message, String>>,
+    std::thread::JoinHandle<()>,
+) {
+    let (tx, rx) = mpsc::channel::<Result<Message, String>>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            match Message::parse_line(&line) {
+                Ok(Some(m)) => {
+                    if tx.send(Ok(m)).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            }
+        }
+    });
+    (rx, reader)
+}
+
+/// Passes the agent's messages on until the results port closes, the
+/// deadline passes or Ctrl-C; kills QEMU in the last two cases. `status`
+/// is left for [`reap`].
+fn watch(
+    r: &BootRequest,
+    started: Instant,
+    child: &mut std::process::Child,
+    rx: &mpsc::Receiver<Result<Message, String>>,
+    on_message: &mut dyn FnMut(Message),
+) -> Watched {
+    let mut seen = Watched {
+        interrupted: false,
+        timed_out: false,
+        done: false,
+        agent_error: None,
+        status: None,
+    };
+    loop {
+        if super::interrupted() {
+            seen.interrupted = true;
+            let _ = child.kill();
+            break;
+        }
+        let left = r.deadline.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            seen.timed_out = true;
+            let _ = child.kill();
+            break;
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(500))) {
+            Ok(Ok(Message::Done)) => {
+                seen.done = true;
+                on_message(Message::Done);
+            }
+            Ok(Ok(Message::Error { message })) => {
+                seen.agent_error.get_or_insert(message.clone());
+                on_message(Message::Error { message });
+            }
+            Ok(Ok(m)) => on_message(m),
+            Ok(Err(e)) => {
+                seen.agent_error.get_or_insert(e.clone());
+                on_message(Message::Error { message: e });
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    seen
+}
+
+/// Waits for QEMU to exit, with a grace period for the poweroff to finish,
+/// then kills it.
+fn reap(child: &mut std::process::Child) -> Option<std::process::ExitStatus> {
+    let grace = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if grace.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            _ => {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+        }
+    }
+}
+
 impl Runner for QemuRunner {
     fn boot(&self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
         let started = Instant::now();
@@ -249,41 +381,7 @@ impl Runner for QemuRunner {
             wall: started.elapsed(),
         };
         let binary = r.qemu.as_ref().unwrap_or(&self.binary);
-        let mut command = Command::new(binary);
-        // If markbench itself is killed (SIGKILL, OOM), its guest must not run
-        // on unwatched: the kernel kills QEMU when its parent dies.
-        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
-        // The CPU set is built here, before the fork: pre_exec may not allocate.
-        let host_cpu = r.host_cpu.map(|cpu| {
-            // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET only sets a bit of it.
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            unsafe { libc::CPU_SET(cpu, &mut set) };
-            set
-        });
-        // SAFETY: prctl and sched_setaffinity are async-signal-safe and
-        // touch no memory of ours but the set built above.
-        unsafe {
-            use std::os::unix::process::CommandExt;
-            command.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if let Some(set) = &host_cpu {
-                    // Every thread QEMU starts (its vCPU threads, the I/O
-                    // thread) inherits the binding.
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let mut child = match command
-            .args(qemu_args(r))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-        {
+        let mut child = match spawn_qemu(binary, r) {
             Ok(c) => c,
             Err(e) => {
                 return outcome(BootEnd::QemuFailed {
@@ -293,95 +391,20 @@ impl Runner for QemuRunner {
         };
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel::<Result<Message, String>>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                match Message::parse_line(&line) {
-                    Ok(Some(m)) => {
-                        if tx.send(Ok(m)).is_err() {
-                            break;
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                    }
-                }
-            }
-        });
+        let (rx, reader) = read_messages(stdout);
         let stderr_reader = std::thread::spawn(move || {
             let mut text = String::new();
             let _ = stderr.read_to_string(&mut text);
             text
         });
 
-        let mut done = false;
-        let mut agent_error: Option<String> = None;
-        let mut timed_out = false;
-        let mut interrupted = false;
-        loop {
-            if super::interrupted() {
-                interrupted = true;
-                let _ = child.kill();
-                break;
-            }
-            let left = r.deadline.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                timed_out = true;
-                let _ = child.kill();
-                break;
-            }
-            match rx.recv_timeout(left.min(Duration::from_millis(500))) {
-                Ok(Ok(Message::Done)) => {
-                    done = true;
-                    on_message(Message::Done);
-                }
-                Ok(Ok(Message::Error { message })) => {
-                    agent_error.get_or_insert(message.clone());
-                    on_message(Message::Error { message });
-                }
-                Ok(Ok(m)) => on_message(m),
-                Ok(Err(e)) => {
-                    agent_error.get_or_insert(e.clone());
-                    on_message(Message::Error { message: e });
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        }
-        // The results port closed (QEMU exited) or we killed it: reap it, with
-        // a grace period for the poweroff to finish.
-        let grace = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if grace.elapsed() < Duration::from_secs(20) => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                _ => {
-                    let _ = child.kill();
-                    break child.wait().ok();
-                }
-            }
-        };
+        let mut seen = watch(r, started, &mut child, &rx, on_message);
+        // The results port closed (QEMU exited) or it was killed: reap it.
+        seen.status = reap(&mut child);
         let _ = reader.join();
         let qemu_stderr = stderr_reader.join().unwrap_or_default();
         let console = std::fs::read_to_string(&r.console_log).unwrap_or_default();
-
-        let end = ending(
-            r,
-            Watched {
-                interrupted,
-                timed_out,
-                done,
-                agent_error,
-                status,
-            },
-            &qemu_stderr,
-            &console,
-        );
-        outcome(end)
+        outcome(ending(r, seen, &qemu_stderr, &console))
     }
 }
 
