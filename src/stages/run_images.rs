@@ -69,18 +69,7 @@ pub fn resolve_origins(suite: &Suite, source: &KernelSource) -> Result<Vec<Resol
 /// Builds (or finds in the cache) every variant's kernel and the base initramfs.
 pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     let origins = resolve_origins(suite, source)?;
-    let mut built = Vec::new();
-    let mut fragments = Vec::new();
-    for (v, origin) in suite.variants.iter().zip(&origins) {
-        let spec = KernelSpec {
-            name: v.kernel.clone(),
-            base: suite.kernel_base.clone(),
-            fragments: suite.fragments.kernel(&v.kernel)?,
-        };
-        built.push(kernel::ensure_kernel(origin, &spec)?);
-        fragments.push(spec.fragments);
-    }
-    let kernels = built;
+    let (kernels, fragments) = build_kernels(suite, &origins)?;
     // What all kernels share (scripts, the compile workload's tree) comes
     // from the baseline's tree. A run of one kernel (a bisection's step)
     // compares nothing and needs no tree: a commit's tree is a snapshot of
@@ -94,9 +83,62 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
         Ok(tree) => diffconfigs(tree, &suite.variants, &kernels)?,
         Err(_) => String::new(),
     };
+    let source_diff = source_differences(suite, &origins)?;
+    let sizes = kernel_sizes(
+        suite,
+        &kernels,
+        baseline_tree.as_deref().map_err(Clone::clone),
+    );
+    let (base, extra_archives, guest) = guest_image(suite, baseline, &fragments[0][0])?;
+    // Held against `cache prune` while this run lasts.
+    for used in kernels.iter().map(|k| &k.dir).chain([&base.path]) {
+        crate::guest::images::lock::used(used);
+    }
+    for archive in &extra_archives {
+        let entry = match archive.parent() {
+            Some(dir) if dir.parent().is_some_and(|p| p.ends_with("compile-tree")) => dir,
+            _ => archive,
+        };
+        crate::guest::images::lock::used(entry);
+    }
+    Ok(Images {
+        kernels,
+        fragments,
+        base,
+        extra_archives,
+        guest,
+        diffconfig,
+        source_diff,
+        sizes,
+    })
+}
+
+/// Every variant's kernel, built or found in the cache, with the fragments
+/// it was configured from.
+fn build_kernels(
+    suite: &Suite,
+    origins: &[ResolvedOrigin],
+) -> Result<(Vec<KernelImage>, Vec<Vec<Fragment>>)> {
+    let mut kernels = Vec::new();
+    let mut fragments = Vec::new();
+    for (v, origin) in suite.variants.iter().zip(origins) {
+        let spec = KernelSpec {
+            name: v.kernel.clone(),
+            base: suite.kernel_base.clone(),
+            fragments: suite.fragments.kernel(&v.kernel)?,
+        };
+        kernels.push(kernel::ensure_kernel(origin, &spec)?);
+        fragments.push(spec.fragments);
+    }
+    Ok((kernels, fragments))
+}
+
+/// How each candidate's source differs from the baseline's, one section
+/// per candidate whose source differs.
+fn source_differences(suite: &Suite, origins: &[ResolvedOrigin]) -> Result<String> {
     let mut source_diff = String::new();
-    for (v, origin) in suite.variants.iter().zip(&origins).skip(1) {
-        if let Some(diff) = crate::guest::images::source::source_difference(baseline, origin)? {
+    for (v, origin) in suite.variants.iter().zip(origins).skip(1) {
+        if let Some(diff) = crate::guest::images::source::source_difference(&origins[0], origin)? {
             source_diff.push_str(&format!(
                 "# {} against {}\n{diff}",
                 v.name, suite.variants[0].name
@@ -106,13 +148,18 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
             }
         }
     }
+    Ok(source_diff)
+}
+
+/// The kernels' sizes; what could not be measured is a warning, not a
+/// failed run.
+fn kernel_sizes(
+    suite: &Suite,
+    kernels: &[KernelImage],
+    baseline_tree: std::result::Result<&Path, String>,
+) -> SizeRecord {
     let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
-    let sizes = size::record(
-        &variants,
-        &kernels,
-        &suite.objects,
-        baseline_tree.as_deref().map_err(Clone::clone),
-    );
+    let sizes = size::record(&variants, kernels, &suite.objects, baseline_tree);
     for k in &sizes.kernels {
         for e in &k.errors {
             crate::base::message::warning(format_args!("sizes of {}: {e}", k.variant));
@@ -126,6 +173,16 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
             ));
         }
     }
+    sizes
+}
+
+/// The guest image every boot shares: the base initramfs, the archive of
+/// what the workloads add, the compile workload's tree, and their record.
+fn guest_image(
+    suite: &Suite,
+    baseline: &ResolvedOrigin,
+    baseline_fragment: &Fragment,
+) -> Result<(BaseImage, Vec<PathBuf>, initramfs::ImageRecord)> {
     let base = initramfs::ensure_base()?;
     let (programs, carried) = guest_additions(suite);
     let additions = initramfs::ensure_additions(&programs, &carried)?;
@@ -140,7 +197,7 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
             let tree = crate::guest::images::compile_tree::ensure_compile_tree(
                 &baseline.source,
                 &baseline.source_identity,
-                &fragments[0][0],
+                baseline_fragment,
                 &k.make_targets(),
             )?;
             if !extra_archives.contains(&tree.archive) {
@@ -148,32 +205,12 @@ pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
             }
         }
     }
-    // Held against `cache prune` while this run lasts.
-    for used in kernels.iter().map(|k| &k.dir).chain([&base.path]) {
-        crate::guest::images::lock::used(used);
-    }
-    for archive in &extra_archives {
-        let entry = match archive.parent() {
-            Some(dir) if dir.parent().is_some_and(|p| p.ends_with("compile-tree")) => dir,
-            _ => archive,
-        };
-        crate::guest::images::lock::used(entry);
-    }
     let mut archives = vec![base.path.clone()];
     archives.extend(extra_archives.iter().cloned());
     let mut every_program = initramfs::base_programs();
     every_program.extend(programs);
     let guest = initramfs::ImageRecord::of(&archives, &every_program, &carried, &hashed)?;
-    Ok(Images {
-        kernels,
-        fragments,
-        base,
-        extra_archives,
-        guest,
-        diffconfig,
-        source_diff,
-        sizes,
-    })
+    Ok((base, extra_archives, guest))
 }
 
 /// The programs and files a suite's workloads add to every image, each once.
