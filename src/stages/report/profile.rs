@@ -140,58 +140,95 @@ fn load_candidate(
             continue;
         };
         guest_seeds.push((n, base.guest_seed));
-        let counts = [
-            store::read_counts(&pdir.join(&base.file))?,
-            store::read_counts(&pdir.join(&cand.file))?,
-        ];
-        let model = match (&base.model_file, &cand.model_file) {
-            (Some(a), Some(b)) => Some([
-                store::read_model_counts(&pdir.join(a))?,
-                store::read_model_counts(&pdir.join(b))?,
-            ]),
-            _ => None,
-        };
-        for t in &base.points {
-            let Some(u) = totals(cand, &t.workload, t.param) else {
-                continue;
-            };
-            let key = (t.workload.clone(), t.param);
-            let folded = [0, 1].map(|s| fold(counts[s].get(&key)));
-            let side = |s: usize| &folded[s];
-            let model = model.as_ref().map(|m| {
-                let by_metric = [0, 1].map(|s| fold_model(m[s].get(&key)));
-                let none = BTreeMap::new();
-                crate::base::cycle_model::METRICS
-                    .iter()
-                    .map(|(metric, _)| *metric)
-                    .filter(|metric| *metric != "instructions")
-                    .map(|metric| {
-                        let of = |s: usize| by_metric[s].get(metric).unwrap_or(&none);
-                        let b =
-                            compare([of(0), of(1)], [t.runs, u.runs], [&only_in[0], &only_in[1]]);
-                        (metric.to_string(), b)
-                    })
-                    .collect()
-            });
-            points.push(ProfilePoint {
-                workload: t.workload.clone(),
-                param: t.param,
-                cpus: n,
-                elapsed_ns_per_run: [t, u].map(|p| p.elapsed_ns as f64 / p.runs.max(1) as f64),
-                breakdown: compare(
-                    [side(0), side(1)],
-                    [t.runs, u.runs],
-                    [&only_in[0], &only_in[1]],
-                ),
-                model,
-            });
-        }
+        points.extend(pair_points(&pdir, base, cand, n, &only_in)?);
     }
     let ours = |b: &&ProfileBoot| b.side == 0 || b.side == c;
-    let slowdown = manifest
+    let failed = manifest
         .boots
         .iter()
         .filter(ours)
+        .filter(|b| !b.ok())
+        .map(|b| (b.variant.clone(), b.cpus, b.status().clone()))
+        .collect();
+    Ok(ProfileView {
+        candidate: several.then(|| names[c].clone()),
+        variants,
+        icount_shift: manifest.icount_shift,
+        guest_seeds,
+        points,
+        slowdown: slowdowns(meta, manifest, c),
+        failed,
+        only_in,
+    })
+}
+
+/// The points of one pair of profiled boots (the baseline's and the
+/// candidate's at `cpus`): every point both measured, with its functions'
+/// breakdown and, where both ran the cycle model, each model count's.
+fn pair_points(
+    pdir: &Path,
+    base: &ProfileBoot,
+    cand: &ProfileBoot,
+    cpus: u32,
+    only_in: &[BTreeSet<String>; 2],
+) -> Result<Vec<ProfilePoint>> {
+    let counts = [
+        store::read_counts(&pdir.join(&base.file))?,
+        store::read_counts(&pdir.join(&cand.file))?,
+    ];
+    let model = match (&base.model_file, &cand.model_file) {
+        (Some(a), Some(b)) => Some([
+            store::read_model_counts(&pdir.join(a))?,
+            store::read_model_counts(&pdir.join(b))?,
+        ]),
+        _ => None,
+    };
+    let mut points = Vec::new();
+    for t in &base.points {
+        let Some(u) = totals(cand, &t.workload, t.param) else {
+            continue;
+        };
+        let key = (t.workload.clone(), t.param);
+        let folded = [0, 1].map(|s| fold(counts[s].get(&key)));
+        let side = |s: usize| &folded[s];
+        let model = model.as_ref().map(|m| {
+            let by_metric = [0, 1].map(|s| fold_model(m[s].get(&key)));
+            let none = BTreeMap::new();
+            crate::base::cycle_model::METRICS
+                .iter()
+                .map(|(metric, _)| *metric)
+                .filter(|metric| *metric != "instructions")
+                .map(|metric| {
+                    let of = |s: usize| by_metric[s].get(metric).unwrap_or(&none);
+                    let b = compare([of(0), of(1)], [t.runs, u.runs], [&only_in[0], &only_in[1]]);
+                    (metric.to_string(), b)
+                })
+                .collect()
+        });
+        points.push(ProfilePoint {
+            workload: t.workload.clone(),
+            param: t.param,
+            cpus,
+            elapsed_ns_per_run: [t, u].map(|p| p.elapsed_ns as f64 / p.runs.max(1) as f64),
+            breakdown: compare(
+                [side(0), side(1)],
+                [t.runs, u.runs],
+                [&only_in[0], &only_in[1]],
+            ),
+            model,
+        });
+    }
+    Ok(points)
+}
+
+/// What profiling cost: each sound profiled boot of the baseline or
+/// candidate `c` against the mean of the timed boots of its variant and CPU
+/// count.
+fn slowdowns(meta: &RunMeta, manifest: &Manifest, c: usize) -> Vec<Slowdown> {
+    manifest
+        .boots
+        .iter()
+        .filter(|b| b.side == 0 || b.side == c)
         .filter(|b| b.ok())
         .filter_map(|b| {
             let timed: Vec<f64> = meta
@@ -209,24 +246,7 @@ fn load_candidate(
                 factor: b.wall_s / mean,
             })
         })
-        .collect();
-    let failed = manifest
-        .boots
-        .iter()
-        .filter(ours)
-        .filter(|b| !b.ok())
-        .map(|b| (b.variant.clone(), b.cpus, b.status().clone()))
-        .collect();
-    Ok(ProfileView {
-        candidate: several.then(|| names[c].clone()),
-        variants,
-        icount_shift: manifest.icount_shift,
-        guest_seeds,
-        points,
-        slowdown,
-        failed,
-        only_in,
-    })
+        .collect()
 }
 
 /// Thousands separated by thin spaces, as instruction counts are long.
