@@ -643,118 +643,189 @@ impl<'a> Slotted<'a> {
     {
         let jobs = self.slots.jobs.max(1);
         let (to_loop, from_slots) = std::sync::mpsc::channel::<(usize, FromSlot)>();
-        let mut under_way: Vec<Option<Attempt>> = (0..jobs).map(|_| None).collect();
-        // (variant, slot) of every boot started, for the slots' balance.
-        let mut booted: Vec<(String, usize)> = Vec::new();
-        let mut next = 0;
-        let mut interrupted = false;
-        // Whether the precision rule may still add blocks, and whether it
-        // waits for the boots under way before it says more.
-        let mut adding = more_boots.is_some();
-        let mut waiting = false;
+        let mut state = SlotsState {
+            under_way: (0..jobs).map(|_| None).collect(),
+            booted: Vec::new(),
+            next: 0,
+            interrupted: false,
+            adding: more_boots.is_some(),
+            waiting: false,
+        };
         loop {
-            // Fill the free slots, in the plan's order.
-            loop {
-                interrupted |= crate::stages::vm::interrupted();
-                if interrupted {
-                    break;
-                }
-                let free: Vec<usize> = (0..jobs).filter(|&s| under_way[s].is_none()).collect();
-                if free.is_empty() {
-                    break;
-                }
-                if let Some(unit) = queue.get(next) {
-                    next += 1;
-                    if self.done.contains(&unit_key(unit)) {
-                        continue;
-                    }
-                    let slot = slot_for(&free, &unit.variant, &booted).expect("a free slot");
-                    booted.push((unit.variant.clone(), slot));
-                    let attempt = self.boots.launch(unit, 0, self.slots.host_cpu(slot))?;
-                    events.on(&RunEvent::UnitStarted {
-                        unit,
-                        total: queue.len(),
-                        slot,
-                    })?;
-                    under_way[slot] = Some(self.start(scope, slot, attempt, &to_loop));
-                    continue;
-                }
-                let Some(more) = more_boots.as_mut().filter(|_| adding && !waiting) else {
-                    break;
-                };
-                let running: Vec<Unit> =
-                    under_way.iter().flatten().map(|a| a.unit.clone()).collect();
-                // Every sample and boot record of the boots that ended is on
-                // disk by now (each is written as it arrives), so the
-                // decision reads the run from its directory.
-                match more(queue, &running)? {
-                    Addition::Block { units, unresolved } => {
-                        let total = queue.len() + units.len();
-                        events.on(&RunEvent::BlockAdded {
-                            units: &units,
-                            unresolved: &unresolved,
-                            total,
-                        })?;
-                        queue.extend(units);
-                    }
-                    Addition::Wait => waiting = true,
-                    Addition::Stop(why) => {
-                        events.on(&RunEvent::AdditionsStopped { why })?;
-                        adding = false;
-                    }
-                }
-            }
-            if under_way.iter().all(Option::is_none) {
+            self.fill_slots(scope, &mut state, queue, events, &mut more_boots, &to_loop)?;
+            if state.under_way.iter().all(Option::is_none) {
                 break;
             }
             let (slot, said) = from_slots
                 .recv()
                 .map_err(|_| anyhow::anyhow!("the boot loop lost its slots' threads"))?;
-            let attempt = under_way[slot]
-                .as_mut()
-                .expect("a slot that speaks boots something");
             match said {
                 FromSlot::Message(message, since_launch) => {
+                    let attempt = state.under_way[slot]
+                        .as_mut()
+                        .expect("a slot that speaks boots something");
                     self.boots
                         .on_message(attempt, message, since_launch, writer, events)
                 }
                 FromSlot::Ended(outcome, load_before, load_after) => {
-                    let attempt = under_way[slot].take().expect("checked above");
-                    let (unit, number, first) =
-                        (attempt.unit.clone(), attempt.number, attempt.first.clone());
-                    let mut record = self.boots.finish(attempt, outcome, writer, events)?;
-                    record.host_load_before = load_before;
-                    record.host_load_after = load_after;
-                    if number == 0 && record.retryable && !crate::stages::vm::interrupted() {
-                        // The first attempt's failure may be the host's (a
-                        // hang, a QEMU failure): whatever it measured is
-                        // dropped and the unit boots once more, in its slot.
-                        events.on(&RunEvent::Retrying {
-                            unit: &unit,
-                            first: &record.end,
-                        })?;
-                        let key = unit_key(&unit);
-                        crate::record::retain_samples(self.boots.dir, |s| s.boot_key() != key)?;
-                        *writer = SampleWriter::open(self.boots.dir)?;
-                        let mut retry = self.boots.launch(&unit, 1, self.slots.host_cpu(slot))?;
-                        retry.first = Some(record.end);
-                        under_way[slot] = Some(self.start(scope, slot, retry, &to_loop));
-                        continue;
-                    }
-                    record.retried_after = first;
-                    events.on(&RunEvent::UnitEnded {
-                        unit: &unit,
-                        total: queue.len(),
-                        record: &record,
+                    let attempt = state.under_way[slot]
+                        .take()
+                        .expect("a slot that speaks boots something");
+                    let ended = Ended {
                         slot,
-                    })?;
-                    // A slot is free: the precision rule may have more to say.
-                    waiting = false;
+                        outcome,
+                        loads: (load_before, load_after),
+                    };
+                    match self.end_attempt(attempt, ended, queue.len(), writer, events)? {
+                        Some(retry) => {
+                            state.under_way[slot] = Some(self.start(scope, slot, retry, &to_loop))
+                        }
+                        // A slot is free: the precision rule may have more to say.
+                        None => state.waiting = false,
+                    }
                 }
             }
         }
-        Ok(interrupted)
+        Ok(state.interrupted)
     }
+
+    /// Starts the plan's next units in the free slots, in the plan's order;
+    /// with the queue used up, asks the precision rule for more.
+    fn fill_slots<'scope>(
+        &self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        state: &mut SlotsState,
+        queue: &mut Vec<Unit>,
+        events: &mut dyn RunObserver,
+        more_boots: &mut Option<&mut MoreBoots>,
+        to_loop: &std::sync::mpsc::Sender<(usize, FromSlot)>,
+    ) -> Result<()>
+    where
+        'a: 'scope,
+    {
+        loop {
+            state.interrupted |= crate::stages::vm::interrupted();
+            if state.interrupted {
+                return Ok(());
+            }
+            let free: Vec<usize> = (0..state.under_way.len())
+                .filter(|&s| state.under_way[s].is_none())
+                .collect();
+            if free.is_empty() {
+                return Ok(());
+            }
+            if let Some(unit) = queue.get(state.next) {
+                state.next += 1;
+                if self.done.contains(&unit_key(unit)) {
+                    continue;
+                }
+                let slot = slot_for(&free, &unit.variant, &state.booted).expect("a free slot");
+                state.booted.push((unit.variant.clone(), slot));
+                let attempt = self.boots.launch(unit, 0, self.slots.host_cpu(slot))?;
+                events.on(&RunEvent::UnitStarted {
+                    unit,
+                    total: queue.len(),
+                    slot,
+                })?;
+                state.under_way[slot] = Some(self.start(scope, slot, attempt, to_loop));
+                continue;
+            }
+            let Some(more) = more_boots
+                .as_mut()
+                .filter(|_| state.adding && !state.waiting)
+            else {
+                return Ok(());
+            };
+            let running: Vec<Unit> = state
+                .under_way
+                .iter()
+                .flatten()
+                .map(|a| a.unit.clone())
+                .collect();
+            // Every sample and boot record of the boots that ended is on
+            // disk by now (each is written as it arrives), so the decision
+            // reads the run from its directory.
+            match more(queue, &running)? {
+                Addition::Block { units, unresolved } => {
+                    let total = queue.len() + units.len();
+                    events.on(&RunEvent::BlockAdded {
+                        units: &units,
+                        unresolved: &unresolved,
+                        total,
+                    })?;
+                    queue.extend(units);
+                }
+                Addition::Wait => state.waiting = true,
+                Addition::Stop(why) => {
+                    events.on(&RunEvent::AdditionsStopped { why })?;
+                    state.adding = false;
+                }
+            }
+        }
+    }
+
+    /// Records an attempt whose guest is gone; returns its retry when the
+    /// first attempt failed in a way the host may have caused.
+    fn end_attempt(
+        &self,
+        attempt: Attempt,
+        ended: Ended,
+        total: usize,
+        writer: &mut SampleWriter,
+        events: &mut dyn RunObserver,
+    ) -> Result<Option<Attempt>> {
+        let (unit, number, first) = (attempt.unit.clone(), attempt.number, attempt.first.clone());
+        let mut record = self.boots.finish(attempt, ended.outcome, writer, events)?;
+        (record.host_load_before, record.host_load_after) = ended.loads;
+        if number == 0 && record.retryable && !crate::stages::vm::interrupted() {
+            // The first attempt's failure may be the host's (a hang, a QEMU
+            // failure): whatever it measured is dropped and the unit boots
+            // once more, in its slot.
+            events.on(&RunEvent::Retrying {
+                unit: &unit,
+                first: &record.end,
+            })?;
+            let key = unit_key(&unit);
+            crate::record::retain_samples(self.boots.dir, |s| s.boot_key() != key)?;
+            *writer = SampleWriter::open(self.boots.dir)?;
+            let mut retry = self
+                .boots
+                .launch(&unit, 1, self.slots.host_cpu(ended.slot))?;
+            retry.first = Some(record.end);
+            return Ok(Some(retry));
+        }
+        record.retried_after = first;
+        events.on(&RunEvent::UnitEnded {
+            unit: &unit,
+            total,
+            record: &record,
+            slot: ended.slot,
+        })?;
+        Ok(None)
+    }
+}
+
+/// The boot loop's slots: the attempt each one runs, and where the loop
+/// stands in the plan and with the precision rule.
+struct SlotsState {
+    under_way: Vec<Option<Attempt>>,
+    /// (variant, slot) of every boot started, for the slots' balance.
+    booted: Vec<(String, usize)>,
+    /// The queue's next unit to start.
+    next: usize,
+    interrupted: bool,
+    /// Whether the precision rule may still add blocks, and whether it
+    /// waits for the boots under way before it says more.
+    adding: bool,
+    waiting: bool,
+}
+
+/// A slot's guest that is gone: how its boot ended and the host's load
+/// beside markbench's own before and after it.
+struct Ended {
+    slot: usize,
+    outcome: BootOutcome,
+    loads: (f64, f64),
 }
 
 /// The run's metadata as the boot loop starts, with the directory ready: a
