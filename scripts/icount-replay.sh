@@ -3,7 +3,7 @@
 # QEMU timing options and prints, per boot, the guest-timed nanoseconds of
 # RUNS runs of `hackbench -g 2 -l LOOPS` and of a PACKETS-packet ping flood. Equal
 # lines mean the options leave nothing of the host in the guest: the boot
-# repeats exactly. This is how the settings in docs/timing-and-noise.md's "What makes icount
+# repeats exactly. This is how the settings in docs/measurements.md's "What makes icount
 # repeatable" table were told apart.
 #
 #   scripts/icount-replay.sh [QEMU timing options …]

@@ -435,8 +435,8 @@ pub fn is_model_metric(metric: &str) -> bool {
 }
 
 /// The second set of weights the report recomputes every estimate under
-/// (docs/cycle-model.md, "Reading the model's points", says where each
-/// figure comes from): an L1 miss served by the L2 or the LLC costs what
+/// (docs/cycle-model.md, "Reading a verdict on the estimate: the second
+/// weights", says where each figure comes from): an L1 miss served by the L2 or the LLC costs what
 /// iai-callgrind's estimate gives a last-level hit, one served by memory
 /// what it gives a RAM access, one served by another core the same as
 /// memory (that estimate knows no other core), a misprediction what
