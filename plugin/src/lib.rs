@@ -964,23 +964,19 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
     });
 }
 
-/// Loads and stores call back apart, so that neither asks QEMU which it is.
-unsafe extern "C" fn on_model_load(
+/// Loads and stores call back apart (`STORE`), so that neither asks QEMU
+/// which it is; so do a string instruction's elements (`STRING`).
+unsafe extern "C" fn on_model_access<const STORE: bool, const STRING: bool>(
     vcpu: c_uint,
     info: sys::qemu_plugin_meminfo_t,
     vaddr: u64,
     _userdata: *mut c_void,
 ) {
-    model_access(vcpu, info, vaddr, false);
-}
-
-unsafe extern "C" fn on_model_store(
-    vcpu: c_uint,
-    info: sys::qemu_plugin_meminfo_t,
-    vaddr: u64,
-    _userdata: *mut c_void,
-) {
-    model_access(vcpu, info, vaddr, true);
+    if STRING {
+        model_string_access(vcpu, info, vaddr, STORE);
+    } else {
+        model_access(vcpu, info, vaddr, STORE);
+    }
 }
 
 /// An access by a `rep movs` or `rep stos` when the model costs them
@@ -1010,24 +1006,6 @@ unsafe fn model_string_access(
             VIRTUAL_ACCESSES.fetch_add(u64::from(by_virtual), Ordering::Relaxed);
         }
     });
-}
-
-unsafe extern "C" fn on_model_string_load(
-    vcpu: c_uint,
-    info: sys::qemu_plugin_meminfo_t,
-    vaddr: u64,
-    _userdata: *mut c_void,
-) {
-    model_string_access(vcpu, info, vaddr, false);
-}
-
-unsafe extern "C" fn on_model_string_store(
-    vcpu: c_uint,
-    info: sys::qemu_plugin_meminfo_t,
-    vaddr: u64,
-    _userdata: *mut c_void,
-) {
-    model_string_access(vcpu, info, vaddr, true);
 }
 
 type MemCallback = unsafe extern "C" fn(c_uint, sys::qemu_plugin_meminfo_t, u64, *mut c_void);
@@ -1063,9 +1041,15 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
         let string =
             matches!(end, BlockEnd::String { .. }) && m.model.config.string_bytes_per_cycle > 0;
         let (load, store): (MemCallback, MemCallback) = if string {
-            (on_model_string_load, on_model_string_store)
+            (
+                on_model_access::<false, true>,
+                on_model_access::<true, true>,
+            )
         } else {
-            (on_model_load, on_model_store)
+            (
+                on_model_access::<false, false>,
+                on_model_access::<true, false>,
+            )
         };
         for (callback, rw) in [
             (load, sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_R),
