@@ -66,5 +66,7 @@ for variant in "$@"; do
   same=$(cmp -s "$work/counts-1" "$work/counts-$n" && echo "same counts as variant 1" || echo "COUNTS DIFFER from variant 1")
   printf '%-40s host CPU %7.1f s (wall %6.1f s)  %s\n' \
     "${variant:-(defaults)}" "$(echo "$user + $sys" | bc)" "$wall" "$same"
-  [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$work/model-$n.tsv" "$KEEP/model-$n.tsv"
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP" && cp "$work/model-$n.tsv" "$KEEP/model-$n.tsv"
+  fi
 done
