@@ -281,6 +281,76 @@ impl FakeRunner {
     }
 }
 
+impl FakeRunner {
+    /// A boot that ends before the agent speaks, as asked: QEMU cannot
+    /// start, the host was killed, or the guest hangs in its kernel.
+    fn end_before_the_agent(&self, number: usize, r: &BootRequest) -> Option<BootOutcome> {
+        if let Some(error) = &self.fail_to_start {
+            return Some(BootOutcome {
+                end: BootEnd::QemuFailed {
+                    detail: format!("cannot start qemu: {error}"),
+                },
+                wall: Duration::ZERO,
+            });
+        }
+        if self.crash_after_boots.is_some_and(|n| number > n) {
+            return Some(BootOutcome {
+                end: BootEnd::Interrupted,
+                wall: Duration::ZERO,
+            });
+        }
+        let _ = std::fs::write(&r.console_log, "Linux version 6.1.0-fake\n");
+        self.hang_before_agent.then_some(BootOutcome {
+            end: BootEnd::TimedOut {
+                after_s: r.deadline.as_secs(),
+            },
+            wall: r.deadline,
+        })
+    }
+
+    /// What every run of this boot's time is multiplied by: the slow
+    /// factor for `slow` boots, and the boot's own spread.
+    fn timing_factor(&self, r: &BootRequest, slow: bool) -> f64 {
+        let name = r
+            .console_log
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let slow_factor = if slow && self.slow_factor > 0.0 {
+            self.slow_factor
+        } else {
+            1.0
+        };
+        slow_factor * (1.0 + self.boot_noise * spread_of(&name))
+    }
+}
+
+/// Whether the plugin runs the cycle model, and whether it profiles blocks
+/// beside it.
+fn plugin_output_kind(r: &BootRequest) -> (bool, bool) {
+    let has = |arg: &str| {
+        r.plugin
+            .as_ref()
+            .is_some_and(|p| p.args.iter().any(|a| a == arg))
+    };
+    let model = has("model=cycles");
+    (model, model && !has("profile=off"))
+}
+
+/// The plugin file's header: version 2 with the cycle model, 3 with the
+/// profile on as well.
+fn regions_header(model: bool, model_blocks: bool) -> String {
+    let mut regions = if model_blocks {
+        String::from("# markbench-profile 3\n# model cycles: fake\n")
+    } else if model {
+        String::from("# markbench-profile 2\n# model cycles: fake\n")
+    } else {
+        String::from("# markbench-profile 1\n")
+    };
+    regions.push_str("region\tkind\taddress\tinstructions\n");
+    regions
+}
+
 impl Runner for FakeRunner {
     fn boot(&self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
         // This boot's number, counted from 1 in the order boots started.
@@ -290,28 +360,8 @@ impl Runner for FakeRunner {
             log.len()
         };
         let _under_way = UnderWay::enter(&self.at_once);
-        if let Some(error) = &self.fail_to_start {
-            return BootOutcome {
-                end: BootEnd::QemuFailed {
-                    detail: format!("cannot start qemu: {error}"),
-                },
-                wall: Duration::ZERO,
-            };
-        }
-        if self.crash_after_boots.is_some_and(|n| number > n) {
-            return BootOutcome {
-                end: BootEnd::Interrupted,
-                wall: Duration::ZERO,
-            };
-        }
-        let _ = std::fs::write(&r.console_log, "Linux version 6.1.0-fake\n");
-        if self.hang_before_agent {
-            return BootOutcome {
-                end: BootEnd::TimedOut {
-                    after_s: r.deadline.as_secs(),
-                },
-                wall: r.deadline,
-            };
+        if let Some(ended) = self.end_before_the_agent(number, r) {
+            return ended;
         }
         let job = std::fs::read(&r.initrd)
             .ok()
@@ -334,34 +384,11 @@ impl Runner for FakeRunner {
         // instructions as icount's 16 ns each give the run's time
         // (`fake_region`); version 2 with the cycle model, 3 with the
         // profile on as well.
-        let model = r
-            .plugin
-            .as_ref()
-            .is_some_and(|p| p.args.iter().any(|a| a == "model=cycles"));
-        let model_blocks = model
-            && r.plugin
-                .as_ref()
-                .is_some_and(|p| !p.args.iter().any(|a| a == "profile=off"));
-        let mut regions = if model_blocks {
-            String::from("# markbench-profile 3\n# model cycles: fake\n")
-        } else if model {
-            String::from("# markbench-profile 2\n# model cycles: fake\n")
-        } else {
-            String::from("# markbench-profile 1\n")
-        };
-        regions.push_str("region\tkind\taddress\tinstructions\n");
+        let (model, model_blocks) = plugin_output_kind(r);
+        let mut regions = regions_header(model, model_blocks);
         let mut region = 0usize;
-        let name = r
-            .console_log
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let slow = r.extra_cmdline.contains("slow");
-        let factor = if slow && self.slow_factor > 0.0 {
-            self.slow_factor
-        } else {
-            1.0
-        } * (1.0 + self.boot_noise * spread_of(&name));
+        let factor = self.timing_factor(r, slow);
         let shape = self.slow_memory_accesses.map(|per_instruction| FakeCounts {
             memory_per_instruction: if slow { per_instruction } else { 0.0 },
             costs: r
