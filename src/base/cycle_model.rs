@@ -370,7 +370,7 @@ impl CycleModel {
     }
 
     /// The settings a run directory records, if it was made with the model.
-    pub fn read(dir: &Path) -> Result<Option<CycleModel>, InputError> {
+    pub fn read(dir: &Path) -> anyhow::Result<Option<CycleModel>> {
         let path = dir.join(SETTINGS_FILE);
         if !path.exists() {
             return Ok(None);
@@ -572,9 +572,9 @@ pub fn parse_regions(text: &str, file: &Path) -> Result<Vec<RegionCounts>, Input
 }
 
 /// Reads [`parse_regions`] from the plugin's output file.
-pub fn read_regions(path: &Path) -> Result<Vec<RegionCounts>, InputError> {
+pub fn read_regions(path: &Path) -> anyhow::Result<Vec<RegionCounts>> {
     let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
-    parse_regions(&text, path)
+    Ok(parse_regions(&text, path)?)
 }
 
 #[cfg(test)]

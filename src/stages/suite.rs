@@ -428,10 +428,13 @@ pub fn check_icount_shift(shift: u32) -> Result<(), String> {
 
 impl Suite {
     /// Reads and checks a suite file.
-    pub fn load(path: &Path, lookup: &FragmentLookup) -> Result<Suite, InputError> {
+    pub fn load(path: &Path, lookup: &FragmentLookup) -> anyhow::Result<Suite> {
         use std::io::Read;
         let cannot = |e: std::io::Error| {
-            InputError::new(format!("{}: cannot read suite: {e}", path.display()))
+            crate::base::input_file::io_failure(
+                e,
+                format_args!("{}: cannot read suite", path.display()),
+            )
         };
         // Read at most one byte past the limit: `--suite /dev/zero` (or a
         // log given by mistake) must not fill the memory.
@@ -449,7 +452,8 @@ impl Suite {
                 "{}: not a suite: larger than {} KiB (suite files are a few KiB of TOML)",
                 path.display(),
                 MAX_SUITE_BYTES / 1024
-            )));
+            ))
+            .into());
         }
         let text = String::from_utf8(bytes).map_err(|e| {
             let (line, col) = crate::base::error::line_col(
@@ -461,7 +465,7 @@ impl Suite {
                 path.display()
             ))
         })?;
-        Suite::parse(path, &text, lookup)
+        Ok(Suite::parse(path, &text, lookup)?)
     }
 
     /// `message` as an error at the suite file's top-level `key`: at its

@@ -862,7 +862,7 @@ pub fn check_entry(dir: &Path) -> (Option<KernelImage>, Verdict) {
         "kernel record",
     ) {
         Ok(image) => image,
-        Err(e) => return (None, Verdict::Damaged(e.to_string())),
+        Err(e) => return (None, Verdict::Damaged(format!("{e:#}"))),
     };
     if image.seals.is_empty() {
         if let Some(why) = super::seal::bzimage_header_damage(&dir.join("bzImage")) {

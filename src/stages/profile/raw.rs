@@ -127,9 +127,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
 }
 
 /// Reads and parses the plugin's output file.
-pub fn read(path: &Path) -> Result<Vec<Region>, InputError> {
+pub fn read(path: &Path) -> anyhow::Result<Vec<Region>> {
     let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
-    parse(&text, path)
+    Ok(parse(&text, path)?)
 }
 
 /// Adds a region's instructions, by function, into `into`: each kernel

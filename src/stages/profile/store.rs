@@ -157,7 +157,7 @@ pub fn dir(run: &Path) -> PathBuf {
 
 impl Manifest {
     /// The manifest of a run directory, `None` when the run has no profiles.
-    pub fn read(run: &Path) -> Result<Option<Manifest>, InputError> {
+    pub fn read(run: &Path) -> Result<Option<Manifest>> {
         let path = dir(run).join(MANIFEST_FILE);
         let Some(text) = crate::base::input_file::read_text_if_present(
             &path,
@@ -168,7 +168,7 @@ impl Manifest {
         };
         toml::from_str(&text).map(Some).map_err(|e| {
             let at = e.span().map_or(0, |s| s.start);
-            InputError::at(&path, &text, at, e.message())
+            InputError::at(&path, &text, at, e.message()).into()
         })
     }
 
@@ -324,17 +324,15 @@ pub fn write_names(path: &Path, names: &BTreeSet<String>) -> Result<()> {
 }
 
 /// A name list; a missing file is an empty list (a kernel with nothing of its own).
-pub fn read_names(path: &Path) -> Result<BTreeSet<String>, InputError> {
-    match crate::base::input_file::read_text_if_present(path, crate::base::input_file::Bound::Text)
-    {
-        Ok(Some(t)) => Ok(t
-            .lines()
+pub fn read_names(path: &Path) -> Result<BTreeSet<String>> {
+    let text =
+        crate::base::input_file::read_text_if_present(path, crate::base::input_file::Bound::Text)?;
+    Ok(text.map_or_else(BTreeSet::new, |t| {
+        t.lines()
             .filter(|l| !l.is_empty())
             .map(str::to_string)
-            .collect()),
-        Ok(None) => Ok(BTreeSet::new()),
-        Err(e) => Err(e),
-    }
+            .collect()
+    }))
 }
 
 #[cfg(test)]

@@ -86,9 +86,9 @@ impl SymbolMap {
     }
 
     /// Reads and parses a System.map file.
-    pub fn read(path: &Path) -> Result<SymbolMap, InputError> {
+    pub fn read(path: &Path) -> anyhow::Result<SymbolMap> {
         let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
-        SymbolMap::parse(&text, path)
+        Ok(SymbolMap::parse(&text, path)?)
     }
 
     /// The function containing `address`: the last symbol at or below it,
