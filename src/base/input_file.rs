@@ -48,11 +48,13 @@ pub fn check(path: &Path, bound: Bound) -> anyhow::Result<u64> {
     let meta = std::fs::metadata(path).map_err(|e| cannot_read(path, e))?;
     let kind = meta.file_type();
     if !kind.is_file() {
-        return Err(InputError::new(format!(
-            "{}: not a regular file ({}); markbench reads only regular files here",
-            path.display(),
-            describe(&kind)
-        ))
+        return Err(InputError::in_file(
+            path,
+            format_args!(
+                "not a regular file ({}); markbench reads only regular files here",
+                describe(&kind)
+            ),
+        )
         .into());
     }
     if meta.len() > bound.bytes() {
@@ -157,12 +159,13 @@ fn is_input(e: &std::io::Error) -> bool {
 }
 
 fn too_large(path: &Path, len: u64, bound: Bound) -> InputError {
-    InputError::new(format!(
-        "{}: {} bytes, more than the {} bytes markbench reads from a file of this kind",
-        path.display(),
-        len,
-        bound.bytes()
-    ))
+    InputError::in_file(
+        path,
+        format_args!(
+            "{len} bytes, more than the {} bytes markbench reads from a file of this kind",
+            bound.bytes()
+        ),
+    )
 }
 
 fn describe(kind: &std::fs::FileType) -> &'static str {

@@ -448,22 +448,21 @@ impl Suite {
             .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_end(&mut bytes))
             .map_err(cannot)?;
         if bytes.len() as u64 > MAX_SUITE_BYTES {
-            return Err(InputError::new(format!(
-                "{}: not a suite: larger than {} KiB (suite files are a few KiB of TOML)",
-                path.display(),
-                MAX_SUITE_BYTES / 1024
-            ))
+            return Err(InputError::in_file(
+                path,
+                format_args!(
+                    "not a suite: larger than {} KiB (suite files are a few KiB of TOML)",
+                    MAX_SUITE_BYTES / 1024
+                ),
+            )
             .into());
         }
         let text = String::from_utf8(bytes).map_err(|e| {
-            let (line, col) = crate::base::error::line_col(
+            let position = crate::base::error::line_col(
                 &String::from_utf8_lossy(&e.as_bytes()[..e.utf8_error().valid_up_to()]),
                 usize::MAX,
             );
-            InputError::new(format!(
-                "{}:{line}:{col}: not a suite: the file is not UTF-8 text",
-                path.display()
-            ))
+            InputError::at_line_col(path, position, "not a suite: the file is not UTF-8 text")
         })?;
         Ok(Suite::parse(path, &text, lookup)?)
     }
@@ -475,7 +474,7 @@ impl Suite {
             toml::from_str(&self.text).ok();
         match keys.as_ref().and_then(|k| k.get(key)) {
             Some(value) => InputError::at(&self.path, &self.text, value.span().start, message),
-            None => InputError::new(format!("{}: {message}", self.path.display())),
+            None => InputError::in_file(&self.path, message),
         }
     }
 

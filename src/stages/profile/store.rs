@@ -242,7 +242,7 @@ pub fn write_counts(path: &Path, counts: &Counts) -> Result<()> {
 }
 
 /// Reads one boot's counts; errors name the file and line.
-pub fn read_counts(path: &Path) -> Result<Counts, InputError> {
+pub fn read_counts(path: &Path) -> Result<Counts> {
     let mut counts = Counts::new();
     for_each_row(path, |row: Row| {
         *counts
@@ -259,18 +259,20 @@ pub fn read_counts(path: &Path) -> Result<Counts, InputError> {
 fn for_each_row<R: serde::de::DeserializeOwned>(
     path: &Path,
     mut each: impl FnMut(R),
-) -> Result<(), InputError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(b'\t')
-        .from_path(path)
-        .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+) -> Result<()> {
+    let file = std::fs::File::open(path).map_err(|e| {
+        crate::base::input_file::io_failure(e, format_args!("reading {}", path.display()))
+    })?;
+    let mut reader = csv::ReaderBuilder::new().delimiter(b'\t').from_reader(file);
     for row in reader.deserialize::<R>() {
         each(row.map_err(|e| {
-            InputError::new(format!(
-                "{}:{}: {e}",
-                path.display(),
-                e.position().map_or(0, |p| p.line())
-            ))
+            let line = e.position().map_or(0, |p| p.line() as usize);
+            if e.is_io_error() {
+                // The disk failed mid-read: the machinery's, not the file's.
+                anyhow::Error::new(e).context(format!("{}:{line}", path.display()))
+            } else {
+                InputError::at_line(path, line, e).into()
+            }
         })?);
     }
     Ok(())
@@ -298,7 +300,7 @@ pub fn write_model_counts(path: &Path, counts: &ModelCounts) -> Result<()> {
 }
 
 /// Reads one boot's cycle-model counts; errors name the file and line.
-pub fn read_model_counts(path: &Path) -> Result<ModelCounts, InputError> {
+pub fn read_model_counts(path: &Path) -> Result<ModelCounts> {
     let mut counts = ModelCounts::new();
     for_each_row(path, |row: ModelRow| {
         *counts
@@ -421,6 +423,6 @@ mod tests {
         )
         .unwrap();
         let e = read_counts(&path).unwrap_err();
-        assert!(e.message.contains("x.tsv:3:"), "{}", e.message);
+        assert!(e.to_string().contains("x.tsv:3:"), "{}", e.to_string());
     }
 }
