@@ -129,7 +129,11 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
 }
 
 fn cannot_read(path: &Path, e: std::io::Error) -> anyhow::Error {
-    io_failure(e, format!("{}: cannot be read", path.display()))
+    if is_input(&e) {
+        InputError::in_file(path, format_args!("cannot be read: {e}")).into()
+    } else {
+        io_failure(e, format!("{}: cannot be read", path.display()))
+    }
 }
 
 /// `e`, met opening or reading a file, as an error saying `what` failed
@@ -249,6 +253,11 @@ mod tests {
         assert!(
             text.contains("meta.toml: cannot be read: No such file"),
             "{text}"
+        );
+        let input = e.downcast_ref::<InputError>().unwrap();
+        assert_eq!(
+            input.file.as_deref(),
+            Some(dir.path().join("meta.toml").as_path())
         );
     }
 
