@@ -370,14 +370,14 @@ impl CycleModel {
     }
 
     /// The settings a run directory records, if it was made with the model.
-    pub fn read(dir: &Path) -> Result<Option<CycleModel>, InputError> {
+    pub fn read(dir: &Path) -> anyhow::Result<Option<CycleModel>> {
         let path = dir.join(SETTINGS_FILE);
         if !path.exists() {
             return Ok(None);
         }
         let text = crate::base::input_file::read_text(&path, crate::base::input_file::Bound::Text)?;
-        let mut model: CycleModel = toml::from_str(&text)
-            .map_err(|e| InputError::new(format!("{}: {e}", path.display())))?;
+        let mut model: CycleModel =
+            toml::from_str(&text).map_err(|e| InputError::in_file(&path, e))?;
         // A setting the run's markbench did not have yet: the part it
         // names was not in the model that run ran.
         for s in SETTINGS {
@@ -527,9 +527,7 @@ pub fn parts(region: &RegionCounts) -> BTreeMap<u8, RegionCounts> {
 /// with the model): its `model` lines, region by region. `file` names it in
 /// errors.
 pub fn parse_regions(text: &str, file: &Path) -> Result<Vec<RegionCounts>, InputError> {
-    let at = |line: usize, what: &str| {
-        InputError::new(format!("{}:{}: {what}", file.display(), line + 1))
-    };
+    let at = |line: usize, what: &str| InputError::at_line(file, line + 1, what);
     // Version 3 adds the counts per block, which other kinds of line carry.
     let first = text.lines().next();
     if first != Some("# markbench-profile 2") && first != Some("# markbench-profile 3") {
@@ -572,9 +570,9 @@ pub fn parse_regions(text: &str, file: &Path) -> Result<Vec<RegionCounts>, Input
 }
 
 /// Reads [`parse_regions`] from the plugin's output file.
-pub fn read_regions(path: &Path) -> Result<Vec<RegionCounts>, InputError> {
+pub fn read_regions(path: &Path) -> anyhow::Result<Vec<RegionCounts>> {
     let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
-    parse_regions(&text, path)
+    Ok(parse_regions(&text, path)?)
 }
 
 #[cfg(test)]
@@ -631,10 +629,14 @@ region\tkind\taddress\tinstructions
     #[test]
     fn a_profile_without_the_model_or_a_bad_line_is_an_error_naming_the_line() {
         let e = parse_regions("# markbench-profile 1\n", Path::new("p.tsv")).unwrap_err();
-        assert!(e.message.starts_with("p.tsv:1: "), "{}", e.message);
+        assert!(e.to_string().starts_with("p.tsv:1: "), "{}", e.to_string());
         let bad = RAW.replace("\t400", "\tmany");
         let e = parse_regions(&bad, Path::new("p.tsv")).unwrap_err();
-        assert!(e.message.starts_with("p.tsv:5: bad count"), "{}", e.message);
+        assert!(
+            e.to_string().starts_with("p.tsv:5: bad count"),
+            "{}",
+            e.to_string()
+        );
     }
 
     #[test]

@@ -5,7 +5,12 @@
 //! nothing blocks on it or reads it forever, and a file larger than its
 //! kind's bound is refused before a byte of it is held, so no file can make
 //! markbench allocate without bound. Every refusal is an [`InputError`]
-//! (exit status 2): the file is input to fix.
+//! (exit status 2): the file is input to fix. So is a path that names no
+//! file, or one the user may not read: what to fix is the path or the
+//! file's permissions. A read the system fails (EIO from a failing disk,
+//! a stale NFS handle, no memory) is no fault of the file's: an error of
+//! the machinery (exit status 1) with the system's error kept as its
+//! source, so `{:#}` shows it.
 
 use crate::base::error::InputError;
 use std::io::Read;
@@ -39,57 +44,54 @@ impl Bound {
 /// Whether `path` may be read as a file of kind `bound`: it is a regular
 /// file (links followed) no larger than the bound. The error names the
 /// file and what it is instead.
-pub fn check(path: &Path, bound: Bound) -> Result<u64, InputError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| InputError::new(format!("{}: cannot be read: {e}", path.display())))?;
+pub fn check(path: &Path, bound: Bound) -> anyhow::Result<u64> {
+    let meta = std::fs::metadata(path).map_err(|e| cannot_read(path, e))?;
     let kind = meta.file_type();
     if !kind.is_file() {
-        return Err(InputError::new(format!(
-            "{}: not a regular file ({}); markbench reads only regular files here",
-            path.display(),
-            describe(&kind)
-        )));
+        return Err(InputError::in_file(
+            path,
+            format_args!(
+                "not a regular file ({}); markbench reads only regular files here",
+                describe(&kind)
+            ),
+        )
+        .into());
     }
     if meta.len() > bound.bytes() {
-        return Err(too_large(path, meta.len(), bound));
+        return Err(too_large(path, meta.len(), bound).into());
     }
     Ok(meta.len())
 }
 
 /// The bytes of `path`, a file of kind `bound`.
-pub fn read(path: &Path, bound: Bound) -> Result<Vec<u8>, InputError> {
+pub fn read(path: &Path, bound: Bound) -> anyhow::Result<Vec<u8>> {
     let len = check(path, bound)?;
-    let file = std::fs::File::open(path)
-        .map_err(|e| InputError::new(format!("{}: cannot be read: {e}", path.display())))?;
+    let file = std::fs::File::open(path).map_err(|e| cannot_read(path, e))?;
     // The file may grow between the check and the read: take one byte
     // past the bound to see it, never more.
     let mut bytes = Vec::with_capacity(len as usize);
     file.take(bound.bytes() + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| InputError::new(format!("{}: cannot be read: {e}", path.display())))?;
+        .map_err(|e| cannot_read(path, e))?;
     if bytes.len() as u64 > bound.bytes() {
-        return Err(too_large(path, bytes.len() as u64, bound));
+        return Err(too_large(path, bytes.len() as u64, bound).into());
     }
     Ok(bytes)
 }
 
 /// The text of `path`, a file of kind `bound`, which must be UTF-8.
-pub fn read_text(path: &Path, bound: Bound) -> Result<String, InputError> {
+pub fn read_text(path: &Path, bound: Bound) -> anyhow::Result<String> {
     let bytes = read(path, bound)?;
     String::from_utf8(bytes).map_err(|e| {
         let text = String::from_utf8_lossy(e.as_bytes());
         let offset = e.utf8_error().valid_up_to();
-        let (line, col) = crate::base::error::line_col(&text, offset);
-        InputError::new(format!(
-            "{}:{line}:{col}: not text (invalid UTF-8)",
-            path.display()
-        ))
+        InputError::at(path, &text, offset, "not text (invalid UTF-8)").into()
     })
 }
 
 /// Like [`read_text`], `None` when the file does not exist (an optional
 /// file of a run directory); any other failure is still an error.
-pub fn read_text_if_present(path: &Path, bound: Bound) -> Result<Option<String>, InputError> {
+pub fn read_text_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<String>> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         _ => read_text(path, bound).map(Some),
@@ -103,9 +105,9 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(
     path: &Path,
     bound: Bound,
     what: &str,
-) -> Result<T, InputError> {
+) -> anyhow::Result<T> {
     let text = read_text(path, bound)?;
-    parse_toml(path, &text, what)
+    Ok(parse_toml(path, &text, what)?)
 }
 
 /// `text`, the contents of `path`, parsed as TOML into a `T`; errors as
@@ -126,13 +128,48 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
     })
 }
 
+fn cannot_read(path: &Path, e: std::io::Error) -> anyhow::Error {
+    if is_input(&e) {
+        InputError::in_file(path, format_args!("cannot be read: {e}")).into()
+    } else {
+        io_failure(e, format!("{}: cannot be read", path.display()))
+    }
+}
+
+/// `e`, met opening or reading a file, as an error saying `what` failed
+/// (rendered `what: e` either way): input to fix when the path or the
+/// file's permissions are wrong, else a failure of the machinery with `e`
+/// kept as its source.
+pub fn io_failure(e: std::io::Error, what: impl std::fmt::Display) -> anyhow::Error {
+    if is_input(&e) {
+        InputError::new(format!("{what}: {e}")).into()
+    } else {
+        anyhow::Error::new(e).context(what.to_string())
+    }
+}
+
+/// Whether an error opening or reading a file is the user's to fix: the
+/// path names no file (or goes through a file, or a loop of links, or is
+/// too long), or the file may not be read by this user. Permissions count
+/// as input: the file was named by the user (or lies in a directory the
+/// user named), the fix is theirs (`chmod`, another path), and running
+/// again without it fails the same way. Anything else (EIO, ESTALE, ENOMEM,
+/// EMFILE) is the system's.
+fn is_input(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::ENAMETOOLONG | libc::EACCES)
+    )
+}
+
 fn too_large(path: &Path, len: u64, bound: Bound) -> InputError {
-    InputError::new(format!(
-        "{}: {} bytes, more than the {} bytes markbench reads from a file of this kind",
-        path.display(),
-        len,
-        bound.bytes()
-    ))
+    InputError::in_file(
+        path,
+        format_args!(
+            "{len} bytes, more than the {} bytes markbench reads from a file of this kind",
+            bound.bytes()
+        ),
+    )
 }
 
 fn describe(kind: &std::fs::FileType) -> &'static str {
@@ -205,5 +242,56 @@ mod tests {
         std::fs::write(&path, b"a = 1\nb = \xff\n").unwrap();
         let e = read_text(&path, Bound::Record).unwrap_err().to_string();
         assert!(e.contains("meta.toml:2:5: not text"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_file_is_input_to_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read(&dir.path().join("meta.toml"), Bound::Record).unwrap_err();
+        assert!(is_input_error(&e), "{e:#}");
+        let text = format!("{e:#}");
+        assert!(
+            text.contains("meta.toml: cannot be read: No such file"),
+            "{text}"
+        );
+        let input = e.downcast_ref::<InputError>().unwrap();
+        assert_eq!(
+            input.file.as_deref(),
+            Some(dir.path().join("meta.toml").as_path())
+        );
+    }
+
+    #[test]
+    fn a_failing_disk_is_the_machinery_with_its_error_kept() {
+        let eio = std::io::Error::from_raw_os_error(libc::EIO);
+        let e = cannot_read(Path::new("runs/a/samples.csv"), eio);
+        assert!(!is_input_error(&e), "{e:#}");
+        let source = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<std::io::Error>())
+            .expect("the system's error is kept");
+        assert_eq!(source.raw_os_error(), Some(libc::EIO));
+        let text = format!("{e:#}");
+        assert_eq!(
+            text,
+            format!(
+                "runs/a/samples.csv: cannot be read: {}",
+                std::io::Error::from_raw_os_error(libc::EIO)
+            )
+        );
+        assert!(text.contains("Input/output error"), "{text}");
+    }
+
+    #[test]
+    fn a_file_the_user_may_not_read_is_input_to_fix() {
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let e = cannot_read(Path::new("suite.toml"), denied);
+        assert!(is_input_error(&e), "{e:#}");
+    }
+
+    /// What `exit::ExitStatus::of_error` looks for to end with status 2
+    /// (a peer module, so not called from here).
+    fn is_input_error(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| c.is::<InputError>())
     }
 }

@@ -103,13 +103,15 @@ pub fn split(suite: &Suite, count: u32) -> Result<Vec<Shard>, InputError> {
         return Err(InputError::new("--shards must be at least 1"));
     }
     if n > g * b {
-        return Err(InputError::new(format!(
-            "{}: {count} shards, but this suite has only {} pieces of work ({g} (CPU count, point) \
-             groups × {b} boots); use --shards {} or fewer",
-            suite.path.display(),
-            g * b,
-            g * b
-        )));
+        return Err(InputError::in_file(
+            &suite.path,
+            format_args!(
+                "{count} shards, but this suite has only {} pieces of work ({g} (CPU count, \
+                 point) groups × {b} boots); use --shards {} or fewer",
+                g * b,
+                g * b
+            ),
+        ));
     }
     let piece = |(cpus, step): &(u32, plan::Step), first_boot: u32, end_boot: u32| Piece {
         cpus: *cpus,

@@ -428,10 +428,13 @@ pub fn check_icount_shift(shift: u32) -> Result<(), String> {
 
 impl Suite {
     /// Reads and checks a suite file.
-    pub fn load(path: &Path, lookup: &FragmentLookup) -> Result<Suite, InputError> {
+    pub fn load(path: &Path, lookup: &FragmentLookup) -> anyhow::Result<Suite> {
         use std::io::Read;
         let cannot = |e: std::io::Error| {
-            InputError::new(format!("{}: cannot read suite: {e}", path.display()))
+            crate::base::input_file::io_failure(
+                e,
+                format_args!("{}: cannot read suite", path.display()),
+            )
         };
         // Read at most one byte past the limit: `--suite /dev/zero` (or a
         // log given by mistake) must not fill the memory.
@@ -445,23 +448,23 @@ impl Suite {
             .and_then(|f| f.take(MAX_SUITE_BYTES + 1).read_to_end(&mut bytes))
             .map_err(cannot)?;
         if bytes.len() as u64 > MAX_SUITE_BYTES {
-            return Err(InputError::new(format!(
-                "{}: not a suite: larger than {} KiB (suite files are a few KiB of TOML)",
-                path.display(),
-                MAX_SUITE_BYTES / 1024
-            )));
+            return Err(InputError::in_file(
+                path,
+                format_args!(
+                    "not a suite: larger than {} KiB (suite files are a few KiB of TOML)",
+                    MAX_SUITE_BYTES / 1024
+                ),
+            )
+            .into());
         }
         let text = String::from_utf8(bytes).map_err(|e| {
-            let (line, col) = crate::base::error::line_col(
+            let position = crate::base::error::line_col(
                 &String::from_utf8_lossy(&e.as_bytes()[..e.utf8_error().valid_up_to()]),
                 usize::MAX,
             );
-            InputError::new(format!(
-                "{}:{line}:{col}: not a suite: the file is not UTF-8 text",
-                path.display()
-            ))
+            InputError::at_line_col(path, position, "not a suite: the file is not UTF-8 text")
         })?;
-        Suite::parse(path, &text, lookup)
+        Ok(Suite::parse(path, &text, lookup)?)
     }
 
     /// `message` as an error at the suite file's top-level `key`: at its
@@ -471,7 +474,7 @@ impl Suite {
             toml::from_str(&self.text).ok();
         match keys.as_ref().and_then(|k| k.get(key)) {
             Some(value) => InputError::at(&self.path, &self.text, value.span().start, message),
-            None => InputError::new(format!("{}: {message}", self.path.display())),
+            None => InputError::in_file(&self.path, message),
         }
     }
 

@@ -408,7 +408,7 @@ pub fn check_entry(dir: &Path) -> (Option<CompileTree>, Verdict) {
         "compile-tree record",
     ) {
         Ok(tree) => tree,
-        Err(e) => return (None, Verdict::Damaged(e.to_string())),
+        Err(e) => return (None, Verdict::Damaged(format!("{e:#}"))),
     };
     let archive = dir.join(tree.archive.file_name().unwrap_or_default());
     match &tree.archive_seal {

@@ -188,7 +188,7 @@ impl FragmentSearch {
     }
 
     /// The first fragment called `file_name` along the search, if any.
-    pub fn find(&self, file_name: &str) -> Result<Option<Fragment>, InputError> {
+    pub fn find(&self, file_name: &str) -> anyhow::Result<Option<Fragment>> {
         for dir in &self.dirs {
             let path = dir.path.join(file_name);
             if path.is_file() {
@@ -244,12 +244,13 @@ impl FragmentSearch {
     }
 
     /// The base fragment and the fragment of kernel `name`, as found.
-    pub fn kernel(&self, name: &str) -> Result<Vec<Fragment>, InputError> {
+    pub fn kernel(&self, name: &str) -> anyhow::Result<Vec<Fragment>> {
         [BASE.to_string(), format!("{name}.config")]
             .iter()
             .map(|file| {
                 self.find(file)?.ok_or_else(|| {
                     InputError::new(format!("kernel {name:?}: no {file} in {}", self.describe()))
+                        .into()
                 })
             })
             .collect()

@@ -75,11 +75,16 @@ impl KernelBase {
             "tinyconfig" => Ok(KernelBase::Tinyconfig),
             "defconfig" => Ok(KernelBase::Defconfig),
             _ => {
-                let text = std::fs::read_to_string(resolved).map_err(|e| {
+                // Through the bounded reader: a FIFO or `/dev/zero` named
+                // by mistake is refused by name, not read forever.
+                let text = crate::base::input_file::read_text(
+                    resolved,
+                    crate::base::input_file::Bound::Record,
+                )
+                .map_err(|e| {
                     format!(
-                        "base: {} cannot be read ({e}); base is \"tinyconfig\", \"defconfig\" \
-                         or the path of a full .config (relative to the suite file)",
-                        resolved.display()
+                        "base: {e:#}; base is \"tinyconfig\", \"defconfig\" or the path of a \
+                         full .config (relative to the suite file)"
                     )
                 })?;
                 if !text.lines().any(|l| l.starts_with("CONFIG_")) {
@@ -862,7 +867,7 @@ pub fn check_entry(dir: &Path) -> (Option<KernelImage>, Verdict) {
         "kernel record",
     ) {
         Ok(image) => image,
-        Err(e) => return (None, Verdict::Damaged(e.to_string())),
+        Err(e) => return (None, Verdict::Damaged(format!("{e:#}"))),
     };
     if image.seals.is_empty() {
         if let Some(why) = super::seal::bzimage_header_damage(&dir.join("bzImage")) {
@@ -1130,6 +1135,8 @@ mod tests {
             e.contains("cannot be read") && e.contains("defconfig"),
             "{e}"
         );
+        let e = KernelBase::from_setting("zero", Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("not a regular file (a character device)"), "{e}");
         assert_eq!(
             KernelBase::from_setting("defconfig", Path::new("x")).unwrap(),
             KernelBase::Defconfig

@@ -36,10 +36,10 @@ impl KernelSource {
     pub fn from_path(path: &Path) -> Result<KernelSource, InputError> {
         if path.is_dir() {
             if !path.join("Makefile").is_file() || !path.join("Kconfig").is_file() {
-                return Err(InputError::new(format!(
-                    "{}: not a kernel source tree (no Makefile and Kconfig)",
-                    path.display()
-                )));
+                return Err(InputError::in_file(
+                    path,
+                    "not a kernel source tree (no Makefile and Kconfig)",
+                ));
             }
             Ok(KernelSource::Tree(path.to_path_buf()))
         } else if path.is_file() {
@@ -216,7 +216,10 @@ impl ResolvedOrigin {
         let mut patches = Vec::new();
         for path in &origin.patches {
             let bytes = std::fs::read(path).map_err(|e| {
-                InputError::new(format!("patch {}: cannot read it: {e}", path.display()))
+                crate::base::input_file::io_failure(
+                    e,
+                    format_args!("patch {}: cannot read it", path.display()),
+                )
             })?;
             let name = path
                 .file_name()

@@ -11,7 +11,9 @@
 //! group is the value, and each is a point of its own. A run whose output
 //! lacks a declared metric is a failed run, never a zero.
 
-use super::{check_guest_path, output_tail, GuestFile, Guest, Measurement, Refusal, Workload};
+use super::{
+    check_guest_path, output_tail, Guest, GuestFile, Measurement, OutputError, Refusal, Workload,
+};
 use crate::base::cycle_model::is_model_metric;
 use crate::base::protocol::RunRecord;
 use serde::{Deserialize, Serialize};
@@ -47,17 +49,22 @@ pub struct OutputMetric {
     pub higher_is_better: bool,
 }
 
+/// The workload's kind, as a suite names it and its errors begin.
+const KIND: &str = "command";
+
 impl OutputMetric {
+    /// The metric's pattern compiled; else what is wrong with it (without
+    /// the workload's name, which the caller's error adds).
     fn regex(&self) -> Result<regex::Regex, String> {
         let re = regex::Regex::new(&self.pattern).map_err(|e| {
             format!(
-                "command: metric {:?}: pattern {:?} does not compile: {e}",
+                "metric {:?}: pattern {:?} does not compile: {e}",
                 self.name, self.pattern
             )
         })?;
         if re.captures_len() != 2 {
             return Err(format!(
-                "command: metric {:?}: pattern {:?} has {} capture groups; it needs exactly \
+                "metric {:?}: pattern {:?} has {} capture groups; it needs exactly \
                  one, around the value (make others non-capturing: `(?:…)`)",
                 self.name,
                 self.pattern,
@@ -68,28 +75,34 @@ impl OutputMetric {
     }
 
     /// The value in `output`: the capture of the pattern's first match.
-    pub fn read(&self, output: &str) -> Result<f64, String> {
-        let re = self.regex()?;
+    pub fn read(&self, output: &str) -> Result<f64, OutputError> {
+        // The suite's check compiled the pattern already; a pattern that
+        // does not is told as the suite's error, here as the output's.
+        let re = self.regex().map_err(|e| OutputError::new(KIND, e))?;
         let Some(captured) = re.captures(output).and_then(|c| c.get(1)) else {
-            return Err(format!(
-                "command: metric {:?}: pattern {:?} matched nothing in the output; its last \
-                 lines:\n{}",
-                self.name,
-                self.pattern,
-                output_tail(output)
-            ));
+            return Err(OutputError::new(
+                KIND,
+                format!(
+                    "metric {:?}: pattern {:?} matched nothing in the output",
+                    self.name, self.pattern
+                ),
+            )
+            .with_output(output_tail(output)));
         };
         let text = captured.as_str().trim();
         text.parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
             .ok_or_else(|| {
-                format!(
-                    "command: metric {:?}: pattern {:?} captured {text:?}, not a number; the \
-                     output's last lines:\n{}",
-                    self.name,
-                    self.pattern,
-                    output_tail(output)
+                let (number, line) = super::output::line_at(output, captured.start());
+                OutputError::at_line(
+                    KIND,
+                    number,
+                    line,
+                    format!(
+                        "metric {:?}: pattern {:?} captured {text:?}, not a number",
+                        self.name, self.pattern
+                    ),
                 )
             })
     }
@@ -139,7 +152,7 @@ impl CommandSpec {
                 ));
             }
             m.regex()
-                .map_err(|e| Refusal::near(e, "pattern", &m.pattern))?;
+                .map_err(|e| Refusal::near(format!("{KIND}: {e}"), "pattern", &m.pattern))?;
         }
         Ok(())
     }
@@ -200,7 +213,7 @@ impl Workload for CommandSpec {
             .collect()
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         if self.metrics.is_empty() {
             return Ok(vec![Measurement::elapsed_time(record)]);
         }
@@ -310,11 +323,29 @@ higher_is_better = false
         );
         let e = spec
             .measure(&record("line 1\nsegmentation fault\n"))
-            .unwrap_err();
+            .unwrap_err().to_string();
         assert!(e.contains("\"rate\"") && e.contains("matched nothing"), "{e}");
         assert!(e.ends_with("line 1\nsegmentation fault"), "{e}");
-        let e = spec.measure(&record("rate: \n")).unwrap_err();
+        let e = spec.measure(&record("rate: \n")).unwrap_err().to_string();
         assert!(e.contains("matched nothing"), "{e}");
+    }
+
+    #[test]
+    fn a_captured_value_that_is_no_number_names_its_line() {
+        let spec = spec(
+            "argv = [\"/bin/x\"]\n[[metric]]\nname = \"rate\"\npattern = 'rate: (\\S+)'\nunit = \"1/s\"\nhigher_is_better = true\n",
+        );
+        let e = spec
+            .measure(&record("starting\nrate: many\ndone\n"))
+            .unwrap_err();
+        assert_eq!(e.workload, "command");
+        let line = e.line.as_ref().expect("the error names its line");
+        assert_eq!((line.number, line.text.as_str()), (2, "rate: many"));
+        assert_eq!(
+            e.to_string(),
+            "command: line 2 of the output: metric \"rate\": pattern \"rate: (\\\\S+)\" captured \
+             \"many\", not a number: \"rate: many\""
+        );
     }
 
     #[test]

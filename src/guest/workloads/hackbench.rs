@@ -12,7 +12,7 @@
 //! figure hackbench prints itself (`Time: 1.234`, what the seeds tabulated)
 //! must be present, or the run is not counted: it proves hackbench finished.
 
-use super::{Guest, Measurement, Refusal, Workload};
+use super::{Guest, Measurement, OutputError, Refusal, Workload};
 use crate::base::protocol::{Directive, RunRecord};
 use serde::{Deserialize, Serialize};
 
@@ -150,12 +150,9 @@ impl Workload for HackbenchSpec {
         argv
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         reported_time(&record.output).ok_or_else(|| {
-            format!(
-                "hackbench printed no `Time:` line; output: {}",
-                record.output.trim()
-            )
+            OutputError::new("hackbench", "no `Time:` line").with_output(record.output.trim())
         })?;
         Ok(vec![Measurement::elapsed_time(record)])
     }
@@ -224,7 +221,7 @@ Time: 0.412\n";
     fn output_without_time_is_an_error() {
         let e = spec()
             .measure(&record("hackbench: fork failed\n", 1))
-            .unwrap_err();
+            .unwrap_err().to_string();
         assert!(e.contains("no `Time:` line"), "{e}");
     }
 }

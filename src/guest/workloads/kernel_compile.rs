@@ -18,7 +18,7 @@
 //! mtimes, a missing file) and the time measured would not be a compile of
 //! the targets.
 
-use super::{Guest, Measurement, Refusal, Workload};
+use super::{Guest, Measurement, OutputError, Refusal, Workload};
 use crate::guest::images::compile_tree::{
     BUILD_IDENTITY, GUEST_OBJECTS_MAKEFILE, GUEST_TREE, PREPARED_MARKER, REWRITTEN_BY_EVERY_MAKE,
 };
@@ -243,20 +243,23 @@ impl Workload for KernelCompileSpec {
         argv
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         let log = read_build_log(&record.output);
         if let Some(line) = log.preparation {
-            return Err(format!(
-                "kernel-compile: Kbuild redid preparation work inside the timed run ({line:?}); \
-                 the shipped tree was not up to date in the guest"
-            ));
+            let problem = "Kbuild redid preparation work inside the timed run; the shipped tree \
+                           was not up to date in the guest";
+            let number = record.output.lines().position(|l| l.trim() == line.trim());
+            return Err(match number {
+                Some(i) => OutputError::at_line("kernel-compile", i + 1, &line, problem),
+                None => OutputError::new("kernel-compile", format!("{problem} ({line:?})")),
+            });
         }
         if log.objects_compiled == 0 {
-            return Err(format!(
-                "kernel-compile: make compiled nothing (were the previous objects removed?); \
-                 output: {}",
-                record.output.trim()
-            ));
+            return Err(OutputError::new(
+                "kernel-compile",
+                "make compiled nothing (were the previous objects removed?)",
+            )
+            .with_output(record.output.trim()));
         }
         let seconds = |ns: u64| ns as f64 / 1e9;
         Ok([
@@ -353,14 +356,24 @@ mod tests {
             "  DESCEND objtool\n",
             "  DESCEND objtool\n  SYSHDR  arch/x86/include/generated/uapi/asm/unistd_64.h\n  UPD     include/generated/timeconst.h\n",
         );
-        let e = spec().measure(&record).unwrap_err();
+        let e = spec().measure(&record).unwrap_err().to_string();
         assert!(e.contains("UPD     include/generated/timeconst.h"), "{e}");
+        let number = record
+            .output
+            .lines()
+            .position(|l| l.contains("UPD     include/generated/timeconst.h"))
+            .unwrap()
+            + 1;
+        assert!(
+            e.starts_with(&format!("kernel-compile: line {number} of the output: ")),
+            "{e}"
+        );
         let mut objtool = captured();
         objtool.output = objtool.output.replace(
             "  DESCEND objtool\n",
             "  DESCEND objtool\n  HOSTCC  /x/build/tools/objtool/fixdep.o\n",
         );
-        assert!(spec().measure(&objtool).unwrap_err().contains("redid preparation"));
+        assert!(spec().measure(&objtool).unwrap_err().to_string().contains("redid preparation"));
     }
 
     #[test]
@@ -369,7 +382,7 @@ mod tests {
         record.output =
             "make: Entering directory '/usr/src/linux'\n  CALL    scripts/checksyscalls.sh\n"
                 .into();
-        assert!(spec().measure(&record).unwrap_err().contains("compiled nothing"));
+        assert!(spec().measure(&record).unwrap_err().to_string().contains("compiled nothing"));
     }
 
     #[test]

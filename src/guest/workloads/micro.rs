@@ -30,7 +30,7 @@
 //! loop becomes a metric of its own, `LOOP/MARKER/POINT` per iteration
 //! (`empty/dormant/estimated-cycles`), beside the whole run's points.
 
-use super::{Guest, Measurement, ModelParts, Refusal, Workload};
+use super::{Guest, Measurement, ModelParts, OutputError, Refusal, Workload};
 use crate::base::protocol::RunRecord;
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +39,9 @@ pub const PROC_FILE: &str = "/proc/markbench_micro";
 
 /// The prefix of every line the kernel code prints.
 const LINE_PREFIX: &str = "markbench-micro";
+
+/// The workload's kind, as a suite names it and its errors begin.
+const KIND: &str = "micro";
 
 /// The kernel code refuses counts above this (a loop of 10⁹ iterations with
 /// interrupts off is already far past what a guest tolerates).
@@ -158,7 +161,7 @@ impl Timing {
     }
 }
 
-/// Reads `key=value` from one field.
+/// Reads `key=value` from one field; the error says what was expected.
 fn field<'a>(token: Option<&'a str>, key: &str) -> Result<&'a str, String> {
     token
         .and_then(|t| t.strip_prefix(key))
@@ -166,7 +169,8 @@ fn field<'a>(token: Option<&'a str>, key: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("expected {key}=…"))
 }
 
-/// One `markbench-micro loop=… marker=… iterations=… cycles=…` line.
+/// One `markbench-micro loop=… marker=… iterations=… cycles=…` line; the
+/// error says what is wrong with it ([`parse`] adds where it is).
 fn parse_line(line: &str) -> Result<Timing, String> {
     let mut tokens = line.split_whitespace().skip(1);
     let l = field(tokens.next(), "loop")?;
@@ -196,7 +200,7 @@ fn parse_line(line: &str) -> Result<Timing, String> {
 /// Every (loop, marker) timing of the kernel code's output, in the order
 /// of [`Loop::ALL`] × [`Marker::ALL`]; an error naming the first line that
 /// does not read, or the measurements missing or given twice.
-pub fn parse(output: &str) -> Result<Vec<Timing>, String> {
+pub fn parse(output: &str) -> Result<Vec<Timing>, OutputError> {
     let mut timings: Vec<Timing> = Vec::new();
     for (number, line) in output.lines().enumerate() {
         let line = line.trim();
@@ -205,15 +209,16 @@ pub fn parse(output: &str) -> Result<Vec<Timing>, String> {
         if !is_ours || line.contains("jump_label=") {
             continue;
         }
-        let t = parse_line(line).map_err(|e| format!("line {}: {e}: {line:?}", number + 1))?;
+        let t = parse_line(line).map_err(|e| OutputError::at_line(KIND, number + 1, line, e))?;
         if timings
             .iter()
             .any(|s| (s.l, s.marker) == (t.l, t.marker))
         {
-            return Err(format!(
-                "line {}: {} given twice: {line:?}",
+            return Err(OutputError::at_line(
+                KIND,
                 number + 1,
-                metric(t.l, t.marker)
+                line,
+                format!("{} given twice", metric(t.l, t.marker)),
             ));
         }
         timings.push(t);
@@ -225,10 +230,14 @@ pub fn parse(output: &str) -> Result<Vec<Timing>, String> {
         .map(|(l, m)| metric(l, m))
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "no {} line for {} (is the kernel built with {PROC_FILE}, CONFIG_MARKBENCH_MICRO?)",
-            LINE_PREFIX,
-            missing.join(", ")
+        return Err(OutputError::new(
+            KIND,
+            format!(
+                "no {} line for {} (is the kernel built with {PROC_FILE}, \
+                 CONFIG_MARKBENCH_MICRO?)",
+                LINE_PREFIX,
+                missing.join(", ")
+            ),
         ));
     }
     timings.sort_by_key(|t| (t.l, t.marker));
@@ -241,21 +250,27 @@ pub fn parse(output: &str) -> Result<Vec<Timing>, String> {
 pub fn model_measurements(
     timings: &[Timing],
     parts: &ModelParts,
-) -> Result<Vec<Measurement>, String> {
+) -> Result<Vec<Measurement>, OutputError> {
     let known: Vec<u8> = timings.iter().map(|t| part(t.l, t.marker)).collect();
     if let Some(unknown) = parts.keys().find(|p| !known.contains(p)) {
-        return Err(format!(
-            "the cycle model counted a part {unknown}, which is no loop's (0 to {})",
-            Loop::ALL.len() * Marker::ALL.len() - 1
+        return Err(OutputError::new(
+            KIND,
+            format!(
+                "the cycle model counted a part {unknown}, which is no loop's (0 to {})",
+                Loop::ALL.len() * Marker::ALL.len() - 1
+            ),
         ));
     }
     let mut out = Vec::new();
     for t in timings {
         let Some(counts) = parts.get(&part(t.l, t.marker)) else {
-            return Err(format!(
-                "the cycle model counted no part {} ({})",
-                part(t.l, t.marker),
-                metric(t.l, t.marker)
+            return Err(OutputError::new(
+                KIND,
+                format!(
+                    "the cycle model counted no part {} ({})",
+                    part(t.l, t.marker),
+                    metric(t.l, t.marker)
+                ),
             ));
         };
         for (point, unit, value) in crate::base::cycle_model::metrics(counts) {
@@ -339,12 +354,9 @@ impl Workload for MicroSpec {
         ]
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         let timings = parse(&record.output).map_err(|e| {
-            format!(
-                "micro: {e}; output: {}",
-                record.output.trim().chars().take(400).collect::<String>()
-            )
+            e.with_output(record.output.trim().chars().take(400).collect::<String>())
         })?;
         Ok(measurements(&timings))
     }
@@ -353,9 +365,9 @@ impl Workload for MicroSpec {
         &self,
         record: &RunRecord,
         parts: &ModelParts,
-    ) -> Result<Vec<Measurement>, String> {
-        let timings = parse(&record.output).map_err(|e| format!("micro: {e}"))?;
-        model_measurements(&timings, parts).map_err(|e| format!("micro: {e}"))
+    ) -> Result<Vec<Measurement>, OutputError> {
+        let timings = parse(&record.output)?;
+        model_measurements(&timings, parts)
     }
 
     fn describe(&self, params: &str) -> String {
@@ -443,10 +455,10 @@ mod tests {
             .filter(|l| !l.contains("loop=memcpy marker=dormant"))
             .map(|l| format!("{l}\n"))
             .collect();
-        let e = spec().measure(&record(&text)).unwrap_err();
-        assert!(e.contains("no markbench-micro line for memcpy/dormant"), "{e}");
+        let e = spec().measure(&record(&text)).unwrap_err().to_string();
+        assert!(e.starts_with("micro: no markbench-micro line for memcpy/dormant"), "{e}");
         assert!(!e.contains("empty/none"), "{e}");
-        let e = spec().measure(&record("sh: can't create /proc/markbench_micro: nonexistent directory\n")).unwrap_err();
+        let e = spec().measure(&record("sh: can't create /proc/markbench_micro: nonexistent directory\n")).unwrap_err().to_string();
         assert!(e.contains("empty/none") && e.contains("CONFIG_MARKBENCH_MICRO"), "{e}");
     }
 
@@ -462,14 +474,17 @@ mod tests {
         ] {
             let text = format!("markbench-micro jump_label=n\n{bad}\n");
             let e = parse(&text).unwrap_err();
-            assert!(e.starts_with("line 2: ") && e.contains(why), "{bad}: {e}");
+            assert_eq!(e.line.as_ref().map(|l| (l.number, l.text.as_str())), Some((2, bad)));
+            assert!(e.problem.contains(why), "{bad}: {e}");
+            let e = e.to_string();
+            assert!(e.starts_with("micro: line 2 of the output: ") && e.contains(why), "{bad}: {e}");
         }
         let twice = format!(
             "{}markbench-micro loop=empty marker=none iterations=1 cycles=5\n",
             output([1, 2, 3, 4, 5, 6])
         );
-        let e = parse(&twice).unwrap_err();
-        assert!(e.contains("line 8: empty/none given twice"), "{e}");
+        let e = parse(&twice).unwrap_err().to_string();
+        assert!(e.contains("line 8 of the output: empty/none given twice"), "{e}");
     }
 
     #[test]
@@ -541,11 +556,11 @@ mod tests {
         let text = output([1, 2, 3, 4, 5, 6]);
         let mut parts = all_parts();
         parts.remove(&part(Loop::Memcpy, Marker::Dormant));
-        let e = spec().model_parts(&record(&text), &parts).unwrap_err();
+        let e = spec().model_parts(&record(&text), &parts).unwrap_err().to_string();
         assert!(e.contains("no part 4 (memcpy/dormant)"), "{e}");
         let mut parts = all_parts();
         parts.insert(9, counts(1, 0, 0));
-        let e = spec().model_parts(&record(&text), &parts).unwrap_err();
+        let e = spec().model_parts(&record(&text), &parts).unwrap_err().to_string();
         assert!(e.contains("a part 9, which is no loop's"), "{e}");
     }
 

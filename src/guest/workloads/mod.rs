@@ -13,6 +13,9 @@ use crate::base::protocol::{Directive, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod output;
+pub use output::OutputError;
+
 /// The cycle model's counts of the parts of one timed run, by part number.
 pub type ModelParts = BTreeMap<u8, crate::base::cycle_model::RegionCounts>;
 
@@ -166,7 +169,7 @@ pub trait Workload {
     /// Measurements from one timed run that exited 0; an error when the
     /// output does not look like a successful run (a sample that cannot be
     /// trusted is not a sample).
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String>;
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError>;
 
     /// Measurements from the cycle model's counts of the parts the guest
     /// marked inside one timed run (see [`crate::base::cycle_model::parts`]),
@@ -177,7 +180,7 @@ pub trait Workload {
         &self,
         _record: &RunRecord,
         _parts: &ModelParts,
-    ) -> Result<Vec<Measurement>, String> {
+    ) -> Result<Vec<Measurement>, OutputError> {
         Ok(Vec::new())
     }
 
@@ -272,14 +275,14 @@ macro_rules! workloads {
             fn command(&self, param: u64) -> Vec<String> {
                 match self { $(WorkloadKind::$variant(w) => w.command(param),)+ }
             }
-            fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+            fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
                 match self { $(WorkloadKind::$variant(w) => w.measure(record),)+ }
             }
             fn model_parts(
                 &self,
                 record: &RunRecord,
                 parts: &ModelParts,
-            ) -> Result<Vec<Measurement>, String> {
+            ) -> Result<Vec<Measurement>, OutputError> {
                 match self { $(WorkloadKind::$variant(w) => w.model_parts(record, parts),)+ }
             }
             fn describe(&self, params: &str) -> String {
@@ -328,9 +331,9 @@ pub enum MeasureError {
         output: String,
     },
     /// It exited 0, but its output does not look like a successful run
-    /// (the workload's parser says why).
-    #[error("{0}")]
-    Output(String),
+    /// (the workload's parser says where and why).
+    #[error(transparent)]
+    Output(#[from] OutputError),
 }
 
 /// A `[[workload]]` of a suite: the keys every workload has, and its kind's
@@ -502,7 +505,7 @@ impl WorkloadSpec {
         &self,
         record: &RunRecord,
         parts: &ModelParts,
-    ) -> Result<Vec<Measurement>, String> {
+    ) -> Result<Vec<Measurement>, OutputError> {
         self.kind.model_parts(record, parts)
     }
 
@@ -667,6 +670,10 @@ mod tests {
         );
         let silent = s.measure(&run(0, "nothing\n")).unwrap_err();
         assert!(matches!(silent, MeasureError::Output(_)), "{silent:?}");
+        assert_eq!(
+            silent.to_string(),
+            "hackbench: no `Time:` line; output: nothing"
+        );
     }
 
     #[test]

@@ -37,7 +37,7 @@
 //! operation, its code path length: not cycles, cache misses or lock
 //! contention as real hardware would show them.
 
-use super::{output_tail, Guest, Measurement, Refusal, Workload};
+use super::{output_tail, Guest, Measurement, OutputError, Refusal, Workload};
 use crate::base::protocol::{Directive, RunRecord};
 use serde::{Deserialize, Serialize};
 
@@ -249,7 +249,7 @@ impl Workload for PerfBenchSpec {
         argv
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         let output = &record.output;
         let (metric, unit, higher_is_better, line, value) = match self.bench {
             PerfBench::SchedPipe | PerfBench::SyscallBasic => (
@@ -276,17 +276,21 @@ impl Workload for PerfBenchSpec {
         };
         let bench = self.bench.name();
         let value = value.ok_or_else(|| {
-            format!(
-                "perf-bench: perf bench {bench} printed no `{line}` line; its output ends:\n{}",
-                output_tail(output)
+            OutputError::new(
+                "perf-bench",
+                format!("perf bench {bench} printed no `{line}` line"),
             )
+            .with_output(output_tail(output))
         })?;
         // perf times with gettimeofday (µs): a run shorter than its
         // resolution prints 0, which is no measurement.
         if !value.is_finite() || value <= 0.0 {
-            return Err(format!(
-                "perf-bench: perf bench {bench} printed {value} {unit} (below its clock's \
-                 resolution?); give it more work"
+            return Err(OutputError::new(
+                "perf-bench",
+                format!(
+                    "perf bench {bench} printed {value} {unit} (below its clock's \
+                     resolution?); give it more work"
+                ),
             ));
         }
         Ok(vec![Measurement {
@@ -461,21 +465,21 @@ Averaged 1407488 operations/sec (+- 18.88%), total secs = 1
     #[test]
     fn output_without_the_figure_is_an_error_showing_its_end() {
         let pipe = spec("bench = \"sched pipe\"");
-        let e = pipe.measure(&record(SCHED_MESSAGING)).unwrap_err();
+        let e = pipe.measure(&record(SCHED_MESSAGING)).unwrap_err().to_string();
         assert!(
             e.starts_with("perf-bench: perf bench sched pipe printed no `usecs/op` line")
                 && e.ends_with("     Total time: 0.136 [sec]"),
             "{e}"
         );
         let futex = spec("bench = \"futex hash\"");
-        let e = futex.measure(&record(SCHED_PIPE)).unwrap_err();
+        let e = futex.measure(&record(SCHED_PIPE)).unwrap_err().to_string();
         assert!(e.contains("futex hash printed no `Averaged"), "{e}");
         let long: String = (1..=30).map(|i| format!("line {i}\n")).collect();
         assert_eq!(output_tail(&long).lines().next(), Some("line 21"));
         let zero = SYSCALL_BASIC.replace("0.206320", "0.000000");
         let e = spec("bench = \"syscall basic\"")
             .measure(&record(&zero))
-            .unwrap_err();
+            .unwrap_err().to_string();
         assert!(e.contains("printed 0 µs"), "{e}");
     }
 

@@ -4,7 +4,7 @@
 //! CLOCK_MONOTONIC wall time, higher is better (the mail divided the packet
 //! count by `time`'s real seconds the same way).
 
-use super::{Guest, Measurement, Refusal, Workload};
+use super::{Guest, Measurement, OutputError, Refusal, Workload};
 use crate::base::protocol::{Directive, RunRecord};
 use serde::{Deserialize, Serialize};
 
@@ -81,23 +81,24 @@ impl Workload for PingFloodSpec {
         ]
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         let (transmitted, received) = packet_counts(&record.output).ok_or_else(|| {
-            format!(
-                "ping printed no statistics; output: {}",
-                record.output.trim()
-            )
+            OutputError::new("ping-flood", "ping printed no statistics")
+                .with_output(record.output.trim())
         })?;
         if transmitted == 0 || record.elapsed_ns == 0 {
-            return Err(format!(
-                "ping transmitted nothing; output: {}",
-                record.output.trim()
-            ));
+            return Err(
+                OutputError::new("ping-flood", "ping transmitted nothing")
+                    .with_output(record.output.trim()),
+            );
         }
         if received < transmitted {
-            return Err(format!(
-                "ping lost {} of {transmitted} packets on loopback",
-                transmitted - received
+            return Err(OutputError::new(
+                "ping-flood",
+                format!(
+                    "ping lost {} of {transmitted} packets on loopback",
+                    transmitted - received
+                ),
             ));
         }
         Ok(vec![Measurement {
@@ -150,10 +151,10 @@ rtt min/avg/max/mdev = 0.013/0.088/45.604/1.182 ms, pipe 2, ipg/ewma 0.188/0.035
     fn losses_and_missing_statistics_are_errors() {
         let lossy = CAPTURED.replace("2000 received", "1990 received");
         assert!(PING.measure(&record(&lossy))
-            .unwrap_err()
+            .unwrap_err().to_string()
             .contains("lost 10 of 2000"));
         assert!(PING.measure(&record("ping: socket: Operation not permitted\n"))
-            .unwrap_err()
+            .unwrap_err().to_string()
             .contains("no statistics"));
     }
 

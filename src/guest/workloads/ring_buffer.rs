@@ -29,12 +29,15 @@
 //! and the producer runs at nice 19, so anything else running in the boot
 //! takes its time from the period.
 
-use super::{Guest, Measurement, Refusal, Workload};
+use super::{Guest, Measurement, OutputError, Refusal, Workload};
 use crate::base::protocol::RunRecord;
 use serde::{Deserialize, Serialize};
 
 /// Where the guest mounts tracefs.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The workload's kind, as a suite names it and its errors begin.
+const KIND: &str = "ring-buffer";
 
 /// The benchmark's parameters in sysfs: present when it is built in.
 const MODULE_DIR: &str = "/sys/module/ring_buffer_benchmark";
@@ -119,7 +122,7 @@ fn number_after(line: &str, key: &str) -> Option<u64> {
 /// a zero time) or one missing a figure is an error: its figures would not be
 /// the benchmark's. Lines before the first `Starting` (a period already under
 /// way) are ignored.
-pub fn parse_periods(output: &str) -> Result<Vec<Period>, String> {
+pub fn parse_periods(output: &str) -> Result<Vec<Period>, OutputError> {
     #[derive(Default)]
     struct Partial {
         time_us: Option<u64>,
@@ -129,7 +132,8 @@ pub fn parse_periods(output: &str) -> Result<Vec<Period>, String> {
     }
     let mut periods = Vec::new();
     let mut current: Option<Partial> = None;
-    for line in output.lines() {
+    for (index, line) in output.lines().enumerate() {
+        let at = |problem: String| OutputError::at_line(KIND, index + 1, line, problem);
         if line.contains("Starting ring buffer hammer") {
             current = Some(Partial::default());
             continue;
@@ -137,14 +141,14 @@ pub fn parse_periods(output: &str) -> Result<Vec<Period>, String> {
         let Some(p) = current.as_mut() else { continue };
         let number = periods.len() + 1;
         if line.contains("ERROR!") {
-            return Err(format!(
-                "ring-buffer: period {number}: the benchmark found an error in the ring buffer's contents"
-            ));
+            return Err(at(format!(
+                "period {number}: the benchmark found an error in the ring buffer's contents"
+            )));
         }
         if line.contains("TIME IS ZERO") {
-            return Err(format!(
-                "ring-buffer: period {number}: the benchmark measured a time of zero"
-            ));
+            return Err(at(format!(
+                "period {number}: the benchmark measured a time of zero"
+            )));
         }
         if let Some(v) = number_after(line, "Time:") {
             p.time_us = Some(v);
@@ -172,10 +176,10 @@ pub fn parse_periods(output: &str) -> Result<Vec<Period>, String> {
                     })
                 }
                 _ => {
-                    return Err(format!(
-                        "ring-buffer: period {number} ended without its Time, Hit, Entries per \
-                         millisec and ns per entry lines"
-                    ))
+                    return Err(at(format!(
+                        "period {number} ended without its Time, Hit, Entries per millisec \
+                         and ns per entry lines"
+                    )))
                 }
             }
         }
@@ -227,19 +231,19 @@ impl Workload for RingBufferSpec {
         ]
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         let periods = parse_periods(&record.output)?;
         if periods.is_empty() {
-            return Err(format!(
-                "ring-buffer: no complete benchmark period in the trace; output: {}",
-                record.output.trim()
-            ));
+            return Err(
+                OutputError::new(KIND, "no complete benchmark period in the trace")
+                    .with_output(record.output.trim()),
+            );
         }
         let mean = |f: fn(&Period) -> u64| {
             periods.iter().map(|p| f(p) as f64).sum::<f64>() / periods.len() as f64
         };
         if periods.iter().any(|p| p.hit == 0 || p.time_us == 0) {
-            return Err("ring-buffer: a period wrote no events".into());
+            return Err(OutputError::new(KIND, "a period wrote no events"));
         }
         Ok(vec![
             Measurement {
@@ -364,7 +368,7 @@ mod tests {
         // Cut off before the Sleeping line (the run's wait ran out).
         let cut: String = PERIOD.lines().take(9).map(|l| format!("{l}\n")).collect();
         assert_eq!(parse_periods(&cut).unwrap(), []);
-        let e = spec().measure(&record(&cut)).unwrap_err();
+        let e = spec().measure(&record(&cut)).unwrap_err().to_string();
         assert!(e.contains("no complete benchmark period"), "{e}");
         // Ended, but a figure is missing.
         let no_hit: String = PERIOD
@@ -373,15 +377,36 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         let e = parse_periods(&no_hit).unwrap_err();
+        let ended = no_hit
+            .lines()
+            .position(|l| l.contains("Sleeping for 10 secs"))
+            .unwrap();
+        assert_eq!(e.line.as_ref().map(|l| l.number), Some(ended + 1), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.starts_with(&format!("ring-buffer: line {} of the output: ", ended + 1)),
+            "{e}"
+        );
         assert!(e.contains("period 1 ended without"), "{e}");
     }
 
     #[test]
     fn the_benchmarks_own_errors_are_refused() {
         let error = PERIOD.replace("Overruns: 0", "ERROR!");
-        assert!(parse_periods(&error).unwrap_err().contains("error"));
+        let e = parse_periods(&error).unwrap_err();
+        assert!(e.problem.contains("error"), "{e}");
+        let line = e.line.as_ref().expect("the error names its line");
+        assert!(line.text.ends_with("ring_buffer_producer: ERROR!"), "{e}");
+        assert_eq!(
+            error.lines().nth(line.number - 1),
+            Some(line.text.as_str()),
+            "{e}"
+        );
         let zero = PERIOD.replace("Overruns: 0", "TIME IS ZERO??");
-        assert!(parse_periods(&zero).unwrap_err().contains("time of zero"));
+        assert!(parse_periods(&zero)
+            .unwrap_err()
+            .to_string()
+            .contains("time of zero"));
     }
 
     #[test]
@@ -475,7 +500,7 @@ mod tests {
             "{output}"
         );
         assert!(!outlived);
-        let e = spec().measure(&record(&output)).unwrap_err();
+        let e = spec().measure(&record(&output)).unwrap_err().to_string();
         assert!(e.contains("no complete benchmark period"), "{e}");
     }
 

@@ -31,7 +31,7 @@
 //! instructions of a bogo operation, its code path length: not cycles or
 //! cache effects as real hardware would show them.
 
-use super::{Guest, Measurement, Refusal, Workload};
+use super::{Guest, Measurement, OutputError, Refusal, Workload};
 use crate::base::protocol::RunRecord;
 use serde::{Deserialize, Serialize};
 
@@ -132,18 +132,21 @@ impl Workload for StressNgSpec {
         argv
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         let value = bogo_ops_per_sec(&record.output, &self.stressor).ok_or_else(|| {
-            format!(
-                "stress-ng: no --metrics-brief line for the {} stressor; its output ends:\n{}",
-                self.stressor,
-                super::output_tail(&record.output)
+            OutputError::new(
+                "stress-ng",
+                format!("no --metrics-brief line for the {} stressor", self.stressor),
             )
+            .with_output(super::output_tail(&record.output))
         })?;
         if !value.is_finite() || value <= 0.0 {
-            return Err(format!(
-                "stress-ng: the {} stressor printed {value} bogo ops/s; give it more bogo ops",
-                self.stressor
+            return Err(OutputError::new(
+                "stress-ng",
+                format!(
+                    "the {} stressor printed {value} bogo ops/s; give it more bogo ops",
+                    self.stressor
+                ),
             ));
         }
         Ok(vec![Measurement {
@@ -268,7 +271,7 @@ Try 'stress-ng --help' for more information.
     fn output_without_the_line_is_an_error_showing_its_end() {
         let e = spec("stressor = \"nosuch\"")
             .measure(&record(UNKNOWN))
-            .unwrap_err();
+            .unwrap_err().to_string();
         assert!(
             e.starts_with("stress-ng: no --metrics-brief line for the nosuch stressor")
                 && e.ends_with("Try 'stress-ng --help' for more information."),
@@ -276,7 +279,7 @@ Try 'stress-ng --help' for more information.
         );
         let e = spec("stressor = \"pipe\"")
             .measure(&record(SWITCH))
-            .unwrap_err();
+            .unwrap_err().to_string();
         assert!(e.contains("successful run completed in 0.13s"), "{e}");
     }
 

@@ -17,13 +17,16 @@
 //! under icount these are instructions (2^shift ns each), not the host's
 //! speed. The first, cold write (`first=`) is not in either figure.
 
-use super::{Guest, Measurement, Refusal, Workload};
+use super::{Guest, Measurement, OutputError, Refusal, Workload};
 use crate::base::protocol::RunRecord;
 use crate::guest::workloads::ring_buffer::TRACEFS;
 use serde::{Deserialize, Serialize};
 
 /// The most seconds one run may keep the benchmark enabled.
 pub const MAX_SECONDS: u64 = 600;
+
+/// The workload's kind, as a suite names it and its errors begin.
+const KIND: &str = "tracepoint-benchmark";
 
 /// The trace instance a run creates and removes.
 const INSTANCE: &str = "markbench-tracepoint-benchmark";
@@ -65,24 +68,21 @@ fn field(text: &str, key: &str) -> Option<u64> {
 /// `trace` file's lines). The benchmark's first two events carry none
 /// (`START`, then only the cold write), and once the count passes
 /// UINT_MAX it freezes them (`** avg=`): neither is a sample.
-pub fn last_stats(output: &str) -> Result<WriteStats, String> {
-    let line = output
+pub fn last_stats(output: &str) -> Result<WriteStats, OutputError> {
+    let (index, line) = output
         .lines()
-        .rev()
-        .find(|l| l.contains("benchmark_event:"))
+        .enumerate()
+        .filter(|(_, l)| l.contains("benchmark_event:"))
+        .last()
         .ok_or_else(|| {
-            format!(
-                "tracepoint-benchmark: no benchmark_event in the trace; output: {}",
-                output.trim()
-            )
+            OutputError::new(KIND, "no benchmark_event in the trace").with_output(output.trim())
         })?;
+    let at = |problem: &str| OutputError::at_line(KIND, index + 1, line, problem);
     let (_, event) = line.split_once("benchmark_event:").unwrap_or_default();
     if event.contains("**") {
-        return Err(
-            "tracepoint-benchmark: more than 2^32 writes, the kernel froze its statistics; \
-             enable it for fewer seconds"
-                .into(),
-        );
+        return Err(at(
+            "more than 2^32 writes, the kernel froze its statistics; enable it for fewer seconds",
+        ));
     }
     let get = |key| field(event, key);
     match (
@@ -101,9 +101,8 @@ pub fn last_stats(output: &str) -> Result<WriteStats, String> {
             avg,
             std,
         }),
-        _ => Err(format!(
-            "tracepoint-benchmark: the last event carries no statistics (too few writes?): {}",
-            event.trim()
+        _ => Err(at(
+            "the last event carries no statistics (too few writes?)",
         )),
     }
 }
@@ -158,7 +157,7 @@ impl Workload for TracepointBenchmarkSpec {
         ]
     }
 
-    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, String> {
+    fn measure(&self, record: &RunRecord) -> Result<Vec<Measurement>, OutputError> {
         let stats = last_stats(&record.output)?;
         let ns = |metric: &str, value: u64| Measurement {
             metric: metric.into(),
@@ -220,12 +219,12 @@ mod tests {
             " event_benchmark-61 [000] ..... 1.0: benchmark_event: START delta=0\n",
             " event_benchmark-61 [000] ..... 1.0: benchmark_event: first=5904 [COLD CACHED] delta=5904\n",
         ] {
-            let e = spec().measure(&record(early)).unwrap_err();
+            let e = spec().measure(&record(early)).unwrap_err().to_string();
             assert!(e.contains("no statistics"), "{e}");
         }
         let e = spec()
             .measure(&record("# tracer: nop\n#\n"))
-            .unwrap_err();
+            .unwrap_err().to_string();
         assert!(e.contains("no benchmark_event"), "{e}");
     }
 
@@ -233,6 +232,13 @@ mod tests {
     fn frozen_statistics_are_refused() {
         let frozen = TRACE.replace("min=1216 avg", "min=1216 ** avg");
         let e = last_stats(&frozen).unwrap_err();
+        let last = frozen.lines().count();
+        assert_eq!(e.line.as_ref().map(|l| l.number), Some(last), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.starts_with(&format!("tracepoint-benchmark: line {last} of the output: ")),
+            "{e}"
+        );
         assert!(e.contains("froze"), "{e}");
     }
 

@@ -38,12 +38,14 @@ pub fn prepare(suite: &Suite, machine: &Machine) -> Result<Option<Profiler>> {
         return Ok(None);
     }
     let Some(icount_shift) = machine.timing.icount_shift else {
-        return Err(InputError::new(format!(
-            "{}: profiles need instruction-count timing (icount, under TCG), and this run \
-             times on the wall clock ({}); run with --timing icount, or without --profile",
-            suite.path.display(),
-            machine.timing.reason
-        ))
+        return Err(InputError::in_file(
+            &suite.path,
+            format_args!(
+                "profiles need instruction-count timing (icount, under TCG), and this run \
+                 times on the wall clock ({}); run with --timing icount, or without --profile",
+                machine.timing.reason
+            ),
+        )
         .into());
     };
     let plugin = crate::guest::images::plugin::ensure_plugin()?;

@@ -60,18 +60,17 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
         && first != Some(RAW_HEADER_MODEL)
         && first != Some(RAW_HEADER_MODEL_BLOCKS)
     {
-        return Err(InputError::new(format!(
-            "{}:1: not a profile of markbench's plugin (expected {RAW_HEADER:?})",
-            file.display()
-        )));
+        return Err(InputError::at_line(
+            file,
+            1,
+            format_args!("not a profile of markbench's plugin (expected {RAW_HEADER:?})"),
+        ));
     }
     let mut reader = csv::ReaderBuilder::new()
         .delimiter(b'\t')
         .comment(Some(b'#'))
         .from_reader(text.as_bytes());
-    let at = |e: &dyn std::fmt::Display, line: u64| {
-        InputError::new(format!("{}:{line}: {e}", file.display()))
-    };
+    let at = |e: &dyn std::fmt::Display, line: u64| InputError::at_line(file, line as usize, e);
     let headers = reader
         .headers()
         .map_err(|e| at(&e, e.position().map_or(2, |p| p.line())))?
@@ -127,9 +126,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
 }
 
 /// Reads and parses the plugin's output file.
-pub fn read(path: &Path) -> Result<Vec<Region>, InputError> {
+pub fn read(path: &Path) -> anyhow::Result<Vec<Region>> {
     let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
-    parse(&text, path)
+    Ok(parse(&text, path)?)
 }
 
 /// Adds a region's instructions, by function, into `into`: each kernel
@@ -297,28 +296,36 @@ region\tkind\taddress\tinstructions
 
         let swapped = blocks.replace("ffffffff81000044\t1\n", "ffffffff81000004\t1\n");
         let e = parse(&swapped, Path::new("p.tsv")).unwrap_err();
-        assert!(e.message.contains("p.tsv:11: llc-misses"), "{}", e.message);
+        assert!(
+            e.to_string().contains("p.tsv:11: llc-misses"),
+            "{}",
+            e.to_string()
+        );
         let e = parse(
             &blocks.replace("user:llc-misses", "user:"),
             Path::new("p.tsv"),
         )
         .unwrap_err();
-        assert!(e.message.contains("p.tsv:8: unknown kind"), "{}", e.message);
+        assert!(
+            e.to_string().contains("p.tsv:8: unknown kind"),
+            "{}",
+            e.to_string()
+        );
     }
 
     #[test]
     fn bad_input_names_the_file_and_line() {
         let e = parse("garbage\n", Path::new("p.tsv")).unwrap_err();
-        assert!(e.message.starts_with("p.tsv:1: "), "{}", e.message);
+        assert!(e.to_string().starts_with("p.tsv:1: "), "{}", e.to_string());
         let bad = RAW.replace("ffffffff81000040", "zz");
         let e = parse(&bad, Path::new("p.tsv")).unwrap_err();
-        assert!(e.message.starts_with("p.tsv:6: "), "{}", e.message);
+        assert!(e.to_string().starts_with("p.tsv:6: "), "{}", e.to_string());
         let bad = RAW.replace("0\tuser\t-\t100", "3\tuser\t-\t100");
         let e = parse(&bad, Path::new("p.tsv")).unwrap_err();
         assert!(
-            e.message.contains("region 3 before region 0"),
+            e.to_string().contains("region 3 before region 0"),
             "{}",
-            e.message
+            e.to_string()
         );
     }
 }

@@ -157,7 +157,7 @@ pub fn dir(run: &Path) -> PathBuf {
 
 impl Manifest {
     /// The manifest of a run directory, `None` when the run has no profiles.
-    pub fn read(run: &Path) -> Result<Option<Manifest>, InputError> {
+    pub fn read(run: &Path) -> Result<Option<Manifest>> {
         let path = dir(run).join(MANIFEST_FILE);
         let Some(text) = crate::base::input_file::read_text_if_present(
             &path,
@@ -168,7 +168,7 @@ impl Manifest {
         };
         toml::from_str(&text).map(Some).map_err(|e| {
             let at = e.span().map_or(0, |s| s.start);
-            InputError::at(&path, &text, at, e.message())
+            InputError::at(&path, &text, at, e.message()).into()
         })
     }
 
@@ -242,7 +242,7 @@ pub fn write_counts(path: &Path, counts: &Counts) -> Result<()> {
 }
 
 /// Reads one boot's counts; errors name the file and line.
-pub fn read_counts(path: &Path) -> Result<Counts, InputError> {
+pub fn read_counts(path: &Path) -> Result<Counts> {
     let mut counts = Counts::new();
     for_each_row(path, |row: Row| {
         *counts
@@ -259,18 +259,20 @@ pub fn read_counts(path: &Path) -> Result<Counts, InputError> {
 fn for_each_row<R: serde::de::DeserializeOwned>(
     path: &Path,
     mut each: impl FnMut(R),
-) -> Result<(), InputError> {
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(b'\t')
-        .from_path(path)
-        .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+) -> Result<()> {
+    let file = std::fs::File::open(path).map_err(|e| {
+        crate::base::input_file::io_failure(e, format_args!("reading {}", path.display()))
+    })?;
+    let mut reader = csv::ReaderBuilder::new().delimiter(b'\t').from_reader(file);
     for row in reader.deserialize::<R>() {
         each(row.map_err(|e| {
-            InputError::new(format!(
-                "{}:{}: {e}",
-                path.display(),
-                e.position().map_or(0, |p| p.line())
-            ))
+            let line = e.position().map_or(0, |p| p.line() as usize);
+            if e.is_io_error() {
+                // The disk failed mid-read: the machinery's, not the file's.
+                anyhow::Error::new(e).context(format!("{}:{line}", path.display()))
+            } else {
+                InputError::at_line(path, line, e).into()
+            }
         })?);
     }
     Ok(())
@@ -298,7 +300,7 @@ pub fn write_model_counts(path: &Path, counts: &ModelCounts) -> Result<()> {
 }
 
 /// Reads one boot's cycle-model counts; errors name the file and line.
-pub fn read_model_counts(path: &Path) -> Result<ModelCounts, InputError> {
+pub fn read_model_counts(path: &Path) -> Result<ModelCounts> {
     let mut counts = ModelCounts::new();
     for_each_row(path, |row: ModelRow| {
         *counts
@@ -324,17 +326,15 @@ pub fn write_names(path: &Path, names: &BTreeSet<String>) -> Result<()> {
 }
 
 /// A name list; a missing file is an empty list (a kernel with nothing of its own).
-pub fn read_names(path: &Path) -> Result<BTreeSet<String>, InputError> {
-    match crate::base::input_file::read_text_if_present(path, crate::base::input_file::Bound::Text)
-    {
-        Ok(Some(t)) => Ok(t
-            .lines()
+pub fn read_names(path: &Path) -> Result<BTreeSet<String>> {
+    let text =
+        crate::base::input_file::read_text_if_present(path, crate::base::input_file::Bound::Text)?;
+    Ok(text.map_or_else(BTreeSet::new, |t| {
+        t.lines()
             .filter(|l| !l.is_empty())
             .map(str::to_string)
-            .collect()),
-        Ok(None) => Ok(BTreeSet::new()),
-        Err(e) => Err(e),
-    }
+            .collect()
+    }))
 }
 
 #[cfg(test)]
@@ -423,6 +423,6 @@ mod tests {
         )
         .unwrap();
         let e = read_counts(&path).unwrap_err();
-        assert!(e.message.contains("x.tsv:3:"), "{}", e.message);
+        assert!(e.to_string().contains("x.tsv:3:"), "{}", e.to_string());
     }
 }

@@ -47,11 +47,11 @@ impl SymbolMap {
                 continue;
             }
             let Some((address, kind, name)) = parse_line(line) else {
-                return Err(InputError::new(format!(
-                    "{}:{}: not a System.map line (address, type, name): {line:?}",
-                    file.display(),
-                    number + 1
-                )));
+                return Err(InputError::at_line(
+                    file,
+                    number + 1,
+                    format_args!("not a System.map line (address, type, name): {line:?}"),
+                ));
             };
             if TEXT_ENDS.contains(&name) {
                 entries.push((address, None));
@@ -77,18 +77,18 @@ impl SymbolMap {
             map.names.push(name);
         }
         if map.names.iter().all(Option::is_none) {
-            return Err(InputError::new(format!(
-                "{}: holds no text symbols (types t, T, w, W)",
-                file.display()
-            )));
+            return Err(InputError::in_file(
+                file,
+                "holds no text symbols (types t, T, w, W)",
+            ));
         }
         Ok(map)
     }
 
     /// Reads and parses a System.map file.
-    pub fn read(path: &Path) -> Result<SymbolMap, InputError> {
+    pub fn read(path: &Path) -> anyhow::Result<SymbolMap> {
         let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
-        SymbolMap::parse(&text, path)
+        Ok(SymbolMap::parse(&text, path)?)
     }
 
     /// The function containing `address`: the last symbol at or below it,
@@ -175,8 +175,14 @@ ffffffff81001100 A _end
     fn a_malformed_line_is_an_error_naming_file_and_line() {
         let text = "ffffffff81000000 T _stext\nnot a map line\n";
         let e = SymbolMap::parse(text, Path::new("/k/System.map")).unwrap_err();
-        assert!(e.message.starts_with("/k/System.map:2: "), "{}", e.message);
+        assert!(e.to_string().starts_with("/k/System.map:2: "), "{e}");
+        assert_eq!(e.file.as_deref(), Some(Path::new("/k/System.map")));
+        assert_eq!(e.line, Some(2));
         let e = SymbolMap::parse("0000 D data\n", Path::new("m")).unwrap_err();
-        assert!(e.message.contains("no text symbols"), "{}", e.message);
+        assert!(
+            e.to_string().contains("no text symbols"),
+            "{}",
+            e.to_string()
+        );
     }
 }

@@ -34,14 +34,15 @@ pub struct QemuBinary {
 
 impl QemuBinary {
     /// The binary at `explicit`, or the first `qemu-system-x86_64` on PATH.
-    pub fn locate(explicit: Option<&Path>) -> Result<QemuBinary, InputError> {
+    pub fn locate(explicit: Option<&Path>) -> anyhow::Result<QemuBinary> {
         let path = match explicit {
             Some(p) if p.is_file() => p.to_path_buf(),
             Some(p) => {
                 return Err(InputError::new(format!(
                     "QEMU binary {} does not exist (give the path of a qemu-system-x86_64)",
                     p.display()
-                )))
+                ))
+                .into())
             }
             None => crate::base::prereq::on_path(QEMU).ok_or_else(|| {
                 InputError::new(format!(
@@ -49,8 +50,9 @@ impl QemuBinary {
                 ))
             })?,
         };
-        let bytes = std::fs::read(&path)
-            .map_err(|e| InputError::new(format!("reading {}: {e}", path.display())))?;
+        let bytes = std::fs::read(&path).map_err(|e| {
+            crate::base::input_file::io_failure(e, format_args!("reading {}", path.display()))
+        })?;
         let version = Command::new(&path)
             .arg("--version")
             .output()
@@ -63,10 +65,7 @@ impl QemuBinary {
                     .map(str::to_string)
             })
             .ok_or_else(|| {
-                InputError::new(format!(
-                    "{}: `--version` failed; is it a qemu-system-x86_64?",
-                    path.display()
-                ))
+                InputError::in_file(&path, "`--version` failed; is it a qemu-system-x86_64?")
             })?;
         Ok(QemuBinary {
             path,
