@@ -82,17 +82,23 @@ trait Export {
     fn render(&self, run: &RunReport) -> Result<String>;
 }
 
-/// A format `markbench report DIR --format` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A format `markbench report DIR --format` prints. The command line takes
+/// it as it is (`clap::ValueEnum`), so its variants' docs are the help text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// report.md.
     Markdown,
+    /// summary.json.
     Json,
+    /// report.txt: plain ASCII within 72 columns, for a mail.
     Text,
+    /// junit.xml: one test case per point and candidate.
     Junit,
+    /// bmf.json: Bencher Metric Format.
     Bmf,
-    /// github-action-benchmark, smaller is better.
+    /// github-action-benchmark.json: the points where smaller is better.
     Gab,
-    /// github-action-benchmark, bigger is better.
+    /// github-action-benchmark-bigger.json: the points where bigger is better.
     GabBigger,
 }
 
