@@ -20,6 +20,7 @@
 mod bmf;
 pub mod format;
 mod gab;
+mod identical;
 mod json;
 mod junit;
 mod markdown;
