@@ -12,7 +12,6 @@
 //! An A/B run of several candidates gives one interval per candidate and point.
 
 use crate::base::error::InputError;
-use crate::base::exit::ExitStatus;
 use crate::record::{read_samples, RunMeta};
 use crate::stages::analysis::{param_label, Analysis, TableKey};
 use crate::stages::report::format::{percent_2dp, signed_percent_2dp};
@@ -390,13 +389,21 @@ pub fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
     )
 }
 
-/// The exit status of a noise floor: success when every target is met
-/// (and there was one to meet), else a missed target.
-pub fn status(rows: &[Row]) -> ExitStatus {
+/// Whether a noise floor met its targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every target was met (and there was one to meet).
+    Met,
+    /// A target was missed, or there was no figure to meet one.
+    Missed,
+}
+
+/// The noise floor's verdict on `rows` ([`all_met`]).
+pub fn verdict(rows: &[Row]) -> Verdict {
     if all_met(rows) {
-        ExitStatus::Success
+        Verdict::Met
     } else {
-        ExitStatus::TargetMissed
+        Verdict::Missed
     }
 }
 
@@ -488,14 +495,14 @@ mod tests {
         assert_eq!(rows[0].between_ok, Some(true));
         assert_eq!(rows[0].ci_ok, None);
         assert!(all_met(&rows));
-        assert_eq!(status(&rows), ExitStatus::Success);
+        assert_eq!(verdict(&rows), Verdict::Met);
 
         // One noisy side is enough to miss the A/A target.
         let mixed = aa_points(&analysis(&aa_meta, &mixed_aa)).unwrap();
         let rows = evaluate(&mixed, &[], &targets);
         assert_eq!(rows[0].between_ok, Some(false));
         assert!(!all_met(&rows));
-        assert_eq!(status(&rows), ExitStatus::TargetMissed);
+        assert_eq!(verdict(&rows), Verdict::Missed);
         assert!(render(&rows, &targets).contains("FAIL: 0 of 1 targets met"));
     }
 
@@ -548,7 +555,7 @@ mod tests {
     #[test]
     fn no_figures_is_not_a_pass() {
         assert!(!all_met(&[]));
-        assert_eq!(status(&[]), ExitStatus::TargetMissed);
+        assert_eq!(verdict(&[]), Verdict::Missed);
     }
 
     #[test]

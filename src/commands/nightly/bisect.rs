@@ -52,7 +52,7 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
         tree.display()
     ));
     let text = match crate::jobs::bisect::run(&request) {
-        Ok((_, dir, answer)) => format!(
+        Ok((dir, answer)) => format!(
             "\n**Bisected** {} between the baseline's commit and tonight's: {}. Answer: {}\n",
             request.point.as_deref().unwrap_or_default(),
             answer.headline(),

@@ -8,6 +8,7 @@
 //! tonight against its samples in the baseline run ([`crate::jobs::diff`]).
 
 use crate::base::exit::ExitStatus;
+use crate::commands::status::Outcome as _;
 use crate::record::{GateRecord, RegressedPoint, RunMeta};
 use crate::stages::analysis::param_label;
 use crate::stages::report::format::relative;
@@ -47,15 +48,6 @@ fn gated_variants(
             (Some(k.variant.clone()), dir)
         })
         .collect())
-}
-
-/// The gate's verdict: a regression when a point regressed beyond the margin.
-pub fn verdict(regressed: bool) -> ExitStatus {
-    if regressed {
-        ExitStatus::Regression
-    } else {
-        ExitStatus::Success
-    }
 }
 
 /// What the gate found, before any of it is shown or written: each gated
@@ -162,11 +154,6 @@ pub fn decide(baseline: &Path, candidate: &Path, variant: Option<&str>) -> Resul
 }
 
 impl GateDecision {
-    /// Regression when a point regressed beyond the margin, else success.
-    pub fn status(&self) -> ExitStatus {
-        verdict(self.variants.iter().any(|v| !v.regressions.is_empty()))
-    }
-
     /// Every point that regressed beyond the margin, as a bisection names it.
     pub fn regressed(&self) -> Vec<RegressedPoint> {
         self.variants

@@ -15,7 +15,6 @@ pub mod point;
 pub mod range;
 
 use crate::base::error::{InputError, Interrupted};
-use crate::base::exit::ExitStatus;
 use crate::guest::images::kernel::{BuildFailed, KernelSource};
 use crate::jobs::compare::{self, Resolved};
 use crate::record::{Overrides, RunMeta};
@@ -99,17 +98,9 @@ const BUILD_FILE: &str = "build.toml";
 /// a round's boots completed.
 const UNTESTABLE_FILE: &str = "untestable.txt";
 
-/// The exit status of a bisection that ended with `ending`: success with
-/// the first bad commit or the narrowest range, or no regression to bisect.
-pub fn status_of(ending: &decide::Ending) -> ExitStatus {
-    match ending {
-        decide::Ending::NoRegression => ExitStatus::NoRegression,
-        decide::Ending::FirstBad { .. } | decide::Ending::Range { .. } => ExitStatus::Success,
-    }
-}
-
-/// Runs a bisection: its exit status, directory and answer.
-pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
+/// Runs a bisection: its directory and answer (whose search holds how it
+/// ended).
+pub fn run(request: &Request) -> Result<(PathBuf, answer::Answer)> {
     let (dir, plan) = start(request)?;
     let suite = suite_of(&plan)?;
     println!("bisection directory: {}", dir.display());
@@ -165,14 +156,7 @@ pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
         written.display(),
         started.elapsed().as_secs_f64()
     );
-    let status = status_of(
-        &answer
-            .search
-            .as_ref()
-            .context("the search has no ending")?
-            .ending,
-    );
-    Ok((status, dir, answer))
+    Ok((dir, answer))
 }
 
 /// The bisection's directory and plan: a resumed one's, or a new one
@@ -696,25 +680,5 @@ fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
                 message::warning(format_args!("removing {}: {e}", dir.display()));
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_answer_is_success_and_no_regression_a_verdict_of_its_own() {
-        assert_eq!(
-            status_of(&decide::Ending::FirstBad { index: 3 }),
-            ExitStatus::Success
-        );
-        assert_eq!(
-            status_of(&decide::Ending::Range { good: 1, bad: 4 }),
-            ExitStatus::Success
-        );
-        let none = status_of(&decide::Ending::NoRegression);
-        assert_eq!(none, ExitStatus::NoRegression);
-        assert_ne!(none.code(), ExitStatus::Machinery.code());
     }
 }

@@ -44,7 +44,7 @@ fn role(index: usize, variants: usize) -> String {
 /// What a run will do, computed (and checked) before any of it is shown:
 /// [`plan_summary`] makes it, [`PlanSummary::render`] writes its lines.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct PlanSummary {
+pub struct PlanSummary {
     pub suite: String,
     pub suite_path: String,
     pub description: String,
@@ -92,7 +92,7 @@ pub(super) struct PlanSummary {
 
 /// A variant as the plan shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct VariantPlan {
+pub struct VariantPlan {
     pub role: String,
     pub name: String,
     pub kernel: String,
@@ -103,7 +103,7 @@ pub(super) struct VariantPlan {
 
 /// One planned boot.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct UnitLine {
+pub struct UnitLine {
     pub index: usize,
     pub variant: String,
     pub cpus: u32,
@@ -112,7 +112,7 @@ pub(super) struct UnitLine {
 
 /// How long the run will take.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Estimate {
+pub enum Estimate {
     /// Seconds per boot in an earlier complete run (named) of the suite,
     /// and what this run multiplies them by (the cycle model's cost where
     /// the earlier run ran without it, else 1).
@@ -582,12 +582,6 @@ impl PlanSummary {
             );
         }
     }
-}
-
-/// Prints what `run` will do (see [`plan_summary`]).
-pub(super) fn print_plan(run: &Resolved, reports: &Path) -> Result<()> {
-    print!("{}", plan_summary(run, reports)?.render());
-    Ok(())
 }
 
 /// What a run with a precision target does after its planned boots.
