@@ -2,7 +2,8 @@
 //! the command line ([`crate::cli`]) parsed, what it prints and the exit
 //! status it ends with. The stages below do the work (`compare`, `bisect`,
 //! `diff`, `merge`, `history`, `report` …); a handler calls them in order
-//! and shows their results. The jobs return what happened as data;
+//! and shows their results. The jobs return what happened as data and pass
+//! what a person should see as it happens to the handler, which prints it;
 //! [`status`] alone turns an outcome into an exit status.
 //! `nightly` lives here whole (the night, its gate and the bisection after
 //! a regression), since it is only a command.

@@ -98,23 +98,40 @@ const BUILD_FILE: &str = "build.toml";
 /// a round's boots completed.
 const UNTESTABLE_FILE: &str = "untestable.txt";
 
-/// Runs a bisection: its directory and answer (whose search holds how it
-/// ended).
-pub fn run(request: &Request) -> Result<(PathBuf, answer::Answer)> {
+/// What a bisection shows as it goes, before it returns: the handler words it.
+pub enum Shown<'a> {
+    /// Where the bisection goes and what it searches.
+    Started { dir: &'a Path, plan: &'a Plan },
+    /// QEMU and the machine, decided at the first boot.
+    Machine {
+        machine: &'a vm::Machine,
+        max_cpus: u32,
+    },
+    /// A step of the search is decided (`unit`: the point's unit).
+    Step {
+        plan: &'a Plan,
+        step: &'a decide::Step,
+        unit: &'a str,
+    },
+    /// The answer, written to `written`, after `elapsed` in all.
+    Answered {
+        answer: &'a answer::Answer,
+        written: &'a Path,
+        elapsed: std::time::Duration,
+    },
+}
+
+/// Runs a bisection, passing what it has to show to `show` as it goes: its
+/// directory and answer (whose search holds how it ended).
+pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answer::Answer)> {
     let (dir, plan) = start(request)?;
     let suite = suite_of(&plan)?;
-    println!("bisection directory: {}", dir.display());
-    println!(
-        "range: {} commits after {} up to {} ({}); point {}; threshold {:.2}%",
-        plan.commits.len() - 1,
-        plan.commits[0].short_id(),
-        plan.commits.last().map_or("", |c| c.short_id()),
-        plan.tree.display(),
-        plan.point,
-        100.0 * plan.threshold
-    );
+    show(Shown::Started {
+        dir: &dir,
+        plan: &plan,
+    });
     let spec = PointSpec::parse(&plan.point)?;
-    let mut bench = Bench::new(&dir, &plan, suite, spec)?;
+    let mut bench = Bench::new(&dir, &plan, suite, spec, show)?;
     let _ = ctrlc::set_handler(|| {
         vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         eprintln!();
@@ -132,7 +149,11 @@ pub fn run(request: &Request) -> Result<(PathBuf, answer::Answer)> {
         &mut |step| {
             shown.push(step.clone());
             let so_far = answer::Answer::partial(&plan, &shown, &unit);
-            println!("{}", answer::step_line(&plan, step, &unit));
+            show(Shown::Step {
+                plan: &plan,
+                step,
+                unit: &unit,
+            });
             if let Err(e) = answer::write(&dir, &so_far) {
                 message::warning(format_args!("writing the answer so far: {e:#}"));
             }
@@ -150,12 +171,11 @@ pub fn run(request: &Request) -> Result<(PathBuf, answer::Answer)> {
     }
     keep_only_what_the_answer_needs(&plan, &answer);
     let written = answer::write(&dir, &answer)?;
-    println!("{}", answer::summary(&answer));
-    println!(
-        "answer: {}\n{:.0} s in all",
-        written.display(),
-        started.elapsed().as_secs_f64()
-    );
+    show(Shown::Answered {
+        answer: &answer,
+        written: &written,
+        elapsed: started.elapsed(),
+    });
     Ok((dir, answer))
 }
 
@@ -382,10 +402,17 @@ struct Bench<'a> {
     machine: Option<(vm::qemu::QemuRunner, vm::Machine)>,
     unit: String,
     higher_is_better: Option<bool>,
+    show: &'a dyn Fn(Shown<'_>),
 }
 
 impl<'a> Bench<'a> {
-    fn new(dir: &'a Path, plan: &'a Plan, file: Suite, spec: PointSpec) -> Result<Bench<'a>> {
+    fn new(
+        dir: &'a Path,
+        plan: &'a Plan,
+        file: Suite,
+        spec: PointSpec,
+        show: &'a dyn Fn(Shown<'_>),
+    ) -> Result<Bench<'a>> {
         let suite = restricted(&file, plan)?;
         let source = KernelSource::from_path(&plan.tree)?;
         Ok(Bench {
@@ -397,6 +424,7 @@ impl<'a> Bench<'a> {
             machine: None,
             unit: String::new(),
             higher_is_better: None,
+            show,
         })
     }
 
@@ -559,13 +587,10 @@ impl<'a> Bench<'a> {
                 run.qemu.is_some(),
                 &mut runner,
             )?;
-            println!(
-                "QEMU: {}; accelerator: {} ({}); timing: {}",
-                machine.qemu.version,
-                machine.accel.accel.as_str(),
-                machine.accel.reason,
-                machine.timing.describe(run.max_cpus())
-            );
+            (self.show)(Shown::Machine {
+                machine: &machine,
+                max_cpus: run.max_cpus(),
+            });
             self.machine = Some((runner, machine));
         }
         let (runner, machine) = self.machine.as_mut().expect("decided above");
