@@ -4,7 +4,8 @@
 
 use super::status::Outcome;
 use crate::base::exit::ExitStatus;
-use crate::jobs::bisect::{answer, Request, Shown};
+use crate::jobs::bisect::{Request, Shown};
+use crate::stages::report::bisect::{step_line, summary};
 use anyhow::{Context, Result};
 
 /// Runs the bisection `request` asks for; its exit status. A failure is the
@@ -38,13 +39,13 @@ pub fn show(shown: Shown<'_>) {
             machine.accel.reason,
             machine.timing.describe(max_cpus)
         ),
-        Shown::Step { plan, step, unit } => println!("{}", answer::step_line(plan, step, unit)),
+        Shown::Step { step, unit } => println!("{}", step_line(step, unit)),
         Shown::Answered {
             answer,
             written,
             elapsed,
         } => {
-            println!("{}", answer::summary(answer));
+            println!("{}", summary(answer));
             println!(
                 "answer: {}\n{:.0} s in all",
                 written.display(),

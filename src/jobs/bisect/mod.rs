@@ -109,13 +109,12 @@ pub enum Shown<'a> {
     },
     /// A step of the search is decided (`unit`: the point's unit).
     Step {
-        plan: &'a Plan,
-        step: &'a decide::Step,
+        step: &'a crate::stages::report::bisect::Measured,
         unit: &'a str,
     },
     /// The answer, written to `written`, after `elapsed` in all.
     Answered {
-        answer: &'a answer::Answer,
+        answer: &'a crate::stages::report::bisect::Bisection,
         written: &'a Path,
         elapsed: std::time::Duration,
     },
@@ -150,8 +149,7 @@ pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answ
             shown.push(step.clone());
             let so_far = answer::Answer::partial(&plan, &shown, &unit);
             show(Shown::Step {
-                plan: &plan,
-                step,
+                step: &answer::measured(&plan, step),
                 unit: &unit,
             });
             if let Err(e) = answer::write(&dir, &so_far) {
@@ -172,7 +170,7 @@ pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answ
     keep_only_what_the_answer_needs(&plan, &answer);
     let written = answer::write(&dir, &answer)?;
     show(Shown::Answered {
-        answer: &answer,
+        answer: &answer.facts(),
         written: &written,
         elapsed: started.elapsed(),
     });

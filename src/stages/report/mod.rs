@@ -12,11 +12,16 @@
 //! - [`gab`]: github-action-benchmark's custom format, one file per
 //!   direction.
 //!
+//! Beside a run's report, the answers of the jobs above are rendered here
+//! too, each from a plain record of facts the job fills: [`bisect`]
+//! (`bisect.md`, `bisect.txt`, the terminal's lines).
+//!
 //! [`plots`] draws `plots/`, the metric and relative-difference plots;
 //! [`format`] and [`plain`] format numbers and text for all of them;
 //! [`sizes`] and [`profile`] are the sections made from `sizes.toml` and
 //! `profiles/`.
 
+pub mod bisect;
 mod bmf;
 pub mod format;
 mod gab;
