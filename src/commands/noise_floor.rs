@@ -6,8 +6,9 @@ use super::status::Outcome;
 use crate::base::error::InputError;
 use crate::base::exit::ExitStatus;
 use crate::jobs::noise::{
-    aa_points, ab_points, describe, evaluate, is_aa, load, render, require_aa, verdict, Targets,
+    aa_points, ab_points, evaluate, is_aa, load, require_aa, verdict, Targets,
 };
+use crate::stages::report::noise::{describe, render};
 use anyhow::Result;
 use std::path::Path;
 

@@ -14,7 +14,8 @@
 //!
 //! Beside a run's report, the answers of the jobs above are rendered here
 //! too, each from a plain record of facts the job fills: [`bisect`]
-//! (`bisect.md`, `bisect.txt`, the terminal's lines).
+//! (`bisect.md`, `bisect.txt`, the terminal's lines), [`noise`] (the
+//! noise floor's table and verdict).
 //!
 //! [`plots`] draws `plots/`, the metric and relative-difference plots;
 //! [`format`] and [`plain`] format numbers and text for all of them;
@@ -29,6 +30,7 @@ mod identical;
 mod json;
 mod junit;
 mod markdown;
+pub mod noise;
 pub mod plain;
 mod plots;
 pub mod profile;
