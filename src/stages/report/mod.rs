@@ -15,7 +15,8 @@
 //! Beside a run's report, the answers of the jobs above are rendered here
 //! too, each from a plain record of facts the job fills: [`bisect`]
 //! (`bisect.md`, `bisect.txt`, the terminal's lines), [`noise`] (the
-//! noise floor's table and verdict).
+//! noise floor's table and verdict), [`history`] (`history.md` and
+//! `history.html`).
 //!
 //! [`plots`] draws `plots/`, the metric and relative-difference plots;
 //! [`format`] and [`plain`] format numbers and text for all of them;
@@ -24,8 +25,10 @@
 
 pub mod bisect;
 mod bmf;
+pub mod conditions;
 pub mod format;
 mod gab;
+pub mod history;
 mod identical;
 mod json;
 mod junit;
