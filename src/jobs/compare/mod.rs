@@ -18,7 +18,7 @@ pub mod source_variants;
 
 /// The overrides' recorded form is the run directory's (`record`).
 pub use crate::record::Overrides;
-pub use dry_run::PlanSummary;
+pub use crate::stages::report::dry_run::PlanSummary;
 pub use execute::{execute, initial_meta};
 pub use options::{ModelChoice, Options};
 pub use resolved::{kernel_source, read_suite, Resolved};

@@ -16,7 +16,7 @@
 //! too, each from a plain record of facts the job fills: [`bisect`]
 //! (`bisect.md`, `bisect.txt`, the terminal's lines), [`noise`] (the
 //! noise floor's table and verdict), [`history`] (`history.md` and
-//! `history.html`).
+//! `history.html`), [`dry_run`] (the plan a run shows before it starts).
 //!
 //! [`plots`] draws `plots/`, the metric and relative-difference plots;
 //! [`format`] and [`plain`] format numbers and text for all of them;
@@ -26,6 +26,7 @@
 pub mod bisect;
 mod bmf;
 pub mod conditions;
+pub mod dry_run;
 pub mod format;
 mod gab;
 pub mod history;
