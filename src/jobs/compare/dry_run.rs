@@ -37,69 +37,9 @@ fn earlier_seconds_per_boot(
 /// building: every patch applies (on a scratch copy), every fragment parses.
 pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary> {
     let suite = &run.suite;
-    let own_origins = suite
-        .variants
-        .iter()
-        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
-    let origins = if own_origins {
-        // Resolving checks every patch on a scratch copy: one that does not
-        // apply fails the dry run as it would fail the run, before a build.
-        let origins = crate::stages::run_images::resolve_origins(suite, &run.source)?;
-        suite
-            .variants
-            .iter()
-            .zip(&origins)
-            .map(|(v, origin)| (v.name.clone(), origin.describe()))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mut variants = Vec::new();
-    for (i, v) in suite.variants.iter().enumerate() {
-        let mut fragments = Vec::new();
-        for f in suite.fragments.kernel(&v.kernel)? {
-            kernel::parse_fragment(&f.label(), &f.text)?;
-            fragments.push((
-                f.file_name.clone(),
-                f.source(),
-                f.sha256().short().to_string(),
-            ));
-        }
-        variants.push(VariantPlan {
-            role: role(i, suite.variants.len()),
-            name: v.name.clone(),
-            kernel: v.kernel.clone(),
-            cmdline: v.cmdline.clone(),
-            fragments,
-        });
-    }
-    let overrides = run.overrides.describe();
-    let earlier = earlier_seconds_per_boot(reports, suite, &run.overrides);
-    let earlier_run =
-        earlier.as_ref().map(
-            |(per_boot, from)| crate::stages::profile::dry_run::EarlierRun {
-                seconds_per_boot: *per_boot,
-                dir: Path::new(from),
-                under_model: crate::base::cycle_model::CycleModel::read(Path::new(from))
-                    .is_ok_and(|m| m.is_some()),
-            },
-        );
-    let mut plugin_lines = crate::stages::profile::dry_run::describe(suite, earlier_run);
-    if let Some(model) = &suite.model {
-        plugin_lines.extend(model_lines(suite, model, earlier_run));
-    }
-    let model_factor = earlier_run.map_or(1.0, |e| e.model_factor(suite));
-    let estimate = match earlier {
-        Some((seconds_per_boot, from)) => Estimate::Earlier {
-            seconds_per_boot,
-            from,
-            model_factor,
-        },
-        None if suite.kernel_base == kernel::KernelBase::Tinyconfig => Estimate::UnknownMinimal,
-        None => Estimate::Unknown {
-            kernel_base: suite.kernel_base.describe(),
-        },
-    };
+    let origins = own_origins(run)?;
+    let variants = variant_plans(suite)?;
+    let (estimate, plugin_lines) = estimate(run, reports);
     let host_cores = crate::base::host::cores() as u32;
     let max = run.max_cpus();
     let (jobs, slots) = slot_lines(run);
@@ -134,16 +74,8 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
             .sum(),
         iterations: suite.iterations,
         warmup: suite.warmup,
-        own_iterations: suite
-            .workloads
-            .iter()
-            .filter_map(|w| {
-                let (iterations, warmup) = w.iterations_in(suite.iterations, suite.warmup);
-                ((iterations, warmup) != (suite.iterations, suite.warmup))
-                    .then(|| (w.kind().to_string(), iterations, warmup))
-            })
-            .collect(),
-        overrides,
+        own_iterations: own_iterations(suite),
+        overrides: run.overrides.describe(),
         shard: run
             .shard_meta()
             .map(|shard| (shard.index, shard.count, shard.pieces)),
@@ -171,6 +103,99 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
         slots,
         smp_qemu: smp_qemu_line(run, max),
     })
+}
+
+/// Each variant's kernel origin, when a variant has one of its own.
+/// Resolving checks every patch on a scratch copy: one that does not apply
+/// fails the dry run as it would fail the run, before a build.
+fn own_origins(run: &Resolved) -> Result<Vec<(String, String)>> {
+    let suite = &run.suite;
+    let own_origins = suite
+        .variants
+        .iter()
+        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
+    if !own_origins {
+        return Ok(Vec::new());
+    }
+    let origins = crate::stages::run_images::resolve_origins(suite, &run.source)?;
+    Ok(suite
+        .variants
+        .iter()
+        .zip(&origins)
+        .map(|(v, origin)| (v.name.clone(), origin.describe()))
+        .collect())
+}
+
+/// Each variant's kernel, command line and fragments, every fragment parsed.
+fn variant_plans(suite: &Suite) -> Result<Vec<VariantPlan>> {
+    let mut variants = Vec::new();
+    for (i, v) in suite.variants.iter().enumerate() {
+        let mut fragments = Vec::new();
+        for f in suite.fragments.kernel(&v.kernel)? {
+            kernel::parse_fragment(&f.label(), &f.text)?;
+            fragments.push((
+                f.file_name.clone(),
+                f.source(),
+                f.sha256().short().to_string(),
+            ));
+        }
+        variants.push(VariantPlan {
+            role: role(i, suite.variants.len()),
+            name: v.name.clone(),
+            kernel: v.kernel.clone(),
+            cmdline: v.cmdline.clone(),
+            fragments,
+        });
+    }
+    Ok(variants)
+}
+
+/// How long the run will take, from an earlier complete run of the suite
+/// under `reports` when there is one, and the lines about the plugins'
+/// (the profiler's, the cycle model's) cost.
+fn estimate(run: &Resolved, reports: &Path) -> (Estimate, Vec<String>) {
+    let suite = &run.suite;
+    let earlier = earlier_seconds_per_boot(reports, suite, &run.overrides);
+    let earlier_run =
+        earlier.as_ref().map(
+            |(per_boot, from)| crate::stages::profile::dry_run::EarlierRun {
+                seconds_per_boot: *per_boot,
+                dir: Path::new(from),
+                under_model: crate::base::cycle_model::CycleModel::read(Path::new(from))
+                    .is_ok_and(|m| m.is_some()),
+            },
+        );
+    let mut plugin_lines = crate::stages::profile::dry_run::describe(suite, earlier_run);
+    if let Some(model) = &suite.model {
+        plugin_lines.extend(model_lines(suite, model, earlier_run));
+    }
+    let model_factor = earlier_run.map_or(1.0, |e| e.model_factor(suite));
+    let estimate = match earlier {
+        Some((seconds_per_boot, from)) => Estimate::Earlier {
+            seconds_per_boot,
+            from,
+            model_factor,
+        },
+        None if suite.kernel_base == kernel::KernelBase::Tinyconfig => Estimate::UnknownMinimal,
+        None => Estimate::Unknown {
+            kernel_base: suite.kernel_base.describe(),
+        },
+    };
+    (estimate, plugin_lines)
+}
+
+/// The workloads whose iterations differ from the suite's: kind, measured,
+/// warm-up.
+fn own_iterations(suite: &Suite) -> Vec<(String, u32, u32)> {
+    suite
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let (iterations, warmup) = w.iterations_in(suite.iterations, suite.warmup);
+            ((iterations, warmup) != (suite.iterations, suite.warmup))
+                .then(|| (w.kind().to_string(), iterations, warmup))
+        })
+        .collect()
 }
 
 /// The dry run's lines about the cycle model: what it adds, what it costs,
