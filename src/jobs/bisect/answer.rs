@@ -411,4 +411,40 @@ mod tests {
         assert_eq!(rows[2][..4], ["2", "333333333333", "2.550", "+17.00%"]);
         assert!(rows[2].contains(&"BAD"), "{:?}", rows[2]);
     }
+
+    #[test]
+    fn the_terminal_lines_name_each_commit_its_class_and_figures() {
+        use crate::stages::report::bisect::{step_line, summary};
+        let mut answer = answer();
+        let mut good = step(1, Class::Good, 2.171, -0.001);
+        good.vs_bad = Some(relative(-0.15));
+        assert_eq!(
+            step_line(&measured(&answer.plan, &good), "s"),
+            "markbench: bisect: 222222222222 sched: comment schedule(): good (2.171 s, \
+             -0.10% (-0.60% … +0.40%) against GOOD, -15.00% (-15.50% … -14.50%) against BAD, \
+             4 boots)"
+        );
+        let skipped = Step {
+            class: Class::Skipped,
+            mean: None,
+            build_error: Some("make: Entering\nsched.c:1: error: oops\n".into()),
+            ..step(1, Class::Skipped, 0.0, 0.0)
+        };
+        assert_eq!(
+            step_line(&measured(&answer.plan, &skipped), "s"),
+            "markbench: bisect: 222222222222 sched: comment schedule(): skipped (untestable) \
+             (sched.c:1: error: oops)"
+        );
+        assert_eq!(
+            summary(&answer.facts()),
+            "markbench: bisect: first bad commit: 333333333333 (af_unix: spin in \
+             unix_stream_sendmsg and more and more and more and more and more and more and \
+             more and more )"
+        );
+        if let Some(search) = &mut answer.search {
+            search.steps = vec![skipped];
+        }
+        assert!(summary(&answer.facts())
+            .ends_with("\nmarkbench: bisect: skipped (untestable): 222222222222"));
+    }
 }
