@@ -16,7 +16,8 @@
 //! too, each from a plain record of facts the job fills: [`bisect`]
 //! (`bisect.md`, `bisect.txt`, the terminal's lines), [`noise`] (the
 //! noise floor's table and verdict), [`history`] (`history.md` and
-//! `history.html`), [`dry_run`] (the plan a run shows before it starts).
+//! `history.html`), [`dry_run`] (the plan a run shows before it starts),
+//! [`gate`] (the nightly gate's summary).
 //!
 //! [`plots`] draws `plots/`, the metric and relative-difference plots;
 //! [`format`] and [`plain`] format numbers and text for all of them;
@@ -29,6 +30,7 @@ pub mod conditions;
 pub mod dry_run;
 pub mod format;
 mod gab;
+pub mod gate;
 pub mod history;
 mod identical;
 mod json;
