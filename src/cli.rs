@@ -23,39 +23,6 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The formats `markbench report DIR --format` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    /// report.md.
-    Markdown,
-    /// summary.json.
-    Json,
-    /// report.txt: plain ASCII within 72 columns, for a mail.
-    Text,
-    /// junit.xml: one test case per point and candidate.
-    Junit,
-    /// bmf.json: Bencher Metric Format.
-    Bmf,
-    /// github-action-benchmark.json: the points where smaller is better.
-    Gab,
-    /// github-action-benchmark-bigger.json: the points where bigger is better.
-    GabBigger,
-}
-
-impl From<ReportFormat> for report::Format {
-    fn from(f: ReportFormat) -> report::Format {
-        match f {
-            ReportFormat::Markdown => report::Format::Markdown,
-            ReportFormat::Json => report::Format::Json,
-            ReportFormat::Text => report::Format::Text,
-            ReportFormat::Junit => report::Format::Junit,
-            ReportFormat::Bmf => report::Format::Bmf,
-            ReportFormat::Gab => report::Format::Gab,
-            ReportFormat::GabBigger => report::Format::GabBigger,
-        }
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Build both kernels of a suite, boot them in turn, measure, and write a report.
@@ -70,7 +37,7 @@ pub enum Command {
         dir: PathBuf,
         /// Print this format on standard output and write nothing.
         #[arg(long, value_enum)]
-        format: Option<ReportFormat>,
+        format: Option<report::Format>,
     },
     /// Run a suite, compare it with a baseline run and exit 4 on a significant
     /// regression beyond the suite's margin (0 none; 3 a boot failed, 130
@@ -515,7 +482,7 @@ impl SuiteArgs {
 pub fn run(cli: Cli) -> Result<ExitStatus> {
     match cli.command {
         Command::Setup { check, ci } => commands::setup::run(check, ci),
-        Command::Report { dir, format } => commands::report::run(&dir, format.map(Into::into)),
+        Command::Report { dir, format } => commands::report::run(&dir, format),
         Command::Diff {
             baseline_dir,
             candidate_dir,

@@ -57,7 +57,7 @@ const LAYERS: &[(&str, &str, &[&str])] = &[
         &["run", "profile"],
     ),
     ("analysis", "stages", &["analysis"]),
-    ("report", "stages", &["report"]),
+    ("report (every rendering)", "stages", &["report"]),
     (
         "commands on run directories",
         "jobs",

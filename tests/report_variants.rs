@@ -430,7 +430,7 @@ fn noise_floor_reads_ab_runs_with_several_candidates() {
     let rows = markbench::jobs::noise::evaluate(&aa_points, &ab_points, &Default::default());
     // One row per candidate and point.
     assert_eq!(rows.len(), 4);
-    let text = markbench::jobs::noise::render(&rows, &Default::default());
+    let text = markbench::stages::report::noise::render(&rows, &Default::default());
     assert!(text.contains("| markers-on: +10.00% ["), "{text}");
     assert!(text.contains("| markers-generic: -1.00% ["), "{text}");
     // The report calibrates each copy against the baseline.

@@ -61,18 +61,19 @@ impl ExitStatus {
         }
     }
 
-    /// What the code means, in one line.
+    /// What the code means, in one line: how its row of docs/commands.md's
+    /// table begins (`tests/exit_table.rs` holds the two together).
     pub fn meaning(self) -> &'static str {
         match self {
             ExitStatus::Success => "success",
-            ExitStatus::Machinery => "the machinery failed; nothing was decided",
+            ExitStatus::Machinery => "the machinery failed, nothing was decided",
             ExitStatus::Input => "input to fix",
-            ExitStatus::Incomplete => "the run finished but not every boot was measured",
+            ExitStatus::Incomplete => "the run finished but did not measure everything",
             ExitStatus::Regression => "a significant regression beyond the suite's margin",
-            ExitStatus::NoRegression => "no regression to bisect between GOOD and BAD",
+            ExitStatus::NoRegression => "no regression to bisect",
             ExitStatus::TargetMissed => "a noise-floor target was missed",
             ExitStatus::CacheDamaged => "a cache entry is damaged",
-            ExitStatus::Interrupted => "interrupted (Ctrl-C); resume it",
+            ExitStatus::Interrupted => "interrupted (Ctrl-C)",
         }
     }
 

@@ -2,6 +2,7 @@
 //! `cache prune` frees space, `cache --verify` checks every sealed entry
 //! ([`crate::guest::images::cache`]).
 
+use super::status::Outcome;
 use crate::base::exit::ExitStatus;
 use crate::guest::images::cache::{self, Entry, Kind};
 use anyhow::Result;
@@ -137,7 +138,7 @@ fn remove(root: &Path, entries: &[Entry], prune: &Prune) -> Result<()> {
 }
 
 /// `cache --verify`: one line per sealed entry, and the exit status
-/// (`images::cache::verify_status`).
+/// ([`super::status`]).
 fn verify_cache(root: &Path) -> ExitStatus {
     use crate::guest::images::seal::Verdict;
     let checked = cache::verify(root);
@@ -168,5 +169,5 @@ fn verify_cache(root: &Path) -> ExitStatus {
             checked.len()
         ));
     }
-    cache::verify_status(&checked)
+    checked.status()
 }

@@ -2,8 +2,11 @@
 //! the command line ([`crate::cli`]) parsed, what it prints and the exit
 //! status it ends with. The stages below do the work (`compare`, `bisect`,
 //! `diff`, `merge`, `history`, `report` …); a handler calls them in order
-//! and shows their results. `nightly` lives here whole (the night, its gate
-//! and the bisection after a regression), since it is only a command.
+//! and shows their results. The jobs return what happened as data and pass
+//! what a person should see as it happens to the handler, which prints it;
+//! [`status`] alone turns an outcome into an exit status.
+//! `nightly` lives here whole (the night, its gate and the bisection after
+//! a regression), since it is only a command.
 
 pub mod bisect;
 pub mod cache;
@@ -18,6 +21,7 @@ pub mod plan;
 pub mod report;
 pub mod run_shard;
 pub mod setup;
+pub mod status;
 
 use crate::guest::images::kernel::KernelSource;
 use crate::guest::images::source::RevSelection;

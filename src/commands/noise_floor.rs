@@ -2,16 +2,18 @@
 //! and the resolution of an A/B run against the targets ([`crate::jobs::noise`]);
 //! exit 6 when one is missed.
 
+use super::status::Outcome;
 use crate::base::error::InputError;
 use crate::base::exit::ExitStatus;
 use crate::jobs::noise::{
-    aa_points, ab_points, describe, evaluate, is_aa, load, render, require_aa, status, Targets,
+    aa_points, ab_points, evaluate, is_aa, load, require_aa, verdict, Targets,
 };
+use crate::stages::report::noise::{describe, render};
 use anyhow::Result;
 use std::path::Path;
 
 /// `markbench noise-floor AA_DIR [AB_DIR]`: prints the figures and returns
-/// the exit status ([`crate::jobs::noise::status`]).
+/// the exit status ([`super::status`]).
 pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<ExitStatus> {
     let (aa_meta, aa_analysis) = load(aa_dir)?;
     require_aa(aa_dir, &aa_meta)?;
@@ -44,5 +46,5 @@ pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<Ex
     println!();
     let rows = evaluate(&aa, &ab, targets);
     print!("{}", render(&rows, targets));
-    Ok(status(&rows))
+    Ok(verdict(&rows).status())
 }

@@ -8,5 +8,5 @@ use anyhow::Result;
 /// Runs the shard that `options.overrides.shard` selects; the run's exit
 /// status.
 pub fn run(options: &Options) -> Result<ExitStatus> {
-    Ok(crate::jobs::compare::compare(options)?.status)
+    super::compare::run(options)
 }

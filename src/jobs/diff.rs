@@ -11,6 +11,7 @@
 use crate::base::error::InputError;
 use crate::guest::images::size::{KernelSizes, SizeComparison, SizeRecord};
 use crate::record::{read_samples_with_hosts, ConditionChange, KernelMeta, RunMeta, SampleWriter};
+use crate::stages::report::conditions::condition_warning;
 use anyhow::Result;
 use std::path::Path;
 
@@ -20,34 +21,6 @@ pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String
         .iter()
         .map(condition_warning)
         .collect()
-}
-
-/// One condition change as a warning line: both values as recorded.
-pub fn condition_warning(change: &ConditionChange) -> String {
-    let what = change.condition();
-    let line = |a: &str, b: &str| format!("{what} differs: baseline {a:?}, candidate {b:?}");
-    match change {
-        ConditionChange::Hostname(v)
-        | ConditionChange::HostCpu(v)
-        | ConditionChange::Qemu(v)
-        | ConditionChange::TimingMode(v)
-        | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
-        ConditionChange::SuiteFile(v) => format!(
-            "suite file (sha256) differs: baseline {:?}, candidate {:?}",
-            v.baseline, v.candidate
-        ),
-        ConditionChange::Accelerator(v) => line(v.baseline.as_str(), v.candidate.as_str()),
-        ConditionChange::Overrides(v) => line(
-            &v.baseline.describe().join(", "),
-            &v.candidate.describe().join(", "),
-        ),
-        ConditionChange::GuestImage(v) => format!(
-            "guest image differs: baseline sha256 {}, candidate {}{}",
-            v.baseline.short_sha(),
-            v.candidate.short_sha(),
-            v.baseline.differing_files(&v.candidate)
-        ),
-    }
 }
 
 fn read_run(dir: &Path) -> Result<RunMeta> {

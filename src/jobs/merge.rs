@@ -10,7 +10,6 @@
 //! statistics use as a blocking factor (`stats::blocked`).
 
 use crate::base::error::InputError;
-use crate::base::exit::ExitStatus;
 use crate::record::{
     hosts_or, read_samples_with_hosts, ConditionChange, RunMeta, SampleWriter, ShardRecord,
     META_FILE,
@@ -25,18 +24,6 @@ pub struct Merged {
     pub meta: RunMeta,
     /// Doubts about the merge, also at the top of the report.
     pub warnings: Vec<String>,
-}
-
-impl Merged {
-    /// The merge's exit status: incomplete when a shard did not finish or
-    /// a boot failed (the merge itself finished), else success.
-    pub fn status(&self) -> ExitStatus {
-        if !self.meta.complete || self.meta.boots.iter().any(|b| !b.ok()) {
-            ExitStatus::Incomplete
-        } else {
-            ExitStatus::Success
-        }
-    }
 }
 
 /// One shard's run directory and its metadata.
@@ -386,31 +373,4 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     meta.write(out)?;
     crate::stages::report::write(out)?;
     Ok(Merged { meta, warnings })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::BootRecord;
-
-    fn merged(complete: bool, oks: &[bool]) -> Merged {
-        Merged {
-            meta: RunMeta {
-                complete,
-                boots: oks.iter().map(|&ok| BootRecord::ending_ok(ok)).collect(),
-                ..RunMeta::default()
-            },
-            warnings: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn a_merge_of_a_partial_shard_or_a_failed_boot_is_incomplete() {
-        assert_eq!(merged(true, &[true, true]).status(), ExitStatus::Success);
-        assert_eq!(
-            merged(true, &[true, false]).status(),
-            ExitStatus::Incomplete
-        );
-        assert_eq!(merged(false, &[true]).status(), ExitStatus::Incomplete);
-    }
 }

@@ -51,8 +51,8 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
         &bad[..12.min(bad.len())],
         tree.display()
     ));
-    let text = match crate::jobs::bisect::run(&request) {
-        Ok((_, dir, answer)) => format!(
+    let text = match crate::jobs::bisect::run(&request, &crate::commands::bisect::show) {
+        Ok((dir, answer)) => format!(
             "\n**Bisected** {} between the baseline's commit and tonight's: {}. Answer: {}\n",
             request.point.as_deref().unwrap_or_default(),
             answer.headline(),

@@ -7,6 +7,7 @@
 pub mod bisect;
 pub mod gate;
 
+use super::status::Outcome as _;
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
 use crate::jobs::compare::Options;
@@ -150,15 +151,16 @@ pub fn nightly(
 ) -> Result<Night> {
     // A failure of the run is the command's: the caller maps it to its
     // exit status as it does for `compare` (input, machinery, interrupted).
-    let outcome = crate::jobs::compare::compare(options)?;
+    let outcome = super::compare::run_and_show(options)?;
+    let status = outcome.status();
     let Some((dir, meta)) = outcome.run else {
-        return Ok(Night::ended(outcome.status));
+        return Ok(Night::ended(status));
     };
     let mut summary = format!("## markbench nightly: {}\n\n", meta.suite);
-    if outcome.status != ExitStatus::Success {
+    if status != ExitStatus::Success {
         let report = RunDir::new(&dir).report();
         let failed = meta.boots.iter().filter(|b| !b.ok()).count();
-        summary.push_str(&match outcome.status {
+        summary.push_str(&match status {
             ExitStatus::Interrupted => format!(
                 "**Interrupted**: the run is partial ({} boots, {failed} failed), not gated; \
                  continue it with markbench nightly --resume {}; see {}.\n",
@@ -173,7 +175,7 @@ pub fn nightly(
             ),
         });
         leave_summary(&dir, &summary)?;
-        return Ok(Night::ended(night_status(outcome.status, None)));
+        return Ok(Night::ended(night_status(status, None)));
     }
     let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite, &dir));
     let Some(baseline) = baseline else {
@@ -187,7 +189,7 @@ pub fn nightly(
     step_summary(&gate.summary);
     update_history(&options.reports, &dir, variant);
     Ok(Night {
-        status: night_status(outcome.status, Some(gate.status)),
+        status: night_status(status, Some(gate.status)),
         runs: Some((dir, baseline)),
         regressed: gate.regressed,
     })
@@ -219,8 +221,8 @@ mod tests {
 
     #[test]
     fn a_night_ends_with_the_gates_verdict_only_when_everything_was_measured() {
-        let regressed = Some(gate::verdict(true));
-        let held = Some(gate::verdict(false));
+        let regressed = Some(ExitStatus::Regression);
+        let held = Some(ExitStatus::Success);
         assert_eq!(night_status(ExitStatus::Success, None), ExitStatus::Success);
         assert_eq!(night_status(ExitStatus::Success, held), ExitStatus::Success);
         assert_eq!(

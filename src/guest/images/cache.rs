@@ -228,20 +228,6 @@ pub struct Checked {
     pub verdict: super::seal::Verdict,
 }
 
-/// The exit status of `cache --verify`: success when every entry is sound
-/// (or sealed now), a damaged cache when one is not.
-pub fn verify_status(checked: &[Checked]) -> crate::base::exit::ExitStatus {
-    use super::seal::Verdict;
-    if checked
-        .iter()
-        .any(|c| matches!(c.verdict, Verdict::Damaged(_)))
-    {
-        crate::base::exit::ExitStatus::CacheDamaged
-    } else {
-        crate::base::exit::ExitStatus::Success
-    }
-}
-
 /// Checks every sealed entry of the cache at `root` (kernels, guest
 /// images, snapshots of commits, compile trees, the profile plugin)
 /// against its seals, sealing
@@ -333,28 +319,6 @@ pub fn root() -> PathBuf {
 mod tests {
     use super::*;
     use std::fs::File;
-
-    #[test]
-    fn a_damaged_entry_makes_the_verdict_of_the_check() {
-        use crate::base::exit::ExitStatus;
-        use crate::guest::images::seal::Verdict;
-        let checked = |verdict| Checked {
-            path: PathBuf::from("kernels/k"),
-            verdict,
-        };
-        assert_eq!(verify_status(&[]), ExitStatus::Success);
-        assert_eq!(
-            verify_status(&[checked(Verdict::Sound), checked(Verdict::SealedNow)]),
-            ExitStatus::Success
-        );
-        assert_eq!(
-            verify_status(&[
-                checked(Verdict::Sound),
-                checked(Verdict::Damaged("size differs".into()))
-            ]),
-            ExitStatus::CacheDamaged
-        );
-    }
 
     fn entry(kind: Kind, name: &str, mib: u64, days_ago: u64, in_use: bool) -> Entry {
         Entry {

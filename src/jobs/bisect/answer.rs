@@ -1,18 +1,13 @@
-//! The bisection's answer: `bisect.md` for a person, `bisect.txt` for a
-//! mail and `bisect.json` for scripts, written after every step (what is
-//! known so far) and at the end.
-//! First the first bad commit (or the narrowest range), then every commit
-//! measured in range order, the builds, and with a profile the first bad
-//! commit against its parent function by function.
+//! The bisection's answer: `bisect.json` for scripts, and the facts that
+//! `bisect.md` (for a person) and `bisect.txt` (for a mail) are rendered
+//! from (`report::bisect`), written after every step (what is known so
+//! far) and at the end.
 
 use super::decide::{Class, Ending, Relative, Search, Step};
 use super::{Build, Plan};
-use crate::record::RunMeta;
-use crate::stages::report::format::{self, escape_md};
-use crate::stages::report::plain::{self, Align};
+use crate::stages::report::bisect::{self as shown, markdown, text, Bisection};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// One commit's build, as the answer lists it.
@@ -93,510 +88,124 @@ impl Answer {
     }
 }
 
-/// One step as it is decided, for the terminal.
-pub fn step_line(plan: &Plan, step: &Step, unit: &str) -> String {
-    let commit = &plan.commits[step.index];
-    let figures = match (step.mean, &step.vs_good, &step.vs_bad) {
-        (Some(mean), Some(g), Some(b)) => format!(
-            "{} {unit}, {} against GOOD, {} against BAD, {} boots",
-            number(mean, unit),
-            relative(g),
-            relative(b),
-            step.boots
-        ),
-        _ => step
-            .build_error
-            .as_deref()
-            .map_or(String::new(), |e| first_error(e).to_string()),
-    };
-    let class = match step.index {
-        0 => "GOOD",
-        i if i == plan.commits.len() - 1 => "BAD",
-        _ => step.class.as_str(),
-    };
-    format!(
-        "markbench: bisect: {} {}: {class} ({figures})",
-        commit.short_id(),
-        commit.subject,
-    )
-}
-
-/// The line of a failed build's output that says what failed: the
-/// compiler's first error, else the first line.
-fn first_error(output: &str) -> &str {
-    output
-        .lines()
-        .find(|l| l.contains("error:"))
-        .or_else(|| output.lines().next())
-        .unwrap_or_default()
-        .trim()
-}
-
-/// The answer's closing lines for the terminal.
-pub fn summary(answer: &Answer) -> String {
-    let mut s = format!("markbench: bisect: {}", answer.headline());
-    if let Some(search) = &answer.search {
-        let skipped: Vec<&str> = search
-            .steps
-            .iter()
-            .filter(|s| s.class == Class::Skipped)
-            .map(|s| answer.plan.commits[s.index].short_id())
-            .collect();
-        if !skipped.is_empty() {
-            let _ = write!(
-                s,
-                "\nmarkbench: bisect: skipped (untestable): {}",
-                skipped.join(", ")
-            );
-        }
-    }
-    s
-}
-
-fn number(v: f64, unit: &str) -> String {
-    format::value(v, format::decimals(unit, v))
-}
-
-fn pct(v: f64) -> String {
-    format::signed_percent_2dp(v)
-}
-
-fn relative(r: &Relative) -> String {
-    match r.interval {
-        Some(ci) => format!(
-            "{} ({} … {})",
-            pct(r.difference),
-            pct(ci.lower),
-            pct(ci.upper)
-        ),
-        None => pct(r.difference),
-    }
-}
-
-fn cell_relative(r: Option<&Relative>) -> (String, String) {
-    match r {
-        Some(r) => (
-            pct(r.difference),
-            r.interval.map_or("–".into(), |ci| {
-                format!("{} … {}", pct(ci.lower), pct(ci.upper))
-            }),
-        ),
-        None => ("–".into(), "–".into()),
-    }
-}
-
-/// The markdown: one section after the other.
-pub fn markdown(answer: &Answer) -> String {
-    let mut r = String::new();
-    md_heading(&mut r, answer);
-    md_first_bad(&mut r, answer);
-    md_confirmation(&mut r, answer);
-    md_commits(&mut r, answer);
-    md_builds(&mut r, answer);
-    if let Some(section) = answer.profile.as_deref().and_then(profile_section) {
-        r.push_str(&section);
-    }
-    r
-}
-
-/// The headline and what was bisected: the range, the point, the rules.
-fn md_heading(r: &mut String, answer: &Answer) {
-    let plan = &answer.plan;
-    let commits = &plan.commits;
-    let _ = writeln!(r, "# Bisection: {}\n", escape_md(&answer.headline()));
-    let _ = writeln!(
-        r,
-        "GOOD `{}` ({}) to BAD `{}` ({}) in `{}`: {} commits after GOOD, on the first-parent \
-         line. Point `{}` of suite `{}`, {} boots a round, at most {} rounds a commit; a \
-         regression is bisected when BAD is significantly worse than GOOD by at least {:.2}%.\n",
-        commits[0].short_id(),
-        escape_md(&commits[0].subject),
-        commits[commits.len() - 1].short_id(),
-        escape_md(&commits[commits.len() - 1].subject),
-        plan.tree.display(),
-        commits.len() - 1,
-        plan.point,
-        plan.suite
-            .as_deref()
-            .map_or("quick (the default)".into(), |p| p.display().to_string()),
-        plan.boots,
-        plan.max_rounds,
-        100.0 * plan.threshold
-    );
-}
-
-/// "First bad commit": the commit, its author and stat, and how to go on
-/// when it is a merge. Nothing unless the search found one.
-fn md_first_bad(r: &mut String, answer: &Answer) {
-    let (Some(Ending::FirstBad { index }), Some(stat)) = (
-        answer.search.as_ref().map(|s| &s.ending),
-        &answer.first_bad_stat,
-    ) else {
-        return;
-    };
-    let c = &answer.plan.commits[*index];
-    let _ = writeln!(
-        r,
-        "## First bad commit\n\n**`{}` {}**, by {}\n\n```\n{}\n```\n",
-        c.short_id(),
-        escape_md(&c.subject),
-        escape_md(&c.author),
-        stat.trim_end()
-    );
-    if c.merge {
-        let _ = writeln!(
-            r,
-            "It is a merge: the regression came in with the branch it merged. Bisect that \
-             branch with `--good $(git merge-base {0}^1 {0}^2) --bad {0}^2`.\n",
-            c.short_id()
-        );
-    }
-}
-
-/// BAD against GOOD, and whether that was a regression to bisect.
-fn md_confirmation(r: &mut String, answer: &Answer) {
-    let Some(search) = &answer.search else {
-        return;
-    };
-    let c = &search.confirmation;
-    let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
-    let _ = writeln!(
-        r,
-        "BAD against GOOD: {d} (95% CI {ci}), {}{}.\n",
-        c.verdict,
-        if c.confirmed {
-            ": bisected".to_string()
-        } else {
-            format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
-        }
-    );
-}
-
-/// "Commits measured": one row per commit, how a commit is classed, and
-/// the steps in the order taken.
-fn md_commits(r: &mut String, answer: &Answer) {
-    let commits = &answer.plan.commits;
-    let _ = writeln!(r, "## Commits measured\n");
-    let unit = if answer.unit.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", answer.unit)
-    };
-    let _ = writeln!(
-        r,
-        "| # | commit | subject | value{unit} | 95% CI | vs GOOD | 95% CI | vs BAD | 95% CI | \
-         class | boots |\n|---:|---|---|---:|---|---:|---|---:|---|---|---:|"
-    );
-    let last = commits.len() - 1;
-    for s in measured_steps(answer) {
-        let c = &commits[s.index];
-        let (g, gci) = cell_relative(s.vs_good.as_ref());
-        let (b, bci) = cell_relative(s.vs_bad.as_ref());
-        let class = match s.index {
-            0 => "GOOD".to_string(),
-            i if i == last => "BAD".to_string(),
-            _ => s.class.as_str().to_string(),
+impl Answer {
+    /// The answer's facts, as the report renders them (`report::bisect`).
+    pub fn facts(&self) -> Bisection {
+        let plan = &self.plan;
+        let commits = &plan.commits;
+        let last = commits.len() - 1;
+        let commit = |i: usize| shown::Commit {
+            short_id: commits[i].short_id().to_string(),
+            subject: commits[i].subject.clone(),
         };
-        let class = if s.class == Class::Bad || (s.index == last) {
-            format!("**{class}**")
-        } else {
-            class
+        let first_bad = match (
+            self.search.as_ref().map(|s| &s.ending),
+            &self.first_bad_stat,
+        ) {
+            (Some(Ending::FirstBad { index }), Some(stat)) => {
+                let c = &commits[*index];
+                Some(shown::FirstBad {
+                    short_id: c.short_id().to_string(),
+                    subject: c.subject.clone(),
+                    author: c.author.clone(),
+                    stat: stat.clone(),
+                    merge: c.merge,
+                })
+            }
+            _ => None,
         };
-        let _ = writeln!(
-            r,
-            "| {} | `{}` | {} | {} | {} | {g} | {gci} | {b} | {bci} | {class} | {} |",
-            s.index,
-            c.short_id(),
-            escape_md(&c.subject),
-            s.mean.map_or("–".into(), |m| number(m, &answer.unit)),
-            s.interval.map_or("–".into(), |ci| format!(
-                "{} … {}",
-                number(ci.lower, &answer.unit),
-                number(ci.upper, &answer.unit)
-            )),
-            s.boots
-        );
-    }
-    let _ = writeln!(
-        r,
-        "\nA commit is **bad** when its whole 95% interval against GOOD lies beyond half the \
-         regression (the geometric midpoint of GOOD's and BAD's means), **good** when it lies \
-         wholly on GOOD's side; otherwise it gets another round of boots, and a commit still \
-         straddling the line after the last round ends the search with the range it leaves. A \
-         commit that does not build, or none of whose boots completes, is skipped and the one \
-         nearest the middle tried instead.\n"
-    );
-    if let Some(search) = &answer.search {
-        let order: Vec<String> = search
-            .steps
-            .iter()
-            .map(|s| format!("`{}` {}", commits[s.index].short_id(), s.class.as_str()))
-            .collect();
-        if !order.is_empty() {
-            let _ = writeln!(r, "Steps, in the order taken: {}.\n", order.join(", "));
-        }
-    }
-}
-
-/// "Builds": each kernel the bisection needed, built, from the cache or
-/// untestable. Nothing when none was needed.
-fn md_builds(r: &mut String, answer: &Answer) {
-    if answer.builds.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        r,
-        "## Builds\n\n| commit | build | time [s] | source files rebuilt |\n|---|---|---:|---:|"
-    );
-    let mut built = 0;
-    for (index, b) in &answer.builds {
-        let c = &answer.plan.commits[*index];
-        match b {
-            BuildOutcome::Built(b) => {
-                built += usize::from(b.seconds.is_some());
-                let _ = writeln!(
-                    r,
-                    "| `{}` | {} | {} | {} |",
-                    c.short_id(),
-                    if b.seconds.is_some() {
-                        "built"
-                    } else {
-                        "from the cache"
-                    },
-                    b.seconds.map_or("–".into(), |s| format!("{s:.0}")),
-                    b.source_files_rebuilt.map_or("–".into(), |n| n.to_string())
-                );
-            }
-            BuildOutcome::Failed { error: why } => {
-                let _ = writeln!(
-                    r,
-                    "| `{}` | **untestable**: {} | – | – |",
-                    c.short_id(),
-                    escape_md(first_error(why))
-                );
-            }
-        }
-    }
-    let _ = writeln!(
-        r,
-        "\n{} kernels needed, {built} built by this bisection. Each commit's boots are run \
-         directories under `commits/<id>/round-<n>/`.\n",
-        answer.builds.len()
-    );
-}
-
-/// The "Where the difference goes" section of the profile run.
-fn profile_section(run: &Path) -> Option<String> {
-    let meta = RunMeta::read(run).ok()?;
-    let views = crate::stages::report::profile::load(run, &meta).ok()?;
-    let section = crate::stages::report::profile::section(views.first(), false);
-    Some(format!(
-        "{section}\n(The profile's run: `{}`.)\n",
-        run.display()
-    ))
-}
-
-/// The answer as plain text for a mail (ASCII, 72 columns): the answer,
-/// BAD against GOOD, the first bad commit's stat and the commits measured.
-pub fn text(answer: &Answer) -> String {
-    let mut r = String::new();
-    txt_heading(&mut r, answer);
-    txt_confirmation(&mut r, answer);
-    txt_first_bad(&mut r, answer);
-    txt_commits(&mut r, answer);
-    txt_steps(&mut r, answer);
-    r.push('\n');
-    r.push_str(&plain::wrap(
-        "A commit is bad when its whole 95% interval against GOOD lies beyond half the \
-         regression (the geometric midpoint of GOOD's and BAD's means), good when it lies \
-         wholly on GOOD's side; a commit that does not build or boot is skipped.",
-        "",
-    ));
-    r
-}
-
-/// The headline and what was bisected: the range, the point, the rules.
-fn txt_heading(r: &mut String, answer: &Answer) {
-    let plan = &answer.plan;
-    let commits = &plan.commits;
-    let last = commits.len() - 1;
-    r.push_str(&plain::heading(
-        &format!("Bisection: {}", answer.headline()),
-        '=',
-    ));
-    r.push('\n');
-    r.push_str(&plain::wrap(
-        &format!(
-            "GOOD {} ({}) to BAD {} ({}) in {}: {} commits after GOOD, on the \
-             first-parent line. Point {} of suite {}, {} boots a round, at most {} rounds \
-             a commit; a regression is bisected when BAD is significantly worse than GOOD \
-             by at least {:.2}%.",
-            commits[0].short_id(),
-            commits[0].subject,
-            commits[last].short_id(),
-            commits[last].subject,
-            plan.tree.display(),
-            last,
-            plan.point,
-            plan.suite
+        Bisection {
+            headline: self.headline(),
+            good: commit(0),
+            bad: commit(last),
+            tree: plan.tree.display().to_string(),
+            commits_after_good: last,
+            point: plan.point.clone(),
+            suite: plan
+                .suite
                 .as_deref()
                 .map_or("quick (the default)".into(), |p| p.display().to_string()),
-            plan.boots,
-            plan.max_rounds,
-            100.0 * plan.threshold
-        ),
-        "",
-    ));
-}
-
-/// BAD against GOOD, and whether that was a regression to bisect.
-fn txt_confirmation(r: &mut String, answer: &Answer) {
-    let Some(search) = &answer.search else {
-        return;
-    };
-    let c = &search.confirmation;
-    let (d, ci) = cell_relative(c.bad_vs_good.as_ref());
-    r.push('\n');
-    r.push_str(&plain::wrap(
-        &format!(
-            "BAD against GOOD: {d} (95% CI {ci}), {}{}.",
-            c.verdict,
-            if c.confirmed {
-                ": bisected".to_string()
-            } else {
-                format!(": not bisected ({})", c.why_not.clone().unwrap_or_default())
-            }
-        ),
-        "",
-    ));
-}
-
-/// "First bad commit": the commit, its author and stat. Nothing unless
-/// the search found one.
-fn txt_first_bad(r: &mut String, answer: &Answer) {
-    let (Some(Ending::FirstBad { index }), Some(stat)) = (
-        answer.search.as_ref().map(|s| &s.ending),
-        &answer.first_bad_stat,
-    ) else {
-        return;
-    };
-    let c = &answer.plan.commits[*index];
-    r.push('\n');
-    r.push_str(&plain::heading("First bad commit", '-'));
-    r.push('\n');
-    r.push_str(&plain::wrap(
-        &format!("{} {}, by {}", c.short_id(), c.subject, c.author),
-        "",
-    ));
-    r.push('\n');
-    for line in stat.trim_end().lines() {
-        r.push_str(&plain::verbatim(line, "    "));
-        r.push('\n');
-    }
-}
-
-/// "Commits measured": a table of the commits (one paragraph a commit when
-/// the table is too wide), then each commit's subject.
-fn txt_commits(r: &mut String, answer: &Answer) {
-    let commits = &answer.plan.commits;
-    let last = commits.len() - 1;
-    r.push('\n');
-    r.push_str(&plain::heading("Commits measured", '-'));
-    r.push('\n');
-    let rows_of = measured_steps(answer);
-    let unit = if answer.unit.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", answer.unit)
-    };
-    let value_header = format!("value{unit}");
-    let rows: Vec<Vec<String>> = rows_of
-        .iter()
-        .map(|s| {
-            let (g, gci) = cell_relative(s.vs_good.as_ref());
-            let class = match s.index {
-                0 => "GOOD".to_string(),
-                i if i == last => "BAD".to_string(),
-                _ if s.class == Class::Skipped => "skipped".to_string(),
-                _ => s.class.as_str().to_string(),
-            };
-            vec![
-                s.index.to_string(),
-                commits[s.index].short_id().to_string(),
-                s.mean.map_or("-".into(), |m| number(m, &answer.unit)),
-                g,
-                gci,
-                class,
-                s.boots.to_string(),
-            ]
-        })
-        .collect();
-    let header = [
-        "#",
-        "commit",
-        value_header.as_str(),
-        "vs GOOD",
-        "95% CI",
-        "class",
-        "boots",
-    ];
-    let align = [
-        Align::Right,
-        Align::Left,
-        Align::Right,
-        Align::Right,
-        Align::Left,
-        Align::Left,
-        Align::Right,
-    ];
-    match plain::table("  ", &header, &align, &rows) {
-        Some(t) => r.push_str(&t),
-        None => {
-            for row in &rows {
-                r.push_str(&plain::wrap_hanging(
-                    &format!(
-                        "{} {}: {} {}, vs GOOD {} (95% CI {}), {}, {} boots",
-                        row[0], row[1], value_header, row[2], row[3], row[4], row[5], row[6]
-                    ),
-                    "  ",
-                    "      ",
-                ));
-            }
+            boots: plan.boots,
+            max_rounds: plan.max_rounds,
+            threshold: plan.threshold,
+            confirmation: self.search.as_ref().map(|s| shown::Confirmation {
+                bad_vs_good: s.confirmation.bad_vs_good.as_ref().map(relative),
+                verdict: s.confirmation.verdict,
+                confirmed: s.confirmation.confirmed,
+                why_not: s.confirmation.why_not.clone(),
+            }),
+            first_bad,
+            unit: self.unit.clone(),
+            measured: measured_steps(self)
+                .into_iter()
+                .map(|s| measured(plan, s))
+                .collect(),
+            order: self
+                .search
+                .as_ref()
+                .map(|search| {
+                    search
+                        .steps
+                        .iter()
+                        .map(|s| shown::Taken {
+                            short_id: commits[s.index].short_id().to_string(),
+                            class: s.class.as_str(),
+                            skipped: s.class == Class::Skipped,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            builds: self
+                .builds
+                .iter()
+                .map(|(index, b)| shown::BuildRow {
+                    short_id: commits[*index].short_id().to_string(),
+                    build: match b {
+                        BuildOutcome::Built(b) => shown::Build::Built {
+                            seconds: b.seconds,
+                            source_files_rebuilt: b.source_files_rebuilt,
+                        },
+                        BuildOutcome::Failed { error } => shown::Build::Failed {
+                            error: error.clone(),
+                        },
+                    },
+                })
+                .collect(),
+            profile: self.profile.clone(),
         }
     }
-    r.push('\n');
-    for s in &rows_of {
-        let c = &commits[s.index];
-        r.push_str(&plain::wrap_hanging(
-            &c.subject,
-            &format!("  {:>2} {}  ", s.index, c.short_id()),
-            &" ".repeat(19),
-        ));
+}
+
+/// One measured commit's facts, as the answer and the terminal show it.
+pub fn measured(plan: &Plan, step: &Step) -> shown::Measured {
+    let c = &plan.commits[step.index];
+    shown::Measured {
+        index: step.index,
+        commit: shown::Commit {
+            short_id: c.short_id().to_string(),
+            subject: c.subject.clone(),
+        },
+        end: match step.index {
+            0 => shown::End::Good,
+            i if i == plan.commits.len() - 1 => shown::End::Bad,
+            _ => shown::End::Between,
+        },
+        class: step.class.as_str(),
+        bad: step.class == Class::Bad,
+        skipped: step.class == Class::Skipped,
+        boots: step.boots,
+        mean: step.mean,
+        interval: step.interval,
+        vs_good: step.vs_good.as_ref().map(relative),
+        vs_bad: step.vs_bad.as_ref().map(relative),
+        build_error: step.build_error.clone(),
     }
 }
 
-/// The steps in the order taken, when there were any.
-fn txt_steps(r: &mut String, answer: &Answer) {
-    let Some(search) = &answer.search else {
-        return;
-    };
-    let order: Vec<String> = search
-        .steps
-        .iter()
-        .map(|s| {
-            format!(
-                "{} {}",
-                answer.plan.commits[s.index].short_id(),
-                s.class.as_str()
-            )
-        })
-        .collect();
-    if !order.is_empty() {
-        r.push('\n');
-        r.push_str(&plain::wrap(
-            &format!("Steps, in the order taken: {}.", order.join(", ")),
-            "",
-        ));
+fn relative(r: &Relative) -> shown::Relative {
+    shown::Relative {
+        difference: r.difference,
+        interval: r.interval,
     }
 }
 
@@ -617,9 +226,10 @@ fn measured_steps(answer: &Answer) -> Vec<&Step> {
 /// the markdown's path.
 pub fn write(dir: &Path, answer: &Answer) -> Result<PathBuf> {
     let md = dir.join("bisect.md");
-    std::fs::write(&md, markdown(answer)).with_context(|| format!("writing {}", md.display()))?;
+    let facts = answer.facts();
+    std::fs::write(&md, markdown(&facts)).with_context(|| format!("writing {}", md.display()))?;
     let txt = dir.join("bisect.txt");
-    std::fs::write(&txt, text(answer)).with_context(|| format!("writing {}", txt.display()))?;
+    std::fs::write(&txt, text(&facts)).with_context(|| format!("writing {}", txt.display()))?;
     let json = dir.join("bisect.json");
     std::fs::write(&json, serde_json::to_string_pretty(answer)?)
         .with_context(|| format!("writing {}", json.display()))?;
@@ -751,7 +361,7 @@ mod tests {
                 }),
             ),
         ];
-        insta::assert_snapshot!(markdown(&answer));
+        insta::assert_snapshot!(markdown(&answer.facts()));
         let mut unconfirmed = self::answer();
         if let Some(search) = &mut unconfirmed.search {
             search.confirmation.confirmed = false;
@@ -760,14 +370,14 @@ mod tests {
             search.steps.clear();
         }
         unconfirmed.first_bad_stat = None;
-        insta::assert_snapshot!("bisect_md_of_no_regression", markdown(&unconfirmed));
-        insta::assert_snapshot!("bisect_txt_shows_every_section", text(&answer));
-        insta::assert_snapshot!("bisect_txt_of_no_regression", text(&unconfirmed));
+        insta::assert_snapshot!("bisect_md_of_no_regression", markdown(&unconfirmed.facts()));
+        insta::assert_snapshot!("bisect_txt_shows_every_section", text(&answer.facts()));
+        insta::assert_snapshot!("bisect_txt_of_no_regression", text(&unconfirmed.facts()));
     }
 
     #[test]
     fn bisect_txt_gives_the_answer_the_commits_and_the_stat_within_72_columns() {
-        let text = text(&answer());
+        let text = text(&answer().facts());
         for line in text.lines() {
             assert!(line.len() <= WIDTH, "{line:?}");
             assert!(line.is_ascii(), "{line:?}");
@@ -800,5 +410,41 @@ mod tests {
         assert_eq!(rows[1][..4], ["1", "222222222222", "2.171", "-0.10%"]);
         assert_eq!(rows[2][..4], ["2", "333333333333", "2.550", "+17.00%"]);
         assert!(rows[2].contains(&"BAD"), "{:?}", rows[2]);
+    }
+
+    #[test]
+    fn the_terminal_lines_name_each_commit_its_class_and_figures() {
+        use crate::stages::report::bisect::{step_line, summary};
+        let mut answer = answer();
+        let mut good = step(1, Class::Good, 2.171, -0.001);
+        good.vs_bad = Some(relative(-0.15));
+        assert_eq!(
+            step_line(&measured(&answer.plan, &good), "s"),
+            "markbench: bisect: 222222222222 sched: comment schedule(): good (2.171 s, \
+             -0.10% (-0.60% … +0.40%) against GOOD, -15.00% (-15.50% … -14.50%) against BAD, \
+             4 boots)"
+        );
+        let skipped = Step {
+            class: Class::Skipped,
+            mean: None,
+            build_error: Some("make: Entering\nsched.c:1: error: oops\n".into()),
+            ..step(1, Class::Skipped, 0.0, 0.0)
+        };
+        assert_eq!(
+            step_line(&measured(&answer.plan, &skipped), "s"),
+            "markbench: bisect: 222222222222 sched: comment schedule(): skipped (untestable) \
+             (sched.c:1: error: oops)"
+        );
+        assert_eq!(
+            summary(&answer.facts()),
+            "markbench: bisect: first bad commit: 333333333333 (af_unix: spin in \
+             unix_stream_sendmsg and more and more and more and more and more and more and \
+             more and more )"
+        );
+        if let Some(search) = &mut answer.search {
+            search.steps = vec![skipped];
+        }
+        assert!(summary(&answer.facts())
+            .ends_with("\nmarkbench: bisect: skipped (untestable): 222222222222"));
     }
 }

@@ -15,7 +15,6 @@ pub mod point;
 pub mod range;
 
 use crate::base::error::{InputError, Interrupted};
-use crate::base::exit::ExitStatus;
 use crate::guest::images::kernel::{BuildFailed, KernelSource};
 use crate::jobs::compare::{self, Resolved};
 use crate::record::{Overrides, RunMeta};
@@ -99,31 +98,39 @@ const BUILD_FILE: &str = "build.toml";
 /// a round's boots completed.
 const UNTESTABLE_FILE: &str = "untestable.txt";
 
-/// The exit status of a bisection that ended with `ending`: success with
-/// the first bad commit or the narrowest range, or no regression to bisect.
-pub fn status_of(ending: &decide::Ending) -> ExitStatus {
-    match ending {
-        decide::Ending::NoRegression => ExitStatus::NoRegression,
-        decide::Ending::FirstBad { .. } | decide::Ending::Range { .. } => ExitStatus::Success,
-    }
+/// What a bisection shows as it goes, before it returns: the handler words it.
+pub enum Shown<'a> {
+    /// Where the bisection goes and what it searches.
+    Started { dir: &'a Path, plan: &'a Plan },
+    /// QEMU and the machine, decided at the first boot.
+    Machine {
+        machine: &'a vm::Machine,
+        max_cpus: u32,
+    },
+    /// A step of the search is decided (`unit`: the point's unit).
+    Step {
+        step: &'a crate::stages::report::bisect::Measured,
+        unit: &'a str,
+    },
+    /// The answer, written to `written`, after `elapsed` in all.
+    Answered {
+        answer: &'a crate::stages::report::bisect::Bisection,
+        written: &'a Path,
+        elapsed: std::time::Duration,
+    },
 }
 
-/// Runs a bisection: its exit status, directory and answer.
-pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
+/// Runs a bisection, passing what it has to show to `show` as it goes: its
+/// directory and answer (whose search holds how it ended).
+pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answer::Answer)> {
     let (dir, plan) = start(request)?;
     let suite = suite_of(&plan)?;
-    println!("bisection directory: {}", dir.display());
-    println!(
-        "range: {} commits after {} up to {} ({}); point {}; threshold {:.2}%",
-        plan.commits.len() - 1,
-        plan.commits[0].short_id(),
-        plan.commits.last().map_or("", |c| c.short_id()),
-        plan.tree.display(),
-        plan.point,
-        100.0 * plan.threshold
-    );
+    show(Shown::Started {
+        dir: &dir,
+        plan: &plan,
+    });
     let spec = PointSpec::parse(&plan.point)?;
-    let mut bench = Bench::new(&dir, &plan, suite, spec)?;
+    let mut bench = Bench::new(&dir, &plan, suite, spec, show)?;
     let _ = ctrlc::set_handler(|| {
         vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         eprintln!();
@@ -141,7 +148,10 @@ pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
         &mut |step| {
             shown.push(step.clone());
             let so_far = answer::Answer::partial(&plan, &shown, &unit);
-            println!("{}", answer::step_line(&plan, step, &unit));
+            show(Shown::Step {
+                step: &answer::measured(&plan, step),
+                unit: &unit,
+            });
             if let Err(e) = answer::write(&dir, &so_far) {
                 message::warning(format_args!("writing the answer so far: {e:#}"));
             }
@@ -159,20 +169,12 @@ pub fn run(request: &Request) -> Result<(ExitStatus, PathBuf, answer::Answer)> {
     }
     keep_only_what_the_answer_needs(&plan, &answer);
     let written = answer::write(&dir, &answer)?;
-    println!("{}", answer::summary(&answer));
-    println!(
-        "answer: {}\n{:.0} s in all",
-        written.display(),
-        started.elapsed().as_secs_f64()
-    );
-    let status = status_of(
-        &answer
-            .search
-            .as_ref()
-            .context("the search has no ending")?
-            .ending,
-    );
-    Ok((status, dir, answer))
+    show(Shown::Answered {
+        answer: &answer.facts(),
+        written: &written,
+        elapsed: started.elapsed(),
+    });
+    Ok((dir, answer))
 }
 
 /// The bisection's directory and plan: a resumed one's, or a new one
@@ -398,10 +400,17 @@ struct Bench<'a> {
     machine: Option<(vm::qemu::QemuRunner, vm::Machine)>,
     unit: String,
     higher_is_better: Option<bool>,
+    show: &'a dyn Fn(Shown<'_>),
 }
 
 impl<'a> Bench<'a> {
-    fn new(dir: &'a Path, plan: &'a Plan, file: Suite, spec: PointSpec) -> Result<Bench<'a>> {
+    fn new(
+        dir: &'a Path,
+        plan: &'a Plan,
+        file: Suite,
+        spec: PointSpec,
+        show: &'a dyn Fn(Shown<'_>),
+    ) -> Result<Bench<'a>> {
         let suite = restricted(&file, plan)?;
         let source = KernelSource::from_path(&plan.tree)?;
         Ok(Bench {
@@ -413,6 +422,7 @@ impl<'a> Bench<'a> {
             machine: None,
             unit: String::new(),
             higher_is_better: None,
+            show,
         })
     }
 
@@ -575,13 +585,10 @@ impl<'a> Bench<'a> {
                 run.qemu.is_some(),
                 &mut runner,
             )?;
-            println!(
-                "QEMU: {}; accelerator: {} ({}); timing: {}",
-                machine.qemu.version,
-                machine.accel.accel.as_str(),
-                machine.accel.reason,
-                machine.timing.describe(run.max_cpus())
-            );
+            (self.show)(Shown::Machine {
+                machine: &machine,
+                max_cpus: run.max_cpus(),
+            });
             self.machine = Some((runner, machine));
         }
         let (runner, machine) = self.machine.as_mut().expect("decided above");
@@ -696,25 +703,5 @@ fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
                 message::warning(format_args!("removing {}: {e}", dir.display()));
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_answer_is_success_and_no_regression_a_verdict_of_its_own() {
-        assert_eq!(
-            status_of(&decide::Ending::FirstBad { index: 3 }),
-            ExitStatus::Success
-        );
-        assert_eq!(
-            status_of(&decide::Ending::Range { good: 1, bad: 4 }),
-            ExitStatus::Success
-        );
-        let none = status_of(&decide::Ending::NoRegression);
-        assert_eq!(none, ExitStatus::NoRegression);
-        assert_ne!(none.code(), ExitStatus::Machinery.code());
     }
 }

@@ -18,12 +18,12 @@ pub mod source_variants;
 
 /// The overrides' recorded form is the run directory's (`record`).
 pub use crate::record::Overrides;
+pub use crate::stages::report::dry_run::PlanSummary;
 pub use execute::{execute, initial_meta};
 pub use options::{ModelChoice, Options};
 pub use resolved::{kernel_source, read_suite, Resolved};
 
 use crate::base::error::InputError;
-use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
 use crate::guest::images::kernel::KernelSource;
 use crate::record::RunMeta;
@@ -32,10 +32,23 @@ use crate::{base::prereq, stages::vm};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
-/// How a compare ended: its exit status and, unless it was a dry run, the run.
+/// How a compare ended: unless it was a dry run, the run (whose record
+/// says whether it is complete and how each boot ended) and how long it took.
 pub struct Outcome {
-    pub status: ExitStatus,
     pub run: Option<(PathBuf, RunMeta)>,
+    pub elapsed: std::time::Duration,
+}
+
+/// What a compare shows as it goes, before it returns: the handler words it.
+pub enum Shown<'a> {
+    /// What the run will do, before anything is built (the whole of a dry run).
+    Plan(&'a PlanSummary),
+    /// Where the run goes and what it boots with, before the first boot.
+    Starting {
+        dir: &'a std::path::Path,
+        machine: &'a vm::Machine,
+        max_cpus: u32,
+    },
 }
 
 /// The refusal of a wall-time run whose guests have more vCPUs than the
@@ -93,16 +106,17 @@ fn refuse_what_this_host_cannot_run(run: &Resolved, options: &Options) -> Result
     Ok(oversubscribed_here)
 }
 
-/// Runs what `options` ask for (one shard of a suite when they name one).
-pub fn compare(options: &Options) -> Result<Outcome> {
+/// Runs what `options` ask for (one shard of a suite when they name one),
+/// passing what it has to show to `show` as it goes.
+pub fn compare(options: &Options, show: &mut dyn FnMut(Shown<'_>)) -> Result<Outcome> {
     let run = Resolved::new(options)?;
     // The dry run refuses what the run would: it is the run's preview.
     let oversubscribed_here = refuse_what_this_host_cannot_run(&run, options)?;
-    dry_run::print_plan(&run, &options.reports)?;
+    show(Shown::Plan(&dry_run::plan_summary(&run, &options.reports)?));
     if options.dry_run {
         return Ok(Outcome {
-            status: ExitStatus::Success,
             run: None,
+            elapsed: std::time::Duration::ZERO,
         });
     }
     let started = std::time::Instant::now();
@@ -123,7 +137,11 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         &mut runner,
         oversubscribed_here,
     )?;
-    announce(&run, &dir, &machine);
+    show(Shown::Starting {
+        dir: &dir,
+        machine: &machine,
+        max_cpus: run.max_cpus(),
+    });
     let _ = ctrlc::set_handler(|| {
         vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         eprintln!();
@@ -138,10 +156,9 @@ pub fn compare(options: &Options) -> Result<Outcome> {
         let _ = std::fs::remove_file(&latest);
         let _ = std::os::unix::fs::symlink(dir.file_name().unwrap_or_default(), &latest);
     }
-    let status = ending(&dir, &meta, started);
     Ok(Outcome {
-        status,
         run: Some((dir, meta)),
+        elapsed: started.elapsed(),
     })
 }
 
@@ -202,88 +219,4 @@ fn directory_and_machine(
             .to_path_buf(),
     };
     Ok((dir, machine))
-}
-
-/// Where the run goes and what it boots with, before the first boot.
-fn announce(run: &Resolved, dir: &std::path::Path, machine: &vm::Machine) {
-    println!("run directory: {}", dir.display());
-    println!(
-        "QEMU: {} ({})",
-        machine.qemu.version,
-        machine.qemu.path.display()
-    );
-    println!(
-        "accelerator: {} ({})",
-        machine.accel.accel.as_str(),
-        machine.accel.reason
-    );
-    println!("timing: {}", machine.timing.describe(run.max_cpus()));
-}
-
-/// The exit status of a run that ended with `meta`: interrupted (it is
-/// partial; resume it), incomplete (some boot failed), or success.
-pub fn status_of_run(meta: &RunMeta) -> ExitStatus {
-    if !meta.complete {
-        ExitStatus::Interrupted
-    } else if meta.boots.iter().any(|b| !b.ok()) {
-        ExitStatus::Incomplete
-    } else {
-        ExitStatus::Success
-    }
-}
-
-/// The run's summary line and its exit status ([`status_of_run`]).
-fn ending(dir: &std::path::Path, meta: &RunMeta, started: std::time::Instant) -> ExitStatus {
-    let failed = meta.boots.iter().filter(|b| !b.ok()).count();
-    println!(
-        "report: {}\n{} boots, {} failed, {:.0} s in all",
-        RunDir::new(dir).report().display(),
-        meta.boots.len(),
-        failed,
-        started.elapsed().as_secs_f64()
-    );
-    let status = status_of_run(meta);
-    match status {
-        ExitStatus::Interrupted => crate::base::message::note(format_args!(
-            "the run is partial; continue it with: markbench compare --resume {}",
-            dir.display()
-        )),
-        ExitStatus::Incomplete => crate::base::message::note(format_args!(
-            "{failed} boot(s) failed; see the Boots table in the report"
-        )),
-        _ => {}
-    }
-    status
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::BootRecord;
-
-    fn run(complete: bool, oks: &[bool]) -> RunMeta {
-        RunMeta {
-            complete,
-            boots: oks.iter().map(|&ok| BootRecord::ending_ok(ok)).collect(),
-            ..RunMeta::default()
-        }
-    }
-
-    #[test]
-    fn a_run_ends_as_success_incomplete_or_interrupted() {
-        assert_eq!(
-            status_of_run(&run(true, &[true, true])),
-            ExitStatus::Success
-        );
-        assert_eq!(
-            status_of_run(&run(true, &[true, false])),
-            ExitStatus::Incomplete
-        );
-        // A partial run is an interruption, whatever its boots did.
-        assert_eq!(
-            status_of_run(&run(false, &[true, false])),
-            ExitStatus::Interrupted
-        );
-        assert_eq!(status_of_run(&run(false, &[])), ExitStatus::Interrupted);
-    }
 }

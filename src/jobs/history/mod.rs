@@ -17,108 +17,19 @@
 //!   commits of one git tree, the `markbench bisect` command that finds the
 //!   commit.
 
-mod page;
-
 use crate::base::error::InputError;
 use crate::base::stats::change_points::{e_divisive, ChangePointConfig};
 use crate::base::stats::hypothesis::LogRatio;
-use crate::base::stats::Interval;
 use crate::record::GateRecord;
 use crate::record::{ConditionChange, PointKey, RunMeta, SkippedRun};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The page's files in the output directory.
-pub const MARKDOWN_FILE: &str = "history.md";
-pub const HTML_FILE: &str = "history.html";
-/// The plots `history.md` shows (the HTML carries them inline).
-pub const PLOTS_DIR: &str = "plots";
-
-/// One complete run of the history.
-#[derive(Debug, Clone)]
-pub struct Run {
-    pub dir: PathBuf,
-    pub meta: RunMeta,
-    pub gate: Option<GateRecord>,
-    pub samples: Vec<crate::record::Sample>,
-}
-
-impl Run {
-    /// The run's directory name, which names it in tables.
-    pub fn name(&self) -> String {
-        self.dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| self.dir.display().to_string())
-    }
-
-    /// The commit the kernel of `variant` was built from, if it records one.
-    pub fn commit(&self, variant: &str) -> Option<&str> {
-        self.meta
-            .kernels
-            .iter()
-            .find(|k| k.variant == variant)?
-            .origin
-            .as_ref()?
-            .commit
-            .as_deref()
-    }
-}
-
-/// A point's value in one run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Value {
-    pub mean: f64,
-    /// 95% t interval of the mean on boot means.
-    pub interval: Option<(f64, f64)>,
-    /// The baseline variant's 95% interval (or its mean alone) in the same run.
-    pub band: Option<(f64, f64)>,
-    /// The night's gate called this point a regression.
-    pub regressed: bool,
-}
-
-/// A change point of one point's history.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    /// The last run before the change and the first after it (indices into
-    /// the suite's runs).
-    pub before: usize,
-    pub after: usize,
-    /// Mean after / mean before − 1, and its 95% interval.
-    pub step: f64,
-    pub interval: Option<Interval>,
-    pub p_value: f64,
-    /// The command that finds the commit, when both runs' kernels are
-    /// commits of one tree.
-    pub bisect: Option<String>,
-}
-
-/// One point's history within one suite.
-#[derive(Debug, Clone)]
-pub struct PointHistory {
-    pub key: PointKey,
-    pub unit: String,
-    pub higher_is_better: bool,
-    /// One entry per run of the suite; `None` where the run lacks the point.
-    pub values: Vec<Option<Value>>,
-    pub changes: Vec<Change>,
-    /// Runs (after the first) where the point's values begin a new series.
-    pub series_starts: Vec<(usize, String)>,
-}
-
-/// The runs of one suite and its points' histories.
-#[derive(Debug, Clone)]
-pub struct SuiteHistory {
-    pub suite: String,
-    /// The variant whose values are tracked.
-    pub variant: String,
-    pub baseline_variant: String,
-    pub runs: Vec<Run>,
-    /// Runs (after the first) that begin a new series, and why (what differs).
-    pub series_starts: Vec<(usize, Vec<ConditionChange>)>,
-    pub points: Vec<PointHistory>,
-}
+/// The history's records and files are the report's, which renders them.
+pub use crate::stages::report::history::{
+    Change, PointHistory, Run, SuiteHistory, Value, HTML_FILE, MARKDOWN_FILE, PLOTS_DIR,
+};
 
 /// Reads the runs under `dirs`, writes `history.md` and `history.html`
 /// into `out` and returns the histories. A directory that looks like a run
@@ -132,8 +43,25 @@ pub fn history(dirs: &[PathBuf], out: &Path, variant: Option<&str>) -> Result<Ve
         .into_iter()
         .map(|runs| suite_history(runs, variant))
         .collect::<Result<Vec<_>>>()?;
-    page::write(&histories, &skipped, out)?;
+    write(&histories, &skipped, out)?;
     Ok(histories)
+}
+
+/// Writes the page's files into `out`: `history.md` with its plots beside
+/// it, and `history.html` (rendered by `report::history`).
+fn write(histories: &[SuiteHistory], skipped: &[SkippedRun], out: &Path) -> Result<()> {
+    let page = crate::stages::report::history::render(histories, skipped)?;
+    let plots = out.join(PLOTS_DIR);
+    std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+    for (anchor, svg) in &page.plots {
+        let path = plots.join(format!("{anchor}.svg"));
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    }
+    for (file, text) in [(MARKDOWN_FILE, &page.markdown), (HTML_FILE, &page.html)] {
+        let path = out.join(file);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Every complete, whole (not a single shard's) run under `dirs`: each a

@@ -12,17 +12,31 @@
 //! - [`gab`]: github-action-benchmark's custom format, one file per
 //!   direction.
 //!
+//! Beside a run's report, the answers of the jobs above are rendered here
+//! too, each from a plain record of facts the job fills: [`bisect`]
+//! (`bisect.md`, `bisect.txt`, the terminal's lines), [`noise`] (the
+//! noise floor's table and verdict), [`history`] (`history.md` and
+//! `history.html`), [`dry_run`] (the plan a run shows before it starts),
+//! [`gate`] (the nightly gate's summary).
+//!
 //! [`plots`] draws `plots/`, the metric and relative-difference plots;
 //! [`format`] and [`plain`] format numbers and text for all of them;
 //! [`sizes`] and [`profile`] are the sections made from `sizes.toml` and
 //! `profiles/`.
 
+pub mod bisect;
 mod bmf;
+pub mod conditions;
+pub mod dry_run;
 pub mod format;
 mod gab;
+pub mod gate;
+pub mod history;
+mod identical;
 mod json;
 mod junit;
 mod markdown;
+pub mod noise;
 pub mod plain;
 mod plots;
 pub mod profile;
@@ -82,17 +96,23 @@ trait Export {
     fn render(&self, run: &RunReport) -> Result<String>;
 }
 
-/// A format `markbench report DIR --format` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A format `markbench report DIR --format` prints. The command line takes
+/// it as it is (`clap::ValueEnum`), so its variants' docs are the help text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
+    /// report.md.
     Markdown,
+    /// summary.json.
     Json,
+    /// report.txt: plain ASCII within 72 columns, for a mail.
     Text,
+    /// junit.xml: one test case per point and candidate.
     Junit,
+    /// bmf.json: Bencher Metric Format.
     Bmf,
-    /// github-action-benchmark, smaller is better.
+    /// github-action-benchmark.json: the points where smaller is better.
     Gab,
-    /// github-action-benchmark, bigger is better.
+    /// github-action-benchmark-bigger.json: the points where bigger is better.
     GabBigger,
 }
 

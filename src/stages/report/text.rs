@@ -8,7 +8,7 @@ use super::format::{relative, signed, value};
 use super::plain::{self, Align};
 use super::{Export, RunReport, REPORT_TEXT_FILE};
 use crate::base::stats::{Interval, PointAnalysis, Verdict};
-use crate::record::KernelMeta;
+use crate::record::{KernelMeta, RunMeta};
 use crate::stages::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use std::fmt::Write as _;
 
@@ -180,7 +180,7 @@ fn what_was_compared(run: &RunReport) -> String {
             ));
         }
     }
-    r.push_str(&identical_builds(meta.kernels.as_slice(), analysis));
+    r.push_str(&identical_builds(meta, analysis));
     match run.files.diffconfig {
         Some(text) if !text.trim().is_empty() => {
             r.push('\n');
@@ -239,21 +239,21 @@ fn short_hashes(text: &str) -> String {
     HASH.replace_all(text, "$1").into_owned()
 }
 
-/// A note for each comparison of two variants that booted the same bzImage.
-fn identical_builds(kernels: &[KernelMeta], analysis: &Analysis) -> String {
+/// A note for each comparison (and each step of a series) whose two
+/// variants booted the same bzImage, as the markdown report notes them.
+fn identical_builds(meta: &RunMeta, analysis: &Analysis) -> String {
     let mut r = String::new();
-    for c in &analysis.comparisons {
-        let (Some(a), Some(b)) = (kernels.get(c.baseline), kernels.get(c.candidate)) else {
-            continue;
+    for same in super::identical::identical_builds(meta, analysis) {
+        let why = if same.same_cmdline {
+            ", with the same command line: whatever differs between them is noise, \
+             so that comparison is an A/A test."
+        } else {
+            ": that comparison measures their command lines alone."
         };
-        if a.bzimage_sha256.is_empty() || a.bzimage_sha256 != b.bzimage_sha256 {
-            continue;
-        }
         r.push_str(&plain::wrap(
             &format!(
-                "{} booted the same bzImage as {}, byte for byte: what differs between \
-                 them is the command line or noise.",
-                b.variant, a.variant
+                "{} booted the same bzImage as {}, byte for byte{why}",
+                same.candidate, same.baseline
             ),
             "",
         ));
@@ -565,5 +565,47 @@ mod tests {
         assert_eq!(super::interval_text(&ci(-0.0191, -0.009)), "-1.91..-0.90");
         assert_eq!(super::interval_text(&ci(-0.002, 0.03)), "-0.20..+3.00");
         assert_eq!(super::interval_text(&ci(-0.00001, 0.0)), "+0.00..+0.00");
+    }
+
+    #[test]
+    fn kernels_that_booted_the_same_bzimage_are_named_as_in_the_markdown() {
+        let mut samples = Vec::new();
+        for boot in 0..3 {
+            for v in ["off", "same", "tracing", "other"] {
+                samples.push(sample(v, boot, 2.0 + boot as f64 * 0.001));
+            }
+        }
+        let mut run = meta(&["off", "same", "tracing", "other"]);
+        let shas = ["ab", "ab", "ab", "cd"];
+        for (k, sha) in run.kernels.iter_mut().zip(shas) {
+            k.bzimage_sha256 = sha.repeat(32);
+        }
+        run.kernels[2].cmdline = "trace_event=sched:*".into();
+        let text = crate::stages::report::render_text(&run, &samples, Default::default());
+        let prose = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            prose.contains(
+                "same booted the same bzImage as off, byte for byte, with the same command \
+                 line: whatever differs between them is noise"
+            ),
+            "{text}"
+        );
+        assert!(
+            prose.contains(
+                "tracing booted the same bzImage as off, byte for byte: that comparison \
+                 measures their command lines alone."
+            ),
+            "{text}"
+        );
+        assert!(!prose.contains("other booted"), "{text}");
+
+        // A series' steps are compared too: each kernel with the one before.
+        run.series = true;
+        let text = crate::stages::report::render_text(&run, &samples, Default::default());
+        let prose = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            prose.contains("tracing booted the same bzImage as same, byte for byte:"),
+            "{text}"
+        );
     }
 }

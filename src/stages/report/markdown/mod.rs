@@ -237,24 +237,15 @@ fn fragments_cell(k: &KernelMeta) -> String {
 /// Each comparison whose two variants booted the same bzImage, byte for
 /// byte: whatever it measured between them is noise.
 fn identical_kernels(meta: &crate::record::RunMeta, analysis: &Analysis) -> String {
-    let sha = |i: usize| {
-        meta.kernels
-            .get(i)
-            .map(|k| k.bzimage_sha256.as_str())
-            .filter(|s| !s.is_empty())
-    };
     let mut r = String::new();
-    for c in analysis.comparisons.iter().chain(&analysis.steps) {
-        let (Some(a), Some(b)) = (sha(c.baseline), sha(c.candidate)) else {
-            continue;
-        };
-        if a != b {
-            continue;
-        }
-        let [base, cand] = analysis.names(c);
-        let (cand, base, sha) = (escape_md(cand), escape_md(base), &a[..16.min(a.len())]);
-        let cmdline = |i: usize| meta.kernels.get(i).map(|k| k.cmdline.as_str());
-        if cmdline(c.baseline) == cmdline(c.candidate) {
+    for same in super::identical::identical_builds(meta, analysis) {
+        let a = same.bzimage_sha256;
+        let (cand, base, sha) = (
+            escape_md(same.candidate),
+            escape_md(same.baseline),
+            &a[..16.min(a.len())],
+        );
+        if same.same_cmdline {
             let _ = writeln!(
                 r,
                 "\n**Identical kernels**: {cand} booted the same bzImage as {base}, byte for \

@@ -1,15 +1,108 @@
-//! The history as a page: `history.html` (one file, the plots inline as
-//! SVG, no script, no network) and `history.md` (the same tables, the plots
-//! as SVG files beside it, for a CI job's summary).
+//! The history of runs as a page: `history.html` (one file, the plots
+//! inline as SVG, no script, no network) and `history.md` (the same tables,
+//! the plots as SVG files beside it, for a CI job's summary). `jobs::history`
+//! reads the runs and finds the change points into these records; this
+//! module only renders them.
 
-use super::{Change, PointHistory, SuiteHistory, HTML_FILE, MARKDOWN_FILE, PLOTS_DIR};
 use crate::base::plots::{trend_svg, TrendInput, TrendRun};
-use crate::record::SkippedRun;
+use crate::base::stats::Interval;
+use crate::record::{ConditionChange, GateRecord, PointKey, RunMeta, SkippedRun};
 use crate::stages::analysis::param_label;
-use crate::stages::report::format::{decimals, escape_md, relative, value};
-use anyhow::{Context, Result};
+use crate::stages::report::format::{decimals, escape_html, escape_md, relative, value};
+use anyhow::Result;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
+
+/// The page's files in the output directory.
+pub const MARKDOWN_FILE: &str = "history.md";
+pub const HTML_FILE: &str = "history.html";
+/// The plots `history.md` shows (the HTML carries them inline).
+pub const PLOTS_DIR: &str = "plots";
+
+/// One complete run of the history.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub meta: RunMeta,
+    pub gate: Option<GateRecord>,
+    pub samples: Vec<crate::record::Sample>,
+}
+
+impl Run {
+    /// The run's directory name, which names it in tables.
+    pub fn name(&self) -> String {
+        self.dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.dir.display().to_string())
+    }
+
+    /// The commit the kernel of `variant` was built from, if it records one.
+    pub fn commit(&self, variant: &str) -> Option<&str> {
+        self.meta
+            .kernels
+            .iter()
+            .find(|k| k.variant == variant)?
+            .origin
+            .as_ref()?
+            .commit
+            .as_deref()
+    }
+}
+
+/// A point's value in one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Value {
+    pub mean: f64,
+    /// 95% t interval of the mean on boot means.
+    pub interval: Option<(f64, f64)>,
+    /// The baseline variant's 95% interval (or its mean alone) in the same run.
+    pub band: Option<(f64, f64)>,
+    /// The night's gate called this point a regression.
+    pub regressed: bool,
+}
+
+/// A change point of one point's history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// The last run before the change and the first after it (indices into
+    /// the suite's runs).
+    pub before: usize,
+    pub after: usize,
+    /// Mean after / mean before − 1, and its 95% interval.
+    pub step: f64,
+    pub interval: Option<Interval>,
+    pub p_value: f64,
+    /// The command that finds the commit, when both runs' kernels are
+    /// commits of one tree.
+    pub bisect: Option<String>,
+}
+
+/// One point's history within one suite.
+#[derive(Debug, Clone)]
+pub struct PointHistory {
+    pub key: PointKey,
+    pub unit: String,
+    pub higher_is_better: bool,
+    /// One entry per run of the suite; `None` where the run lacks the point.
+    pub values: Vec<Option<Value>>,
+    pub changes: Vec<Change>,
+    /// Runs (after the first) where the point's values begin a new series.
+    pub series_starts: Vec<(usize, String)>,
+}
+
+/// The runs of one suite and its points' histories.
+#[derive(Debug, Clone)]
+pub struct SuiteHistory {
+    pub suite: String,
+    /// The variant whose values are tracked.
+    pub variant: String,
+    pub baseline_variant: String,
+    pub runs: Vec<Run>,
+    /// Runs (after the first) that begin a new series, and why (what differs).
+    pub series_starts: Vec<(usize, Vec<ConditionChange>)>,
+    pub points: Vec<PointHistory>,
+}
 
 /// One point's rendered pieces, shared by both formats.
 struct PointView {
@@ -26,11 +119,19 @@ struct PointView {
     gaps: usize,
 }
 
-pub(super) fn write(histories: &[SuiteHistory], skipped: &[SkippedRun], out: &Path) -> Result<()> {
-    let plots = out.join(PLOTS_DIR);
-    std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+/// The page's files, rendered: `history.md`, `history.html`, and each
+/// point's plot (by its anchor) that `history.md` shows from `plots/`.
+pub struct Page {
+    pub markdown: String,
+    pub html: String,
+    pub plots: Vec<(String, String)>,
+}
+
+/// The page of `histories`, with the directories that were `skipped`.
+pub fn render(histories: &[SuiteHistory], skipped: &[SkippedRun]) -> Result<Page> {
     let mut md = String::from("# markbench history\n\n");
     let mut html = String::new();
+    let mut plots = Vec::new();
     for suite in histories {
         let views: Vec<PointView> = suite
             .points
@@ -38,8 +139,7 @@ pub(super) fn write(histories: &[SuiteHistory], skipped: &[SkippedRun], out: &Pa
             .map(|p| view(suite, p))
             .collect::<Result<_>>()?;
         for v in &views {
-            let path = plots.join(format!("{}.svg", v.anchor));
-            std::fs::write(&path, &v.svg).with_context(|| format!("writing {}", path.display()))?;
+            plots.push((v.anchor.clone(), v.svg.clone()));
         }
         markdown(suite, &views, &mut md);
         html_section(suite, &views, &mut html);
@@ -70,11 +170,11 @@ pub(super) fn write(histories: &[SuiteHistory], skipped: &[SkippedRun], out: &Pa
          <title>markbench history</title>\n<style>{STYLE}</style>\n</head>\n<body>\n\
          <h1>markbench history</h1>\n{html}</body>\n</html>\n"
     );
-    for (file, text) in [(MARKDOWN_FILE, &md), (HTML_FILE, &page)] {
-        let path = out.join(file);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
+    Ok(Page {
+        markdown: md,
+        html: page,
+        plots,
+    })
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:1em auto;\
@@ -110,8 +210,8 @@ fn anchor(suite: &str, p: &PointHistory) -> String {
 /// The day a run started ("11-03"), with the time ("11-03 10:15") when
 /// another run of the suite started the same day; its directory name when
 /// it records no time.
-fn run_label(run: &super::Run, runs: &[super::Run]) -> String {
-    let day = |r: &super::Run| {
+fn run_label(run: &Run, runs: &[Run]) -> String {
+    let day = |r: &Run| {
         chrono::DateTime::parse_from_rfc3339(&r.meta.started_at)
             .ok()
             .map(|t| t.format("%m-%d").to_string())
@@ -347,7 +447,7 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
                 .map(|(_, why)| {
                     let why: Vec<String> = why
                         .iter()
-                        .map(crate::jobs::diff::condition_warning)
+                        .map(super::conditions::condition_warning)
                         .collect();
                     format!("new series: {}", why.join("; "))
                 })
@@ -373,7 +473,7 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
 }
 
 /// A run's start as "2026-11-03 02:00 UTC", or as recorded when it does not parse.
-fn when(run: &super::Run) -> String {
+fn when(run: &Run) -> String {
     chrono::DateTime::parse_from_rfc3339(&run.meta.started_at)
         .map(|t| t.to_utc().format("%Y-%m-%d %H:%M UTC").to_string())
         .unwrap_or_else(|_| run.meta.started_at.clone())
@@ -446,22 +546,6 @@ fn markdown(suite: &SuiteHistory, views: &[PointView], md: &mut String) {
             }
         }
     }
-}
-
-/// Escapes text for HTML element content and attribute values.
-fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 fn html_section(suite: &SuiteHistory, views: &[PointView], html: &mut String) {
@@ -545,10 +629,5 @@ mod tests {
         assert_eq!(text_sparkline(&[Some(5.0), Some(5.0)]), "▄▄");
         let svg = svg_sparkline(&[Some(1.0), Some(2.0), None, Some(1.5)]);
         assert_eq!(svg.matches("<polyline").count(), 2);
-    }
-
-    #[test]
-    fn html_special_characters_are_escaped() {
-        assert_eq!(escape_html("<a & 'b'>"), "&lt;a &amp; &#39;b&#39;&gt;");
     }
 }
