@@ -17,8 +17,7 @@ use std::path::Path;
 pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<ExitStatus> {
     let (aa_meta, aa_analysis) = load(aa_dir)?;
     require_aa(aa_dir, &aa_meta)?;
-    let aa = aa_points(&aa_analysis)
-        .map_err(|e| InputError::new(format!("{}: {e}", aa_dir.display())))?;
+    let aa = aa_points(&aa_analysis).map_err(|e| InputError::in_file(aa_dir, e))?;
     println!("{}", describe("A/A", aa_dir, &aa_meta));
     let ab = match ab_dir {
         Some(dir) => {
@@ -39,7 +38,7 @@ pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<Ex
                 ));
             }
             println!("{}", describe("A/B", dir, &meta));
-            ab_points(&analysis).map_err(|e| InputError::new(format!("{}: {e}", dir.display())))?
+            ab_points(&analysis).map_err(|e| InputError::in_file(dir, e))?
         }
         None => Vec::new(),
     };

@@ -170,11 +170,11 @@ pub fn require_aa(dir: &Path, meta: &RunMeta) -> Result<(), InputError> {
     if is_aa(meta) {
         return Ok(());
     }
-    Err(InputError::new(format!(
-        "{}: not an A/A run (its variants are different kernels or command lines); \
+    Err(InputError::in_file(
+        dir,
+        "not an A/A run (its variants are different kernels or command lines); \
          make one with `markbench compare --aa`",
-        dir.display()
-    )))
+    ))
 }
 
 /// A run directory's metadata and analysis.

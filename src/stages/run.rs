@@ -406,11 +406,13 @@ impl RunLock {
                         .parse::<u32>()
                         .is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
                     if alive {
-                        return Err(crate::base::error::InputError::new(format!(
-                            "{}: another markbench (pid {}) is writing into this run directory",
-                            dir.display(),
-                            holder.trim()
-                        ))
+                        return Err(crate::base::error::InputError::in_file(
+                            dir,
+                            format!(
+                                "another markbench (pid {}) is writing into this run directory",
+                                holder.trim()
+                            ),
+                        )
                         .into());
                     }
                     std::fs::remove_file(&path)?;

@@ -194,14 +194,9 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
 /// The plan a bisection in `dir` started with.
 fn resumed_plan(dir: &Path) -> Result<Plan> {
     let path = dir.join(PLAN_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        InputError::new(format!(
-            "{}: not a bisection directory ({e})",
-            path.display()
-        ))
-    })?;
-    let plan: Plan =
-        toml::from_str(&text).map_err(|e| InputError::new(format!("{}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| InputError::in_file(&path, format!("not a bisection directory ({e})")))?;
+    let plan: Plan = toml::from_str(&text).map_err(|e| InputError::in_file(&path, e))?;
     Ok(plan)
 }
 
@@ -345,12 +340,14 @@ fn suite_of(plan: &Plan) -> Result<Suite> {
     let file = compare::read_suite(plan.suite.as_deref())?;
     let now = crate::base::sha256::Sha256::parse(file.sha256.clone())?;
     if now != plan.suite_sha256 {
-        return Err(InputError::new(format!(
-            "{}: the suite changed since the bisection started (sha256 {} then, {} now)",
-            file.path.display(),
-            plan.suite_sha256.short(),
-            now.short()
-        ))
+        return Err(InputError::in_file(
+            &file.path,
+            format!(
+                "the suite changed since the bisection started (sha256 {} then, {} now)",
+                plan.suite_sha256.short(),
+                now.short()
+            ),
+        )
         .into());
     }
     Ok(file)
@@ -499,7 +496,7 @@ impl<'a> Bench<'a> {
         let picked = self
             .spec
             .pick(&samples)
-            .map_err(|m| InputError::new(format!("{}: {m}", run.display())))?;
+            .map_err(|m| InputError::in_file(run, m))?;
         if let Some(first) = picked.first() {
             self.unit = first.unit.clone();
             self.higher_is_better = Some(first.higher_is_better);

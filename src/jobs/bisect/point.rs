@@ -129,22 +129,26 @@ impl PointSpec {
                 metric: self.metric.clone(),
                 ..one.clone()
             }),
-            [] => Err(InputError::new(format!(
-                "{}: no point matches --point {self}; its points are {}",
-                suite.path.display(),
-                listed(&all.iter().map(|(_, p)| p).collect::<Vec<_>>())
-            ))),
-            _ => Err(InputError::new(format!(
-                "{}: {} points match{}; pick one with --point: {}",
-                suite.path.display(),
-                found.len(),
-                if self == &PointSpec::default() {
-                    String::new()
-                } else {
-                    format!(" --point {self}")
-                },
-                listed(&found)
-            ))),
+            [] => Err(InputError::in_file(
+                &suite.path,
+                format!(
+                    "no point matches --point {self}; its points are {}",
+                    listed(&all.iter().map(|(_, p)| p).collect::<Vec<_>>())
+                ),
+            )),
+            _ => Err(InputError::in_file(
+                &suite.path,
+                format!(
+                    "{} points match{}; pick one with --point: {}",
+                    found.len(),
+                    if self == &PointSpec::default() {
+                        String::new()
+                    } else {
+                        format!(" --point {self}")
+                    },
+                    listed(&found)
+                ),
+            )),
         }
     }
 

@@ -110,12 +110,14 @@ fn prepare_model(
         return Ok(None);
     };
     if machine.timing.icount_shift.is_none() {
-        return Err(crate::base::error::InputError::new(format!(
-            "{}: the cycle model needs instruction-count timing (icount, under TCG), and this \
+        return Err(crate::base::error::InputError::in_file(
+            &suite.path,
+            format!(
+                "the cycle model needs instruction-count timing (icount, under TCG), and this \
              run times on the wall clock ({}); run with --timing icount, or without --model",
-            suite.path.display(),
-            machine.timing.reason
-        ))
+                machine.timing.reason
+            ),
+        )
         .into());
     }
     let plugin = crate::guest::images::plugin::ensure_plugin()?;

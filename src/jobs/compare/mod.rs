@@ -54,15 +54,17 @@ pub enum Shown<'a> {
 /// The refusal of a wall-time run whose guests have more vCPUs than the
 /// host has cores.
 fn oversubscribed(run: &Resolved, why: &str) -> anyhow::Error {
-    InputError::new(format!(
-        "{}: asks for {} vCPUs but this host has {} cores, and {why}: \
+    InputError::in_file(
+        &run.suite.path,
+        format!(
+            "asks for {} vCPUs but this host has {} cores, and {why}: \
          oversubscribed vCPUs make wall-clock timings meaningless. Use --cpus to run fewer, \
          a QEMU that counts instructions for SMP guests (icount), or --allow-oversubscribe \
          to run anyway",
-        run.suite.path.display(),
-        run.max_cpus(),
-        crate::base::host::cores()
-    ))
+            run.max_cpus(),
+            crate::base::host::cores()
+        ),
+    )
     .into()
 }
 
@@ -176,14 +178,8 @@ fn directory_and_machine(
     if let Some((dir, meta)) = &run.resumed {
         for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
             if k.key != recorded.build_key {
-                return Err(InputError::new(format!(
-                    "{}: kernel {} is not the one this run started with (build key {} now, {} then); \
-                     start a new run instead",
-                    dir.display(),
-                    recorded.variant,
-                    k.short_key(),
-                    recorded.build_key.chars().take(16).collect::<String>()
-                ))
+                return Err(InputError::in_file(dir, format!("kernel {} is not the one this run started with (build key {} now, {} then); \
+                     start a new run instead", recorded.variant, k.short_key(), recorded.build_key.chars().take(16).collect::<String>()))
                 .into());
             }
         }

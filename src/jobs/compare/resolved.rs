@@ -87,12 +87,14 @@ pub fn kernel_source(path: Option<&Path>, suite: &Suite) -> Result<KernelSource>
 fn resumed_suite(dir: &Path) -> Result<(RunMeta, Suite)> {
     let layout = crate::base::run_dir::RunDir::new(dir);
     if !layout.meta().is_file() || !layout.suite_copy().is_file() {
-        return Err(InputError::new(format!(
-            "{}: not a run directory that can be resumed (needs {} and {})",
-            dir.display(),
-            crate::base::run_dir::META_FILE,
-            crate::base::run_dir::SUITE_COPY
-        ))
+        return Err(InputError::in_file(
+            dir,
+            format!(
+                "not a run directory that can be resumed (needs {} and {})",
+                crate::base::run_dir::META_FILE,
+                crate::base::run_dir::SUITE_COPY
+            ),
+        )
         .into());
     }
     let meta = RunMeta::read(dir)?;
@@ -108,10 +110,10 @@ fn resumed_suite(dir: &Path) -> Result<(RunMeta, Suite)> {
     };
     let suite = Suite::load(&layout.suite_copy(), &lookup)?;
     if suite.sha256 != meta.suite_sha256 {
-        return Err(InputError::new(format!(
-            "{}: the suite copy does not match the run's recorded suite hash",
-            dir.display()
-        ))
+        return Err(InputError::in_file(
+            dir,
+            "the suite copy does not match the run's recorded suite hash",
+        )
         .into());
     }
     Ok((meta, suite))
@@ -127,12 +129,14 @@ impl Resolved {
                 let (meta, suite) = resumed_suite(dir)?;
                 let asked = options.overrides.shard;
                 if asked.is_some() && meta.overrides.shard != asked {
-                    return Err(InputError::new(format!(
-                        "{}: that run is not shard {} of {}",
-                        dir.display(),
-                        asked.map_or(0, |s| s.index),
-                        asked.map_or(0, |s| s.count)
-                    ))
+                    return Err(InputError::in_file(
+                        dir,
+                        format!(
+                            "that run is not shard {} of {}",
+                            asked.map_or(0, |s| s.index),
+                            asked.map_or(0, |s| s.count)
+                        ),
+                    )
                     .into());
                 }
                 (suite, meta.overrides.clone(), Some((dir.clone(), meta)))

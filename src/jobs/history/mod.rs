@@ -72,24 +72,23 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
     for dir in dirs {
-        let (found, unreadable) = if std::fs::symlink_metadata(dir.join(crate::record::META_FILE))
-            .is_ok()
-        {
-            match RunMeta::read(dir) {
-                Ok(meta) => (vec![(dir.clone(), meta)], Vec::new()),
-                Err(e) => (
-                    Vec::new(),
-                    vec![SkippedRun {
-                        dir: dir.clone(),
-                        why: format!("{e:#}"),
-                    }],
-                ),
-            }
-        } else if dir.is_dir() {
-            crate::record::scan_runs(dir)
-        } else {
-            return Err(InputError::new(format!("{}: no such directory", dir.display())).into());
-        };
+        let (found, unreadable) =
+            if std::fs::symlink_metadata(dir.join(crate::record::META_FILE)).is_ok() {
+                match RunMeta::read(dir) {
+                    Ok(meta) => (vec![(dir.clone(), meta)], Vec::new()),
+                    Err(e) => (
+                        Vec::new(),
+                        vec![SkippedRun {
+                            dir: dir.clone(),
+                            why: format!("{e:#}"),
+                        }],
+                    ),
+                }
+            } else if dir.is_dir() {
+                crate::record::scan_runs(dir)
+            } else {
+                return Err(InputError::in_file(dir, "no such directory").into());
+            };
         skipped.extend(unreadable);
         let before = runs.len();
         for (dir, meta) in found {
@@ -116,10 +115,7 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
                 .iter()
                 .map(|s| format!("\n  {s}"))
                 .collect::<String>();
-            return Err(InputError::new(format!(
-                "{}: no complete run here (a run directory with meta.toml, or a directory of them){why}",
-                dir.display()
-            ))
+            return Err(InputError::in_file(dir, format!("no complete run here (a run directory with meta.toml, or a directory of them){why}"))
             .into());
         }
     }
@@ -158,10 +154,10 @@ fn suite_history(runs: Vec<Run>, variant: Option<&str>) -> Result<SuiteHistory> 
     let variant = match variant {
         Some(v) => v.to_string(),
         None => crate::jobs::diff::default_variant(newest).ok_or_else(|| {
-            InputError::new(format!(
-                "{}: the run records no candidate variant",
-                runs[runs.len() - 1].dir.display()
-            ))
+            InputError::in_file(
+                &runs[runs.len() - 1].dir,
+                "the run records no candidate variant",
+            )
         })?,
     };
     let baseline_variant = newest
