@@ -98,6 +98,16 @@ impl Outcome for [Checked] {
     }
 }
 
+/// The night's exit status: the run's own when it did not measure
+/// everything (interrupted, or a boot failed), else the gate's verdict
+/// (`None`: a night without a baseline, not gated).
+pub fn night_status(run: ExitStatus, gate: Option<ExitStatus>) -> ExitStatus {
+    match run {
+        ExitStatus::Success => gate.unwrap_or(ExitStatus::Success),
+        run => run,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +183,22 @@ mod tests {
                 .status(),
             ExitStatus::CacheDamaged
         );
+    }
+
+    #[test]
+    fn a_night_ends_with_the_gates_verdict_only_when_everything_was_measured() {
+        let regressed = Some(ExitStatus::Regression);
+        let held = Some(ExitStatus::Success);
+        assert_eq!(night_status(ExitStatus::Success, None), ExitStatus::Success);
+        assert_eq!(night_status(ExitStatus::Success, held), ExitStatus::Success);
+        assert_eq!(
+            night_status(ExitStatus::Success, regressed),
+            ExitStatus::Regression
+        );
+        // Not gated: the run's own status, Ctrl-C included.
+        for run in [ExitStatus::Incomplete, ExitStatus::Interrupted] {
+            assert_eq!(night_status(run, None), run);
+            assert_eq!(night_status(run, regressed), run);
+        }
     }
 }

@@ -1,13 +1,13 @@
 //! `nightly`: run the suite, compare it with a baseline run ([`gate`]),
 //! leave a short summary for a CI job page, with `--bisect` bisect a
 //! regression ([`bisect`]), and end with the exit status of
-//! [`night_status`]: the gate's verdict when the run measured everything,
+//! [`night_status`](super::status::night_status): the gate's verdict when the run measured everything,
 //! else the run's own status (an error is the caller's, as in `compare`).
 
 pub mod bisect;
 pub mod gate;
 
-use super::status::Outcome as _;
+use super::status::{night_status, Outcome as _};
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
 use crate::jobs::compare::Options;
@@ -66,16 +66,6 @@ impl Night {
             runs: None,
             regressed: Vec::new(),
         }
-    }
-}
-
-/// The night's exit status: the run's own when it did not measure
-/// everything (interrupted, or a boot failed), else the gate's verdict
-/// (`None`: a night without a baseline, not gated).
-pub fn night_status(run: ExitStatus, gate: Option<ExitStatus>) -> ExitStatus {
-    match run {
-        ExitStatus::Success => gate.unwrap_or(ExitStatus::Success),
-        run => run,
     }
 }
 
@@ -217,23 +207,6 @@ mod tests {
         )
         .unwrap();
         dir
-    }
-
-    #[test]
-    fn a_night_ends_with_the_gates_verdict_only_when_everything_was_measured() {
-        let regressed = Some(ExitStatus::Regression);
-        let held = Some(ExitStatus::Success);
-        assert_eq!(night_status(ExitStatus::Success, None), ExitStatus::Success);
-        assert_eq!(night_status(ExitStatus::Success, held), ExitStatus::Success);
-        assert_eq!(
-            night_status(ExitStatus::Success, regressed),
-            ExitStatus::Regression
-        );
-        // Not gated: the run's own status, Ctrl-C included.
-        for run in [ExitStatus::Incomplete, ExitStatus::Interrupted] {
-            assert_eq!(night_status(run, None), run);
-            assert_eq!(night_status(run, regressed), run);
-        }
     }
 
     #[test]
