@@ -15,7 +15,7 @@ fn kernel(variant: &str, build_key: &str) -> KernelMeta {
         kernel: variant.into(),
         source: "tarball linux-source-6.1.tar.xz sha256 cacdc383".into(),
         build_key: build_key.into(),
-        config_sha256: format!("{build_key}-config"),
+        config_sha256: format!("{build_key}-config").into(),
         compiler: "gcc 12.2.0".into(),
         ..Default::default()
     }

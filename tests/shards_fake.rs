@@ -274,9 +274,9 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     meta.accel = markbench::stages::vm::Accel::Kvm;
     // And a shard whose guest image held another hackbench.
     let image = meta.guest_image.as_mut().expect("the image is recorded");
-    image.sha256 = "0ther".repeat(13);
+    image.sha256 = "0ther".repeat(13).into();
     image.files[0].version = "2.5-1".into();
-    image.files[0].sha256 = "b".repeat(64);
+    image.files[0].sha256 = "b".repeat(64).into();
     meta.write(&shards[2]).unwrap();
     let merged = markbench::jobs::merge::merge(&shards, &tmp.path().join("m6")).unwrap();
     assert!(

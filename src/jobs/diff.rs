@@ -115,8 +115,8 @@ pub fn diff(
     if kb.config_sha256 != kc.config_sha256 {
         warnings.push(format!(
             "kernel {variant:?} differs: final .config {} in the baseline, {} in the candidate",
-            kb.config_sha256.chars().take(16).collect::<String>(),
-            kc.config_sha256.chars().take(16).collect::<String>()
+            kb.config_sha256.short(),
+            kc.config_sha256.short()
         ));
     }
     let names = [
@@ -243,10 +243,10 @@ mod tests {
             kind: "library".into(),
             package: package.into(),
             version: version.into(),
-            sha256: sha.repeat(16),
+            sha256: sha.repeat(16).into(),
         };
         let image = |sha: &str, libc: ImageFile| ImageRecord {
-            sha256: sha.repeat(16),
+            sha256: sha.repeat(16).into(),
             files: vec![file("/usr/bin/hackbench", "rt-tests", "2.5-1", "a"), libc],
         };
         let a = RunMeta {

@@ -11,6 +11,7 @@
 
 use crate::base::error::InputError;
 use crate::base::exit::ExitStatus;
+use crate::base::sha256::Digest;
 use crate::record::{
     hosts_or, read_samples_with_hosts, ConditionChange, RunMeta, SampleWriter, ShardRecord,
     META_FILE,
@@ -87,9 +88,11 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
         let refuse = |change: &ConditionChange| -> Result<()> {
             match change {
                 ConditionChange::Suite(v) => differs("suite", &v.baseline, &v.candidate),
-                ConditionChange::SuiteFile(v) => {
-                    differs("suite file (sha256)", &v.baseline, &v.candidate)
-                }
+                ConditionChange::SuiteFile(v) => differs(
+                    "suite file (sha256)",
+                    v.baseline.as_str(),
+                    v.candidate.as_str(),
+                ),
                 ConditionChange::Overrides(v) => differs(
                     "overrides",
                     &v.baseline.describe().join(", "),
@@ -161,9 +164,9 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
                     "kernel {:?} differs between shards (build key {} in {}, {} in {}): the hosts \
                      built it differently",
                     a.variant,
-                    a.build_key.chars().take(16).collect::<String>(),
+                    a.build_key.short(),
                     first.dir.display(),
-                    b.build_key.chars().take(16).collect::<String>(),
+                    b.build_key.short(),
                     r.dir.display()
                 ));
             }
@@ -219,15 +222,10 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
 
 /// Each fragment whose hash differs between `here` and `there`, for a message.
 fn fragment_differences(
-    here: &BTreeMap<String, String>,
-    there: &BTreeMap<String, String>,
+    here: &BTreeMap<String, Digest>,
+    there: &BTreeMap<String, Digest>,
 ) -> String {
-    let short = |hash: Option<&String>| {
-        hash.map_or_else(
-            || "none".to_string(),
-            |h| h.chars().take(16).collect::<String>(),
-        )
-    };
+    let short = |hash: Option<&Digest>| hash.map_or("none".to_string(), |h| h.short().into());
     let files: BTreeSet<&String> = here.keys().chain(there.keys()).collect();
     files
         .into_iter()

@@ -24,7 +24,7 @@ pub enum ConditionChange {
     TimingMode(Both<String>),
     Suite(Both<String>),
     /// The suite file's sha256.
-    SuiteFile(Both<String>),
+    SuiteFile(Both<crate::base::sha256::Digest>),
     /// The suite overrides (without the shard, which differs between the
     /// shards of one sweep); boxed, as the settings are many.
     Overrides(Box<Both<Overrides>>),

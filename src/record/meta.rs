@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use super::{BootKey, META_FILE};
+use crate::base::sha256::Digest;
 
 /// What the report needs to know about the host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -33,16 +34,16 @@ pub struct KernelMeta {
     /// names and hashes (absent in runs made before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::guest::images::source::OriginRecord>,
-    pub build_key: String,
+    pub build_key: Digest,
     /// The configuration the kernel started from: `tinyconfig`,
     /// `defconfig`, or a `.config`'s path and hash (empty in runs made
     /// before there was a choice, all of them on tinyconfig).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub config_base: String,
-    pub config_sha256: String,
+    pub config_sha256: Digest,
     pub compiler: String,
     /// Each fragment's hash, by file name.
-    pub fragments: std::collections::BTreeMap<String, String>,
+    pub fragments: std::collections::BTreeMap<String, Digest>,
     /// Where each fragment was found, by file name: its path, or `built in`
     /// (empty in runs made before this was recorded).
     #[serde(default)]
@@ -50,8 +51,8 @@ pub struct KernelMeta {
     pub bzimage: PathBuf,
     /// The booted bzImage's sha256 (empty in runs made before it was
     /// recorded): two variants with the same one booted the same kernel.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub bzimage_sha256: String,
+    #[serde(default, skip_serializing_if = "Digest::is_empty")]
+    pub bzimage_sha256: Digest,
 }
 
 /// How a boot ended, as the runner saw it.
@@ -510,7 +511,7 @@ pub struct RunMeta {
     pub format: RunFormat,
     pub suite: String,
     pub suite_path: String,
-    pub suite_sha256: String,
+    pub suite_sha256: Digest,
     /// Command-line overrides of the suite, so `--resume` rebuilds the same
     /// plan (formats 0 and 1 also wrote them as words, `overrides`).
     #[serde(default, rename = "override_settings")]
@@ -592,12 +593,12 @@ pub struct SmpQemuRecord {
     pub path: String,
     /// First line of its `--version`.
     pub version: String,
-    pub sha256: String,
+    pub sha256: Digest,
     /// The build's key (source, patches, options, compiler).
-    pub build_key: String,
+    pub build_key: Digest,
     /// The upstream tarball it was built from and its SHA-256.
     pub source: String,
-    pub source_sha256: String,
+    pub source_sha256: Digest,
     /// Each patch applied, in order: `name sha256`.
     pub patches: Vec<String>,
     /// The longest round-robin turn of one vCPU under icount, in

@@ -338,7 +338,7 @@ pub struct ImageFile {
     pub package: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
-    pub sha256: String,
+    pub sha256: crate::base::sha256::Digest,
 }
 
 /// What a run's guest image held: what two runs' figures depend on besides
@@ -348,7 +348,7 @@ pub struct ImageFile {
 pub struct ImageRecord {
     /// SHA-256 over the base image and every archive appended to it, in
     /// order (not a boot's job).
-    pub sha256: String,
+    pub sha256: crate::base::sha256::Digest,
     pub files: Vec<ImageFile>,
 }
 
@@ -393,7 +393,7 @@ impl ImageRecord {
                 entries.push(ImageFile {
                     path: p.display().to_string(),
                     kind: kind.into(),
-                    sha256,
+                    sha256: sha256.into(),
                     ..ImageFile::default()
                 });
             }
@@ -406,7 +406,7 @@ impl ImageRecord {
             }
         }
         Ok(ImageRecord {
-            sha256: hex::encode(hasher.finalize()),
+            sha256: hex::encode(hasher.finalize()).into(),
             files: entries,
         })
     }
@@ -415,7 +415,7 @@ impl ImageRecord {
 impl ImageRecord {
     /// The first 16 hex digits of the image's hash.
     pub fn short_sha(&self) -> &str {
-        &self.sha256[..16.min(self.sha256.len())]
+        self.sha256.short()
     }
 
     /// What differs between this image's files and `other`'s, as the tail
@@ -425,14 +425,9 @@ impl ImageRecord {
         let describe = |f: Option<&ImageFile>| match f {
             None => "absent".to_string(),
             Some(f) if f.package.is_empty() => {
-                format!("sha256 {}", &f.sha256[..16.min(f.sha256.len())])
+                format!("sha256 {}", f.sha256.short())
             }
-            Some(f) => format!(
-                "{} {} (sha256 {})",
-                f.package,
-                f.version,
-                &f.sha256[..16.min(f.sha256.len())]
-            ),
+            Some(f) => format!("{} {} (sha256 {})", f.package, f.version, f.sha256.short()),
         };
         let mut paths: Vec<&str> = self
             .files

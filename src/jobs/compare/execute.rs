@@ -145,7 +145,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         format: Default::default(),
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
-        suite_sha256: suite.sha256.clone(),
+        suite_sha256: suite.sha256.clone().into(),
         overrides: run.overrides.clone(),
         description: suite.description.clone(),
         git_revision: git_revision(),
@@ -199,7 +199,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                     .map(|f| (f.file_name.clone(), f.source()))
                     .collect(),
                 bzimage: k.bzimage.clone(),
-                bzimage_sha256: file_sha256(&k.bzimage),
+                bzimage_sha256: file_sha256(&k.bzimage).into(),
             })
             .collect(),
         order: units.iter().map(crate::stages::plan::record_of).collect(),
@@ -217,10 +217,10 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
             .map(|smp| crate::record::SmpQemuRecord {
                 path: smp.qemu.path.display().to_string(),
                 version: smp.qemu.version.clone(),
-                sha256: smp.qemu.sha256.clone(),
+                sha256: smp.qemu.sha256.clone().into(),
                 build_key: smp.build.key.as_str().into(),
                 source: smp.build.source.clone(),
-                source_sha256: smp.build.source_sha256.clone(),
+                source_sha256: smp.build.source_sha256.clone().into(),
                 patches: smp
                     .build
                     .patches

@@ -165,7 +165,7 @@ fn directory_and_machine(
                     dir.display(),
                     recorded.variant,
                     k.short_key(),
-                    recorded.build_key.chars().take(16).collect::<String>()
+                    recorded.build_key.short()
                 ))
                 .into());
             }

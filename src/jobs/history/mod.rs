@@ -431,7 +431,10 @@ mod tests {
             ConditionChange::TimingMode(both("wall", "icount shift=4")),
         ];
         assert_eq!(short_reason(&why), "QEMU, timing mode");
-        let why = vec![ConditionChange::SuiteFile(both("12aa", "401a"))];
+        let why = vec![ConditionChange::SuiteFile(Both {
+            baseline: "12aa".into(),
+            candidate: "401a".into(),
+        })];
         assert_eq!(short_reason(&why), "suite file");
     }
 }

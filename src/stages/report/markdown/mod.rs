@@ -43,9 +43,9 @@ fn smp_qemu_line(q: &crate::record::SmpQemuRecord) -> String {
          of {} (sha256 {}) with {} patch(es): {}; {turn}\n",
         escape_md(&q.version),
         q.path.replace('`', "'"),
-        &q.sha256[..q.sha256.len().min(16)],
+        q.sha256.short(),
         escape_md(&q.source),
-        &q.source_sha256[..q.source_sha256.len().min(16)],
+        q.source_sha256.short(),
         q.patches.len(),
         escape_md(&q.patches.join(", ")),
     )
@@ -224,7 +224,7 @@ fn fragments_cell(k: &KernelMeta) -> String {
         .filter(|(file, _)| file.as_str() == base)
         .chain(k.fragments.iter().filter(|(file, _)| file.as_str() != base))
         .map(|(file, sha256)| {
-            let sha256: String = sha256.chars().take(16).collect();
+            let sha256 = sha256.short();
             match k.fragment_sources.get(file) {
                 Some(source) => format!("{file}: {source} ({sha256})"),
                 None => format!("{file} ({sha256})"),
@@ -240,7 +240,7 @@ fn identical_kernels(meta: &crate::record::RunMeta, analysis: &Analysis) -> Stri
     let sha = |i: usize| {
         meta.kernels
             .get(i)
-            .map(|k| k.bzimage_sha256.as_str())
+            .map(|k| &k.bzimage_sha256)
             .filter(|s| !s.is_empty())
     };
     let mut r = String::new();
@@ -252,7 +252,7 @@ fn identical_kernels(meta: &crate::record::RunMeta, analysis: &Analysis) -> Stri
             continue;
         }
         let [base, cand] = analysis.names(c);
-        let (cand, base, sha) = (escape_md(cand), escape_md(base), &a[..16.min(a.len())]);
+        let (cand, base, sha) = (escape_md(cand), escape_md(base), a.short());
         let cmdline = |i: usize| meta.kernels.get(i).map(|k| k.cmdline.as_str());
         if cmdline(c.baseline) == cmdline(c.candidate) {
             let _ = writeln!(
@@ -327,16 +327,14 @@ fn what_was_compared(run: &RunReport) -> String {
     r.push_str(&row("kernel fragments", &fragments_cell));
     r.push_str(&row("extra command line", &|k| or_dash(&k.cmdline)));
     r.push_str(&row("source", &|k| k.source.clone()));
-    r.push_str(&row("build key", &|k| {
-        k.build_key.chars().take(16).collect()
-    }));
+    r.push_str(&row("build key", &|k| k.build_key.short().to_string()));
     r.push_str(&row("final .config sha256", &|k| {
-        k.config_sha256.chars().take(16).collect()
+        k.config_sha256.short().to_string()
     }));
     r.push_str(&row("compiler", &|k| k.compiler.clone()));
     if meta.kernels.iter().any(|k| !k.bzimage_sha256.is_empty()) {
         r.push_str(&row("bzImage sha256", &|k| {
-            or_dash(&k.bzimage_sha256.chars().take(16).collect::<String>())
+            or_dash(k.bzimage_sha256.short())
         }));
     }
     // What the booted kernel said it is: the release and build line `uname
@@ -392,7 +390,7 @@ fn guest_image(image: &crate::guest::images::initramfs::ImageRecord) -> String {
     let _ = writeln!(
         r,
         "<details><summary>Guest image: sha256 {} ({}, {}{})</summary>\n",
-        image.sha256.chars().take(16).collect::<String>(),
+        image.sha256.short(),
         plural(count("program"), "program", "programs"),
         plural(count("library"), "library", "libraries"),
         match count("file") {
@@ -419,7 +417,7 @@ fn guest_image(image: &crate::guest::images::initramfs::ImageRecord) -> String {
             f.kind,
             or_dash(&f.package),
             or_dash(&f.version),
-            f.sha256.chars().take(16).collect::<String>()
+            f.sha256.short()
         );
     }
     r.push_str("\n</details>\n\n");
@@ -460,7 +458,7 @@ fn where_and_how(run: &RunReport) -> String {
         escape_md(&meta.accel_reason),
         escape_md(&meta.suite),
         escape_md(&meta.suite_path),
-        meta.suite_sha256.chars().take(16).collect::<String>(),
+        meta.suite_sha256.short(),
         meta.boots_per_variant,
         meta.iterations,
         meta.warmup,
@@ -686,7 +684,7 @@ mod tests {
             "cd".repeat(32),
         ];
         for (k, sha) in run.kernels.iter_mut().zip(shas) {
-            k.bzimage_sha256 = sha;
+            k.bzimage_sha256 = sha.into();
         }
         run.kernels[2].cmdline = "trace_event=sched:*".into();
         let text = render(&run, &samples, RunFiles::default());
