@@ -167,7 +167,8 @@ fn boots_split_over_hosts_are_compared_within_each_host() {
         .map(|(_, h)| h)
         .collect();
     assert_eq!(hosts.len(), 3, "{hosts:?}");
-    assert!(merged.meta.host.hostname.contains("host-1"));
+    assert_eq!(merged.meta.hostnames(), ["host-0", "host-1", "host-2"]);
+    assert_eq!(merged.meta.host.hostname, "host-0", "the first shard's");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("**Host blocking**"), "{report}");
     // The candidate is 20% slower on every host; the hosts' 50-100% speed

@@ -27,11 +27,14 @@ pub fn condition_warning(change: &ConditionChange) -> String {
     let what = change.condition();
     let line = |a: &str, b: &str| format!("{what} differs: baseline {a:?}, candidate {b:?}");
     match change {
-        ConditionChange::Hostname(v)
-        | ConditionChange::HostCpu(v)
-        | ConditionChange::Qemu(v)
-        | ConditionChange::TimingMode(v)
-        | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
+        ConditionChange::Hostname(v) => line(&v.baseline.join(", "), &v.candidate.join(", ")),
+        ConditionChange::HostCpu(v) => line(
+            &crate::record::cpu_models_words(&v.baseline),
+            &crate::record::cpu_models_words(&v.candidate),
+        ),
+        ConditionChange::Qemu(v) | ConditionChange::TimingMode(v) | ConditionChange::Suite(v) => {
+            line(&v.baseline, &v.candidate)
+        }
         ConditionChange::SuiteFile(v) => format!(
             "suite file (sha256) differs: baseline {:?}, candidate {:?}",
             v.baseline, v.candidate
@@ -128,7 +131,7 @@ pub fn diff(
 
     std::fs::create_dir_all(out.join("logs"))?;
     let mut meta = candidate.clone();
-    meta.suite = format!("{} (diff of two runs)", candidate.suite);
+    meta.diff = true;
     meta.description = format!(
         "{variant} in {} (baseline) against {variant} in {} (candidate)",
         baseline_dir.display(),

@@ -13,8 +13,8 @@ use crate::base::error::InputError;
 use crate::base::exit::ExitStatus;
 use crate::base::sha256::Digest;
 use crate::record::{
-    hosts_or, read_samples_with_hosts, ConditionChange, RunMeta, SampleWriter, ShardRecord,
-    META_FILE,
+    hosts_or, read_samples_with_hosts, ConditionChange, RunHost, RunMeta, SampleWriter,
+    ShardRecord, META_FILE,
 };
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -369,16 +369,19 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     }
     drop(writer);
     if hosts.len() > 1 {
-        meta.host.hostname = hosts.into_iter().collect::<Vec<_>>().join(", ");
-        if runs
-            .iter()
-            .any(|r| r.meta.host.cpu_model != first.meta.host.cpu_model)
-        {
-            meta.host.cpu_model = format!(
-                "{} (and others: see the Hosts table)",
-                first.meta.host.cpu_model
-            );
-        }
+        // A host known only from the samples it measured has no CPU model
+        // here.
+        meta.hosts = hosts
+            .into_iter()
+            .map(|hostname| RunHost {
+                cpu_model: runs
+                    .iter()
+                    .find(|r| r.meta.host.hostname == hostname)
+                    .map(|r| r.meta.host.cpu_model.clone())
+                    .unwrap_or_default(),
+                hostname,
+            })
+            .collect();
     }
     meta.warnings.extend(warnings.iter().cloned());
     meta.write(out)?;

@@ -368,7 +368,7 @@ pub fn describe(label: &str, dir: &Path, meta: &RunMeta) -> String {
     format!(
         "{label}: {} ({}: {} vs {}; {} boots × {} iterations a side{}; {})",
         dir.display(),
-        meta.suite,
+        meta.suite_title(),
         meta.kernels.first().map_or("?", |k| k.variant.as_str()),
         if meta.kernels.len() < 2 {
             "?".to_string()

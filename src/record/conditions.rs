@@ -16,8 +16,10 @@ pub struct Both<T> {
 /// One condition that differs between two runs, with both values.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConditionChange {
-    Hostname(Both<String>),
-    HostCpu(Both<String>),
+    /// The hosts' names (several in a merged run).
+    Hostname(Both<Vec<String>>),
+    /// The hosts' CPU models ([`RunMeta::cpu_models`]).
+    HostCpu(Both<Vec<String>>),
     Qemu(Both<String>),
     Accelerator(Both<Accel>),
     /// The timing mode alone (`wall`, `icount shift=4`).
@@ -51,14 +53,26 @@ impl ConditionChange {
         let both_count_instructions =
             baseline.counts_instructions() && baseline.timing_mode() == candidate.timing_mode();
         if !both_count_instructions {
-            changes.extend(
-                both(&baseline.host.hostname, &candidate.host.hostname)
-                    .map(ConditionChange::Hostname),
-            );
-            changes.extend(
-                both(&baseline.host.cpu_model, &candidate.host.cpu_model)
-                    .map(ConditionChange::HostCpu),
-            );
+            // The same hosts in another order (another shard first) are
+            // the same hosts.
+            let sorted = |mut v: Vec<String>| {
+                v.sort();
+                v
+            };
+            let (a, b) = (baseline.hostnames(), candidate.hostnames());
+            if sorted(a.clone()) != sorted(b.clone()) {
+                changes.push(ConditionChange::Hostname(Both {
+                    baseline: a,
+                    candidate: b,
+                }));
+            }
+            let (a, b) = (baseline.cpu_models(), candidate.cpu_models());
+            if sorted(a.clone()) != sorted(b.clone()) {
+                changes.push(ConditionChange::HostCpu(Both {
+                    baseline: a,
+                    candidate: b,
+                }));
+            }
         }
         changes.extend(
             both(&baseline.host.qemu_version, &candidate.host.qemu_version)
@@ -141,5 +155,34 @@ mod tests {
         let mut shard = a.clone();
         shard.overrides.shard = Some(crate::record::ShardSel { index: 1, count: 2 });
         assert!(ConditionChange::between(&a, &shard).is_empty());
+    }
+
+    #[test]
+    fn a_merged_run_s_hosts_are_compared_as_hosts_not_as_words() {
+        let host = |name: &str, cpu: &str| crate::record::RunHost {
+            hostname: name.into(),
+            cpu_model: cpu.into(),
+        };
+        let mut a = RunMeta::default();
+        a.host.hostname = "h1".into();
+        a.host.cpu_model = "A".into();
+        a.hosts = vec![host("h1", "A"), host("h2", "B")];
+        // The same hosts, another shard first.
+        let mut b = a.clone();
+        b.host.hostname = "h2".into();
+        b.host.cpu_model = "B".into();
+        assert!(ConditionChange::between(&a, &b).is_empty());
+        // One host of the two, alone, is a change of hosts and CPUs.
+        let mut single = a.clone();
+        single.hosts.clear();
+        let changes = ConditionChange::between(&a, &single);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert_eq!(
+            changes[0],
+            ConditionChange::Hostname(Both {
+                baseline: vec!["h1".into(), "h2".into()],
+                candidate: vec!["h1".into()],
+            })
+        );
     }
 }

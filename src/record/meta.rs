@@ -23,6 +23,26 @@ pub struct HostInfo {
     pub qemu_path: String,
 }
 
+/// A host a merged run's boots ran on: its name, and its CPU model when
+/// the run knows it (empty when a host is known only from the samples it
+/// measured).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RunHost {
+    pub hostname: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpu_model: String,
+}
+
+/// What a merged run of hosts with different CPUs says of its CPU: the
+/// first shard's, and that the Hosts table names the rest.
+pub fn cpu_models_words(models: &[String]) -> String {
+    match models {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, ..] => format!("{first} (and others: see the Hosts table)"),
+    }
+}
+
 /// A kernel as the metadata records it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelMeta {
@@ -222,7 +242,7 @@ impl BootRecord {
 /// The format of the run directory this version writes. Format 0 is every
 /// run written before the format was numbered; [`RunMeta::read`] brings it
 /// (and any later older format) up to this one.
-pub const RUN_FORMAT: u32 = 2;
+pub const RUN_FORMAT: u32 = 3;
 
 /// A run's format number. A run made now (and `RunMeta::default()`) is in
 /// [`RUN_FORMAT`]; a `meta.toml` without the number is format 0.
@@ -510,6 +530,11 @@ pub struct RunMeta {
     #[serde(default = "unnumbered")]
     pub format: RunFormat,
     pub suite: String,
+    /// A diff of two runs (`markbench diff`): one variant of each run, as
+    /// its two kernels; `suite` is the runs' suite (format 2 and before
+    /// appended "(diff of two runs)" to it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub diff: bool,
     pub suite_path: String,
     pub suite_sha256: Digest,
     /// Command-line overrides of the suite, so `--resume` rebuilds the same
@@ -524,6 +549,12 @@ pub struct RunMeta {
     pub wall_s: f64,
     pub complete: bool,
     pub host: HostInfo,
+    /// A merged run's hosts, when its shards ran on more than one, by name;
+    /// `host` is then its first shard's (format 2 and before wrote the
+    /// names into `host.hostname`, joined, and noted other CPUs in
+    /// `host.cpu_model`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<RunHost>,
     /// The accelerator every boot ran under (`kvm` or `tcg` in the file).
     pub accel: Accel,
     pub accel_reason: String,
@@ -759,6 +790,46 @@ impl RunMeta {
     /// The icount shift the run was timed with (`None`: wall time).
     pub fn icount_shift(&self) -> Option<u32> {
         self.timing.icount_shift
+    }
+
+    /// The name of every host the run's boots ran on.
+    pub fn hostnames(&self) -> Vec<String> {
+        if self.hosts.is_empty() {
+            vec![self.host.hostname.clone()]
+        } else {
+            self.hosts.iter().map(|h| h.hostname.clone()).collect()
+        }
+    }
+
+    /// The run's hosts as the report names them: one, or several joined.
+    pub fn hostnames_words(&self) -> String {
+        self.hostnames().join(", ")
+    }
+
+    /// The CPU models of the run's hosts: the first shard's host's, then
+    /// each other one the run knows.
+    pub fn cpu_models(&self) -> Vec<String> {
+        let mut models = vec![self.host.cpu_model.clone()];
+        for h in &self.hosts {
+            if !h.cpu_model.is_empty() && !models.contains(&h.cpu_model) {
+                models.push(h.cpu_model.clone());
+            }
+        }
+        models
+    }
+
+    /// The run's CPU as the report words it ([`cpu_models_words`]).
+    pub fn cpu_model_words(&self) -> String {
+        cpu_models_words(&self.cpu_models())
+    }
+
+    /// The suite as the report names the run's: a diff of two runs says so.
+    pub fn suite_title(&self) -> String {
+        if self.diff {
+            format!("{} (diff of two runs)", self.suite)
+        } else {
+            self.suite.clone()
+        }
     }
 
     /// The largest guest of the run, in vCPUs.

@@ -9,7 +9,7 @@ mod upgrade;
 
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
-pub use upgrade::{ending_of_sentence, scan_runs, SkippedRun};
+pub use upgrade::{profiled_boot_end, scan_runs, SkippedRun};
 
 pub use meta::*;
 

@@ -144,6 +144,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
     RunMeta {
         format: Default::default(),
         suite: suite.name.clone(),
+        diff: false,
         suite_path: suite.describe_path(),
         suite_sha256: suite.sha256.clone().into(),
         overrides: run.overrides.clone(),
@@ -163,6 +164,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
             qemu_version: machine.qemu.version.clone(),
             qemu_path: machine.qemu.path.display().to_string(),
         },
+        hosts: Vec::new(),
         accel: machine.accel.accel,
         accel_reason: machine.accel.reason.clone(),
         timing: machine.timing.clone(),

@@ -207,7 +207,7 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
 fn by_suite(runs: Vec<Run>) -> Vec<Vec<Run>> {
     let mut groups: BTreeMap<String, Vec<Run>> = BTreeMap::new();
     for run in runs {
-        groups.entry(run.meta.suite.clone()).or_default().push(run);
+        groups.entry(run.meta.suite_title()).or_default().push(run);
     }
     let time = |run: &Run| {
         chrono::DateTime::parse_from_rfc3339(&run.meta.started_at)
@@ -315,7 +315,7 @@ fn suite_history(runs: Vec<Run>, variant: Option<&str>) -> Result<SuiteHistory> 
         point.changes = changes(point, &runs, &series_starts, &variant, &config);
     }
     Ok(SuiteHistory {
-        suite: runs[0].meta.suite.clone(),
+        suite: runs[0].meta.suite_title(),
         variant,
         baseline_variant,
         runs,

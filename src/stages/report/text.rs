@@ -64,7 +64,7 @@ fn header(run: &RunReport) -> String {
             "markbench: {} vs {} ({} suite)",
             analysis.variants[0],
             analysis.variants[1..].join(", "),
-            meta.suite
+            meta.suite_title()
         ),
         '=',
     );

@@ -158,7 +158,7 @@ fn header(run: &RunReport) -> String {
         "# markbench: {} vs {} ({} suite)\n",
         names[0],
         names[1..].join(", "),
-        escape_md(&meta.suite)
+        escape_md(&meta.suite_title())
     );
     if !meta.complete {
         let _ = writeln!(
@@ -439,7 +439,7 @@ fn where_and_how(run: &RunReport) -> String {
          - Order: boots interleaved in balanced blocks (one of each variant), seed {}; the order is in meta.toml\n{}\
          - Timing: the guest agent's CLOCK_MONOTONIC around each workload run; {}\n\
          - Run: started {}, {} s of wall time, {}; markbench {} (git {})\n",
-        escape_md(&h.cpu_model),
+        escape_md(&meta.cpu_model_words()),
         h.cores,
         h.memory_gib,
         escape_md(&h.kernel_release),
@@ -456,7 +456,7 @@ fn where_and_how(run: &RunReport) -> String {
         meta.smp_qemu.as_ref().map_or_else(String::new, smp_qemu_line),
         meta.accel,
         escape_md(&meta.accel_reason),
-        escape_md(&meta.suite),
+        escape_md(&meta.suite_title()),
         escape_md(&meta.suite_path),
         meta.suite_sha256.short(),
         meta.boots_per_variant,
