@@ -10,7 +10,9 @@
 
 use crate::base::error::InputError;
 use crate::guest::images::size::{KernelSizes, SizeComparison, SizeRecord};
-use crate::record::{read_samples_with_hosts, ConditionChange, KernelMeta, RunMeta, SampleWriter};
+use crate::record::{
+    read_samples_with_hosts, Both, ConditionChange, KernelMeta, RunMeta, SampleWriter, Warning,
+};
 use anyhow::Result;
 use std::path::Path;
 
@@ -24,33 +26,7 @@ pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String
 
 /// One condition change as a warning line: both values as recorded.
 pub fn condition_warning(change: &ConditionChange) -> String {
-    let what = change.condition();
-    let line = |a: &str, b: &str| format!("{what} differs: baseline {a:?}, candidate {b:?}");
-    match change {
-        ConditionChange::Hostname(v) => line(&v.baseline.join(", "), &v.candidate.join(", ")),
-        ConditionChange::HostCpu(v) => line(
-            &crate::record::cpu_models_words(&v.baseline),
-            &crate::record::cpu_models_words(&v.candidate),
-        ),
-        ConditionChange::Qemu(v) | ConditionChange::TimingMode(v) | ConditionChange::Suite(v) => {
-            line(&v.baseline, &v.candidate)
-        }
-        ConditionChange::SuiteFile(v) => format!(
-            "suite file (sha256) differs: baseline {:?}, candidate {:?}",
-            v.baseline, v.candidate
-        ),
-        ConditionChange::Accelerator(v) => line(v.baseline.as_str(), v.candidate.as_str()),
-        ConditionChange::Overrides(v) => line(
-            &v.baseline.describe().join(", "),
-            &v.candidate.describe().join(", "),
-        ),
-        ConditionChange::GuestImage(v) => format!(
-            "guest image differs: baseline sha256 {}, candidate {}{}",
-            v.baseline.short_sha(),
-            v.candidate.short_sha(),
-            v.baseline.differing_files(&v.candidate)
-        ),
-    }
+    change.warning()
 }
 
 fn read_run(dir: &Path) -> Result<RunMeta> {
@@ -114,13 +90,18 @@ pub fn diff(
         kernel_of(&baseline, baseline_dir)?,
         kernel_of(&candidate, candidate_dir)?,
     );
-    let mut warnings = condition_warnings(&baseline, &candidate);
+    let mut warnings: Vec<Warning> = ConditionChange::between(&baseline, &candidate)
+        .into_iter()
+        .map(|change| Warning::Condition { change })
+        .collect();
     if kb.config_sha256 != kc.config_sha256 {
-        warnings.push(format!(
-            "kernel {variant:?} differs: final .config {} in the baseline, {} in the candidate",
-            kb.config_sha256.short(),
-            kc.config_sha256.short()
-        ));
+        warnings.push(Warning::KernelConfig {
+            variant: variant.clone(),
+            config_sha256: Both {
+                baseline: kb.config_sha256.clone(),
+                candidate: kc.config_sha256.clone(),
+            },
+        });
     }
     let names = [
         format!("baseline:{variant}"),
@@ -152,6 +133,7 @@ pub fn diff(
         }
     }
     meta.warnings = warnings.clone();
+    let warnings: Vec<String> = warnings.iter().map(Warning::describe).collect();
     let _ = std::fs::remove_file(out.join(crate::record::SAMPLES_FILE));
     meta.shard = None;
     meta.shards = Vec::new();

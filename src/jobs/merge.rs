@@ -13,8 +13,8 @@ use crate::base::error::InputError;
 use crate::base::exit::ExitStatus;
 use crate::base::sha256::Digest;
 use crate::record::{
-    hosts_or, read_samples_with_hosts, ConditionChange, RunHost, RunMeta, SampleWriter,
-    ShardRecord, META_FILE,
+    hosts_or, read_samples_with_hosts, Both, ConditionChange, RunHost, RunMeta, SampleWriter,
+    ShardRecord, Warning, META_FILE,
 };
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 pub struct Merged {
     pub meta: RunMeta,
     /// Doubts about the merge, also at the top of the report.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 impl Merged {
@@ -68,7 +68,7 @@ fn read_shard(dir: &Path) -> Result<ShardRun> {
 
 /// Checks that `runs` are every shard of one sweep, once; returns the
 /// warnings for differences that do not forbid merging.
-fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
+fn check(runs: &[ShardRun]) -> Result<Vec<Warning>> {
     let first = &runs[0];
     let mut warnings = Vec::new();
     for r in &runs[1..] {
@@ -85,6 +85,10 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             Ok(())
         };
         let changes = ConditionChange::between(&first.meta, &r.meta);
+        let dirs = || Both {
+            baseline: first.dir.display().to_string(),
+            candidate: r.dir.display().to_string(),
+        };
         let refuse = |change: &ConditionChange| -> Result<()> {
             match change {
                 ConditionChange::Suite(v) => differs("suite", &v.baseline, &v.candidate),
@@ -140,35 +144,27 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
         }
         for change in &changes {
             match change {
-                ConditionChange::Accelerator(v) => warnings.push(format!(
-                    "accelerator differs between shards: {} in {}, {} in {}",
-                    v.baseline,
-                    first.dir.display(),
-                    v.candidate,
-                    r.dir.display()
-                )),
-                ConditionChange::GuestImage(v) => warnings.push(format!(
-                    "guest image differs between shards: sha256 {} in {}, {} in {}{}",
-                    v.baseline.short_sha(),
-                    first.dir.display(),
-                    v.candidate.short_sha(),
-                    r.dir.display(),
-                    v.baseline.differing_files(&v.candidate)
-                )),
+                ConditionChange::Accelerator(v) => warnings.push(Warning::ShardAccelerator {
+                    accel: v.clone(),
+                    dirs: dirs(),
+                }),
+                ConditionChange::GuestImage(v) => warnings.push(Warning::ShardGuestImage {
+                    image: Box::new(v.clone()),
+                    dirs: dirs(),
+                }),
                 _ => {}
             }
         }
         for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
             if a.config_sha256 != b.config_sha256 || a.build_key != b.build_key {
-                warnings.push(format!(
-                    "kernel {:?} differs between shards (build key {} in {}, {} in {}): the hosts \
-                     built it differently",
-                    a.variant,
-                    a.build_key.short(),
-                    first.dir.display(),
-                    b.build_key.short(),
-                    r.dir.display()
-                ));
+                warnings.push(Warning::ShardBuild {
+                    variant: a.variant.clone(),
+                    build_key: Both {
+                        baseline: a.build_key.clone(),
+                        candidate: b.build_key.clone(),
+                    },
+                    dirs: dirs(),
+                });
             }
         }
     }
@@ -193,11 +189,10 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             .into());
         }
         if !r.meta.complete {
-            warnings.push(format!(
-                "shard {} ({}) did not finish: the merged run is partial",
-                r.index,
-                r.dir.display()
-            ));
+            warnings.push(Warning::ShardUnfinished {
+                index: r.index,
+                dir: r.dir.display().to_string(),
+            });
         }
     }
     let missing: Vec<String> = (0..first.count)

@@ -7,14 +7,15 @@ use crate::guest::images::initramfs::ImageRecord;
 
 /// One condition's value in the earlier run (`baseline`) and the later one
 /// (`candidate`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Both<T> {
     pub baseline: T,
     pub candidate: T,
 }
 
 /// One condition that differs between two runs, with both values.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "condition", rename_all = "kebab-case")]
 pub enum ConditionChange {
     /// The hosts' names (several in a merged run).
     Hostname(Both<Vec<String>>),
@@ -103,6 +104,38 @@ impl ConditionChange {
             }
         }
         changes
+    }
+
+    /// The change as a warning line: both values as recorded.
+    pub fn warning(&self) -> String {
+        let what = self.condition();
+        let line = |a: &str, b: &str| format!("{what} differs: baseline {a:?}, candidate {b:?}");
+        match self {
+            ConditionChange::Hostname(v) => line(&v.baseline.join(", "), &v.candidate.join(", ")),
+            ConditionChange::HostCpu(v) => line(
+                &super::meta::cpu_models_words(&v.baseline),
+                &super::meta::cpu_models_words(&v.candidate),
+            ),
+            ConditionChange::Qemu(v)
+            | ConditionChange::TimingMode(v)
+            | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
+            ConditionChange::SuiteFile(v) => format!(
+                "suite file (sha256) differs: baseline {:?}, candidate {:?}",
+                v.baseline.as_str(),
+                v.candidate.as_str()
+            ),
+            ConditionChange::Accelerator(v) => line(v.baseline.as_str(), v.candidate.as_str()),
+            ConditionChange::Overrides(v) => line(
+                &v.baseline.describe().join(", "),
+                &v.candidate.describe().join(", "),
+            ),
+            ConditionChange::GuestImage(v) => format!(
+                "guest image differs: baseline sha256 {}, candidate {}{}",
+                v.baseline.short_sha(),
+                v.candidate.short_sha(),
+                v.baseline.differing_files(&v.candidate)
+            ),
+        }
     }
 
     /// The condition's name, as a label or the head of a sentence.

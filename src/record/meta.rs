@@ -589,8 +589,10 @@ pub struct RunMeta {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub series: bool,
     /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
-    #[serde(default)]
-    pub warnings: Vec<String>,
+    /// (Runs before format 3 recorded them as sentences, read as
+    /// [`super::Warning::Text`].)
+    #[serde(default, deserialize_with = "super::upgrade::read_warnings")]
+    pub warnings: Vec<super::Warning>,
     /// What the guest image held: its hash and every program and library
     /// in it with its package and version (absent in runs made before it
     /// was recorded).

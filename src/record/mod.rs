@@ -6,10 +6,12 @@ mod conditions;
 mod gate;
 mod meta;
 mod upgrade;
+mod warning;
 
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
 pub use upgrade::{profiled_boot_end, scan_runs, SkippedRun};
+pub use warning::Warning;
 
 pub use meta::*;
 

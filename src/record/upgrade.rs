@@ -36,7 +36,10 @@
 //!   joined ("h1, h2"), and `host.cpu_model` the first shard's CPU followed
 //!   by " (and others: see the Hosts table)" when the shards' CPUs differed,
 //!   where format 3 keeps the first shard's host in `host` and every host
-//!   in `hosts` (a diff of such a run copied both strings).
+//!   in `hosts` (a diff of such a run copied both strings);
+//! - `warnings` were sentences, where format 3 writes each as data (its
+//!   kind and values); format 2's sentences are kept as written
+//!   (`Warning::Text`), read as each warning is parsed ([`read_warnings`]).
 //!
 //! A sentence today's wording of its data does not reproduce is kept in the
 //! typed value as the run recorded it (`TimingDecision::recorded_sentence`,
@@ -450,6 +453,31 @@ fn ending_of_words(words: &str) -> Option<BootEnd> {
         .or_else(|| {
             detail("no profile from the plugin: ").map(|detail| BootEnd::NoProfile { detail })
         })
+}
+
+/// One warning as a file of any format holds it: format 3's data, or the
+/// sentence earlier formats wrote.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum RecordedWarning {
+    Data(super::Warning),
+    Sentence(String),
+}
+
+/// Reads `warnings`: format 3's data, earlier formats' sentences as
+/// [`super::Warning::Text`].
+pub(super) fn read_warnings<'de, D>(deserializer: D) -> Result<Vec<super::Warning>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let entries: Vec<RecordedWarning> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(entries
+        .into_iter()
+        .map(|w| match w {
+            RecordedWarning::Data(w) => w,
+            RecordedWarning::Sentence(text) => super::Warning::Text { text },
+        })
+        .collect())
 }
 
 /// One entry of `order` as a file of any format holds it.

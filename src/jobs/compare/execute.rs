@@ -89,9 +89,10 @@ pub fn execute(
 /// Records how many guests boot at once, and says in the report when they
 /// run side by side on the wall clock.
 fn note_slots(meta: &mut RunMeta, slots: &crate::stages::slots::Slots) {
-    if let Some(warning) = &slots.warning {
-        if !meta.warnings.contains(warning) {
-            meta.warnings.push(warning.clone());
+    if let Some(text) = &slots.warning {
+        let warning = crate::record::Warning::Text { text: text.clone() };
+        if !meta.warnings.contains(&warning) {
+            meta.warnings.push(warning);
         }
     }
     meta.slots = Some(slots.clone());

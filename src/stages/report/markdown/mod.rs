@@ -167,7 +167,7 @@ fn header(run: &RunReport) -> String {
         );
     }
     for w in &meta.warnings {
-        let _ = writeln!(r, "> **Warning**: {}\n", escape_md(w));
+        let _ = writeln!(r, "> **Warning**: {}\n", escape_md(&w.describe()));
     }
     if let Some(torn) = run.files.torn {
         let _ = writeln!(
