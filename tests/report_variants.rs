@@ -448,7 +448,7 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
     let mut m = meta(&VARIANTS);
     m.series = true;
     for (k, subject) in m.kernels.iter_mut().zip(["base", "slow path", "fast path"]) {
-        k.origin = Some(markbench::guest::images::source::OriginRecord {
+        k.origin = Some(markbench::record::OriginRecord {
             source: "git tree".into(),
             subject: Some(subject.into()),
             ..Default::default()

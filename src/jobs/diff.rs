@@ -202,7 +202,7 @@ fn diff_sizes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::images::initramfs::{ImageFile, ImageRecord};
+    use crate::record::{ImageFile, ImageRecord};
 
     #[test]
     fn conditions_that_differ_are_named() {

@@ -3,7 +3,7 @@
 //! (`diff`'s warnings, `merge`'s refusals, the history's series labels).
 
 use super::meta::{Accel, Overrides, RunMeta};
-use crate::guest::images::initramfs::ImageRecord;
+use super::schema::ImageRecord;
 
 /// One condition's value in the earlier run (`baseline`) and the later one
 /// (`candidate`).

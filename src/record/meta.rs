@@ -53,7 +53,7 @@ pub struct KernelMeta {
     /// The source path, revision, resolved commit and subject, and patch
     /// names and hashes (absent in runs made before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<crate::guest::images::source::OriginRecord>,
+    pub origin: Option<super::OriginRecord>,
     pub build_key: Digest,
     /// The configuration the kernel started from: `tinyconfig`,
     /// `defconfig`, or a `.config`'s path and hash (empty in runs made
@@ -412,7 +412,7 @@ pub struct Overrides {
     /// Sets every kernel compile's scope: a seed-scale suite compiles the
     /// whole kernel, which takes hours under TCG; `subset` makes it minutes.
     #[serde(default)]
-    pub compile_scope: Option<crate::guest::workloads::kernel_compile::CompileScope>,
+    pub compile_scope: Option<super::CompileScope>,
     /// The seed of the run order (and of the report's bootstrap).
     #[serde(default)]
     pub seed: Option<u64>,
@@ -432,7 +432,7 @@ pub struct Overrides {
     /// `--revs`: two revisions (`A,B`) or a series (`BASE..TIP`) of the
     /// kernel source, one kernel each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revs: Option<crate::guest::images::source::RevSelection>,
+    pub revs: Option<super::RevSelection>,
     /// `--precision PCT`: the half-width every point is run to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<f64>,
@@ -472,10 +472,7 @@ impl Overrides {
             out.push(format!("cpus={cpus:?}"));
         }
         if let Some(scope) = self.compile_scope {
-            let name = clap::ValueEnum::to_possible_value(&scope)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default();
-            out.push(format!("compile-scope={name}"));
+            out.push(format!("compile-scope={}", scope.name()));
         }
         if let Some(seed) = self.seed {
             out.push(format!("seed={seed}"));
@@ -597,7 +594,7 @@ pub struct RunMeta {
     /// in it with its package and version (absent in runs made before it
     /// was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guest_image: Option<crate::guest::images::initramfs::ImageRecord>,
+    pub guest_image: Option<super::ImageRecord>,
     /// For a shard's run (`run-shard`): which shard and what it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardMeta>,

@@ -3,8 +3,8 @@
 
 use super::conditions::{Both, ConditionChange};
 use super::meta::Accel;
+use super::schema::ImageRecord;
 use crate::base::sha256::Digest;
-use crate::guest::images::initramfs::ImageRecord;
 use serde::{Deserialize, Serialize};
 
 /// One doubt about a run's comparison.

@@ -412,50 +412,6 @@ impl ImageRecord {
     }
 }
 
-impl ImageRecord {
-    /// The first 16 hex digits of the image's hash.
-    pub fn short_sha(&self) -> &str {
-        self.sha256.short()
-    }
-
-    /// What differs between this image's files and `other`'s, as the tail
-    /// of a warning: `; PATH: PACKAGE VERSION (sha256 …) against …` for each
-    /// file held in other bytes or by one image only.
-    pub fn differing_files(&self, other: &ImageRecord) -> String {
-        let describe = |f: Option<&ImageFile>| match f {
-            None => "absent".to_string(),
-            Some(f) if f.package.is_empty() => {
-                format!("sha256 {}", f.sha256.short())
-            }
-            Some(f) => format!("{} {} (sha256 {})", f.package, f.version, f.sha256.short()),
-        };
-        let mut paths: Vec<&str> = self
-            .files
-            .iter()
-            .chain(&other.files)
-            .map(|f| f.path.as_str())
-            .collect();
-        paths.sort();
-        paths.dedup();
-        let differing: Vec<String> = paths
-            .into_iter()
-            .filter_map(|path| {
-                let (x, y) = (
-                    self.files.iter().find(|f| f.path == path),
-                    other.files.iter().find(|f| f.path == path),
-                );
-                (x.map(|f| &f.sha256) != y.map(|f| &f.sha256))
-                    .then(|| format!("{path}: {} against {}", describe(x), describe(y)))
-            })
-            .collect();
-        if differing.is_empty() {
-            " (the same programs and libraries: the agent or the image's layout changed)".into()
-        } else {
-            format!("; {}", differing.join("; "))
-        }
-    }
-}
-
 /// The Debian package owning each path and its installed version, as far
 /// as dpkg knows (nothing on hosts without dpkg).
 fn package_owners(paths: &[&str]) -> std::collections::BTreeMap<String, (String, String)> {

@@ -381,7 +381,7 @@ fn what_was_compared(run: &RunReport) -> String {
 /// What the guest image held, its programs and libraries with the packages
 /// and versions they came from: a library built otherwise changes the
 /// instructions a benchmark executes, and so what icount measures.
-fn guest_image(image: &crate::guest::images::initramfs::ImageRecord) -> String {
+fn guest_image(image: &crate::record::ImageRecord) -> String {
     let count = |kind: &str| image.files.iter().filter(|f| f.kind == kind).count();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
