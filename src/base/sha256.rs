@@ -123,6 +123,11 @@ impl Digest {
         &self.0
     }
 
+    /// The hash's bytes as text, for a key made of it.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
     /// Nothing recorded.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -149,6 +154,12 @@ impl AsRef<str> for Digest {
 impl From<String> for Digest {
     fn from(hash: String) -> Digest {
         Digest(hash)
+    }
+}
+
+impl From<Digest> for String {
+    fn from(digest: Digest) -> String {
+        digest.0
     }
 }
 

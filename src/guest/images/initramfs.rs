@@ -128,7 +128,7 @@ pub type HashedFile = (PathBuf, String);
 #[derive(Debug, Clone)]
 pub struct BaseImage {
     pub path: PathBuf,
-    pub key: String,
+    pub key: crate::base::sha256::Digest,
     /// Its programs and their libraries, hashed when it was keyed.
     pub files: Vec<HashedFile>,
 }

@@ -123,7 +123,7 @@ pub struct KernelImage {
     pub source_identity: String,
     pub compiler: String,
     /// SHA-256 of each fragment, by file name.
-    pub fragment_sha256: BTreeMap<String, String>,
+    pub fragment_sha256: BTreeMap<String, crate::base::sha256::Digest>,
     pub config_sha256: crate::base::sha256::Digest,
     pub build_seconds: f64,
     /// The configuration it started from ([`KernelBase::describe`]; empty

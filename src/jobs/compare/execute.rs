@@ -147,7 +147,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         suite: suite.name.clone(),
         diff: false,
         suite_path: suite.describe_path(),
-        suite_sha256: suite.sha256.clone().into(),
+        suite_sha256: suite.sha256.clone(),
         overrides: run.overrides.clone(),
         description: suite.description.clone(),
         git_revision: git_revision(),
@@ -220,10 +220,10 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
             .map(|smp| crate::record::SmpQemuRecord {
                 path: smp.qemu.path.display().to_string(),
                 version: smp.qemu.version.clone(),
-                sha256: smp.qemu.sha256.clone().into(),
+                sha256: smp.qemu.sha256.clone(),
                 build_key: smp.build.key.as_str().into(),
                 source: smp.build.source.clone(),
-                source_sha256: smp.build.source_sha256.clone().into(),
+                source_sha256: smp.build.source_sha256.clone(),
                 patches: smp
                     .build
                     .patches

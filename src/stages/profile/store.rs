@@ -22,7 +22,7 @@ pub const MANIFEST_FILE: &str = "profiles.toml";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// The plugin's cache key (a hash of its source).
-    pub plugin: String,
+    pub plugin: crate::base::sha256::Digest,
     /// `-icount shift=N` of the boots: one instruction is 2^N ns of guest time.
     pub icount_shift: u32,
     #[serde(default, rename = "boot")]
