@@ -268,7 +268,7 @@ impl OverrideArgs {
             iterations: self.iterations,
             cpus: self.cpus.clone(),
             params: self.params.clone(),
-            compile_scope: self.compile_scope,
+            compile_scope: self.compile_scope.map(Into::into),
             aa: self.aa,
             seed: self.seed,
             shard,
@@ -437,7 +437,7 @@ impl CompareArgs {
             kernel_source: self.suite.kernel_source.clone(),
             overrides: Overrides {
                 patches: self.suite.patches.clone(),
-                revs: self.suite.revs.clone(),
+                revs: self.suite.revs.clone().map(Into::into),
                 ..self.overrides.settings(shard)
             },
             accel: self.accel,

@@ -404,8 +404,8 @@ fn synthetic_meta(variants: &[&str]) -> RunMeta {
             .map(|v| KernelMeta {
                 variant: v.to_string(),
                 kernel: v.to_string(),
-                build_key: format!("{v}-key"),
-                config_sha256: format!("{v}-config"),
+                build_key: format!("{v}-key").into(),
+                config_sha256: format!("{v}-config").into(),
                 ..Default::default()
             })
             .collect(),

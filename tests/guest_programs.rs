@@ -195,7 +195,7 @@ params = [20000]
         && f.path.contains("libc.so")
         && f.package.starts_with("libc6")));
     assert!(
-        report.contains(&format!("Guest image: sha256 {}", &image.sha256[..16])),
+        report.contains(&format!("Guest image: sha256 {}", image.sha256.short())),
         "{report}"
     );
 }

@@ -4,7 +4,7 @@
 //! point must lie between nights 7 and 8 and nowhere else, and the page must
 //! render every plot in a real browser (Debian's chromium, headless).
 
-use markbench::guest::images::source::OriginRecord;
+use markbench::record::OriginRecord;
 use markbench::record::{GateRecord, RegressedPoint};
 use markbench::record::{HostInfo, KernelMeta, RunMeta, Sample, SampleWriter};
 use markbench::stages::vm::accel::TimingDecision;

@@ -159,3 +159,52 @@ fn a_run_of_a_newer_format_is_refused_with_exit_2() {
     );
     assert!(!run.path().join("report.md").exists());
 }
+
+/// A fixture run and its report as the version that wrote it rendered it:
+/// read in today's format, it renders the same bytes.
+fn renders_as_recorded(name: &str) -> RunMeta {
+    let meta = RunMeta::read(&fixture(name)).unwrap();
+    assert_eq!(meta.format, RunFormat(RUN_FORMAT));
+    let run = copy_of(name);
+    let md = report(run.path());
+    let recorded = std::fs::read_to_string(fixture(name).join("report.md")).unwrap();
+    assert_eq!(md, recorded, "{name}'s report.md changed");
+    let txt = std::fs::read_to_string(run.path().join("report.txt")).unwrap();
+    let recorded = std::fs::read_to_string(fixture(name).join("report.txt")).unwrap();
+    assert_eq!(txt, recorded, "{name}'s report.txt changed");
+    meta
+}
+
+#[test]
+fn a_format_2_merged_run_of_two_hosts_renders_as_it_did() {
+    let text = std::fs::read_to_string(fixture("format-2-merged").join("meta.toml")).unwrap();
+    assert!(text.starts_with("format = 2\n"), "{text}");
+    let meta = renders_as_recorded("format-2-merged");
+    assert_eq!(meta.shards.len(), 2);
+    // The hosts format 2 joined into one name are data.
+    assert_eq!(meta.hostnames(), ["host-a", "host-b"]);
+    assert_eq!(meta.host.hostname, "host-a", "the first shard's host");
+    assert_eq!(meta.host.cpu_model, "Fake CPU A");
+    assert_eq!(meta.cpu_models().len(), 2, "{:?}", meta.cpu_models());
+}
+
+#[test]
+fn a_format_2_diff_of_two_runs_renders_as_it_did() {
+    let text = std::fs::read_to_string(fixture("format-2-diff").join("meta.toml")).unwrap();
+    assert!(text.starts_with("format = 2\n"), "{text}");
+    let meta = renders_as_recorded("format-2-diff");
+    assert_eq!(meta.kernels.len(), 2);
+    // The suite is the runs' suite; that it is a diff is data.
+    assert_eq!(meta.suite, "fake");
+    assert!(meta.diff);
+    assert_eq!(meta.suite_title(), "fake (diff of two runs)");
+    // Its candidate was the merged run of two hosts.
+    assert_eq!(meta.hostnames(), ["host-a", "host-b"]);
+    // Written again, it reads the same.
+    let run = copy_of("format-2-diff");
+    meta.write(run.path()).unwrap();
+    let text = std::fs::read_to_string(run.path().join("meta.toml")).unwrap();
+    assert!(text.contains("\nsuite = \"fake\"\ndiff = true\n"), "{text}");
+    assert!(!text.contains("hostname = \"host-a, host-b\""), "{text}");
+    assert_eq!(RunMeta::read(run.path()).unwrap(), meta);
+}

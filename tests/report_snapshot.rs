@@ -22,7 +22,7 @@ fn meta() -> RunMeta {
             ("base.config", "d1bc0d402918dcf6cccc"),
             ("markers-on.config", "81c08259d2a1c341dddd"),
         ]
-        .map(|(f, h)| (f.to_string(), h.to_string()))
+        .map(|(f, h)| (f.to_string(), h.into()))
         .into(),
         fragment_sources: [
             ("base.config", "built in"),

@@ -15,7 +15,7 @@ fn kernel(variant: &str, build_key: &str) -> KernelMeta {
         kernel: variant.into(),
         source: "tarball linux-source-6.1.tar.xz sha256 cacdc383".into(),
         build_key: build_key.into(),
-        config_sha256: format!("{build_key}-config"),
+        config_sha256: format!("{build_key}-config").into(),
         compiler: "gcc 12.2.0".into(),
         ..Default::default()
     }
@@ -448,7 +448,7 @@ fn a_series_shows_each_kernel_against_the_baseline_and_the_one_before() {
     let mut m = meta(&VARIANTS);
     m.series = true;
     for (k, subject) in m.kernels.iter_mut().zip(["base", "slow path", "fast path"]) {
-        k.origin = Some(markbench::guest::images::source::OriginRecord {
+        k.origin = Some(markbench::record::OriginRecord {
             source: "git tree".into(),
             subject: Some(subject.into()),
             ..Default::default()

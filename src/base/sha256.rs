@@ -49,7 +49,7 @@ impl Sha256 {
     /// The first [`Sha256::SHORT`] hex digits, as listings and messages
     /// show a digest.
     pub fn short(&self) -> &str {
-        &self.0[..Self::SHORT]
+        short(&self.0)
     }
 }
 
@@ -99,6 +99,124 @@ impl PartialEq<String> for Sha256 {
     }
 }
 
+/// The first [`Sha256::SHORT`] characters of a hash as a record holds it
+/// (all of it when shorter): the one place a hash is shortened for a
+/// person.
+pub fn short(hash: &str) -> &str {
+    match hash.char_indices().nth(Sha256::SHORT) {
+        Some((end, _)) => &hash[..end],
+        None => hash,
+    }
+}
+
+/// A hash as a record keeps it: written and read as the same string, so
+/// records keep their bytes, and, unlike [`Sha256`], read as it was written
+/// (empty when a run did not record it, cut or foreign in a record written
+/// by hand), so an old or odd record still reads; shown short by
+/// [`Digest::short`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Digest(String);
+
+impl Digest {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The hash's bytes as text, for a key made of it.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+
+    /// Nothing recorded.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// As listings and messages show it ([`short`]).
+    pub fn short(&self) -> &str {
+        short(&self.0)
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for Digest {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Digest {
+    fn from(hash: String) -> Digest {
+        Digest(hash)
+    }
+}
+
+impl From<Digest> for String {
+    fn from(digest: Digest) -> String {
+        digest.0
+    }
+}
+
+impl From<&str> for Digest {
+    fn from(hash: &str) -> Digest {
+        Digest(hash.to_string())
+    }
+}
+
+impl From<Sha256> for Digest {
+    fn from(digest: Sha256) -> Digest {
+        Digest(digest.0)
+    }
+}
+
+impl From<&Sha256> for Digest {
+    fn from(digest: &Sha256) -> Digest {
+        Digest(digest.0.clone())
+    }
+}
+
+impl PartialEq<str> for Digest {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Digest {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Digest {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<Digest> for String {
+    fn eq(&self, other: &Digest) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<Sha256> for Digest {
+    fn eq(&self, other: &Sha256) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl PartialEq<Digest> for Sha256 {
+    fn eq(&self, other: &Digest) -> bool {
+        self.0 == other.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +252,18 @@ mod tests {
             .clone()
             .try_into();
         assert!(read.is_err());
+    }
+
+    #[test]
+    fn a_recorded_hash_reads_as_written_and_shows_short() {
+        let full = Digest::from(Sha256::of(b""));
+        assert_eq!(full.short(), "e3b0c44298fc1c14");
+        assert_eq!(Digest::from("abc").short(), "abc");
+        assert_eq!(Digest::default().short(), "");
+        // Cut at a character, never inside one.
+        assert_eq!(short(&"é".repeat(20)), "é".repeat(16));
+        let toml =
+            toml::to_string(&std::collections::BTreeMap::from([("x", full.clone())])).unwrap();
+        assert_eq!(toml, format!("x = \"{full}\"\n"));
     }
 }

@@ -48,7 +48,7 @@ impl SuiteChoice {
         let source = crate::jobs::compare::kernel_source(self.kernel_source.as_deref(), &file)?;
         let from_source = Overrides {
             patches: self.patches.clone(),
-            revs: self.revs.clone(),
+            revs: self.revs.clone().map(Into::into),
             ..Overrides::default()
         };
         let suite = crate::jobs::compare::source_variants::apply(&file, &from_source, &source)?;

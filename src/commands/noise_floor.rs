@@ -28,12 +28,12 @@ pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<Ex
                     dir.display()
                 ));
             }
-            if meta.suite != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
+            if meta.suite_title() != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
                 crate::base::message::warning(format_args!(
                     "the two runs differ in suite or timing mode ({} / {} against {} / {})",
                     aa_meta.suite,
                     aa_meta.timing_mode(),
-                    meta.suite,
+                    meta.suite_title(),
                     meta.timing_mode()
                 ));
             }

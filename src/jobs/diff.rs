@@ -10,8 +10,9 @@
 
 use crate::base::error::InputError;
 use crate::guest::images::size::{KernelSizes, SizeComparison, SizeRecord};
-use crate::record::{read_samples_with_hosts, ConditionChange, KernelMeta, RunMeta, SampleWriter};
-use crate::stages::report::conditions::condition_warning;
+use crate::record::{
+    read_samples_with_hosts, Both, ConditionChange, KernelMeta, RunMeta, SampleWriter, Warning,
+};
 use anyhow::Result;
 use std::path::Path;
 
@@ -19,7 +20,7 @@ use std::path::Path;
 pub fn condition_warnings(baseline: &RunMeta, candidate: &RunMeta) -> Vec<String> {
     ConditionChange::between(baseline, candidate)
         .iter()
-        .map(condition_warning)
+        .map(ConditionChange::warning)
         .collect()
 }
 
@@ -43,55 +44,12 @@ pub fn diff(
 ) -> Result<Vec<String>> {
     let baseline = read_run(baseline_dir)?;
     let candidate = read_run(candidate_dir)?;
-    let variant = match variant {
-        Some(v) => v.to_string(),
-        None if candidate.kernels.len() > 2 => {
-            let names: Vec<&str> = candidate.kernels[1..]
-                .iter()
-                .map(|k| k.variant.as_str())
-                .collect();
-            return Err(InputError::new(format!(
-                "{}: the run has {} candidates ({}): name the one to compare with --variant",
-                candidate_dir.display(),
-                names.len(),
-                names.join(", ")
-            ))
-            .into());
-        }
-        None => default_variant(&candidate).ok_or_else(|| {
-            InputError::new(format!(
-                "{}: the run records no variants",
-                candidate_dir.display()
-            ))
-        })?,
-    };
-    let kernel_of = |meta: &RunMeta, dir: &Path| -> Result<KernelMeta> {
-        meta.kernels
-            .iter()
-            .find(|k| k.variant == variant)
-            .cloned()
-            .ok_or_else(|| {
-                let names: Vec<&str> = meta.kernels.iter().map(|k| k.variant.as_str()).collect();
-                InputError::new(format!(
-                    "{}: no variant {variant:?} in this run (it has: {})",
-                    dir.display(),
-                    names.join(", ")
-                ))
-                .into()
-            })
-    };
+    let variant = chosen_variant(&candidate, candidate_dir, variant)?;
     let (mut kb, mut kc) = (
-        kernel_of(&baseline, baseline_dir)?,
-        kernel_of(&candidate, candidate_dir)?,
+        kernel_of(&baseline, baseline_dir, &variant)?,
+        kernel_of(&candidate, candidate_dir, &variant)?,
     );
-    let mut warnings = condition_warnings(&baseline, &candidate);
-    if kb.config_sha256 != kc.config_sha256 {
-        warnings.push(format!(
-            "kernel {variant:?} differs: final .config {} in the baseline, {} in the candidate",
-            kb.config_sha256.chars().take(16).collect::<String>(),
-            kc.config_sha256.chars().take(16).collect::<String>()
-        ));
-    }
+    let warnings = doubts(&baseline, &candidate, &kb, &kc, &variant);
     let names = [
         format!("baseline:{variant}"),
         format!("candidate:{variant}"),
@@ -100,8 +58,9 @@ pub fn diff(
     kc.variant = names[1].clone();
 
     std::fs::create_dir_all(out.join("logs"))?;
+    let sides = [(&baseline, baseline_dir), (&candidate, candidate_dir)];
     let mut meta = candidate.clone();
-    meta.suite = format!("{} (diff of two runs)", candidate.suite);
+    meta.diff = true;
     meta.description = format!(
         "{variant} in {} (baseline) against {variant} in {} (candidate)",
         baseline_dir.display(),
@@ -110,10 +69,7 @@ pub fn diff(
     meta.kernels = vec![kb, kc];
     meta.complete = baseline.complete && candidate.complete;
     meta.boots = Vec::new();
-    for (side, (run, dir)) in [(&baseline, baseline_dir), (&candidate, candidate_dir)]
-        .into_iter()
-        .enumerate()
-    {
+    for (side, (run, dir)) in sides.into_iter().enumerate() {
         for b in run.boots.iter().filter(|b| b.variant == variant) {
             let mut b = b.clone();
             b.variant = names[side].clone();
@@ -122,14 +78,102 @@ pub fn diff(
         }
     }
     meta.warnings = warnings.clone();
-    let _ = std::fs::remove_file(out.join(crate::record::SAMPLES_FILE));
     meta.shard = None;
     meta.shards = Vec::new();
-    let mut writer = SampleWriter::open(out)?;
-    for (side, (run, dir)) in [(&baseline, baseline_dir), (&candidate, candidate_dir)]
+    write_samples(&sides, &variant, &names, out)?;
+    meta.write(out)?;
+    let _ = std::fs::remove_file(out.join(crate::guest::images::size::SIZES_FILE));
+    if let Some(sizes) = diff_sizes(baseline_dir, candidate_dir, &variant, &names)? {
+        sizes.write(out)?;
+    }
+    crate::stages::report::write(out)?;
+    Ok(warnings.iter().map(Warning::describe).collect())
+}
+
+/// The variant to compare: the one asked for, else the candidate run's one
+/// candidate; a run of several candidates must be told which.
+fn chosen_variant(
+    candidate: &RunMeta,
+    candidate_dir: &Path,
+    variant: Option<&str>,
+) -> Result<String> {
+    match variant {
+        Some(v) => Ok(v.to_string()),
+        None if candidate.kernels.len() > 2 => {
+            let names: Vec<&str> = candidate.kernels[1..]
+                .iter()
+                .map(|k| k.variant.as_str())
+                .collect();
+            Err(InputError::new(format!(
+                "{}: the run has {} candidates ({}): name the one to compare with --variant",
+                candidate_dir.display(),
+                names.len(),
+                names.join(", ")
+            ))
+            .into())
+        }
+        None => Ok(default_variant(candidate).ok_or_else(|| {
+            InputError::new(format!(
+                "{}: the run records no variants",
+                candidate_dir.display()
+            ))
+        })?),
+    }
+}
+
+/// The kernel of `variant` in the run `meta` (read from `dir`).
+fn kernel_of(meta: &RunMeta, dir: &Path, variant: &str) -> Result<KernelMeta> {
+    meta.kernels
+        .iter()
+        .find(|k| k.variant == variant)
+        .cloned()
+        .ok_or_else(|| {
+            let names: Vec<&str> = meta.kernels.iter().map(|k| k.variant.as_str()).collect();
+            InputError::new(format!(
+                "{}: no variant {variant:?} in this run (it has: {})",
+                dir.display(),
+                names.join(", ")
+            ))
+            .into()
+        })
+}
+
+/// What makes comparing the two runs' `variant` doubtful: the conditions
+/// that differ, and the kernels' final `.config`s (`kb`, `kc`) if they do.
+fn doubts(
+    baseline: &RunMeta,
+    candidate: &RunMeta,
+    kb: &KernelMeta,
+    kc: &KernelMeta,
+    variant: &str,
+) -> Vec<Warning> {
+    let mut warnings: Vec<Warning> = ConditionChange::between(baseline, candidate)
         .into_iter()
-        .enumerate()
-    {
+        .map(|change| Warning::Condition { change })
+        .collect();
+    if kb.config_sha256 != kc.config_sha256 {
+        warnings.push(Warning::KernelConfig {
+            variant: variant.to_string(),
+            config_sha256: Both {
+                baseline: kb.config_sha256.clone(),
+                candidate: kc.config_sha256.clone(),
+            },
+        });
+    }
+    warnings
+}
+
+/// Writes `variant`'s samples of each side (baseline, candidate) into
+/// `out`'s `samples.csv` as the diff's two variants (`names`).
+fn write_samples(
+    sides: &[(&RunMeta, &Path); 2],
+    variant: &str,
+    names: &[String; 2],
+    out: &Path,
+) -> Result<()> {
+    let _ = std::fs::remove_file(out.join(crate::record::SAMPLES_FILE));
+    let mut writer = SampleWriter::open(out)?;
+    for (side, (run, dir)) in sides.iter().enumerate() {
         // Each sample keeps the host that measured it: runs made on one host
         // each, two different ones, are compared across hosts (and warned
         // about); merged runs that share hosts are compared within them.
@@ -142,13 +186,7 @@ pub fn diff(
             }
         }
     }
-    meta.write(out)?;
-    let _ = std::fs::remove_file(out.join(crate::guest::images::size::SIZES_FILE));
-    if let Some(sizes) = diff_sizes(baseline_dir, candidate_dir, &variant, &names)? {
-        sizes.write(out)?;
-    }
-    crate::stages::report::write(out)?;
-    Ok(warnings)
+    Ok(())
 }
 
 /// The variant's recorded sizes in each run, as the diff's two kernels
@@ -190,7 +228,7 @@ fn diff_sizes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::images::initramfs::{ImageFile, ImageRecord};
+    use crate::record::{ImageFile, ImageRecord};
 
     #[test]
     fn conditions_that_differ_are_named() {
@@ -216,10 +254,10 @@ mod tests {
             kind: "library".into(),
             package: package.into(),
             version: version.into(),
-            sha256: sha.repeat(16),
+            sha256: sha.repeat(16).into(),
         };
         let image = |sha: &str, libc: ImageFile| ImageRecord {
-            sha256: sha.repeat(16),
+            sha256: sha.repeat(16).into(),
             files: vec![file("/usr/bin/hackbench", "rt-tests", "2.5-1", "a"), libc],
         };
         let a = RunMeta {

@@ -10,9 +10,10 @@
 //! statistics use as a blocking factor (`stats::blocked`).
 
 use crate::base::error::InputError;
+use crate::base::sha256::Digest;
 use crate::record::{
-    hosts_or, read_samples_with_hosts, ConditionChange, RunMeta, SampleWriter, ShardRecord,
-    META_FILE,
+    hosts_or, read_samples_with_hosts, Both, ConditionChange, RunHost, RunMeta, SampleWriter,
+    ShardRecord, Warning, META_FILE,
 };
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub struct Merged {
     pub meta: RunMeta,
     /// Doubts about the merge, also at the top of the report.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// One shard's run directory and its metadata.
@@ -54,108 +55,130 @@ fn read_shard(dir: &Path) -> Result<ShardRun> {
 
 /// Checks that `runs` are every shard of one sweep, once; returns the
 /// warnings for differences that do not forbid merging.
-fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
+fn check(runs: &[ShardRun]) -> Result<Vec<Warning>> {
     let first = &runs[0];
     let mut warnings = Vec::new();
     for r in &runs[1..] {
-        let differs = |what: &str, a: &str, b: &str| -> Result<()> {
-            if a != b {
-                return Err(InputError::new(format!(
-                    "{}: {what} {b:?} differs from {:?} in {}: not shards of one sweep",
-                    r.dir.display(),
-                    a,
-                    first.dir.display()
-                ))
-                .into());
-            }
-            Ok(())
-        };
-        let changes = ConditionChange::between(&first.meta, &r.meta);
-        let refuse = |change: &ConditionChange| -> Result<()> {
-            match change {
-                ConditionChange::Suite(v) => differs("suite", &v.baseline, &v.candidate),
-                ConditionChange::SuiteFile(v) => {
-                    differs("suite file (sha256)", &v.baseline, &v.candidate)
-                }
-                ConditionChange::Overrides(v) => differs(
-                    "overrides",
-                    &v.baseline.describe().join(", "),
-                    &v.candidate.describe().join(", "),
-                ),
-                ConditionChange::TimingMode(v) => differs("timing mode", &v.baseline, &v.candidate),
-                _ => Ok(()),
-            }
-        };
-        // The suite and its overrides are named before the shard count, the
-        // timing after it.
-        for change in &changes {
-            if !matches!(change, ConditionChange::TimingMode(_)) {
-                refuse(change)?;
-            }
+        same_sweep(first, r)?;
+        warnings.extend(differences(first, r));
+    }
+    warnings.extend(each_shard_once(runs)?);
+    Ok(warnings)
+}
+
+/// An input error unless `r` is a shard of `first`'s sweep: the same
+/// suite, overrides, shard count, timing mode, variants and fragments.
+fn same_sweep(first: &ShardRun, r: &ShardRun) -> Result<()> {
+    let differs = |what: &str, a: &str, b: &str| -> Result<()> {
+        if a != b {
+            return Err(InputError::new(format!(
+                "{}: {what} {b:?} differs from {:?} in {}: not shards of one sweep",
+                r.dir.display(),
+                a,
+                first.dir.display()
+            ))
+            .into());
         }
-        differs(
-            "shard count",
-            &first.count.to_string(),
-            &r.count.to_string(),
-        )?;
-        for change in &changes {
+        Ok(())
+    };
+    let changes = ConditionChange::between(&first.meta, &r.meta);
+    let refuse = |change: &ConditionChange| -> Result<()> {
+        match change {
+            ConditionChange::Suite(v) => differs("suite", &v.baseline, &v.candidate),
+            ConditionChange::SuiteFile(v) => differs(
+                "suite file (sha256)",
+                v.baseline.as_str(),
+                v.candidate.as_str(),
+            ),
+            ConditionChange::Overrides(v) => differs(
+                "overrides",
+                &v.baseline.describe().join(", "),
+                &v.candidate.describe().join(", "),
+            ),
+            ConditionChange::TimingMode(v) => differs("timing mode", &v.baseline, &v.candidate),
+            _ => Ok(()),
+        }
+    };
+    // The suite and its overrides are named before the shard count, the
+    // timing after it.
+    for change in &changes {
+        if !matches!(change, ConditionChange::TimingMode(_)) {
             refuse(change)?;
         }
-        let variants = |m: &RunMeta| -> String {
-            m.kernels
-                .iter()
-                .map(|k| k.variant.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        differs("variants", &variants(&first.meta), &variants(&r.meta))?;
-        for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
-            if a.fragments != b.fragments {
-                return Err(InputError::new(format!(
-                    "{}: kernel {:?} was built from other fragments than in {} ({}): not \
-                     shards of one sweep",
-                    r.dir.display(),
-                    b.variant,
-                    first.dir.display(),
-                    fragment_differences(&b.fragments, &a.fragments)
-                ))
-                .into());
-            }
-        }
-        for change in &changes {
-            match change {
-                ConditionChange::Accelerator(v) => warnings.push(format!(
-                    "accelerator differs between shards: {} in {}, {} in {}",
-                    v.baseline,
-                    first.dir.display(),
-                    v.candidate,
-                    r.dir.display()
-                )),
-                ConditionChange::GuestImage(v) => warnings.push(format!(
-                    "guest image differs between shards: sha256 {} in {}, {} in {}{}",
-                    v.baseline.short_sha(),
-                    first.dir.display(),
-                    v.candidate.short_sha(),
-                    r.dir.display(),
-                    v.baseline.differing_files(&v.candidate)
-                )),
-                _ => {}
-            }
-        }
-        for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
-            if a.config_sha256 != b.config_sha256 || a.build_key != b.build_key {
-                warnings.push(format!(
-                    "kernel {:?} differs between shards (build key {} in {}, {} in {}): the hosts \
-                     built it differently",
-                    a.variant,
-                    a.build_key.chars().take(16).collect::<String>(),
-                    first.dir.display(),
-                    b.build_key.chars().take(16).collect::<String>(),
-                    r.dir.display()
-                ));
-            }
+    }
+    differs(
+        "shard count",
+        &first.count.to_string(),
+        &r.count.to_string(),
+    )?;
+    for change in &changes {
+        refuse(change)?;
+    }
+    let variants = |m: &RunMeta| -> String {
+        m.kernels
+            .iter()
+            .map(|k| k.variant.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    differs("variants", &variants(&first.meta), &variants(&r.meta))?;
+    for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
+        if a.fragments != b.fragments {
+            return Err(InputError::new(format!(
+                "{}: kernel {:?} was built from other fragments than in {} ({}): not \
+                 shards of one sweep",
+                r.dir.display(),
+                b.variant,
+                first.dir.display(),
+                fragment_differences(&b.fragments, &a.fragments)
+            ))
+            .into());
         }
     }
+    Ok(())
+}
+
+/// What differs between `first` and `r`, shards of one sweep, that does
+/// not forbid merging them: the accelerator, the guest image, a kernel's
+/// build.
+fn differences(first: &ShardRun, r: &ShardRun) -> Vec<Warning> {
+    let dirs = || Both {
+        baseline: first.dir.display().to_string(),
+        candidate: r.dir.display().to_string(),
+    };
+    let mut warnings = Vec::new();
+    for change in ConditionChange::between(&first.meta, &r.meta) {
+        match change {
+            ConditionChange::Accelerator(accel) => warnings.push(Warning::ShardAccelerator {
+                accel,
+                dirs: dirs(),
+            }),
+            ConditionChange::GuestImage(image) => warnings.push(Warning::ShardGuestImage {
+                image: Box::new(image),
+                dirs: dirs(),
+            }),
+            _ => {}
+        }
+    }
+    for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
+        if a.config_sha256 != b.config_sha256 || a.build_key != b.build_key {
+            warnings.push(Warning::ShardBuild {
+                variant: a.variant.clone(),
+                build_key: Both {
+                    baseline: a.build_key.clone(),
+                    candidate: b.build_key.clone(),
+                },
+                dirs: dirs(),
+            });
+        }
+    }
+    warnings
+}
+
+/// An input error unless `runs` hold every shard of their count, each
+/// once; a warning for each shard that did not finish.
+fn each_shard_once(runs: &[ShardRun]) -> Result<Vec<Warning>> {
+    let mut warnings = Vec::new();
     let mut seen: BTreeMap<u32, &Path> = BTreeMap::new();
     for r in runs {
         if r.index >= r.count {
@@ -177,14 +200,14 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             .into());
         }
         if !r.meta.complete {
-            warnings.push(format!(
-                "shard {} ({}) did not finish: the merged run is partial",
-                r.index,
-                r.dir.display()
-            ));
+            warnings.push(Warning::ShardUnfinished {
+                index: r.index,
+                dir: r.dir.display().to_string(),
+            });
         }
     }
-    let missing: Vec<String> = (0..first.count)
+    let count = runs[0].count;
+    let missing: Vec<String> = (0..count)
         .filter(|i| !seen.contains_key(i))
         .map(|i| i.to_string())
         .collect();
@@ -193,7 +216,7 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
             "shard{} {} of {} missing (given: {})",
             if missing.len() == 1 { "" } else { "s" },
             missing.join(", "),
-            first.count,
+            count,
             runs.iter()
                 .map(|r| format!("{} = shard {}", r.dir.display(), r.index))
                 .collect::<Vec<_>>()
@@ -206,15 +229,10 @@ fn check(runs: &[ShardRun]) -> Result<Vec<String>> {
 
 /// Each fragment whose hash differs between `here` and `there`, for a message.
 fn fragment_differences(
-    here: &BTreeMap<String, String>,
-    there: &BTreeMap<String, String>,
+    here: &BTreeMap<String, Digest>,
+    there: &BTreeMap<String, Digest>,
 ) -> String {
-    let short = |hash: Option<&String>| {
-        hash.map_or_else(
-            || "none".to_string(),
-            |h| h.chars().take(16).collect::<String>(),
-        )
-    };
+    let short = |hash: Option<&Digest>| hash.map_or("none".to_string(), |h| h.short().into());
     let files: BTreeSet<&String> = here.keys().chain(there.keys()).collect();
     files
         .into_iter()
@@ -263,6 +281,31 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
         .collect::<Result<Vec<_>>>()?;
     let warnings = check(&runs)?;
     runs.sort_by_key(|r| r.index);
+    let first = &runs[0];
+    prepare_out(first, out)?;
+    let mut hosts = join_samples(&runs, out)?;
+    let mut meta = first.meta.clone();
+    meta.shard = None;
+    // The merged run is the whole suite: nothing to resume as a shard.
+    meta.overrides.shard = None;
+    meta.boots = Vec::new();
+    meta.order = Vec::new();
+    for run in &runs {
+        add_shard(&mut meta, run, out)?;
+        hosts.insert(run.meta.host.hostname.clone());
+    }
+    if hosts.len() > 1 {
+        meta.hosts = hosts_of(&runs, hosts);
+    }
+    meta.warnings.extend(warnings.iter().cloned());
+    meta.write(out)?;
+    crate::stages::report::write(out)?;
+    Ok(Merged { meta, warnings })
+}
+
+/// Makes `out` a new run directory holding the files the report reads
+/// that every shard has alike (taken from `first`).
+fn prepare_out(first: &ShardRun, out: &Path) -> Result<()> {
     if out.join(META_FILE).exists() {
         return Err(InputError::new(format!(
             "{}: already holds a run; merge into a new directory",
@@ -272,8 +315,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
     }
     std::fs::create_dir_all(out.join("logs"))
         .with_context(|| format!("creating {}", out.display()))?;
-
-    let first = &runs[0];
     for file in [
         crate::stages::report::DIFFCONFIG_FILE,
         crate::guest::images::size::SIZES_FILE,
@@ -284,24 +325,23 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
             std::fs::copy(&from, out.join(file))?;
         }
     }
+    Ok(())
+}
+
+/// Writes every shard's samples into `out`'s `samples.csv`, each with the
+/// host that measured it; returns those hosts. Two shards holding the same
+/// measurement (variant, CPUs, boot, workload, param, metric, iteration)
+/// would be a split gone wrong: an input error.
+fn join_samples(runs: &[ShardRun], out: &Path) -> Result<BTreeSet<String>> {
     let _ = std::fs::remove_file(out.join(crate::record::SAMPLES_FILE));
     let mut writer = SampleWriter::open(out)?;
-    // A measurement is (variant, CPUs, boot, workload, param, metric,
-    // iteration); two shards holding the same one would be a split gone wrong.
     let mut measured: BTreeMap<crate::record::SampleKey, u32> = BTreeMap::new();
-    let mut meta = first.meta.clone();
-    meta.shard = None;
-    // The merged run is the whole suite: nothing to resume as a shard.
-    meta.overrides.shard = None;
-    meta.boots = Vec::new();
-    meta.order = Vec::new();
     let mut hosts = BTreeSet::new();
-    for run in &runs {
+    for run in runs {
         let (samples, sample_hosts) =
             hosts_or(read_samples_with_hosts(&run.dir)?, &run.meta.host.hostname);
         for (s, host) in samples.iter().zip(&sample_hosts) {
-            let key = s.key();
-            if let Some(other) = measured.insert(key, run.index) {
+            if let Some(other) = measured.insert(s.key(), run.index) {
                 return Err(InputError::new(format!(
                     "{}: {} {} {} on {} CPUs, {} boot {} iteration {} is also in shard {other}",
                     run.dir.display(),
@@ -318,59 +358,64 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
             writer.append_from(s, host)?;
             hosts.insert(host.clone());
         }
-        let logs = copy_logs(run, out)?;
-        for b in &run.meta.boots {
-            let mut b = b.clone();
-            b.unit = meta.boots.len();
-            b.console_log = logs.get(&b.console_log).cloned().unwrap_or(b.console_log);
-            meta.boots.push(b);
-        }
-        meta.order
-            .extend(run.meta.order.iter().map(|o| crate::record::UnitRecord {
-                shard: Some(run.index),
-                ..o.clone()
-            }));
-        hosts.insert(run.meta.host.hostname.clone());
-        let pieces = run
-            .meta
-            .shard
-            .as_ref()
-            .map(|s| s.pieces.clone())
-            .unwrap_or_default();
-        meta.shards.push(ShardRecord {
-            index: run.index,
-            host: run.meta.host.hostname.clone(),
-            dir: run.dir.display().to_string(),
-            pieces,
-            boots: run.meta.boots.len(),
-            failed_boots: run.meta.boots.iter().filter(|b| !b.ok()).count(),
-            wall_s: run.meta.wall_s,
-            accel: run.meta.accel.as_str().into(),
-            timing: run.meta.timing_sentence(),
-            timing_mode: run.meta.timing_mode(),
-            complete: run.meta.complete,
-        });
-        meta.started_at = meta.started_at.clone().min(run.meta.started_at.clone());
-        meta.finished_at = meta.finished_at.clone().max(run.meta.finished_at.clone());
-        // The shards ran side by side: the sweep took as long as the slowest.
-        meta.wall_s = meta.wall_s.max(run.meta.wall_s);
-        meta.complete &= run.meta.complete;
     }
-    drop(writer);
-    if hosts.len() > 1 {
-        meta.host.hostname = hosts.into_iter().collect::<Vec<_>>().join(", ");
-        if runs
-            .iter()
-            .any(|r| r.meta.host.cpu_model != first.meta.host.cpu_model)
-        {
-            meta.host.cpu_model = format!(
-                "{} (and others: see the Hosts table)",
-                first.meta.host.cpu_model
-            );
-        }
+    Ok(hosts)
+}
+
+/// Adds `run`'s boots (their logs copied into `out`), its order and its
+/// shard record to the merged `meta`, and its times and completeness.
+fn add_shard(meta: &mut RunMeta, run: &ShardRun, out: &Path) -> Result<()> {
+    let logs = copy_logs(run, out)?;
+    for b in &run.meta.boots {
+        let mut b = b.clone();
+        b.unit = meta.boots.len();
+        b.console_log = logs.get(&b.console_log).cloned().unwrap_or(b.console_log);
+        meta.boots.push(b);
     }
-    meta.warnings.extend(warnings.iter().cloned());
-    meta.write(out)?;
-    crate::stages::report::write(out)?;
-    Ok(Merged { meta, warnings })
+    meta.order
+        .extend(run.meta.order.iter().map(|o| crate::record::UnitRecord {
+            shard: Some(run.index),
+            ..o.clone()
+        }));
+    let pieces = run
+        .meta
+        .shard
+        .as_ref()
+        .map(|s| s.pieces.clone())
+        .unwrap_or_default();
+    meta.shards.push(ShardRecord {
+        index: run.index,
+        host: run.meta.host.hostname.clone(),
+        dir: run.dir.display().to_string(),
+        pieces,
+        boots: run.meta.boots.len(),
+        failed_boots: run.meta.boots.iter().filter(|b| !b.ok()).count(),
+        wall_s: run.meta.wall_s,
+        accel: run.meta.accel.as_str().into(),
+        timing: run.meta.timing_sentence(),
+        timing_mode: run.meta.timing_mode(),
+        complete: run.meta.complete,
+    });
+    meta.started_at = meta.started_at.clone().min(run.meta.started_at.clone());
+    meta.finished_at = meta.finished_at.clone().max(run.meta.finished_at.clone());
+    // The shards ran side by side: the sweep took as long as the slowest.
+    meta.wall_s = meta.wall_s.max(run.meta.wall_s);
+    meta.complete &= run.meta.complete;
+    Ok(())
+}
+
+/// The merged run's hosts by name, each with its shard's CPU model (a host
+/// known only from the samples it measured has none here).
+fn hosts_of(runs: &[ShardRun], hosts: BTreeSet<String>) -> Vec<RunHost> {
+    hosts
+        .into_iter()
+        .map(|hostname| RunHost {
+            cpu_model: runs
+                .iter()
+                .find(|r| r.meta.host.hostname == hostname)
+                .map(|r| r.meta.host.cpu_model.clone())
+                .unwrap_or_default(),
+            hostname,
+        })
+        .collect()
 }

@@ -3,28 +3,31 @@
 //! (`diff`'s warnings, `merge`'s refusals, the history's series labels).
 
 use super::meta::{Accel, Overrides, RunMeta};
-use crate::guest::images::initramfs::ImageRecord;
+use super::schema::ImageRecord;
 
 /// One condition's value in the earlier run (`baseline`) and the later one
 /// (`candidate`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Both<T> {
     pub baseline: T,
     pub candidate: T,
 }
 
 /// One condition that differs between two runs, with both values.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "condition", rename_all = "kebab-case")]
 pub enum ConditionChange {
-    Hostname(Both<String>),
-    HostCpu(Both<String>),
+    /// The hosts' names (several in a merged run).
+    Hostname(Both<Vec<String>>),
+    /// The hosts' CPU models ([`RunMeta::cpu_models`]).
+    HostCpu(Both<Vec<String>>),
     Qemu(Both<String>),
     Accelerator(Both<Accel>),
     /// The timing mode alone (`wall`, `icount shift=4`).
     TimingMode(Both<String>),
     Suite(Both<String>),
     /// The suite file's sha256.
-    SuiteFile(Both<String>),
+    SuiteFile(Both<crate::base::sha256::Digest>),
     /// The suite overrides (without the shard, which differs between the
     /// shards of one sweep); boxed, as the settings are many.
     Overrides(Box<Both<Overrides>>),
@@ -51,14 +54,26 @@ impl ConditionChange {
         let both_count_instructions =
             baseline.counts_instructions() && baseline.timing_mode() == candidate.timing_mode();
         if !both_count_instructions {
-            changes.extend(
-                both(&baseline.host.hostname, &candidate.host.hostname)
-                    .map(ConditionChange::Hostname),
-            );
-            changes.extend(
-                both(&baseline.host.cpu_model, &candidate.host.cpu_model)
-                    .map(ConditionChange::HostCpu),
-            );
+            // The same hosts in another order (another shard first) are
+            // the same hosts.
+            let sorted = |mut v: Vec<String>| {
+                v.sort();
+                v
+            };
+            let (a, b) = (baseline.hostnames(), candidate.hostnames());
+            if sorted(a.clone()) != sorted(b.clone()) {
+                changes.push(ConditionChange::Hostname(Both {
+                    baseline: a,
+                    candidate: b,
+                }));
+            }
+            let (a, b) = (baseline.cpu_models(), candidate.cpu_models());
+            if sorted(a.clone()) != sorted(b.clone()) {
+                changes.push(ConditionChange::HostCpu(Both {
+                    baseline: a,
+                    candidate: b,
+                }));
+            }
         }
         changes.extend(
             both(&baseline.host.qemu_version, &candidate.host.qemu_version)
@@ -89,6 +104,38 @@ impl ConditionChange {
             }
         }
         changes
+    }
+
+    /// The change as a warning line: both values as recorded.
+    pub fn warning(&self) -> String {
+        let what = self.condition();
+        let line = |a: &str, b: &str| format!("{what} differs: baseline {a:?}, candidate {b:?}");
+        match self {
+            ConditionChange::Hostname(v) => line(&v.baseline.join(", "), &v.candidate.join(", ")),
+            ConditionChange::HostCpu(v) => line(
+                &super::meta::cpu_models_words(&v.baseline),
+                &super::meta::cpu_models_words(&v.candidate),
+            ),
+            ConditionChange::Qemu(v)
+            | ConditionChange::TimingMode(v)
+            | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
+            ConditionChange::SuiteFile(v) => format!(
+                "suite file (sha256) differs: baseline {:?}, candidate {:?}",
+                v.baseline.as_str(),
+                v.candidate.as_str()
+            ),
+            ConditionChange::Accelerator(v) => line(v.baseline.as_str(), v.candidate.as_str()),
+            ConditionChange::Overrides(v) => line(
+                &v.baseline.describe().join(", "),
+                &v.candidate.describe().join(", "),
+            ),
+            ConditionChange::GuestImage(v) => format!(
+                "guest image differs: baseline sha256 {}, candidate {}{}",
+                v.baseline.short_sha(),
+                v.candidate.short_sha(),
+                v.baseline.differing_files(&v.candidate)
+            ),
+        }
     }
 
     /// The condition's name, as a label or the head of a sentence.
@@ -141,5 +188,34 @@ mod tests {
         let mut shard = a.clone();
         shard.overrides.shard = Some(crate::record::ShardSel { index: 1, count: 2 });
         assert!(ConditionChange::between(&a, &shard).is_empty());
+    }
+
+    #[test]
+    fn a_merged_run_s_hosts_are_compared_as_hosts_not_as_words() {
+        let host = |name: &str, cpu: &str| crate::record::RunHost {
+            hostname: name.into(),
+            cpu_model: cpu.into(),
+        };
+        let mut a = RunMeta::default();
+        a.host.hostname = "h1".into();
+        a.host.cpu_model = "A".into();
+        a.hosts = vec![host("h1", "A"), host("h2", "B")];
+        // The same hosts, another shard first.
+        let mut b = a.clone();
+        b.host.hostname = "h2".into();
+        b.host.cpu_model = "B".into();
+        assert!(ConditionChange::between(&a, &b).is_empty());
+        // One host of the two, alone, is a change of hosts and CPUs.
+        let mut single = a.clone();
+        single.hosts.clear();
+        let changes = ConditionChange::between(&a, &single);
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert_eq!(
+            changes[0],
+            ConditionChange::Hostname(Both {
+                baseline: vec!["h1".into(), "h2".into()],
+                candidate: vec!["h1".into()],
+            })
+        );
     }
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use super::{BootKey, META_FILE};
+use crate::base::sha256::Digest;
 
 /// What the report needs to know about the host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -22,6 +23,26 @@ pub struct HostInfo {
     pub qemu_path: String,
 }
 
+/// A host a merged run's boots ran on: its name, and its CPU model when
+/// the run knows it (empty when a host is known only from the samples it
+/// measured).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RunHost {
+    pub hostname: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpu_model: String,
+}
+
+/// What a merged run of hosts with different CPUs says of its CPU: the
+/// first shard's, and that the Hosts table names the rest.
+pub fn cpu_models_words(models: &[String]) -> String {
+    match models {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first, ..] => format!("{first} (and others: see the Hosts table)"),
+    }
+}
+
 /// A kernel as the metadata records it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelMeta {
@@ -32,17 +53,17 @@ pub struct KernelMeta {
     /// The source path, revision, resolved commit and subject, and patch
     /// names and hashes (absent in runs made before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<crate::guest::images::source::OriginRecord>,
-    pub build_key: String,
+    pub origin: Option<super::OriginRecord>,
+    pub build_key: Digest,
     /// The configuration the kernel started from: `tinyconfig`,
     /// `defconfig`, or a `.config`'s path and hash (empty in runs made
     /// before there was a choice, all of them on tinyconfig).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub config_base: String,
-    pub config_sha256: String,
+    pub config_sha256: Digest,
     pub compiler: String,
     /// Each fragment's hash, by file name.
-    pub fragments: std::collections::BTreeMap<String, String>,
+    pub fragments: std::collections::BTreeMap<String, Digest>,
     /// Where each fragment was found, by file name: its path, or `built in`
     /// (empty in runs made before this was recorded).
     #[serde(default)]
@@ -50,8 +71,8 @@ pub struct KernelMeta {
     pub bzimage: PathBuf,
     /// The booted bzImage's sha256 (empty in runs made before it was
     /// recorded): two variants with the same one booted the same kernel.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub bzimage_sha256: String,
+    #[serde(default, skip_serializing_if = "Digest::is_empty")]
+    pub bzimage_sha256: Digest,
 }
 
 /// How a boot ended, as the runner saw it.
@@ -221,7 +242,7 @@ impl BootRecord {
 /// The format of the run directory this version writes. Format 0 is every
 /// run written before the format was numbered; [`RunMeta::read`] brings it
 /// (and any later older format) up to this one.
-pub const RUN_FORMAT: u32 = 2;
+pub const RUN_FORMAT: u32 = 3;
 
 /// A run's format number. A run made now (and `RunMeta::default()`) is in
 /// [`RUN_FORMAT`]; a `meta.toml` without the number is format 0.
@@ -391,7 +412,7 @@ pub struct Overrides {
     /// Sets every kernel compile's scope: a seed-scale suite compiles the
     /// whole kernel, which takes hours under TCG; `subset` makes it minutes.
     #[serde(default)]
-    pub compile_scope: Option<crate::guest::workloads::kernel_compile::CompileScope>,
+    pub compile_scope: Option<super::CompileScope>,
     /// The seed of the run order (and of the report's bootstrap).
     #[serde(default)]
     pub seed: Option<u64>,
@@ -411,7 +432,7 @@ pub struct Overrides {
     /// `--revs`: two revisions (`A,B`) or a series (`BASE..TIP`) of the
     /// kernel source, one kernel each.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub revs: Option<crate::guest::images::source::RevSelection>,
+    pub revs: Option<super::RevSelection>,
     /// `--precision PCT`: the half-width every point is run to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision: Option<f64>,
@@ -451,10 +472,7 @@ impl Overrides {
             out.push(format!("cpus={cpus:?}"));
         }
         if let Some(scope) = self.compile_scope {
-            let name = clap::ValueEnum::to_possible_value(&scope)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default();
-            out.push(format!("compile-scope={name}"));
+            out.push(format!("compile-scope={}", scope.name()));
         }
         if let Some(seed) = self.seed {
             out.push(format!("seed={seed}"));
@@ -509,8 +527,13 @@ pub struct RunMeta {
     #[serde(default = "unnumbered")]
     pub format: RunFormat,
     pub suite: String,
+    /// A diff of two runs (`markbench diff`): one variant of each run, as
+    /// its two kernels; `suite` is the runs' suite (format 2 and before
+    /// appended "(diff of two runs)" to it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub diff: bool,
     pub suite_path: String,
-    pub suite_sha256: String,
+    pub suite_sha256: Digest,
     /// Command-line overrides of the suite, so `--resume` rebuilds the same
     /// plan (formats 0 and 1 also wrote them as words, `overrides`).
     #[serde(default, rename = "override_settings")]
@@ -523,6 +546,12 @@ pub struct RunMeta {
     pub wall_s: f64,
     pub complete: bool,
     pub host: HostInfo,
+    /// A merged run's hosts, when its shards ran on more than one, by name;
+    /// `host` is then its first shard's (format 2 and before wrote the
+    /// names into `host.hostname`, joined, and noted other CPUs in
+    /// `host.cpu_model`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<RunHost>,
     /// The accelerator every boot ran under (`kvm` or `tcg` in the file).
     pub accel: Accel,
     pub accel_reason: String,
@@ -557,13 +586,15 @@ pub struct RunMeta {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub series: bool,
     /// Doubts about the comparison itself (e.g. a diff of two runs on different hosts).
-    #[serde(default)]
-    pub warnings: Vec<String>,
+    /// (Runs before format 3 recorded them as sentences, read as
+    /// [`super::Warning::Text`].)
+    #[serde(default, deserialize_with = "super::upgrade::read_warnings")]
+    pub warnings: Vec<super::Warning>,
     /// What the guest image held: its hash and every program and library
     /// in it with its package and version (absent in runs made before it
     /// was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guest_image: Option<crate::guest::images::initramfs::ImageRecord>,
+    pub guest_image: Option<super::ImageRecord>,
     /// For a shard's run (`run-shard`): which shard and what it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardMeta>,
@@ -592,12 +623,12 @@ pub struct SmpQemuRecord {
     pub path: String,
     /// First line of its `--version`.
     pub version: String,
-    pub sha256: String,
+    pub sha256: Digest,
     /// The build's key (source, patches, options, compiler).
-    pub build_key: String,
+    pub build_key: Digest,
     /// The upstream tarball it was built from and its SHA-256.
     pub source: String,
-    pub source_sha256: String,
+    pub source_sha256: Digest,
     /// Each patch applied, in order: `name sha256`.
     pub patches: Vec<String>,
     /// The longest round-robin turn of one vCPU under icount, in
@@ -758,6 +789,46 @@ impl RunMeta {
     /// The icount shift the run was timed with (`None`: wall time).
     pub fn icount_shift(&self) -> Option<u32> {
         self.timing.icount_shift
+    }
+
+    /// The name of every host the run's boots ran on.
+    pub fn hostnames(&self) -> Vec<String> {
+        if self.hosts.is_empty() {
+            vec![self.host.hostname.clone()]
+        } else {
+            self.hosts.iter().map(|h| h.hostname.clone()).collect()
+        }
+    }
+
+    /// The run's hosts as the report names them: one, or several joined.
+    pub fn hostnames_words(&self) -> String {
+        self.hostnames().join(", ")
+    }
+
+    /// The CPU models of the run's hosts: the first shard's host's, then
+    /// each other one the run knows.
+    pub fn cpu_models(&self) -> Vec<String> {
+        let mut models = vec![self.host.cpu_model.clone()];
+        for h in &self.hosts {
+            if !h.cpu_model.is_empty() && !models.contains(&h.cpu_model) {
+                models.push(h.cpu_model.clone());
+            }
+        }
+        models
+    }
+
+    /// The run's CPU as the report words it ([`cpu_models_words`]).
+    pub fn cpu_model_words(&self) -> String {
+        cpu_models_words(&self.cpu_models())
+    }
+
+    /// The suite as the report names the run's: a diff of two runs says so.
+    pub fn suite_title(&self) -> String {
+        if self.diff {
+            format!("{} (diff of two runs)", self.suite)
+        } else {
+            self.suite.clone()
+        }
     }
 
     /// The largest guest of the run, in vCPUs.

@@ -5,11 +5,15 @@
 mod conditions;
 mod gate;
 mod meta;
+mod schema;
 mod upgrade;
+mod warning;
 
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
-pub use upgrade::{ending_of_sentence, scan_runs, SkippedRun};
+pub use schema::{CompileScope, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection};
+pub use upgrade::{profiled_boot_end, scan_runs, SkippedRun};
+pub use warning::Warning;
 
 pub use meta::*;
 

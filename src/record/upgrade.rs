@@ -28,6 +28,19 @@
 //!   record (index, variant, cpus, boot, shard); the sentences are read into
 //!   records as the file is parsed ([`read_order`]).
 //!
+//! Format 2 differs from 3 in that it wrote into strings what format 3
+//! keeps as data:
+//! - `suite` of a diff of two runs ended in " (diff of two runs)", where
+//!   format 3 keeps the runs' suite and `diff = true`;
+//! - `host.hostname` of a merged run of several hosts was their names
+//!   joined ("h1, h2"), and `host.cpu_model` the first shard's CPU followed
+//!   by " (and others: see the Hosts table)" when the shards' CPUs differed,
+//!   where format 3 keeps the first shard's host in `host` and every host
+//!   in `hosts` (a diff of such a run copied both strings);
+//! - `warnings` were sentences, where format 3 writes each as data (its
+//!   kind and values); format 2's sentences are kept as written
+//!   (`Warning::Text`), read as each warning is parsed ([`read_warnings`]).
+//!
 //! A sentence today's wording of its data does not reproduce is kept in the
 //! typed value as the run recorded it (`TimingDecision::recorded_sentence`,
 //! `Overrides::recorded_words`, `BootEnd::Recorded`), so an older run renders
@@ -38,7 +51,7 @@
 //! stays empty: readers show less for it rather than guess.
 
 use super::meta::{
-    BootEnd, BootRecord, RunFormat, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT,
+    BootEnd, BootRecord, RunFormat, RunHost, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT,
 };
 use super::META_FILE;
 use anyhow::Result;
@@ -150,8 +163,61 @@ fn to_current(mut meta: RunMeta, older: &OlderKeys) -> RunMeta {
     if older.timing.is_some() || older.overrides.is_some() || meta.format.0 == 0 {
         from_format_1(&mut meta, older);
     }
+    if meta.format.0 < 3 {
+        from_format_2(&mut meta);
+    }
     meta.format = RunFormat(RUN_FORMAT);
     meta
+}
+
+/// What format 2 appended to a diff's suite.
+const DIFF_OF_TWO_RUNS: &str = " (diff of two runs)";
+
+/// What format 2 appended to a merged run's CPU when its shards' differed.
+const AND_OTHER_CPUS: &str = " (and others: see the Hosts table)";
+
+/// The CPU model of a host a format-2 run said differed from the first
+/// shard's without naming it.
+const OTHER_CPU_NOT_RECORDED: &str = "another CPU (not recorded)";
+
+/// Format 2 to 3: a diff's suite and a merged run's hosts as data, out of
+/// the strings format 2 wrote them into.
+fn from_format_2(meta: &mut RunMeta) {
+    if let Some(suite) = meta.suite.strip_suffix(DIFF_OF_TWO_RUNS) {
+        meta.suite = suite.to_string();
+        meta.diff = true;
+    }
+    let other_cpus = match meta.host.cpu_model.strip_suffix(AND_OTHER_CPUS) {
+        Some(first) => {
+            meta.host.cpu_model = first.to_string();
+            true
+        }
+        None => false,
+    };
+    // A host's name holds no comma: a comma is format 2's join.
+    if !meta.hosts.is_empty() || !meta.host.hostname.contains(", ") {
+        return;
+    }
+    let names: Vec<String> = meta.host.hostname.split(", ").map(str::to_string).collect();
+    let first = meta
+        .shards
+        .first()
+        .map(|s| s.host.clone())
+        .filter(|h| names.contains(h))
+        .unwrap_or_else(|| names[0].clone());
+    let cpu = meta.host.cpu_model.clone();
+    meta.hosts = names
+        .into_iter()
+        .map(|hostname| RunHost {
+            cpu_model: if hostname == first || !other_cpus {
+                cpu.clone()
+            } else {
+                OTHER_CPU_NOT_RECORDED.into()
+            },
+            hostname,
+        })
+        .collect();
+    meta.host.hostname = first;
 }
 
 /// Format 0 to 1: workloads in words, the timing decision from its
@@ -298,12 +364,27 @@ impl TryFrom<RecordedBoot> for BootRecord {
     }
 }
 
+/// A profiled boot's ending as a profile manifest of any version holds it:
+/// the ending as data, or, in manifests of earlier versions, its sentence
+/// and flag ([`ending_of_sentence`]).
+pub fn profiled_boot_end(
+    end: Option<BootEnd>,
+    status: Option<String>,
+    ok: Option<bool>,
+) -> Result<BootEnd, String> {
+    match (end, status) {
+        (Some(end), None) => Ok(end),
+        (end, Some(sentence)) => Ok(ending_of_sentence(end, None, sentence, ok).0),
+        (None, None) => Err("a profiled boot records neither `end` nor `status`".into()),
+    }
+}
+
 /// A boot's ending (and its first attempt's) from what an older run
 /// recorded: the ending as data when it recorded that too, else read from
 /// its sentence; kept as [`BootEnd::Recorded`] when today's wording of that
 /// ending is not the sentence, or the ending disagrees with the recorded
 /// `ok`. Profiled boots' records of older versions are read the same way.
-pub fn ending_of_sentence(
+fn ending_of_sentence(
     end: Option<BootEnd>,
     retried_after: Option<BootEnd>,
     sentence: String,
@@ -372,6 +453,31 @@ fn ending_of_words(words: &str) -> Option<BootEnd> {
         .or_else(|| {
             detail("no profile from the plugin: ").map(|detail| BootEnd::NoProfile { detail })
         })
+}
+
+/// One warning as a file of any format holds it: format 3's data, or the
+/// sentence earlier formats wrote.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum RecordedWarning {
+    Data(super::Warning),
+    Sentence(String),
+}
+
+/// Reads `warnings`: format 3's data, earlier formats' sentences as
+/// [`super::Warning::Text`].
+pub(super) fn read_warnings<'de, D>(deserializer: D) -> Result<Vec<super::Warning>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let entries: Vec<RecordedWarning> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(entries
+        .into_iter()
+        .map(|w| match w {
+            RecordedWarning::Data(w) => w,
+            RecordedWarning::Sentence(text) => super::Warning::Text { text },
+        })
+        .collect())
 }
 
 /// One entry of `order` as a file of any format holds it.
@@ -597,6 +703,40 @@ mod tests {
                 ok: false
             }
         );
+    }
+
+    #[test]
+    fn format_2_s_joined_hosts_and_diff_suite_are_read_as_data() {
+        let mut meta = RunMeta {
+            format: RunFormat(2),
+            suite: "quick (diff of two runs)".into(),
+            shards: vec![crate::record::ShardRecord {
+                host: "b".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        meta.host.hostname = "a, b".into();
+        meta.host.cpu_model = "Xeon (and others: see the Hosts table)".into();
+        let current = to_current(meta, &OlderKeys::default());
+        assert_eq!((current.suite.as_str(), current.diff), ("quick", true));
+        assert_eq!(current.host.hostname, "b", "the first shard's");
+        assert_eq!(current.hostnames(), ["a", "b"]);
+        assert_eq!(current.host.cpu_model, "Xeon");
+        assert_eq!(
+            current.cpu_model_words(),
+            "Xeon (and others: see the Hosts table)"
+        );
+        // One host, one CPU: nothing to read.
+        let mut one = RunMeta {
+            format: RunFormat(2),
+            ..Default::default()
+        };
+        one.host.hostname = "a".into();
+        one.host.cpu_model = "Xeon".into();
+        let current = to_current(one, &OlderKeys::default());
+        assert!(current.hosts.is_empty() && !current.diff);
+        assert_eq!(current.cpu_model_words(), "Xeon");
     }
 
     #[test]

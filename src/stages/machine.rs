@@ -165,11 +165,11 @@ pub fn recorded(meta: &RunMeta, qemu: crate::stages::vm::qemu::QemuBinary) -> Re
     let smp = match &meta.smp_qemu {
         Some(record) => {
             let smp = own_qemu(record.turn)?;
-            if smp.build.key.as_str() != record.build_key {
+            if record.build_key != *smp.build.key.as_str() {
                 crate::base::message::warning(format_args!(
                     "the run's SMP boots started with markbench's QEMU build {}; they continue \
                      with build {}",
-                    &record.build_key[..record.build_key.len().min(16)],
+                    record.build_key.short(),
                     smp.build.key.short()
                 ));
             }

@@ -77,7 +77,7 @@ pub struct Shard {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardPlan {
     pub suite: String,
-    pub suite_sha256: String,
+    pub suite_sha256: crate::base::sha256::Digest,
     pub overrides: Vec<String>,
     pub count: u32,
     /// Boots of the whole suite on one machine, for comparison with the shards' sum.

@@ -29,7 +29,7 @@ pub struct Suite {
     #[serde(skip)]
     pub fragments: FragmentSearch,
     /// SHA-256 of the suite file, recorded so a report says exactly what ran.
-    pub sha256: String,
+    pub sha256: crate::base::sha256::Digest,
     pub description: String,
     pub boots: u32,
     pub iterations: u32,
@@ -541,7 +541,7 @@ impl Suite {
             built_in: false,
             text: text.to_string(),
             fragments,
-            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())).into(),
             description: file.description,
             boots: settings.boots,
             iterations: settings.iterations,

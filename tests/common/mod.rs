@@ -90,7 +90,7 @@ pub fn images(dir: &Path) -> Images {
     std::fs::write(&base, b"not really an initramfs").unwrap();
     let kernel = |name: &str| KernelImage {
         name: name.into(),
-        key: format!("{name}-key-0123456789abcdef"),
+        key: format!("{name}-key-0123456789abcdef").into(),
         dir: dir.into(),
         bzimage: dir.join(format!("{name}.bzImage")),
         config: dir.join("config"),
@@ -113,13 +113,13 @@ pub fn images(dir: &Path) -> Images {
             files: Vec::new(),
         },
         guest: ImageRecord {
-            sha256: "5eed".repeat(16),
+            sha256: "5eed".repeat(16).into(),
             files: vec![ImageFile {
                 path: "/usr/bin/hackbench".into(),
                 kind: "program".into(),
                 package: "rt-tests".into(),
                 version: "2.4-1".into(),
-                sha256: "4ac6".repeat(16),
+                sha256: "4ac6".repeat(16).into(),
             }],
         },
         diffconfig: " FTRACE n -> y\n".into(),

@@ -66,8 +66,8 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::guest::images::source::OriginRecord;
     use crate::record::KernelMeta;
+    use crate::record::OriginRecord;
     use std::path::Path;
 
     fn run(commit: Option<&str>, source: &str) -> RunMeta {

@@ -27,7 +27,7 @@ fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf
             // A single shard ran part of the suite: never a baseline for all of it.
             dir.file_name() != except.file_name()
                 && meta.complete
-                && meta.suite == suite
+                && meta.suite_title() == suite
                 && meta.shard.is_none()
         })
         .find(|(dir, _)| match crate::record::read_sample_file(dir) {
@@ -146,7 +146,7 @@ pub fn nightly(
     let Some((dir, meta)) = outcome.run else {
         return Ok(Night::ended(status));
     };
-    let mut summary = format!("## markbench nightly: {}\n\n", meta.suite);
+    let mut summary = format!("## markbench nightly: {}\n\n", meta.suite_title());
     if status != ExitStatus::Success {
         let report = RunDir::new(&dir).report();
         let failed = meta.boots.iter().filter(|b| !b.ok()).count();
@@ -167,7 +167,8 @@ pub fn nightly(
         leave_summary(&dir, &summary)?;
         return Ok(Night::ended(night_status(status, None)));
     }
-    let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite, &dir));
+    let baseline =
+        baseline.or_else(|| newest_baseline(&options.reports, &meta.suite_title(), &dir));
     let Some(baseline) = baseline else {
         summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
         leave_summary(&dir, &summary)?;

@@ -148,7 +148,7 @@ const ALWAYS_SHIPPED_DIRS: &[&str] = &[
 /// The cached archive.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CompileTree {
-    pub key: String,
+    pub key: crate::base::sha256::Digest,
     pub archive: PathBuf,
     pub archive_bytes: u64,
     pub targets: Vec<String>,
@@ -236,7 +236,7 @@ pub fn ensure_compile_tree(
 
     let archive_seal = super::seal::seal_of(&archive)?;
     let tree = CompileTree {
-        key: key.to_string(),
+        key: key.to_string().into(),
         archive_bytes: archive_seal.bytes,
         archive_seal: Some(archive_seal),
         archive,

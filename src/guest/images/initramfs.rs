@@ -128,7 +128,7 @@ pub type HashedFile = (PathBuf, String);
 #[derive(Debug, Clone)]
 pub struct BaseImage {
     pub path: PathBuf,
-    pub key: String,
+    pub key: crate::base::sha256::Digest,
     /// Its programs and their libraries, hashed when it was keyed.
     pub files: Vec<HashedFile>,
 }
@@ -338,7 +338,7 @@ pub struct ImageFile {
     pub package: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
-    pub sha256: String,
+    pub sha256: crate::base::sha256::Digest,
 }
 
 /// What a run's guest image held: what two runs' figures depend on besides
@@ -348,7 +348,7 @@ pub struct ImageFile {
 pub struct ImageRecord {
     /// SHA-256 over the base image and every archive appended to it, in
     /// order (not a boot's job).
-    pub sha256: String,
+    pub sha256: crate::base::sha256::Digest,
     pub files: Vec<ImageFile>,
 }
 
@@ -393,7 +393,7 @@ impl ImageRecord {
                 entries.push(ImageFile {
                     path: p.display().to_string(),
                     kind: kind.into(),
-                    sha256,
+                    sha256: sha256.into(),
                     ..ImageFile::default()
                 });
             }
@@ -406,58 +406,9 @@ impl ImageRecord {
             }
         }
         Ok(ImageRecord {
-            sha256: hex::encode(hasher.finalize()),
+            sha256: hex::encode(hasher.finalize()).into(),
             files: entries,
         })
-    }
-}
-
-impl ImageRecord {
-    /// The first 16 hex digits of the image's hash.
-    pub fn short_sha(&self) -> &str {
-        &self.sha256[..16.min(self.sha256.len())]
-    }
-
-    /// What differs between this image's files and `other`'s, as the tail
-    /// of a warning: `; PATH: PACKAGE VERSION (sha256 …) against …` for each
-    /// file held in other bytes or by one image only.
-    pub fn differing_files(&self, other: &ImageRecord) -> String {
-        let describe = |f: Option<&ImageFile>| match f {
-            None => "absent".to_string(),
-            Some(f) if f.package.is_empty() => {
-                format!("sha256 {}", &f.sha256[..16.min(f.sha256.len())])
-            }
-            Some(f) => format!(
-                "{} {} (sha256 {})",
-                f.package,
-                f.version,
-                &f.sha256[..16.min(f.sha256.len())]
-            ),
-        };
-        let mut paths: Vec<&str> = self
-            .files
-            .iter()
-            .chain(&other.files)
-            .map(|f| f.path.as_str())
-            .collect();
-        paths.sort();
-        paths.dedup();
-        let differing: Vec<String> = paths
-            .into_iter()
-            .filter_map(|path| {
-                let (x, y) = (
-                    self.files.iter().find(|f| f.path == path),
-                    other.files.iter().find(|f| f.path == path),
-                );
-                (x.map(|f| &f.sha256) != y.map(|f| &f.sha256))
-                    .then(|| format!("{path}: {} against {}", describe(x), describe(y)))
-            })
-            .collect();
-        if differing.is_empty() {
-            " (the same programs and libraries: the agent or the image's layout changed)".into()
-        } else {
-            format!("; {}", differing.join("; "))
-        }
     }
 }
 

@@ -120,7 +120,7 @@ impl KernelBase {
 #[derive(Default, Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KernelImage {
     pub name: String,
-    pub key: String,
+    pub key: crate::base::sha256::Digest,
     pub dir: PathBuf,
     pub bzimage: PathBuf,
     pub config: PathBuf,
@@ -128,8 +128,8 @@ pub struct KernelImage {
     pub source_identity: String,
     pub compiler: String,
     /// SHA-256 of each fragment, by file name.
-    pub fragment_sha256: BTreeMap<String, String>,
-    pub config_sha256: String,
+    pub fragment_sha256: BTreeMap<String, crate::base::sha256::Digest>,
+    pub config_sha256: crate::base::sha256::Digest,
     pub build_seconds: f64,
     /// The configuration it started from ([`KernelBase::describe`]; empty
     /// for kernels cached before there was a choice, all on tinyconfig).
@@ -166,7 +166,7 @@ impl KernelImage {
     /// The first 16 characters of the build key, or all of a shorter key (a
     /// record read from disk may hold one): a listing never panics on it.
     pub fn short_key(&self) -> &str {
-        self.key.get(..16).unwrap_or(&self.key)
+        self.key.short()
     }
 
     /// The kernel's `O=` build directory, kept in the cache beside it
@@ -437,7 +437,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         .collect();
     let image = KernelImage {
         name: spec.name.clone(),
-        key: key.clone(),
+        key: key.clone().into(),
         bzimage: dir.join("bzImage"),
         config: dir.join("config"),
         build_log: dir.join("build.log"),
@@ -445,7 +445,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         source_identity: identity.to_string(),
         compiler,
         fragment_sha256,
-        config_sha256: sha256_file(&partial.join("config"))?,
+        config_sha256: sha256_file(&partial.join("config"))?.into(),
         build_seconds: started.elapsed().as_secs_f64(),
         base: spec.base.describe(),
         source_files_rebuilt: Some(mirrored.written),

@@ -43,7 +43,7 @@ pub struct Cache {
 
 /// The first 16 hex digits of a key, the part entry names carry.
 fn short(key: &str) -> &str {
-    &key[..key.len().min(16)]
+    crate::base::sha256::short(key)
 }
 
 impl Cache {

@@ -15,7 +15,7 @@ pub const PLUGIN_FILE: &str = "libmarkbench_profile_plugin.so";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfilePlugin {
     pub path: PathBuf,
-    pub key: String,
+    pub key: crate::base::sha256::Digest,
 }
 
 /// The plugin crate's files, built into markbench so that an installed

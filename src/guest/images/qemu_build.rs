@@ -101,7 +101,7 @@ pub struct BuildRecord {
     pub key: Sha256,
     pub version: String,
     pub source: String,
-    pub source_sha256: String,
+    pub source_sha256: crate::base::sha256::Digest,
     pub patches: Vec<AppliedPatch>,
 }
 

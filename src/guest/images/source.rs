@@ -158,7 +158,8 @@ pub struct PatchRecord {
     pub sha256: crate::base::sha256::Sha256,
 }
 
-/// What a kernel was built from, as `meta.toml` records it.
+/// What a kernel was built from, as its cache entry records it (a run
+/// records its own copy, `record::OriginRecord`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OriginRecord {
     pub source: String,

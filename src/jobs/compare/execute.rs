@@ -89,9 +89,10 @@ pub fn execute(
 /// Records how many guests boot at once, and says in the report when they
 /// run side by side on the wall clock.
 fn note_slots(meta: &mut RunMeta, slots: &crate::stages::slots::Slots) {
-    if let Some(warning) = &slots.warning {
-        if !meta.warnings.contains(warning) {
-            meta.warnings.push(warning.clone());
+    if let Some(text) = &slots.warning {
+        let warning = crate::record::Warning::Text { text: text.clone() };
+        if !meta.warnings.contains(&warning) {
+            meta.warnings.push(warning);
         }
     }
     meta.slots = Some(slots.clone());
@@ -146,6 +147,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
     RunMeta {
         format: Default::default(),
         suite: suite.name.clone(),
+        diff: false,
         suite_path: suite.describe_path(),
         suite_sha256: suite.sha256.clone(),
         overrides: run.overrides.clone(),
@@ -165,6 +167,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
             qemu_version: machine.qemu.version.clone(),
             qemu_path: machine.qemu.path.display().to_string(),
         },
+        hosts: Vec::new(),
         accel: machine.accel.accel,
         accel_reason: machine.accel.reason.clone(),
         timing: machine.timing.clone(),
@@ -187,7 +190,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                 kernel: v.kernel.clone(),
                 cmdline: v.cmdline.clone(),
                 source: k.source_identity.clone(),
-                origin: (!k.origin.source.is_empty()).then(|| k.origin.clone()),
+                origin: (!k.origin.source.is_empty()).then(|| (&k.origin).into()),
                 build_key: k.key.clone(),
                 config_base: suite.kernel_base.describe(),
                 config_sha256: k.config_sha256.clone(),
@@ -201,14 +204,14 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
                     .map(|f| (f.file_name.clone(), f.source()))
                     .collect(),
                 bzimage: k.bzimage.clone(),
-                bzimage_sha256: file_sha256(&k.bzimage),
+                bzimage_sha256: file_sha256(&k.bzimage).into(),
             })
             .collect(),
         order: units.iter().map(crate::stages::plan::record_of).collect(),
         boots: Vec::new(),
         series: run.series,
         warnings: Vec::new(),
-        guest_image: Some(images.guest.clone()),
+        guest_image: Some((&images.guest).into()),
         shard: run.shard_meta(),
         shards: Vec::new(),
         precision: run.precision_record(),

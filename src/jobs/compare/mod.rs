@@ -179,7 +179,7 @@ fn directory_and_machine(
         for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
             if k.key != recorded.build_key {
                 return Err(InputError::in_file(dir, format!("kernel {} is not the one this run started with (build key {} now, {} then); \
-                     start a new run instead", recorded.variant, k.short_key(), recorded.build_key.chars().take(16).collect::<String>()))
+                     start a new run instead", recorded.variant, k.short_key(), recorded.build_key.short()))
                 .into());
             }
         }

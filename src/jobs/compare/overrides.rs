@@ -43,7 +43,7 @@ impl Overrides {
         if let Some(scope) = self.compile_scope {
             for w in &mut suite.workloads {
                 if let WorkloadKind::KernelCompile(k) = &mut w.kind {
-                    k.set_scope(scope);
+                    k.set_scope(scope.into());
                 }
             }
         }
@@ -260,7 +260,7 @@ mod tests {
         );
         let mut s = parse(&text).unwrap();
         let o = Overrides {
-            compile_scope: Some(CompileScope::Subset),
+            compile_scope: Some(CompileScope::Subset.into()),
             ..Overrides::default()
         };
         s = o.apply(&s).unwrap();

@@ -13,7 +13,10 @@ use anyhow::Result;
 /// Whether `overrides` make a patch series of the run: its kernels are then
 /// also compared each with the one before.
 pub fn is_series(overrides: &Overrides) -> bool {
-    overrides.revs.as_ref().is_some_and(RevSelection::is_series)
+    overrides
+        .revs
+        .as_ref()
+        .is_some_and(crate::record::RevSelection::is_series)
 }
 
 /// `file` with its variants replaced as `overrides.patches` / `.revs` ask;
@@ -49,7 +52,7 @@ pub fn apply(file: &Suite, overrides: &Overrides, source: &KernelSource) -> Resu
         suite.variants = vec![baseline, candidate];
         return Ok(suite);
     }
-    let Some(selection) = &overrides.revs else {
+    let Some(selection) = overrides.revs.clone().map(RevSelection::from) else {
         return Ok(suite);
     };
     let revs = selection.to_string();
@@ -61,7 +64,7 @@ pub fn apply(file: &Suite, overrides: &Overrides, source: &KernelSource) -> Resu
         ))
         .into());
     };
-    let commits = source::commits(repo, selection)?;
+    let commits = source::commits(repo, &selection)?;
     if let [a, b] = &commits[..] {
         if a.id == b.id {
             return Err(InputError::new(format!(

@@ -131,7 +131,7 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
 fn by_suite(runs: Vec<Run>) -> Vec<Vec<Run>> {
     let mut groups: BTreeMap<String, Vec<Run>> = BTreeMap::new();
     for run in runs {
-        groups.entry(run.meta.suite.clone()).or_default().push(run);
+        groups.entry(run.meta.suite_title()).or_default().push(run);
     }
     let time = |run: &Run| {
         chrono::DateTime::parse_from_rfc3339(&run.meta.started_at)
@@ -239,7 +239,7 @@ fn suite_history(runs: Vec<Run>, variant: Option<&str>) -> Result<SuiteHistory> 
         point.changes = changes(point, &runs, &series_starts, &variant, &config);
     }
     Ok(SuiteHistory {
-        suite: runs[0].meta.suite.clone(),
+        suite: runs[0].meta.suite_title(),
         variant,
         baseline_variant,
         runs,
@@ -355,7 +355,10 @@ mod tests {
             ConditionChange::TimingMode(both("wall", "icount shift=4")),
         ];
         assert_eq!(short_reason(&why), "QEMU, timing mode");
-        let why = vec![ConditionChange::SuiteFile(both("12aa", "401a"))];
+        let why = vec![ConditionChange::SuiteFile(Both {
+            baseline: "12aa".into(),
+            candidate: "401a".into(),
+        })];
         assert_eq!(short_reason(&why), "suite file");
     }
 }

@@ -22,7 +22,7 @@ pub const MANIFEST_FILE: &str = "profiles.toml";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// The plugin's cache key (a hash of its source).
-    pub plugin: String,
+    pub plugin: crate::base::sha256::Digest,
     /// `-icount shift=N` of the boots: one instruction is 2^N ns of guest time.
     pub icount_shift: u32,
     #[serde(default, rename = "boot")]
@@ -92,11 +92,7 @@ impl TryFrom<RecordedProfileBoot> for ProfileBoot {
     type Error = String;
 
     fn try_from(r: RecordedProfileBoot) -> Result<ProfileBoot, String> {
-        let end = match (r.end, r.status) {
-            (Some(end), None) => end,
-            (end, Some(sentence)) => crate::record::ending_of_sentence(end, None, sentence, r.ok).0,
-            (None, None) => return Err("a profiled boot records neither `end` nor `status`".into()),
-        };
+        let end = crate::record::profiled_boot_end(r.end, r.status, r.ok)?;
         Ok(ProfileBoot {
             variant: r.variant,
             side: r.side,

@@ -447,7 +447,7 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
                 .map(|(_, why)| {
                     let why: Vec<String> = why
                         .iter()
-                        .map(super::conditions::condition_warning)
+                        .map(crate::record::ConditionChange::warning)
                         .collect();
                     format!("new series: {}", why.join("; "))
                 })

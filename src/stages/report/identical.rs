@@ -1,6 +1,7 @@
 //! Which comparisons set two variants that booted the same bzImage, byte
 //! for byte, against each other: one fact every format words its own way.
 
+use crate::base::sha256::Digest;
 use crate::record::RunMeta;
 use crate::stages::analysis::Analysis;
 
@@ -11,7 +12,7 @@ pub struct IdenticalBuild<'a> {
     pub baseline: &'a str,
     pub candidate: &'a str,
     /// The bzImage's SHA-256, as recorded.
-    pub bzimage_sha256: &'a str,
+    pub bzimage_sha256: &'a Digest,
     /// Whether they also booted with the same command line: then whatever
     /// the comparison measured is noise (an A/A test); else it measures
     /// their command lines alone.
@@ -25,8 +26,8 @@ pub fn identical_builds<'a>(meta: &'a RunMeta, analysis: &'a Analysis) -> Vec<Id
     let sha = |i: usize| {
         meta.kernels
             .get(i)
-            .map(|k| k.bzimage_sha256.as_str())
-            .filter(|s| !s.is_empty())
+            .map(|k| &k.bzimage_sha256)
+            .filter(|s| !s.as_str().is_empty())
     };
     let cmdline = |i: usize| meta.kernels.get(i).map(|k| k.cmdline.as_str());
     analysis

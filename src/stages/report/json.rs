@@ -45,7 +45,7 @@ struct Summary<'a> {
     profile: Option<serde_json::Value>,
     /// `null` when the run recorded none.
     sizes: Option<&'a SizeRecord>,
-    suite: &'a str,
+    suite: String,
 }
 
 /// One candidate against its baseline over the whole run.
@@ -151,7 +151,7 @@ impl<'a> Summary<'a> {
             points,
             profile,
             sizes,
-            suite: &meta.suite,
+            suite: meta.suite_title(),
         }
     }
 

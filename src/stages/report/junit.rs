@@ -56,7 +56,7 @@ struct Case {
 pub(super) fn point_name(meta: &RunMeta, key: &TableKey, param: u64) -> String {
     format!(
         "{}/{}/{}@cpus={},{}={param}",
-        meta.suite,
+        meta.suite_title(),
         key.workload,
         key.metric,
         key.cpus,
@@ -169,7 +169,7 @@ fn cases(meta: &RunMeta, analysis: &Analysis) -> Vec<Case> {
                 };
                 cases.push(Case {
                     name: format!("{} [{cand}]", point_name(meta, key, p.param)),
-                    classname: format!("{}.{}", meta.suite, key.workload),
+                    classname: format!("{}.{}", meta.suite_title(), key.workload),
                     outcome,
                     out: figures(analysis, c, p, a, margin),
                     time: 0.0,
@@ -181,9 +181,12 @@ fn cases(meta: &RunMeta, analysis: &Analysis) -> Vec<Case> {
         cases.push(Case {
             name: format!(
                 "{}/boot {} of {} on {} CPU(s)",
-                meta.suite, b.boot, b.variant, b.cpus
+                meta.suite_title(),
+                b.boot,
+                b.variant,
+                b.cpus
             ),
-            classname: format!("{}.boots", meta.suite),
+            classname: format!("{}.boots", meta.suite_title()),
             outcome: Outcome::Error(format!("boot failed: {}", b.status())),
             out: format!(
                 "status: {}\nwall time: {:.1} s\nsamples: {}\nconsole log: {}\n",
@@ -212,7 +215,7 @@ fn write_xml(meta: &RunMeta, margin: f64, cases: &[Case]) -> Result<String> {
     let skipped = count(|o| matches!(o, Outcome::Skipped(_))).to_string();
     let tests = cases.len().to_string();
     let time = format!("{:.3}", meta.wall_s);
-    let suite_name = xml_text(&format!("markbench {}", meta.suite));
+    let suite_name = xml_text(&format!("markbench {}", meta.suite_title()));
     let mut w = Writer::new_with_indent(Vec::new(), b' ', 2);
     w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
     let counts = [
@@ -225,9 +228,9 @@ fn write_xml(meta: &RunMeta, margin: f64, cases: &[Case]) -> Result<String> {
     // The JUnit schema's timestamp is ISO 8601 without a zone; markbench
     // records UTC with a `Z`.
     let timestamp = xml_text(meta.started_at.trim_end_matches('Z'));
-    let hostname = xml_text(&meta.host.hostname);
+    let hostname = xml_text(&meta.hostnames_words());
     let properties: Vec<(&str, String)> = vec![
-        ("suite", meta.suite.clone()),
+        ("suite", meta.suite_title()),
         ("accelerator", meta.accel.as_str().to_string()),
         ("timing", meta.timing_mode()),
         ("margin", format!("{}%", margin * 100.0)),

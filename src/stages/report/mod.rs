@@ -26,7 +26,6 @@
 
 pub mod bisect;
 mod bmf;
-pub mod conditions;
 pub mod dry_run;
 pub mod format;
 mod gab;

@@ -64,7 +64,7 @@ fn header(run: &RunReport) -> String {
             "markbench: {} vs {} ({} suite)",
             analysis.variants[0],
             analysis.variants[1..].join(", "),
-            meta.suite
+            meta.suite_title()
         ),
         '=',
     );
@@ -578,7 +578,7 @@ mod tests {
         let mut run = meta(&["off", "same", "tracing", "other"]);
         let shas = ["ab", "ab", "ab", "cd"];
         for (k, sha) in run.kernels.iter_mut().zip(shas) {
-            k.bzimage_sha256 = sha.repeat(32);
+            k.bzimage_sha256 = sha.repeat(32).into();
         }
         run.kernels[2].cmdline = "trace_event=sched:*".into();
         let text = crate::stages::report::render_text(&run, &samples, Default::default());

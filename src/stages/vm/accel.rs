@@ -548,7 +548,7 @@ mod tests {
         let qemu = QemuBinary {
             path: "/usr/bin/qemu-system-x86_64".into(),
             version: "QEMU emulator version 10.0.2".into(),
-            sha256: "0".repeat(64),
+            sha256: "0".repeat(64).into(),
         };
         run_smp_icount_trial(
             runner,

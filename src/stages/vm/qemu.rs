@@ -29,7 +29,7 @@ pub struct QemuBinary {
     pub path: PathBuf,
     /// First line of `--version`, e.g. `QEMU emulator version 10.0.2 (Debian …)`.
     pub version: String,
-    pub sha256: String,
+    pub sha256: crate::base::sha256::Digest,
 }
 
 impl QemuBinary {

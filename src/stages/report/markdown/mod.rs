@@ -43,9 +43,9 @@ fn smp_qemu_line(q: &crate::record::SmpQemuRecord) -> String {
          of {} (sha256 {}) with {} patch(es): {}; {turn}\n",
         escape_md(&q.version),
         q.path.replace('`', "'"),
-        &q.sha256[..q.sha256.len().min(16)],
+        q.sha256.short(),
         escape_md(&q.source),
-        &q.source_sha256[..q.source_sha256.len().min(16)],
+        q.source_sha256.short(),
         q.patches.len(),
         escape_md(&q.patches.join(", ")),
     )
@@ -158,7 +158,7 @@ fn header(run: &RunReport) -> String {
         "# markbench: {} vs {} ({} suite)\n",
         names[0],
         names[1..].join(", "),
-        escape_md(&meta.suite)
+        escape_md(&meta.suite_title())
     );
     if !meta.complete {
         let _ = writeln!(
@@ -167,7 +167,7 @@ fn header(run: &RunReport) -> String {
         );
     }
     for w in &meta.warnings {
-        let _ = writeln!(r, "> **Warning**: {}\n", escape_md(w));
+        let _ = writeln!(r, "> **Warning**: {}\n", escape_md(&w.describe()));
     }
     if let Some(torn) = run.files.torn {
         let _ = writeln!(
@@ -224,7 +224,7 @@ fn fragments_cell(k: &KernelMeta) -> String {
         .filter(|(file, _)| file.as_str() == base)
         .chain(k.fragments.iter().filter(|(file, _)| file.as_str() != base))
         .map(|(file, sha256)| {
-            let sha256: String = sha256.chars().take(16).collect();
+            let sha256 = sha256.short();
             match k.fragment_sources.get(file) {
                 Some(source) => format!("{file}: {source} ({sha256})"),
                 None => format!("{file} ({sha256})"),
@@ -243,7 +243,7 @@ fn identical_kernels(meta: &crate::record::RunMeta, analysis: &Analysis) -> Stri
         let (cand, base, sha) = (
             escape_md(same.candidate),
             escape_md(same.baseline),
-            &a[..16.min(a.len())],
+            a.short(),
         );
         if same.same_cmdline {
             let _ = writeln!(
@@ -318,16 +318,14 @@ fn what_was_compared(run: &RunReport) -> String {
     r.push_str(&row("kernel fragments", &fragments_cell));
     r.push_str(&row("extra command line", &|k| or_dash(&k.cmdline)));
     r.push_str(&row("source", &|k| k.source.clone()));
-    r.push_str(&row("build key", &|k| {
-        k.build_key.chars().take(16).collect()
-    }));
+    r.push_str(&row("build key", &|k| k.build_key.short().to_string()));
     r.push_str(&row("final .config sha256", &|k| {
-        k.config_sha256.chars().take(16).collect()
+        k.config_sha256.short().to_string()
     }));
     r.push_str(&row("compiler", &|k| k.compiler.clone()));
     if meta.kernels.iter().any(|k| !k.bzimage_sha256.is_empty()) {
         r.push_str(&row("bzImage sha256", &|k| {
-            or_dash(&k.bzimage_sha256.chars().take(16).collect::<String>())
+            or_dash(k.bzimage_sha256.short())
         }));
     }
     // What the booted kernel said it is: the release and build line `uname
@@ -374,7 +372,7 @@ fn what_was_compared(run: &RunReport) -> String {
 /// What the guest image held, its programs and libraries with the packages
 /// and versions they came from: a library built otherwise changes the
 /// instructions a benchmark executes, and so what icount measures.
-fn guest_image(image: &crate::guest::images::initramfs::ImageRecord) -> String {
+fn guest_image(image: &crate::record::ImageRecord) -> String {
     let count = |kind: &str| image.files.iter().filter(|f| f.kind == kind).count();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -383,7 +381,7 @@ fn guest_image(image: &crate::guest::images::initramfs::ImageRecord) -> String {
     let _ = writeln!(
         r,
         "<details><summary>Guest image: sha256 {} ({}, {}{})</summary>\n",
-        image.sha256.chars().take(16).collect::<String>(),
+        image.sha256.short(),
         plural(count("program"), "program", "programs"),
         plural(count("library"), "library", "libraries"),
         match count("file") {
@@ -410,7 +408,7 @@ fn guest_image(image: &crate::guest::images::initramfs::ImageRecord) -> String {
             f.kind,
             or_dash(&f.package),
             or_dash(&f.version),
-            f.sha256.chars().take(16).collect::<String>()
+            f.sha256.short()
         );
     }
     r.push_str("\n</details>\n\n");
@@ -432,7 +430,7 @@ fn where_and_how(run: &RunReport) -> String {
          - Order: boots interleaved in balanced blocks (one of each variant), seed {}; the order is in meta.toml\n{}\
          - Timing: the guest agent's CLOCK_MONOTONIC around each workload run; {}\n\
          - Run: started {}, {} s of wall time, {}; markbench {} (git {})\n",
-        escape_md(&h.cpu_model),
+        escape_md(&meta.cpu_model_words()),
         h.cores,
         h.memory_gib,
         escape_md(&h.kernel_release),
@@ -449,9 +447,9 @@ fn where_and_how(run: &RunReport) -> String {
         meta.smp_qemu.as_ref().map_or_else(String::new, smp_qemu_line),
         meta.accel,
         escape_md(&meta.accel_reason),
-        escape_md(&meta.suite),
+        escape_md(&meta.suite_title()),
         escape_md(&meta.suite_path),
-        meta.suite_sha256.chars().take(16).collect::<String>(),
+        meta.suite_sha256.short(),
         meta.boots_per_variant,
         meta.iterations,
         meta.warmup,
@@ -677,7 +675,7 @@ mod tests {
             "cd".repeat(32),
         ];
         for (k, sha) in run.kernels.iter_mut().zip(shas) {
-            k.bzimage_sha256 = sha;
+            k.bzimage_sha256 = sha.into();
         }
         run.kernels[2].cmdline = "trace_event=sched:*".into();
         let text = render(&run, &samples, RunFiles::default());
