@@ -104,20 +104,18 @@ fn chosen_variant(
                 .iter()
                 .map(|k| k.variant.as_str())
                 .collect();
-            Err(InputError::new(format!(
-                "{}: the run has {} candidates ({}): name the one to compare with --variant",
-                candidate_dir.display(),
-                names.len(),
-                names.join(", ")
-            ))
+            Err(InputError::in_file(
+                candidate_dir,
+                format!(
+                    "the run has {} candidates ({}): name the one to compare with --variant",
+                    names.len(),
+                    names.join(", ")
+                ),
+            )
             .into())
         }
-        None => Ok(default_variant(candidate).ok_or_else(|| {
-            InputError::new(format!(
-                "{}: the run records no variants",
-                candidate_dir.display()
-            ))
-        })?),
+        None => Ok(default_variant(candidate)
+            .ok_or_else(|| InputError::in_file(candidate_dir, "the run records no variants"))?),
     }
 }
 
@@ -129,11 +127,13 @@ fn kernel_of(meta: &RunMeta, dir: &Path, variant: &str) -> Result<KernelMeta> {
         .cloned()
         .ok_or_else(|| {
             let names: Vec<&str> = meta.kernels.iter().map(|k| k.variant.as_str()).collect();
-            InputError::new(format!(
-                "{}: no variant {variant:?} in this run (it has: {})",
-                dir.display(),
-                names.join(", ")
-            ))
+            InputError::in_file(
+                dir,
+                format!(
+                    "no variant {variant:?} in this run (it has: {})",
+                    names.join(", ")
+                ),
+            )
             .into()
         })
 }

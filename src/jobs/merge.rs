@@ -39,10 +39,13 @@ fn read_shard(dir: &Path) -> Result<ShardRun> {
     crate::record::require_run_dir(dir)?;
     let meta = RunMeta::read(dir).map_err(|e| InputError::new(format!("{e:#}")))?;
     let Some(shard) = &meta.shard else {
-        return Err(InputError::new(format!(
-            "{}: not a shard's run (its {META_FILE} records no shard; `markbench run-shard` makes them)",
-            dir.display()
-        ))
+        return Err(InputError::in_file(
+            dir,
+            format!(
+                "not a shard's run (its {META_FILE} records no shard; \
+                 `markbench run-shard` makes them)"
+            ),
+        )
         .into());
     };
     Ok(ShardRun {
@@ -71,12 +74,14 @@ fn check(runs: &[ShardRun]) -> Result<Vec<Warning>> {
 fn same_sweep(first: &ShardRun, r: &ShardRun) -> Result<()> {
     let differs = |what: &str, a: &str, b: &str| -> Result<()> {
         if a != b {
-            return Err(InputError::new(format!(
-                "{}: {what} {b:?} differs from {:?} in {}: not shards of one sweep",
-                r.dir.display(),
-                a,
-                first.dir.display()
-            ))
+            return Err(InputError::in_file(
+                &r.dir,
+                format!(
+                    "{what} {b:?} differs from {:?} in {}: not shards of one sweep",
+                    a,
+                    first.dir.display()
+                ),
+            )
             .into());
         }
         Ok(())
@@ -124,14 +129,16 @@ fn same_sweep(first: &ShardRun, r: &ShardRun) -> Result<()> {
     differs("variants", &variants(&first.meta), &variants(&r.meta))?;
     for (a, b) in first.meta.kernels.iter().zip(&r.meta.kernels) {
         if a.fragments != b.fragments {
-            return Err(InputError::new(format!(
-                "{}: kernel {:?} was built from other fragments than in {} ({}): not \
+            return Err(InputError::in_file(
+                &r.dir,
+                format!(
+                    "kernel {:?} was built from other fragments than in {} ({}): not \
                  shards of one sweep",
-                r.dir.display(),
-                b.variant,
-                first.dir.display(),
-                fragment_differences(&b.fragments, &a.fragments)
-            ))
+                    b.variant,
+                    first.dir.display(),
+                    fragment_differences(&b.fragments, &a.fragments)
+                ),
+            )
             .into());
         }
     }
@@ -182,12 +189,10 @@ fn each_shard_once(runs: &[ShardRun]) -> Result<Vec<Warning>> {
     let mut seen: BTreeMap<u32, &Path> = BTreeMap::new();
     for r in runs {
         if r.index >= r.count {
-            return Err(InputError::new(format!(
-                "{}: shard {} of {} does not exist",
-                r.dir.display(),
-                r.index,
-                r.count
-            ))
+            return Err(InputError::in_file(
+                &r.dir,
+                format!("shard {} of {} does not exist", r.index, r.count),
+            )
             .into());
         }
         if let Some(other) = seen.insert(r.index, &r.dir) {
@@ -307,11 +312,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
 /// that every shard has alike (taken from `first`).
 fn prepare_out(first: &ShardRun, out: &Path) -> Result<()> {
     if out.join(META_FILE).exists() {
-        return Err(InputError::new(format!(
-            "{}: already holds a run; merge into a new directory",
-            out.display()
-        ))
-        .into());
+        return Err(
+            InputError::in_file(out, "already holds a run; merge into a new directory").into(),
+        );
     }
     std::fs::create_dir_all(out.join("logs"))
         .with_context(|| format!("creating {}", out.display()))?;
@@ -342,17 +345,13 @@ fn join_samples(runs: &[ShardRun], out: &Path) -> Result<BTreeSet<String>> {
             hosts_or(read_samples_with_hosts(&run.dir)?, &run.meta.host.hostname);
         for (s, host) in samples.iter().zip(&sample_hosts) {
             if let Some(other) = measured.insert(s.key(), run.index) {
-                return Err(InputError::new(format!(
-                    "{}: {} {} {} on {} CPUs, {} boot {} iteration {} is also in shard {other}",
-                    run.dir.display(),
-                    s.workload,
-                    s.param,
-                    s.metric,
-                    s.cpus,
-                    s.variant,
-                    s.boot,
-                    s.iteration
-                ))
+                return Err(InputError::in_file(
+                    &run.dir,
+                    format!(
+                        "{} {} {} on {} CPUs, {} boot {} iteration {} is also in shard {other}",
+                        s.workload, s.param, s.metric, s.cpus, s.variant, s.boot, s.iteration
+                    ),
+                )
                 .into());
             }
             writer.append_from(s, host)?;

@@ -31,10 +31,10 @@ pub fn require_run_dir(dir: &Path) -> Result<(), crate::base::error::InputError>
     if dir.join(META_FILE).is_file() {
         Ok(())
     } else {
-        Err(crate::base::error::InputError::new(format!(
-            "{}: not a run directory (no {META_FILE})",
-            dir.display()
-        )))
+        Err(crate::base::error::InputError::in_file(
+            dir,
+            format!("not a run directory (no {META_FILE})"),
+        ))
     }
 }
 

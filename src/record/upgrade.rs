@@ -68,11 +68,14 @@ impl RunMeta {
             crate::base::input_file::read_text(&path, crate::base::input_file::Bound::Record)?;
         let meta: RunMeta = crate::base::input_file::parse_toml(&path, &text, "run metadata")?;
         if meta.format.0 > RUN_FORMAT {
-            return Err(crate::base::error::InputError::new(format!(
-                "{}: written in run format {} by a newer markbench; this one reads formats up to {RUN_FORMAT}",
-                path.display(),
-                meta.format.0
-            ))
+            return Err(crate::base::error::InputError::in_file(
+                &path,
+                format!(
+                    "written in run format {} by a newer markbench; this one reads formats \
+                     up to {RUN_FORMAT}",
+                    meta.format.0
+                ),
+            )
             .into());
         }
         let older: OlderKeys = crate::base::input_file::parse_toml(&path, &text, "run metadata")?;
