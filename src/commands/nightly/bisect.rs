@@ -47,8 +47,8 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
     message::note(format_args!(
         "bisecting {} from {} to {} in {}",
         request.point.as_deref().unwrap_or_default(),
-        &good[..12.min(good.len())],
-        &bad[..12.min(bad.len())],
+        crate::guest::images::source::short_commit(&good),
+        crate::guest::images::source::short_commit(&bad),
         tree.display()
     ));
     let text = match crate::jobs::bisect::run(&request, &crate::commands::bisect::show) {

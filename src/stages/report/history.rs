@@ -6,6 +6,7 @@
 
 use crate::base::plots::{trend_svg, TrendInput, TrendRun};
 use crate::base::stats::Interval;
+use crate::guest::images::source::short_commit;
 use crate::record::{ConditionChange, GateRecord, PointKey, RunMeta, SkippedRun};
 use crate::stages::analysis::param_label;
 use crate::stages::report::format::{decimals, escape_html, escape_md, relative, value};
@@ -253,7 +254,7 @@ fn run_cell(suite: &SuiteHistory, i: usize) -> String {
     let run = &suite.runs[i];
     let commit = run
         .commit(&suite.variant)
-        .map(|c| format!(", {}", &c[..12.min(c.len())]))
+        .map(|c| format!(", {}", short_commit(c)))
         .unwrap_or_default();
     format!("{}: {}{commit}", i + 1, run.name())
 }
@@ -457,7 +458,7 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
                 when(run),
                 run.name(),
                 run.commit(&suite.variant)
-                    .map(|c| c[..12.min(c.len())].to_string())
+                    .map(|c| short_commit(c).to_string())
                     .unwrap_or_else(|| "–".into()),
                 format!(
                     "{verdict}{}",
