@@ -119,21 +119,12 @@ impl std::fmt::Display for RevSelection {
 impl TryFrom<String> for RevSelection {
     type Error = String;
 
+    /// Read as `--revs` is, with its own message: the file, not the
+    /// command line, holds it.
     fn try_from(text: String) -> Result<RevSelection, String> {
-        let bad = || format!("revs {text:?} is neither A,B nor BASE..TIP");
-        if let Some((base, tip)) = text.split_once("..") {
-            if base.is_empty() || tip.is_empty() || tip.starts_with('.') || tip.contains("..") {
-                return Err(bad());
-            }
-            return Ok(RevSelection::Range {
-                base: base.into(),
-                tip: tip.into(),
-            });
-        }
-        match text.split(',').collect::<Vec<_>>()[..] {
-            [a, b] if !a.is_empty() && !b.is_empty() => Ok(RevSelection::Pair(a.into(), b.into())),
-            _ => Err(bad()),
-        }
+        images::source::parse_revs(&text)
+            .map(RevSelection::from)
+            .map_err(|_| format!("revs {text:?} is neither A,B nor BASE..TIP"))
     }
 }
 
