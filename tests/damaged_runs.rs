@@ -13,8 +13,11 @@ use std::time::{Duration, Instant};
 
 const FIXTURE: &str = "tests/fixtures/runs/before-format-number";
 
-/// Each command on a damaged directory must end well within this.
-const QUICKLY: Duration = Duration::from_secs(10);
+/// Each command on a damaged directory must end: one that reads a FIFO or
+/// `/dev/zero` forever is killed after this and fails the test. A hang, not
+/// a speed, is what it catches, so it leaves a shared machine's load ample
+/// room.
+const ENDS_WITHIN: Duration = Duration::from_secs(60);
 
 /// A copy of the real run, complete, under `root/name`.
 fn good_copy(root: &Path, name: &str) -> PathBuf {
@@ -232,13 +235,13 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn markbench(args: &[&Path]) -> (i32, String, Duration) {
+fn markbench(args: &[&Path]) -> (i32, String) {
     let started = Instant::now();
     let mut command = Command::cargo_bin("markbench").unwrap();
     for a in args {
         command.arg(a);
     }
-    let out = command.timeout(QUICKLY * 3).output().unwrap();
+    let out = command.timeout(ENDS_WITHIN).output().unwrap();
     let took = started.elapsed();
     let mut stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if stderr.len() > 4000 {
@@ -250,12 +253,13 @@ fn markbench(args: &[&Path]) -> (i32, String, Duration) {
         stderr.truncate(cut);
     }
     // A signal (an abort, the timeout's kill) leaves no code.
-    let code = out
-        .status
-        .code()
-        .unwrap_or_else(|| panic!("{args:?} died: {out:?}"));
+    let code = out.status.code().unwrap_or_else(|| {
+        panic!(
+            "{args:?} died after {took:?} (killed at {ENDS_WITHIN:?} if it had not ended): {out:?}"
+        )
+    });
     assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
-    (code, stderr, took)
+    (code, stderr)
 }
 
 #[test]
@@ -264,10 +268,9 @@ fn report_on_each_damaged_run_ends_with_its_status_and_names_the_file() {
     for case in cases() {
         let dir = good_copy(tmp.path(), case.name);
         (case.damage)(&dir);
-        let (code, stderr, took) = markbench(&[Path::new("report"), &dir]);
+        let (code, stderr) = markbench(&[Path::new("report"), &dir]);
         assert_eq!(code, case.status, "{}: {stderr}", case.name);
         assert!(stderr.contains(case.says), "{}: {stderr}", case.name);
-        assert!(took < QUICKLY, "{}: took {took:?}", case.name);
         if case.status == 0 {
             let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
             assert!(
@@ -283,7 +286,7 @@ fn report_on_each_damaged_run_ends_with_its_status_and_names_the_file() {
 fn an_undamaged_run_reports_no_missing_sample() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = good_copy(tmp.path(), "good");
-    let (code, stderr, _) = markbench(&[Path::new("report"), &dir]);
+    let (code, stderr) = markbench(&[Path::new("report"), &dir]);
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("WARNING"), "{stderr}");
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
@@ -298,11 +301,9 @@ fn diff_against_a_damaged_run_refuses_it_with_exit_2() {
         let dir = good_copy(tmp.path(), case.name);
         (case.damage)(&dir);
         let out = tmp.path().join(format!("diff-{}", case.name));
-        let (code, stderr, took) =
-            markbench(&[Path::new("diff"), &good, &dir, Path::new("--out"), &out]);
+        let (code, stderr) = markbench(&[Path::new("diff"), &good, &dir, Path::new("--out"), &out]);
         assert_eq!(code, 2, "{}: {stderr}", case.name);
         assert!(stderr.contains(case.says), "{}: {stderr}", case.name);
-        assert!(took < QUICKLY, "{}: took {took:?}", case.name);
     }
 }
 
@@ -322,10 +323,8 @@ fn history_keeps_the_good_runs_and_lists_the_skipped_ones() {
         }
     }
     let out = tmp.path().join("history");
-    let (code, stderr, took) =
-        markbench(&[Path::new("history"), &reports, Path::new("--out"), &out]);
+    let (code, stderr) = markbench(&[Path::new("history"), &reports, Path::new("--out"), &out]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(took < QUICKLY * 2, "took {took:?}");
     let page = std::fs::read_to_string(out.join("history.md")).unwrap();
     assert!(page.contains("20261202-000000-quick"), "{page}");
     let skipped = page
