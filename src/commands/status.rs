@@ -73,7 +73,7 @@ impl Outcome for NoiseVerdict {
 }
 
 /// The nightly gate: a regression when a point regressed beyond the margin.
-impl Outcome for super::nightly::gate::GateDecision {
+impl Outcome for crate::stages::report::gate::GateDecision {
     fn status(&self) -> ExitStatus {
         if self.variants.iter().any(|v| !v.regressions.is_empty()) {
             ExitStatus::Regression
