@@ -14,6 +14,8 @@ pub mod size;
 pub mod source;
 pub mod workspace;
 
+// Entry names carry a key's first 16 hex digits, as it is shown.
+use crate::base::sha256::short;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -39,11 +41,6 @@ pub fn cache_dir() -> PathBuf {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cache {
     root: PathBuf,
-}
-
-/// The first 16 hex digits of a key, the part entry names carry.
-fn short(key: &str) -> &str {
-    crate::base::sha256::short(key)
 }
 
 impl Cache {

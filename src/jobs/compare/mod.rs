@@ -178,8 +178,16 @@ fn directory_and_machine(
     if let Some((dir, meta)) = &run.resumed {
         for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
             if k.key != recorded.build_key {
-                return Err(InputError::in_file(dir, format!("kernel {} is not the one this run started with (build key {} now, {} then); \
-                     start a new run instead", recorded.variant, k.short_key(), recorded.build_key.short()))
+                return Err(InputError::in_file(
+                    dir,
+                    format!(
+                        "kernel {} is not the one this run started with (build key {} now, \
+                         {} then); start a new run instead",
+                        recorded.variant,
+                        k.short_key(),
+                        recorded.build_key.short()
+                    ),
+                )
                 .into());
             }
         }
