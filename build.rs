@@ -125,16 +125,21 @@ fn git_revision(manifest_dir: &Path) {
         git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]),
     ) {
         let (git_dir, common_dir) = (PathBuf::from(git_dir), PathBuf::from(common_dir));
-        println!("cargo:rerun-if-changed={}", git_dir.join("HEAD").display());
-        println!(
-            "cargo:rerun-if-changed={}",
-            common_dir.join("packed-refs").display()
-        );
+        let mut watched = vec![
+            git_dir.join("HEAD"),
+            git_dir.join("logs/HEAD"),
+            common_dir.join("packed-refs"),
+        ];
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!(
-                "cargo:rerun-if-changed={}",
-                common_dir.join(branch).display()
-            );
+            watched.push(common_dir.join(branch));
+        }
+        // Cargo counts a watched file that is missing as changed, so a ref
+        // that lives only in packed-refs (after `git pack-refs` or `git gc`),
+        // or a repository without packed-refs, would rebuild markbench on
+        // every run. HEAD's reflog moves with every commit, checkout and
+        // reset, whichever file holds the ref.
+        for path in watched.iter().filter(|path| path.exists()) {
+            println!("cargo:rerun-if-changed={}", path.display());
         }
     }
     for path in ["src", "vm-images", "suites", "Cargo.toml", "Cargo.lock"] {
