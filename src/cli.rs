@@ -155,6 +155,10 @@ pub struct CompareArgs {
     /// Print the plan and exit without building or booting anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Install what this machine lacks (packages, apt sources) without
+    /// asking first at a terminal.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
     /// Accelerator: auto (try KVM, fall back to TCG), kvm or tcg. Default: the suite's.
     #[arg(long, value_enum)]
     pub accel: Option<AccelChoice>,
@@ -361,6 +365,9 @@ pub struct BisectArgs {
     /// Continue a bisection that was interrupted, in its directory.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Install what this machine lacks without asking first at a terminal.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 impl BisectArgs {
@@ -380,6 +387,7 @@ impl BisectArgs {
             reports: self.reports.clone(),
             out: self.out.clone(),
             resume: self.resume.clone(),
+            yes: self.yes,
         }
     }
 }
@@ -448,6 +456,7 @@ impl CompareArgs {
             qemu: self.qemu.clone(),
             resume: self.resume.clone(),
             dry_run: self.dry_run,
+            yes: self.yes,
             allow_oversubscribe: self.allow_oversubscribe,
             jobs: self.jobs,
             smp_turn: self.smp_turn,
@@ -464,6 +473,9 @@ pub struct ImagesArgs {
     /// List what is in the cache instead of building.
     #[arg(long)]
     pub list: bool,
+    /// Install what this machine lacks without asking first at a terminal.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 impl SuiteArgs {
@@ -521,7 +533,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus> {
             commands::run_shard::run(&args.compare.options(Some(sel), args.out))
         }
         Command::Merge { dirs, out, reports } => commands::merge::run(&dirs, out, &reports),
-        Command::Images(args) => commands::images::run(&args.suite.choice(), args.list),
+        Command::Images(args) => commands::images::run(&args.suite.choice(), args.list, args.yes),
         Command::Bisect(args) => commands::bisect::run(&args.request()),
         Command::Cache(args) => {
             let prune = args.action.map(

@@ -4,7 +4,7 @@
 //! index it was given. The distribution's QEMU 10.0 fails it (it compiles
 //! the translating vCPU's index into the block); markbench's own passes,
 //! with its turns capped and without. Builds markbench's QEMU into the
-//! cache the first time (about 10 minutes on 2 cores); the kernel is the
+//! cache the first time (about 4 minutes on 2 cores); the kernel is the
 //! quick pair's baseline, which the other real-boot tests build.
 
 use markbench::guest::images::{kernel::KernelSource, plugin, qemu_build};
@@ -14,7 +14,13 @@ use markbench::stages::vm::qemu::{QemuBinary, QemuRunner};
 
 #[test]
 fn the_own_qemu_names_the_running_vcpu_where_the_distributions_names_the_translating_one() {
-    markbench::base::prereq::ensure(false).unwrap();
+    use markbench::base::prereq::{ensure, Consent, HostNeeds};
+    let needs = HostNeeds {
+        run: true,
+        qemu_build: true,
+        ci: false,
+    };
+    ensure(needs, Consent::Given).unwrap();
     let suite = Suite::load(
         std::path::Path::new("tests/fixtures/smp-icount.toml"),
         &FragmentLookup::BesideSuite {
@@ -51,7 +57,26 @@ fn the_own_qemu_names_the_running_vcpu_where_the_distributions_names_the_transla
     assert!(uncapped.right, "{}", uncapped.detail);
     let distribution = trial(&stock, None, "stock");
     eprintln!("{}: {}", stock.version, distribution.detail);
-    if stock.version.starts_with("QEMU emulator version 10.0.") {
+    // The stock QEMU's fault is known of the version the patches were
+    // made for; another may have fixed it, which this test must not hide.
+    let patched = qemu_build::VERSION
+        .rsplit_once('.')
+        .map_or("", |(mm, _)| mm);
+    if stock
+        .version
+        .starts_with(&format!("QEMU emulator version {patched}."))
+    {
         assert!(!distribution.right, "{}", distribution.detail);
+    } else if std::env::var_os("CI").is_some() {
+        panic!(
+            "the stock QEMU is {}, not the {patched}.x markbench's patches were made for: \
+             check whether it still names the translating vCPU ({}) and update the patches",
+            stock.version, distribution.detail
+        );
+    } else {
+        eprintln!(
+            "skipped the stock QEMU's half: it is {}, not {patched}.x",
+            stock.version
+        );
     }
 }

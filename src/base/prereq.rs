@@ -205,161 +205,438 @@ pub fn qemu_build_requirements() -> Vec<Requirement> {
 const BACKPORTS_SRC_SOURCES: &str =
     "/etc/apt/sources.list.d/markbench-bookworm-backports-src.sources";
 
-/// True when an apt source has deb-src lines for bookworm-backports.
-fn has_backports_src_source() -> bool {
-    apt_sources().iter().any(|t| {
-        let deb822 = t.contains("bookworm-backports")
-            && t.lines()
-                .any(|l| l.starts_with("Types:") && l.contains("deb-src"));
-        let one_line = t
-            .lines()
-            .any(|l| l.trim_start().starts_with("deb-src") && l.contains("bookworm-backports"));
-        deb822 || one_line
-    })
-}
+/// Debian 12's own QEMU (7.2) hangs SMP guests under icount; its
+/// `bookworm-backports` suite carries QEMU 10.0, which does not.
+const BACKPORTS_SOURCES: &str = "/etc/apt/sources.list.d/markbench-bookworm-backports.sources";
 
-/// The text of every apt source file.
-fn apt_sources() -> Vec<String> {
-    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
-    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
+/// The packages that come from bookworm-backports on Debian 12: QEMU 10
+/// (Debian 12's 7.2 hangs SMP guests under icount), and what building
+/// markbench's QEMU needs newer than Debian 12 has (meson 1.5, pycotap).
+const FROM_BACKPORTS: &[&str] = &["qemu-system-x86", "meson", "python3-pycotap"];
+
+/// The text of every apt source file under `root` (`/` on a real host).
+fn apt_sources_under(root: &Path) -> Vec<String> {
+    let mut files = vec![root.join("etc/apt/sources.list")];
+    if let Ok(dir) = std::fs::read_dir(root.join("etc/apt/sources.list.d")) {
         files.extend(dir.flatten().map(|e| e.path()));
     }
     files
         .iter()
+        .filter(|f| {
+            let name = f.to_string_lossy();
+            name.ends_with(".list") || name.ends_with(".sources")
+        })
         .filter_map(|f| std::fs::read_to_string(f).ok())
         .collect()
 }
 
-/// The command that gives this system what building markbench's QEMU needs.
-pub fn qemu_build_command(packages: &[&str]) -> String {
-    let (backports, plain): (Vec<&str>, Vec<&str>) = packages
-        .iter()
-        .partition(|p| matches!(**p, "meson" | "python3-pycotap"));
-    let mut steps = vec![format!(
-        "printf 'Types: deb deb-src\\nURIs: http://deb.debian.org/debian\\nSuites: \
-         bookworm-backports\\nComponents: main\\nSigned-By: \
-         /usr/share/keyrings/debian-archive-keyring.gpg\\n' | sudo tee {BACKPORTS_SRC_SOURCES}"
-    )];
-    steps.push("sudo apt-get update".into());
-    if !plain.is_empty() {
-        steps.push(format!(
-            "sudo apt-get install -y --no-install-recommends {}",
-            plain.join(" ")
-        ));
-    }
-    if !backports.is_empty() {
-        steps.push(format!(
-            "sudo apt-get install -y --no-install-recommends -t bookworm-backports {}",
-            backports.join(" ")
-        ));
-    }
-    steps.join(" && ")
+/// True when one of the apt sources' texts gives bookworm-backports with
+/// the entry type `kind` (`deb` for binary packages, `deb-src` for source
+/// packages), in the one-line or the deb822 format.
+fn names_backports(sources: &[String], kind: &str) -> bool {
+    sources.iter().any(|text| {
+        let one_line = text.lines().any(|l| {
+            let mut words = l.split_whitespace();
+            words.next() == Some(kind) && l.contains("bookworm-backports")
+        });
+        let deb822 = text.split("\n\n").any(|stanza| {
+            let field = |name: &str| {
+                stanza
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with('#'))
+                    .find_map(|l| l.strip_prefix(name))
+                    .unwrap_or("")
+                    .to_string()
+            };
+            field("Types:").split_whitespace().any(|t| t == kind)
+                && field("Suites:")
+                    .split_whitespace()
+                    .any(|s| s == "bookworm-backports")
+                && !field("Enabled:").trim().eq_ignore_ascii_case("no")
+        });
+        one_line || deb822
+    })
 }
 
-/// Makes sure markbench's QEMU can be built: the deb-src entry its source
-/// comes from and the tools of [`qemu_build_requirements`], installed where
-/// markbench may (as root or with password-less sudo on Debian 12), else an
-/// error with the command to run.
-pub fn ensure_qemu_build_tools() -> Result<()> {
-    let missing: Vec<Requirement> = qemu_build_requirements()
-        .into_iter()
-        .filter(|r| !r.is_met())
-        .collect();
-    let source = has_backports_src_source();
-    if missing.is_empty() && source {
-        return Ok(());
+/// What of the host a command needs before it builds anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HostNeeds {
+    /// What a run needs ([`requirements`]).
+    pub run: bool,
+    /// What building markbench's own QEMU needs: its build tools and the
+    /// deb-src entry its source comes from.
+    pub qemu_build: bool,
+    /// What CI needs beyond a run ([`ci_requirements`]).
+    pub ci: bool,
+}
+
+/// This host, as far as planning what to install looks at it: read by
+/// [`HostState::read`], given as data in tests.
+#[derive(Debug, Clone, Default)]
+pub struct HostState {
+    /// The release codename (`bookworm`, `trixie`, …).
+    pub codename: Option<String>,
+    /// apt-get is there to install with.
+    pub debian_like: bool,
+    /// Root, or password-less sudo.
+    pub can_install: bool,
+    /// The Debian package of every requirement that is not met.
+    pub unmet: std::collections::BTreeSet<&'static str>,
+    /// `(major, minor)` of `qemu-system-x86_64` on PATH.
+    pub qemu_version: Option<(u32, u32)>,
+    /// The text of every apt source file.
+    pub apt_sources: Vec<String>,
+}
+
+impl HostState {
+    /// This host, now.
+    pub fn read() -> Self {
+        Self::read_at(Path::new("/"))
     }
-    let packages: Vec<&str> = missing.iter().map(|r| r.package).collect();
-    let what: Vec<&str> = missing.iter().map(|r| r.what).collect();
-    let can_install = is_debian_like()
-        && codename().as_deref() == Some("bookworm")
-        && (is_root() || has_passwordless_sudo());
-    if !can_install {
-        let mut lacking = what.join(", ");
-        if !source {
-            if !lacking.is_empty() {
-                lacking.push_str(", ");
-            }
-            lacking.push_str("a deb-src entry for bookworm-backports (QEMU's source)");
+
+    /// This host, with its apt sources read under `root`.
+    pub fn read_at(root: &Path) -> Self {
+        let mut all = requirements();
+        all.extend(ci_requirements());
+        all.extend(qemu_build_requirements());
+        Self {
+            codename: codename(),
+            debian_like: is_debian_like(),
+            can_install: is_debian_like() && (is_root() || has_passwordless_sudo()),
+            unmet: all
+                .iter()
+                .filter(|r| !r.is_met())
+                .map(|r| r.package)
+                .collect(),
+            qemu_version: qemu_version(),
+            apt_sources: apt_sources_under(root),
         }
-        bail!(
-            "building markbench's QEMU (for SMP guests under icount) needs {lacking}
-To              install them, run:
-    {}",
-            qemu_build_command(&packages)
-        );
     }
-    if !source {
-        // The binary packages of bookworm-backports too where no source
-        // names them yet: meson and pycotap come from there.
-        let types = if has_backports_source() {
-            "deb-src"
-        } else {
-            "deb deb-src"
+}
+
+/// One step of giving the host what it lacks, in the order it is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostStep {
+    /// Writes an apt source file for bookworm-backports with these entry types.
+    AddSource {
+        path: &'static str,
+        types: &'static str,
+    },
+    /// `apt-get update`.
+    Update,
+    /// `apt-get install` of these packages, from bookworm-backports or not.
+    Install {
+        packages: Vec<&'static str>,
+        backports: bool,
+    },
+}
+
+impl HostStep {
+    /// The step as a user types it.
+    fn command(&self) -> String {
+        match self {
+            HostStep::AddSource { path, types } => format!(
+                "printf 'Types: {types}\\nURIs: http://deb.debian.org/debian\\nSuites: \
+                 bookworm-backports\\nComponents: main\\nSigned-By: \
+                 /usr/share/keyrings/debian-archive-keyring.gpg\\n' | sudo tee {path}"
+            ),
+            HostStep::Update => "sudo apt-get update".into(),
+            HostStep::Install {
+                packages,
+                backports,
+            } => format!(
+                "sudo apt-get install -y --no-install-recommends {}{}",
+                if *backports {
+                    "-t bookworm-backports "
+                } else {
+                    ""
+                },
+                packages.join(" ")
+            ),
+        }
+    }
+}
+
+/// What the host lacks of what a command needs and the steps that give it,
+/// decided as a whole before anything is built: the dry run shows it, the
+/// run takes it (or stops with its one command) before the first build.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostPlan {
+    pub steps: Vec<HostStep>,
+    /// What is missing, in words.
+    pub missing: Vec<&'static str>,
+    /// What the host lacks that the command does without, said, not installed.
+    pub notes: Vec<String>,
+    /// Root or password-less sudo on a Debian-like system.
+    pub can_install: bool,
+    pub debian_like: bool,
+}
+
+/// Whether a command may go ahead with installing without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consent {
+    /// Ask first when a person is at the terminal (`--yes` not given).
+    AskInTerminal,
+    /// Install without asking (`--yes`, `setup`).
+    Given,
+}
+
+/// The plan that gives `host` what `needs` asks for.
+pub fn plan_for(needs: HostNeeds, host: &HostState) -> HostPlan {
+    let bookworm = host.codename.as_deref() == Some("bookworm");
+    let mut wanted = Vec::new();
+    if needs.run {
+        wanted.extend(requirements());
+    }
+    if needs.ci {
+        wanted.extend(ci_requirements());
+    }
+    if needs.qemu_build {
+        wanted.extend(qemu_build_requirements());
+    }
+    let (mut plain, mut backports, mut missing) = (Vec::new(), Vec::new(), Vec::new());
+    let mut notes = Vec::new();
+    for r in wanted.iter().filter(|r| host.unmet.contains(r.package)) {
+        // Debian 12's QEMU is decided below, by its version.
+        if bookworm && r.package == "qemu-system-x86" {
+            continue;
+        }
+        let to = match bookworm && FROM_BACKPORTS.contains(&r.package) {
+            true => &mut backports,
+            false => &mut plain,
         };
-        let text = format!(
-            "Types: {types}\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
-             Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
-        );
-        let text = text.as_str();
-        let written = if is_root() {
-            std::fs::write(BACKPORTS_SRC_SOURCES, text).is_ok()
+        // One line of words per package, though two lists may name it.
+        if !to.contains(&r.package) {
+            to.push(r.package);
+            missing.push(r.what);
+        }
+    }
+    if needs.run && bookworm && host.qemu_version.is_none_or(|v| v < (8, 1)) {
+        if host.can_install || host.qemu_version.is_none() {
+            backports.insert(0, "qemu-system-x86");
+            missing.insert(
+                0,
+                "QEMU 8.1 or later (qemu-system-x86 from bookworm-backports)",
+            );
         } else {
-            sudo_write(BACKPORTS_SRC_SOURCES, text)
+            // 1-vCPU suites and wall time work with Debian 12's own.
+            notes.push(format!(
+                "Debian 12's QEMU 7.2 cannot run SMP guests under icount (suites with more \
+                 than 1 vCPU then fall back to noisy wall time); to install QEMU 10 from \
+                 bookworm-backports run:\n    {}",
+                backports_command()
+            ));
+        }
+    }
+    let mut steps = Vec::new();
+    if !backports.is_empty() && !names_backports(&host.apt_sources, "deb") {
+        steps.push(HostStep::AddSource {
+            path: BACKPORTS_SOURCES,
+            types: "deb",
+        });
+    }
+    if needs.qemu_build && !names_backports(&host.apt_sources, "deb-src") {
+        steps.push(HostStep::AddSource {
+            path: BACKPORTS_SRC_SOURCES,
+            types: "deb-src",
+        });
+        missing.push("a deb-src entry for bookworm-backports (QEMU's source)");
+    }
+    if !steps.is_empty() || !plain.is_empty() || !backports.is_empty() {
+        steps.push(HostStep::Update);
+    }
+    for (packages, backports) in [(plain, false), (backports, true)] {
+        if !packages.is_empty() {
+            steps.push(HostStep::Install {
+                packages,
+                backports,
+            });
+        }
+    }
+    HostPlan {
+        steps,
+        missing,
+        notes,
+        can_install: host.can_install,
+        debian_like: host.debian_like,
+    }
+}
+
+impl HostPlan {
+    /// Nothing to install.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Every package the plan installs.
+    pub fn packages(&self) -> Vec<&'static str> {
+        self.steps
+            .iter()
+            .flat_map(|s| match s {
+                HostStep::Install { packages, .. } => packages.clone(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// The apt source files the plan writes.
+    pub fn sources(&self) -> Vec<&'static str> {
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                HostStep::AddSource { path, .. } => Some(*path),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The one command that takes the whole plan by hand.
+    pub fn command(&self) -> String {
+        let steps: Vec<String> = self.steps.iter().map(HostStep::command).collect();
+        steps.join(" && ")
+    }
+
+    /// The error of a command that cannot take the plan itself.
+    fn refusal(&self) -> anyhow::Error {
+        let how = if self.debian_like {
+            format!("run:\n    {}", self.command())
+        } else {
+            format!(
+                "this is not a Debian-like system; install the equivalents of the Debian \
+                 packages {} (on Debian: {})",
+                self.packages().join(" "),
+                self.command()
+            )
         };
-        if !written {
+        anyhow::anyhow!(
+            "missing prerequisites: {}\nNothing was built. To install them, {how}",
+            self.missing.join(", ")
+        )
+    }
+
+    /// Says the notes, then takes the plan: installs as root or with
+    /// password-less sudo (asking first at a terminal unless `consent` is
+    /// given), else fails with the one command to run. Checks afterwards
+    /// that nothing is still missing.
+    pub fn apply(&self, needs: HostNeeds, consent: Consent) -> Result<()> {
+        for n in &self.notes {
+            crate::base::message::note(format_args!("note: {n}"));
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        if !self.can_install {
+            return Err(self.refusal());
+        }
+        if consent == Consent::AskInTerminal && !self.confirmed()? {
+            return Err(self.refusal());
+        }
+        for step in &self.steps {
+            take(step)?;
+        }
+        let still = plan_for(needs, &HostState::read());
+        if !still.is_empty() {
             bail!(
-                "could not write {BACKPORTS_SRC_SOURCES}; run:\n    {}",
-                qemu_build_command(&packages)
+                "installed {} but still missing: {}",
+                self.packages().join(" "),
+                still.missing.join(", ")
             );
         }
         crate::base::message::note(format_args!(
-            "added Debian's bookworm-backports sources in {BACKPORTS_SRC_SOURCES}"
+            "installed what the run needs: {}",
+            self.packages().join(" ")
         ));
+        Ok(())
     }
-    apt(&["apt-get", "update", "-q"])?;
-    let (backports, plain): (Vec<&str>, Vec<&str>) = packages
-        .iter()
-        .partition(|p| matches!(**p, "meson" | "python3-pycotap"));
-    if !plain.is_empty() {
-        crate::base::message::note(format_args!(
-            "installing what building QEMU needs: {}",
-            plain.join(" ")
-        ));
-        let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
-        install.extend(plain.iter().copied());
-        apt(&install)?;
+
+    /// At a terminal, whether the person there agrees to the plan; without
+    /// one (CI, a script) the plan goes ahead.
+    fn confirmed(&self) -> Result<bool> {
+        use std::io::{BufRead, IsTerminal, Write};
+        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+            return Ok(true);
+        }
+        let mut err = std::io::stderr();
+        writeln!(
+            err,
+            "markbench: before building, this machine needs: {}",
+            self.missing.join(", ")
+        )?;
+        writeln!(err, "markbench: it will run:\n    {}", self.command())?;
+        write!(
+            err,
+            "markbench: go ahead? [Y/n] (--yes skips this question) "
+        )?;
+        err.flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        let answer = answer.trim().to_ascii_lowercase();
+        Ok(answer.is_empty() || answer == "y" || answer == "yes")
     }
-    if !backports.is_empty() {
-        crate::base::message::note(format_args!(
-            "installing from bookworm-backports: {}",
-            backports.join(" ")
-        ));
-        let mut install = vec![
-            "apt-get",
-            "install",
-            "-y",
-            "-q",
-            "--no-install-recommends",
-            "-t",
-            "bookworm-backports",
-        ];
-        install.extend(backports.iter().copied());
-        apt(&install)?;
+}
+
+/// Takes one step of a plan as root (directly, or through password-less sudo).
+fn take(step: &HostStep) -> Result<()> {
+    match step {
+        HostStep::AddSource { path, types } => {
+            let text = format!(
+                "Types: {types}\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
+                 Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+            );
+            let written = if is_root() {
+                std::fs::write(path, &text).is_ok()
+            } else {
+                sudo_write(path, &text)
+            };
+            if !written {
+                bail!("could not write {path}; run:\n    {}", step.command());
+            }
+            crate::base::message::note(format_args!(
+                "added Debian's bookworm-backports ({types}) in {path}"
+            ));
+            Ok(())
+        }
+        HostStep::Update => apt(&["apt-get", "update", "-q"]),
+        HostStep::Install {
+            packages,
+            backports,
+        } => {
+            crate::base::message::note(format_args!(
+                "installing{}: {}",
+                if *backports {
+                    " from bookworm-backports"
+                } else {
+                    ""
+                },
+                packages.join(" ")
+            ));
+            let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+            if *backports {
+                install.extend(["-t", "bookworm-backports"]);
+            }
+            install.extend(packages.iter().copied());
+            apt(&install)
+        }
     }
-    let still: Vec<&str> = qemu_build_requirements()
-        .iter()
-        .filter(|r| !r.is_met())
-        .map(|r| r.what)
-        .collect();
-    if !still.is_empty() {
-        bail!(
-            "installed {} but building QEMU still lacks: {}",
-            packages.join(" "),
-            still.join(", ")
-        );
-    }
-    Ok(())
+}
+
+/// Gives this host what `needs` asks for, or fails with the one command
+/// that would.
+pub fn ensure(needs: HostNeeds, consent: Consent) -> Result<()> {
+    plan_for(needs, &HostState::read()).apply(needs, consent)
+}
+
+/// Makes sure markbench's QEMU can be built (the deb-src entry its source
+/// comes from and its build tools). A run has planned them before its
+/// first build; this is for whatever builds QEMU without one.
+pub fn ensure_qemu_build_tools() -> Result<()> {
+    ensure(
+        HostNeeds {
+            qemu_build: true,
+            ..HostNeeds::default()
+        },
+        Consent::Given,
+    )
 }
 
 pub fn on_path(program: &str) -> Option<PathBuf> {
@@ -424,19 +701,6 @@ impl Requirement {
     }
 }
 
-pub fn missing() -> Vec<Requirement> {
-    requirements().into_iter().filter(|r| !r.is_met()).collect()
-}
-
-/// The requirements of a run, and with `ci` those of CI too, that are missing.
-fn missing_of(ci: bool) -> Vec<Requirement> {
-    let mut all = requirements();
-    if ci {
-        all.extend(ci_requirements());
-    }
-    all.into_iter().filter(|r| !r.is_met()).collect()
-}
-
 fn is_debian_like() -> bool {
     Path::new("/usr/bin/apt-get").exists() && Path::new("/etc/debian_version").exists()
 }
@@ -460,18 +724,6 @@ fn has_passwordless_sudo() -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false)
 }
-
-/// The command a user types to install `packages`.
-pub fn install_command(packages: &[&str]) -> String {
-    format!(
-        "sudo apt-get update && sudo apt-get install -y --no-install-recommends {}",
-        packages.join(" ")
-    )
-}
-
-/// Debian 12's own QEMU (7.2) hangs SMP guests under icount; its
-/// `bookworm-backports` suite carries QEMU 10.0, which does not.
-const BACKPORTS_SOURCES: &str = "/etc/apt/sources.list.d/markbench-bookworm-backports.sources";
 
 /// The release codename from /etc/os-release (`bookworm`, `trixie`, …).
 fn codename() -> Option<String> {
@@ -526,86 +778,6 @@ fn backports_command() -> String {
     )
 }
 
-/// True when an apt source already names bookworm-backports.
-fn has_backports_source() -> bool {
-    apt_sources().iter().any(|t| {
-        t.lines()
-            .any(|l| !l.trim_start().starts_with('#') && l.contains("bookworm-backports"))
-    })
-}
-
-/// On Debian 12, installs QEMU from bookworm-backports when the QEMU there
-/// is older than 8.1 or missing (the version only picks what to install;
-/// whether SMP icount works is decided by a trial boot at run time). Where
-/// it cannot install, it says how, and the run goes on: 1-vCPU suites and
-/// wall time work with any QEMU.
-fn ensure_smp_icount_qemu(check_only: bool, can_install: bool) -> Result<()> {
-    if codename().as_deref() != Some("bookworm") {
-        return Ok(());
-    }
-    if qemu_version().is_some_and(|v| v >= (8, 1)) {
-        return Ok(());
-    }
-    if check_only || !can_install {
-        if qemu_version().is_none() {
-            bail!(
-                "missing prerequisites: QEMU (qemu-system-x86_64)\nTo install QEMU 10 from Debian's \
-                 bookworm-backports (Debian 12's own 7.2 cannot run SMP guests under icount), \
-                 run:\n    {}",
-                backports_command()
-            );
-        }
-        crate::base::message::note(format_args!(
-            "note: Debian 12's QEMU 7.2 cannot run SMP guests under icount (suites with \
-             more than 1 vCPU then fall back to noisy wall time); to install QEMU 10 from \
-             bookworm-backports run:\n    {}",
-            backports_command()
-        ));
-        return Ok(());
-    }
-    if !has_backports_source() {
-        let sources = "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n\
-                       Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n";
-        let written = if is_root() {
-            std::fs::write(BACKPORTS_SOURCES, sources).is_ok()
-        } else {
-            sudo_write(BACKPORTS_SOURCES, sources)
-        };
-        if !written {
-            bail!(
-                "could not write {BACKPORTS_SOURCES}; run:\n    {}",
-                backports_command()
-            );
-        }
-        crate::base::message::note(format_args!(
-            "added Debian's bookworm-backports in {BACKPORTS_SOURCES}"
-        ));
-    }
-    crate::base::message::note("installing QEMU from bookworm-backports (SMP guests under icount)");
-    apt(&["apt-get", "update", "-q"])?;
-    apt(&[
-        "apt-get",
-        "install",
-        "-y",
-        "-q",
-        "--no-install-recommends",
-        "-t",
-        "bookworm-backports",
-        "qemu-system-x86",
-    ])?;
-    match qemu_version() {
-        Some(v) if v >= (8, 1) => {
-            crate::base::message::note(format_args!("installed QEMU {}.{}", v.0, v.1));
-            Ok(())
-        }
-        other => bail!(
-            "installed qemu-system-x86 from bookworm-backports but qemu-system-x86_64 is {other:?}; \
-             run:\n    {}",
-            backports_command()
-        ),
-    }
-}
-
 fn sudo_write(path: &str, text: &str) -> bool {
     use std::io::Write;
     let Ok(mut child) = Command::new("sudo")
@@ -639,32 +811,25 @@ fn apt(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// What `markbench setup` does: the requirements of a run, then `just`,
-/// which runs the README's `just compare`. A run itself needs no `just`, so
-/// only setup installs it (cargo compiles it for minutes: not something a
-/// `compare` should do on its way). With `ci`: what CI needs instead, the
-/// run's requirements and CI's own, without `just`, which no test runs.
+/// What `markbench setup` does: the requirements of a run and what
+/// building markbench's QEMU needs (a run plans it only when an SMP point
+/// may need that QEMU; setup installs it up front), then `just`, which runs
+/// the README's `just compare`. A run itself needs no `just`, so only setup
+/// installs it (cargo compiles it for minutes: not something a `compare`
+/// should do on its way). With `ci`: what CI needs too, without `just`,
+/// which no test runs.
 pub fn setup(check_only: bool, ci: bool) -> Result<()> {
-    let system = ensure_with(check_only, ci).and_then(|()| {
-        // What SMP suites under icount build their QEMU with; a run asks
-        // for it only when it needs that QEMU, setup installs it up front.
-        if check_only {
-            let missing: Vec<&str> = qemu_build_requirements()
-                .iter()
-                .filter(|r| !r.is_met())
-                .map(|r| r.package)
-                .collect();
-            if !missing.is_empty() || !has_backports_src_source() {
-                bail!(
-                    "missing: what building markbench's QEMU needs\nTo install it, run:\n    {}",
-                    qemu_build_command(&missing)
-                );
-            }
-            Ok(())
-        } else {
-            ensure_qemu_build_tools()
-        }
-    });
+    let needs = HostNeeds {
+        run: true,
+        qemu_build: true,
+        ci,
+    };
+    let plan = plan_for(needs, &HostState::read());
+    let system = match check_only {
+        true if !plan.is_empty() => Err(plan.refusal()),
+        true => Ok(()),
+        false => plan.apply(needs, Consent::Given),
+    };
     let just = if ci { Ok(()) } else { ensure_just(check_only) };
     match (system, just) {
         (Ok(()), just) => just,
@@ -732,73 +897,6 @@ fn ensure_just(check_only: bool) -> Result<()> {
     }
 }
 
-/// Makes sure every requirement is met, installing what is missing where that
-/// is possible, and fails with the exact install command where it is not.
-pub fn ensure(check_only: bool) -> Result<()> {
-    ensure_with(check_only, false)
-}
-
-/// [`ensure`], with `ci` also for what CI needs ([`ci_requirements`]).
-pub fn ensure_with(check_only: bool, ci: bool) -> Result<()> {
-    let can_install = is_debian_like() && (is_root() || has_passwordless_sudo());
-    let mut missing = missing_of(ci);
-    if codename().as_deref() == Some("bookworm") {
-        // On Debian 12 QEMU comes from backports (next): its own 7.2 would
-        // only be replaced.
-        missing.retain(|r| r.package != "qemu-system-x86");
-    }
-    let icount_qemu = ensure_smp_icount_qemu(check_only, can_install);
-    if !missing.is_empty() {
-        install_missing(&missing, check_only, can_install, ci)?;
-    }
-    icount_qemu
-}
-
-fn install_missing(
-    missing: &[Requirement],
-    check_only: bool,
-    can_install: bool,
-    ci: bool,
-) -> Result<()> {
-    let mut packages: Vec<&str> = missing.iter().map(|r| r.package).collect();
-    packages.dedup();
-    let what: Vec<&str> = missing.iter().map(|r| r.what).collect();
-    if check_only || !can_install {
-        let how = if is_debian_like() {
-            format!("run:\n    {}", install_command(&packages))
-        } else {
-            format!(
-                "this is not a Debian-like system; install the equivalents of the Debian packages {} \
-                 (on Debian: {})",
-                packages.join(" "),
-                install_command(&packages)
-            )
-        };
-        bail!(
-            "missing prerequisites: {}\nTo install them, {how}",
-            what.join(", ")
-        );
-    }
-    crate::base::message::note(format_args!(
-        "installing missing prerequisites: {}",
-        packages.join(" ")
-    ));
-    apt(&["apt-get", "update", "-q"])?;
-    let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
-    install.extend(packages.iter().copied());
-    apt(&install)?;
-    let still: Vec<&str> = missing_of(ci).iter().map(|r| r.what).collect();
-    if !still.is_empty() {
-        bail!(
-            "installed {} but still missing: {}",
-            packages.join(" "),
-            still.join(", ")
-        );
-    }
-    crate::base::message::note(format_args!("installed {}", packages.join(" ")));
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -833,10 +931,191 @@ mod tests {
         assert_eq!(just_step(found(&[])), JustStep::NoCargo);
     }
 
+    /// A new Debian 12 machine that has only Rust: no package markbench
+    /// installs, no bookworm-backports, root.
+    fn new_bookworm_machine(sources: &[&str]) -> HostState {
+        let mut all = requirements();
+        all.extend(ci_requirements());
+        all.extend(qemu_build_requirements());
+        HostState {
+            codename: Some("bookworm".into()),
+            debian_like: true,
+            can_install: true,
+            unmet: all.iter().map(|r| r.package).collect(),
+            qemu_version: None,
+            apt_sources: sources.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    const DEBIAN_SOURCES: &str = "Types: deb\nURIs: http://deb.debian.org/debian\n\
+        Suites: bookworm bookworm-updates\nComponents: main\n";
+
+    fn run_with_own_qemu() -> HostNeeds {
+        HostNeeds {
+            run: true,
+            qemu_build: true,
+            ci: false,
+        }
+    }
+
     #[test]
-    fn install_command_names_every_package() {
-        let cmd = install_command(&["rt-tests", "busybox-static"]);
-        assert!(cmd.ends_with("--no-install-recommends rt-tests busybox-static"));
+    fn on_a_new_machine_the_plan_adds_the_sources_then_installs_the_build_tools_and_qemu() {
+        let plan = plan_for(
+            run_with_own_qemu(),
+            &new_bookworm_machine(&[DEBIAN_SOURCES]),
+        );
+        assert_eq!(
+            plan.steps[..3],
+            [
+                HostStep::AddSource {
+                    path: BACKPORTS_SOURCES,
+                    types: "deb"
+                },
+                HostStep::AddSource {
+                    path: BACKPORTS_SRC_SOURCES,
+                    types: "deb-src"
+                },
+                HostStep::Update,
+            ]
+        );
+        let packages = plan.packages();
+        for p in [
+            "ninja-build",
+            "meson",
+            "python3-pycotap",
+            "qemu-system-x86",
+            "rt-tests",
+        ] {
+            assert!(packages.contains(&p), "{p} not in {packages:?}");
+        }
+        let backports = plan.steps.iter().find_map(|s| match s {
+            HostStep::Install {
+                packages,
+                backports: true,
+            } => Some(packages.clone()),
+            _ => None,
+        });
+        assert_eq!(
+            backports,
+            Some(vec!["qemu-system-x86", "meson", "python3-pycotap"])
+        );
+        assert!(plan
+            .missing
+            .contains(&"a deb-src entry for bookworm-backports (QEMU's source)"));
+        // The one command a user runs by hand does all of it, sources first.
+        let command = plan.command();
+        assert!(command.find("Types: deb-src").unwrap() < command.find("apt-get update").unwrap());
+        assert!(command.contains("-t bookworm-backports qemu-system-x86 meson python3-pycotap"));
+    }
+
+    #[test]
+    fn without_an_smp_point_under_icount_the_plan_leaves_the_qemu_build_out() {
+        let plan = plan_for(
+            HostNeeds {
+                run: true,
+                ..HostNeeds::default()
+            },
+            &new_bookworm_machine(&[DEBIAN_SOURCES]),
+        );
+        assert!(!plan.sources().contains(&BACKPORTS_SRC_SOURCES));
+        assert!(!plan.packages().contains(&"ninja-build"));
+        assert!(!plan.packages().contains(&"meson"));
+        // QEMU 10 still comes from bookworm-backports.
+        assert_eq!(plan.sources(), vec![BACKPORTS_SOURCES]);
+    }
+
+    #[test]
+    fn a_host_that_has_everything_gets_an_empty_plan() {
+        let mut host = new_bookworm_machine(&[
+            DEBIAN_SOURCES,
+            "Types: deb deb-src\nURIs: http://deb.debian.org/debian\n\
+             Suites: bookworm-backports\nComponents: main\n",
+        ]);
+        host.unmet.clear();
+        host.qemu_version = Some((10, 0));
+        assert_eq!(
+            plan_for(
+                HostNeeds {
+                    ci: true,
+                    ..run_with_own_qemu()
+                },
+                &host
+            ),
+            HostPlan {
+                can_install: true,
+                debian_like: true,
+                ..HostPlan::default()
+            }
+        );
+    }
+
+    #[test]
+    fn a_binary_backports_entry_is_not_a_source_entry_and_a_disabled_one_is_none() {
+        let binary = "Types: deb\nSuites: bookworm-backports\n".to_string();
+        let one_line = "deb-src http://deb.debian.org/debian bookworm-backports main".to_string();
+        let disabled = "Types: deb-src\nSuites: bookworm-backports\nEnabled: no\n".to_string();
+        let commented =
+            "# deb-src http://deb.debian.org/debian bookworm-backports main".to_string();
+        assert!(names_backports(std::slice::from_ref(&binary), "deb"));
+        assert!(!names_backports(std::slice::from_ref(&binary), "deb-src"));
+        assert!(names_backports(std::slice::from_ref(&one_line), "deb-src"));
+        assert!(!names_backports(std::slice::from_ref(&one_line), "deb"));
+        assert!(!names_backports(&[disabled], "deb-src"));
+        assert!(!names_backports(&[commented], "deb-src"));
+    }
+
+    #[test]
+    fn the_sources_are_read_under_the_root_given() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("etc/apt/sources.list.d");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("backports.sources"),
+            "Types: deb-src\nSuites: bookworm-backports\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("backports.sources.bak"),
+            "Types: deb\nSuites: bookworm-backports\n",
+        )
+        .unwrap();
+        let sources = apt_sources_under(root.path());
+        assert!(names_backports(&sources, "deb-src"));
+        assert!(!names_backports(&sources, "deb"), "apt reads no .bak file");
+    }
+
+    #[test]
+    fn without_root_the_plan_is_refused_with_the_one_command_and_nothing_installed() {
+        let mut host = new_bookworm_machine(&[DEBIAN_SOURCES]);
+        host.can_install = false;
+        let plan = plan_for(run_with_own_qemu(), &host);
+        let error = plan
+            .apply(run_with_own_qemu(), Consent::Given)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("Nothing was built"), "{error}");
+        assert!(error.contains(&plan.command()), "{error}");
+        assert!(
+            error.contains("deb-src entry for bookworm-backports"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn an_old_qemu_without_root_is_a_note_not_a_refusal() {
+        let mut host = new_bookworm_machine(&[DEBIAN_SOURCES]);
+        host.unmet.clear();
+        host.can_install = false;
+        host.qemu_version = Some((7, 2));
+        let plan = plan_for(
+            HostNeeds {
+                run: true,
+                ..HostNeeds::default()
+            },
+            &host,
+        );
+        assert!(plan.is_empty(), "{plan:?}");
+        assert!(plan.notes[0].contains("QEMU 7.2"), "{plan:?}");
     }
 
     #[test]

@@ -5,13 +5,27 @@ use super::SuiteChoice;
 use crate::base::exit::ExitStatus;
 use anyhow::Result;
 
-pub fn run(suite: &SuiteChoice, list: bool) -> Result<ExitStatus> {
+pub fn run(suite: &SuiteChoice, list: bool, yes: bool) -> Result<ExitStatus> {
     if list {
         print_kernels();
         return Ok(ExitStatus::Success);
     }
     let (suite, source) = suite.load()?;
-    crate::base::prereq::ensure(false)?;
+    use crate::base::prereq::{ensure, Consent, HostNeeds};
+    // The images are the kernels and the initramfs: markbench's QEMU is
+    // built by the run that boots it.
+    let needs = HostNeeds {
+        run: true,
+        ..HostNeeds::default()
+    };
+    ensure(
+        needs,
+        if yes {
+            Consent::Given
+        } else {
+            Consent::AskInTerminal
+        },
+    )?;
     let images = crate::stages::run_images::prepare_images(&suite, &source)?;
     for k in &images.kernels {
         println!("kernel {:<20} {}", k.name, k.bzimage.display());

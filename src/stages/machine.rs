@@ -41,9 +41,7 @@ pub fn decide(
         &trials.join("accel-trial.log"),
     );
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
-    let may_count = decision.accel == crate::record::Accel::Tcg
-        && max_cpus > 1
-        && suite.timing != crate::stages::suite::TimingChoice::Wall;
+    let may_count = decision.accel == crate::record::Accel::Tcg && smp_may_count(suite);
     let smp = match may_count && !named_qemu {
         true => Some(own_qemu(suite.smp_turn)?),
         false => None,
@@ -88,6 +86,22 @@ pub fn decide(
         smp: smp.filter(|_| timing.is_icount()),
         timing,
     })
+}
+
+/// Whether a guest of the suite has more than one vCPU and may count
+/// instructions (the suite does not ask for wall time, nor for KVM, under
+/// which it cannot).
+fn smp_may_count(suite: &Suite) -> bool {
+    suite.cpus.iter().any(|&c| c > 1)
+        && suite.timing != crate::stages::suite::TimingChoice::Wall
+        && suite.accel != crate::stages::suite::AccelChoice::Kvm
+}
+
+/// Whether the run may boot markbench's own QEMU, planned before the KVM
+/// trial decides it: for the outcome that needs more, TCG. A QEMU the suite
+/// or the command line names is used for every boot instead.
+pub fn may_need_own_qemu(suite: &Suite, named_qemu: bool) -> bool {
+    smp_may_count(suite) && !named_qemu
 }
 
 /// markbench's own QEMU (built when the cache has none) with `turn`.

@@ -42,6 +42,8 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
         variant: Some(point.variant.clone()),
         reports: tonight.clone(),
         out: Some(tonight.join("bisect")),
+        // The night's compare asked already.
+        yes: options.yes,
         ..Request::default()
     };
     message::note(format_args!(

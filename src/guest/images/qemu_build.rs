@@ -208,8 +208,10 @@ pub fn ensure_in(cache: &Cache) -> Result<BuiltQemu> {
         super::lock::used(&dir);
         return Ok(built);
     }
-    let tarball = source_tarball(&root.join("source"))?;
+    // Its tools and the deb-src entry the source is fetched from, before
+    // the fetch (a run has installed them before its first build).
     crate::base::prereq::ensure_qemu_build_tools()?;
+    let tarball = source_tarball(&root.join("source"))?;
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     }

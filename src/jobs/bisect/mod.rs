@@ -51,6 +51,18 @@ pub struct Request {
     pub reports: PathBuf,
     pub out: Option<PathBuf>,
     pub resume: Option<PathBuf>,
+    /// Install what the host lacks without asking (`--yes`).
+    pub yes: bool,
+}
+
+impl Request {
+    /// Whether what the host lacks may be installed without asking.
+    pub fn consent(&self) -> crate::base::prereq::Consent {
+        match self.yes {
+            true => crate::base::prereq::Consent::Given,
+            false => crate::base::prereq::Consent::AskInTerminal,
+        }
+    }
 }
 
 /// The bisection as it started, kept in its directory (`bisect.toml`), so
@@ -125,6 +137,9 @@ pub enum Shown<'a> {
 pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answer::Answer)> {
     let (dir, plan) = start(request)?;
     let suite = suite_of(&plan)?;
+    let point_suite = restricted(&suite, &plan)?;
+    let needs = compare::host_needs(&point_suite, point_suite.qemu.is_some());
+    crate::base::prereq::ensure(needs, request.consent())?;
     show(Shown::Started {
         dir: &dir,
         plan: &plan,
@@ -572,7 +587,6 @@ impl<'a> Bench<'a> {
         images: &crate::stages::run_images::Images,
     ) -> Result<(&mut vm::qemu::QemuRunner, &vm::Machine)> {
         if self.machine.is_none() {
-            crate::base::prereq::ensure(false)?;
             let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
             let mut runner = vm::qemu::QemuRunner::new(&qemu);
             let machine = crate::stages::machine::decide(

@@ -35,7 +35,11 @@ fn earlier_seconds_per_boot(
 
 /// The summary of `run`'s plan. Checks what a run would refuse before
 /// building: every patch applies (on a scratch copy), every fragment parses.
-pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary> {
+pub(super) fn plan_summary(
+    run: &Resolved,
+    reports: &Path,
+    host: &crate::base::prereq::HostPlan,
+) -> Result<PlanSummary> {
     let suite = &run.suite;
     let origins = own_origins(run)?;
     let variants = variant_plans(suite)?;
@@ -101,7 +105,8 @@ pub(super) fn plan_summary(run: &Resolved, reports: &Path) -> Result<PlanSummary
         maybe_tcg: suite.accel != AccelChoice::Kvm,
         jobs,
         slots,
-        smp_qemu: smp_qemu_line(run, max),
+        smp_qemu: smp_qemu_line(run),
+        host: host.clone(),
     })
 }
 
@@ -228,10 +233,9 @@ fn model_lines(
 
 /// Says that SMP boots under icount use markbench's own QEMU, and whether
 /// it is built or still to build.
-fn smp_qemu_line(run: &Resolved, max_cpus: u32) -> Option<String> {
+fn smp_qemu_line(run: &Resolved) -> Option<String> {
     use crate::guest::images::qemu_build;
-    let may_count = run.suite.timing != TimingChoice::Wall && run.suite.accel != AccelChoice::Kvm;
-    if max_cpus < 2 || !may_count || run.qemu.is_some() {
+    if !crate::stages::machine::may_need_own_qemu(&run.suite, run.qemu.is_some()) {
         return None;
     }
     let key = qemu_build::build_key();
@@ -242,8 +246,7 @@ fn smp_qemu_line(run: &Resolved, max_cpus: u32) -> Option<String> {
     {
         "in the cache".to_string()
     } else {
-        "built first (about 10 minutes on 2 cores; `markbench setup` installs what it needs)"
-            .to_string()
+        "built first (about 4 minutes on 2 cores, after the kernels)".to_string()
     };
     let turn = match run.suite.smp_turn {
         0 => "turns to the next timer deadline".to_string(),

@@ -108,13 +108,34 @@ fn refuse_what_this_host_cannot_run(run: &Resolved, options: &Options) -> Result
     Ok(oversubscribed_here)
 }
 
+/// What the run needs of the host: a run's tools, and what building
+/// markbench's QEMU needs where an SMP point may boot it.
+/// `named_qemu`: a QEMU the suite or the command line names, which boots
+/// every guest instead.
+pub fn host_needs(suite: &crate::stages::suite::Suite, named_qemu: bool) -> prereq::HostNeeds {
+    prereq::HostNeeds {
+        run: true,
+        qemu_build: crate::stages::machine::may_need_own_qemu(suite, named_qemu),
+        ci: false,
+    }
+}
+
 /// Runs what `options` ask for (one shard of a suite when they name one),
 /// passing what it has to show to `show` as it goes.
 pub fn compare(options: &Options, show: &mut dyn FnMut(Shown<'_>)) -> Result<Outcome> {
     let run = Resolved::new(options)?;
     // The dry run refuses what the run would: it is the run's preview.
     let oversubscribed_here = refuse_what_this_host_cannot_run(&run, options)?;
-    show(Shown::Plan(&dry_run::plan_summary(&run, &options.reports)?));
+    // What the host lacks is decided once, shown by the plan and taken
+    // before the first build, so a missing piece never stops a run after
+    // its kernels are built.
+    let needs = host_needs(&run.suite, run.qemu.is_some());
+    let host = prereq::plan_for(needs, &prereq::HostState::read());
+    show(Shown::Plan(&dry_run::plan_summary(
+        &run,
+        &options.reports,
+        &host,
+    )?));
     if options.dry_run {
         return Ok(Outcome {
             run: None,
@@ -122,7 +143,7 @@ pub fn compare(options: &Options, show: &mut dyn FnMut(Shown<'_>)) -> Result<Out
         });
     }
     let started = std::time::Instant::now();
-    prereq::ensure(false)?;
+    host.apply(needs, options.consent())?;
     let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
     let mut run = run;
     if let KernelSource::Tarball(p) = &run.source {
@@ -223,4 +244,66 @@ fn directory_and_machine(
             .to_path_buf(),
     };
     Ok((dir, machine))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::prereq::{plan_for, HostState, HostStep};
+
+    /// A new Debian 12 machine with only Rust: nothing markbench installs,
+    /// no bookworm-backports, root.
+    fn new_machine() -> HostState {
+        let mut all = prereq::requirements();
+        all.extend(prereq::qemu_build_requirements());
+        HostState {
+            codename: Some("bookworm".into()),
+            debian_like: true,
+            can_install: true,
+            unmet: all.iter().map(|r| r.package).collect(),
+            qemu_version: None,
+            apt_sources: vec!["Types: deb\nURIs: http://deb.debian.org/debian\n\
+                               Suites: bookworm bookworm-updates\nComponents: main\n"
+                .into()],
+        }
+    }
+
+    fn quick_suite() -> crate::stages::suite::Suite {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::stages::suite::Suite::load(
+            &dir.join("suites/quick.toml"),
+            &crate::stages::suite::FragmentLookup::BesideSuite { cwd: dir.into() },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_quick_suite_on_a_new_machine_plans_the_qemu_build_before_anything_is_built() {
+        let suite = quick_suite();
+        let needs = host_needs(&suite, false);
+        assert!(needs.qemu_build, "its 2-vCPU point boots markbench's QEMU");
+        let plan = plan_for(needs, &new_machine());
+        assert!(plan.steps.contains(&HostStep::AddSource {
+            path: "/etc/apt/sources.list.d/markbench-bookworm-backports-src.sources",
+            types: "deb-src",
+        }));
+        for package in ["ninja-build", "meson", "python3-pycotap", "libglib2.0-dev"] {
+            assert!(plan.packages().contains(&package), "{package}: {plan:?}");
+        }
+        // A QEMU the command line names boots every guest: nothing to build.
+        assert!(!host_needs(&suite, true).qemu_build);
+    }
+
+    #[test]
+    fn one_vcpu_or_wall_time_needs_no_qemu_build() {
+        let mut suite = quick_suite();
+        suite.cpus = vec![1];
+        assert!(!host_needs(&suite, false).qemu_build);
+        let mut suite = quick_suite();
+        suite.timing = TimingChoice::Wall;
+        assert!(!host_needs(&suite, false).qemu_build);
+        let mut suite = quick_suite();
+        suite.accel = AccelChoice::Kvm;
+        assert!(!host_needs(&suite, false).qemu_build);
+    }
 }

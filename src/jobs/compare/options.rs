@@ -41,8 +41,20 @@ pub struct Options {
     pub smp_turn: Option<u32>,
     /// Run wall-time guests with more vCPUs than the host has cores.
     pub allow_oversubscribe: bool,
+    /// Install what the host lacks without asking (`--yes`).
+    pub yes: bool,
     /// Where new run directories go.
     pub reports: PathBuf,
     /// The run directory itself, instead of a new one under `reports`.
     pub out: Option<PathBuf>,
+}
+
+impl Options {
+    /// Whether what the host lacks may be installed without asking.
+    pub fn consent(&self) -> crate::base::prereq::Consent {
+        match self.yes {
+            true => crate::base::prereq::Consent::Given,
+            false => crate::base::prereq::Consent::AskInTerminal,
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! alone with `--dry-run`): `jobs::compare` computes and checks the plan
 //! into a [`PlanSummary`]; this module only words it.
 
+use crate::base::prereq::{HostPlan, HostStep};
 use crate::stages::suite::{RunOrder, TimingChoice};
 
 /// How the plan names a variant's role.
@@ -61,6 +62,9 @@ pub struct PlanSummary {
     /// What boots of more than one vCPU under icount boot with, when it is
     /// markbench's own QEMU.
     pub smp_qemu: Option<String>,
+    /// What this machine lacks of what the run needs, and how the run
+    /// gives it before the first build.
+    pub host: HostPlan,
 }
 
 /// A variant as the plan shows it.
@@ -135,11 +139,60 @@ fn timing_name(timing: TimingChoice) -> &'static str {
     }
 }
 
+/// What the run installs before its first build, or where it cannot, the
+/// one command that would.
+fn render_host(host: &HostPlan, out: &mut String) {
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
+    for note in &host.notes {
+        line(format!("note: {note}"));
+    }
+    if host.is_empty() {
+        line("this machine: has every package and apt source the run needs".into());
+        return;
+    }
+    if !host.can_install {
+        line(format!(
+            "this machine lacks: {}\n  the run stops before building anything; to install them, \
+             run (as root or with sudo):\n    {}",
+            host.missing.join(", "),
+            host.command()
+        ));
+        return;
+    }
+    line(format!(
+        "before building, the run installs what this machine lacks: {}",
+        host.missing.join(", ")
+    ));
+    for step in &host.steps {
+        line(match step {
+            HostStep::AddSource { path, types } => {
+                format!("  adds Debian's bookworm-backports ({types}) in {path}")
+            }
+            HostStep::Update => "  apt-get update".into(),
+            HostStep::Install {
+                packages,
+                backports: false,
+            } => format!("  apt-get install {}", packages.join(" ")),
+            HostStep::Install {
+                packages,
+                backports: true,
+            } => format!(
+                "  apt-get install -t bookworm-backports {}",
+                packages.join(" ")
+            ),
+        });
+    }
+}
+
 impl PlanSummary {
     /// The plan's lines, each ending in a newline.
     pub fn render(&self) -> String {
         let mut out = String::new();
         self.render_kernels(&mut out);
+        render_host(&self.host, &mut out);
         self.render_work(&mut out);
         self.render_order(&mut out);
         self.render_notes(&mut out);
@@ -395,6 +448,11 @@ mod tests {
             jobs: 1,
             slots: vec!["slots: one at a time".into()],
             smp_qemu: None,
+            host: HostPlan {
+                can_install: true,
+                debian_like: true,
+                ..HostPlan::default()
+            },
         }
     }
 
@@ -409,6 +467,7 @@ mod tests {
              \x20 without (baseline): a: kernel k-a\n\
              \x20     base.config              vm-images/base.config (sha256 0123456789abcdef)\n\
              \x20 with (candidate):   b: kernel k-b, cmdline \"quiet x=\\\"1\\\"\\tq='2'\"\n\
+             this machine: has every package and apt source the run needs\n\
              \x20 workload hackbench × 5 runs\n\
              \x20 objects sized in each build: kernel/sched/core.o\n\
              4 boots (2 per variant × 1 CPU count), 24 timed runs in all (5 measured + 1 warm-up per point per boot)\n\
@@ -432,6 +491,58 @@ mod tests {
                 "estimated time: 3 min of booting (90 s per boot in reports/x, 2 at once)"
             ),
             "{two}"
+        );
+    }
+
+    #[test]
+    fn what_the_machine_lacks_is_shown_before_the_work_with_how_it_is_given() {
+        let lacking = HostPlan {
+            steps: vec![
+                HostStep::AddSource {
+                    path: "/etc/apt/sources.list.d/b.sources",
+                    types: "deb-src",
+                },
+                HostStep::Update,
+                HostStep::Install {
+                    packages: vec!["ninja-build"],
+                    backports: false,
+                },
+            ],
+            missing: vec!["ninja", "a deb-src entry"],
+            notes: Vec::new(),
+            can_install: true,
+            debian_like: true,
+        };
+        let text = PlanSummary {
+            host: lacking.clone(),
+            ..full()
+        }
+        .render();
+        let first_work = text.find("  workload").unwrap();
+        let installs = text
+            .find(
+                "before building, the run installs what this machine lacks: ninja, a deb-src entry\n\
+                 \x20 adds Debian's bookworm-backports (deb-src) in /etc/apt/sources.list.d/b.sources\n\
+                 \x20 apt-get update\n\
+                 \x20 apt-get install ninja-build\n",
+            )
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(installs < first_work);
+        let refused = PlanSummary {
+            host: HostPlan {
+                can_install: false,
+                ..lacking.clone()
+            },
+            ..full()
+        }
+        .render();
+        assert!(
+            refused.contains(&format!(
+                "this machine lacks: ninja, a deb-src entry\n  the run stops before building \
+                 anything; to install them, run (as root or with sudo):\n    {}\n",
+                lacking.command()
+            )),
+            "{refused}"
         );
     }
 
