@@ -372,10 +372,13 @@ impl CycleModel {
     /// The settings a run directory records, if it was made with the model.
     pub fn read(dir: &Path) -> anyhow::Result<Option<CycleModel>> {
         let path = dir.join(SETTINGS_FILE);
-        if !path.exists() {
+        let Some(text) = crate::base::input_file::read_text_if_present(
+            &path,
+            crate::base::input_file::Bound::Text,
+        )?
+        else {
             return Ok(None);
-        }
-        let text = crate::base::input_file::read_text(&path, crate::base::input_file::Bound::Text)?;
+        };
         let mut model: CycleModel =
             toml::from_str(&text).map_err(|e| InputError::in_file(&path, e))?;
         // A setting the run's markbench did not have yet: the part it
@@ -817,5 +820,36 @@ region\tkind\taddress\tinstructions
         m.set("memory-cycles", 300).unwrap();
         m.write(dir.path()).unwrap();
         assert_eq!(CycleModel::read(dir.path()).unwrap(), Some(m));
+    }
+
+    #[test]
+    fn settings_that_cannot_be_read_are_an_error_not_a_run_without_the_model() {
+        use crate::base::exit::ExitStatus;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SETTINGS_FILE);
+        crate::base::input_file::link_to_failing_read(&path);
+        let e = CycleModel::read(dir.path()).unwrap_err();
+        assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Machinery);
+        assert!(
+            format!("{e:#}").contains("cycle-model.toml: cannot be read: Input/output error"),
+            "{e:#}"
+        );
+        // A stat that fails otherwise than "not found" (here ENOTDIR: the
+        // run's directory is a file) is no absence either.
+        let file = dir.path().join("run");
+        std::fs::write(&file, "").unwrap();
+        let e = CycleModel::read(&file).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("run/cycle-model.toml: cannot be read: Not a directory"),
+            "{e:#}"
+        );
+        // A link to nothing is a damaged run, not one made without the model.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("gone"), &path).unwrap();
+        let e = CycleModel::read(dir.path()).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("cycle-model.toml: cannot be read"),
+            "{e:#}"
+        );
     }
 }

@@ -89,13 +89,32 @@ pub fn read_text(path: &Path, bound: Bound) -> anyhow::Result<String> {
     })
 }
 
+/// Like [`read`], `None` when the file does not exist (an optional file
+/// of a run directory); any other failure is still an error.
+pub fn read_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<Vec<u8>>> {
+    if absent(path) {
+        Ok(None)
+    } else {
+        read(path, bound).map(Some)
+    }
+}
+
 /// Like [`read_text`], `None` when the file does not exist (an optional
 /// file of a run directory); any other failure is still an error.
 pub fn read_text_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<String>> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => read_text(path, bound).map(Some),
+    if absent(path) {
+        Ok(None)
+    } else {
+        read_text(path, bound).map(Some)
     }
+}
+
+/// Whether nothing is at `path`. Only "not found" is absence: a stat that
+/// fails otherwise (EIO, EACCES on a directory above it) says nothing about
+/// the file, so the read that follows is left to fail and say why, naming
+/// the file, rather than a damaged run reading as one that never had it.
+fn absent(path: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
 
 /// `path` read as TOML into a `T`, a file of kind `bound`; what is wrong
@@ -189,6 +208,15 @@ fn describe(kind: &std::fs::FileType) -> &'static str {
     }
 }
 
+/// Makes `path` a file whose read fails with EIO, as a failing disk's
+/// does: a link to this process's own memory, a regular file whose offset
+/// 0 is an address nothing is mapped at. Permissions cannot stand in for
+/// it: tests run as root, which reads any file.
+#[cfg(test)]
+pub(crate) fn link_to_failing_read(path: &Path) {
+    std::os::unix::fs::symlink("/proc/self/mem", path).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,6 +308,37 @@ mod tests {
             )
         );
         assert!(text.contains("Input/output error"), "{text}");
+    }
+
+    #[test]
+    fn only_a_file_not_found_is_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let absent = dir.path().join("sizes.toml");
+        assert_eq!(read_if_present(&absent, Bound::Record).unwrap(), None);
+        // A directory where the file should be is damage, not absence.
+        std::fs::create_dir(&absent).unwrap();
+        let e = read_if_present(&absent, Bound::Record).unwrap_err();
+        assert!(is_input_error(&e), "{e:#}");
+        assert!(format!("{e:#}").contains("sizes.toml: not a regular file"));
+        let e = read_text_if_present(&absent, Bound::Record).unwrap_err();
+        assert!(format!("{e:#}").contains("sizes.toml: not a regular file"));
+        // So is a path whose stat fails otherwise than "not found".
+        std::fs::write(dir.path().join("meta.toml"), "").unwrap();
+        let through_a_file = dir.path().join("meta.toml/sizes.toml");
+        let e = read_if_present(&through_a_file, Bound::Record).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("cannot be read: Not a directory"),
+            "{e:#}"
+        );
+        // A read the system fails is the machinery's, named.
+        let failing = dir.path().join("samples.csv");
+        link_to_failing_read(&failing);
+        let e = read_if_present(&failing, Bound::Samples).unwrap_err();
+        assert!(!is_input_error(&e), "{e:#}");
+        assert!(
+            format!("{e:#}").contains("samples.csv: cannot be read: Input/output error"),
+            "{e:#}"
+        );
     }
 
     #[test]

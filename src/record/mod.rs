@@ -334,10 +334,11 @@ const MAX_FIELD_BYTES: usize = 4096;
 /// host is the last field and every field before it is whole.
 pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
     let path = dir.join(SAMPLES_FILE);
-    if std::fs::symlink_metadata(&path).is_err() {
+    let Some(bytes) =
+        crate::base::input_file::read_if_present(&path, crate::base::input_file::Bound::Samples)?
+    else {
         return Ok(SampleFile::default());
-    }
-    let bytes = crate::base::input_file::read(&path, crate::base::input_file::Bound::Samples)?;
+    };
     let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
     let malformed = |line: u64, why: &dyn std::fmt::Display| {
         crate::base::error::InputError::new(format!(
@@ -557,5 +558,29 @@ mod tests {
         // Without its newline it is a torn tail.
         std::fs::write(&path, text.trim_end()).unwrap();
         assert_eq!(read_sample_file(dir.path()).unwrap().rows.len(), 1);
+    }
+
+    #[test]
+    fn samples_that_cannot_be_read_are_an_error_not_a_run_without_samples() {
+        use crate::base::exit::ExitStatus;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SAMPLES_FILE);
+        assert!(read_sample_file(dir.path()).unwrap().rows.is_empty());
+        crate::base::input_file::link_to_failing_read(&path);
+        let e = read_sample_file(dir.path()).unwrap_err();
+        assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Machinery);
+        assert!(
+            format!("{e:#}").contains("samples.csv: cannot be read: Input/output error"),
+            "{e:#}"
+        );
+        // A stat that fails otherwise than "not found" (here ENOTDIR: the
+        // run's directory is a file) is no absence either.
+        let file = dir.path().join("run");
+        std::fs::write(&file, "").unwrap();
+        let e = read_sample_file(&file).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("run/samples.csv: cannot be read: Not a directory"),
+            "{e:#}"
+        );
     }
 }

@@ -248,12 +248,16 @@ impl SizeRecord {
     /// were recorded.
     pub fn read(dir: &Path) -> Result<Option<SizeRecord>> {
         let path = dir.join(SIZES_FILE);
-        if std::fs::symlink_metadata(&path).is_err() {
-            return Ok(None);
-        }
-        Ok(Some(crate::base::input_file::read_toml(
+        let Some(text) = crate::base::input_file::read_text_if_present(
             &path,
             crate::base::input_file::Bound::Record,
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(crate::base::input_file::parse_toml(
+            &path,
+            &text,
             "size record",
         )?))
     }
@@ -1197,5 +1201,28 @@ mod tests {
         std::fs::write(dir.path().join(SIZES_FILE), "[[kernel]]\nvariant = 3\n").unwrap();
         let e = format!("{:#}", SizeRecord::read(dir.path()).unwrap_err());
         assert!(e.contains("sizes.toml:2:11: malformed size record"), "{e}");
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_read_is_an_error_not_a_run_without_sizes() {
+        use crate::base::exit::ExitStatus;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SIZES_FILE);
+        crate::base::input_file::link_to_failing_read(&path);
+        let e = SizeRecord::read(dir.path()).unwrap_err();
+        assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Machinery);
+        assert!(
+            format!("{e:#}").contains("sizes.toml: cannot be read: Input/output error"),
+            "{e:#}"
+        );
+        // A stat that fails otherwise than "not found" (here ENOTDIR: the
+        // run's directory is a file) is no absence either.
+        let file = dir.path().join("run");
+        std::fs::write(&file, "").unwrap();
+        let e = SizeRecord::read(&file).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("run/sizes.toml: cannot be read: Not a directory"),
+            "{e:#}"
+        );
     }
 }

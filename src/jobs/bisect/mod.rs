@@ -206,13 +206,72 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
     Ok((dir, plan))
 }
 
-/// The plan a bisection in `dir` started with.
+/// The plan a bisection in `dir` started with. A plan that cannot be read
+/// for the system's fault (a failing disk) is the machinery's failure; one
+/// that reads but is malformed or damaged is input to fix, naming the file.
 fn resumed_plan(dir: &Path) -> Result<Plan> {
+    use crate::base::input_file::{self, Bound};
     let path = dir.join(PLAN_FILE);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| InputError::in_file(&path, format!("not a bisection directory ({e})")))?;
-    let plan: Plan = toml::from_str(&text).map_err(|e| InputError::in_file(&path, e))?;
+    let Some(text) = input_file::read_text_if_present(&path, Bound::Record)? else {
+        return Err(InputError::in_file(
+            dir,
+            format!("not a bisection directory (no {PLAN_FILE})"),
+        )
+        .into());
+    };
+    let plan: Plan = input_file::parse_toml(&path, &text, "bisection plan")?;
+    plan.check()
+        .map_err(|why| InputError::in_file(&path, format!("damaged bisection plan: {why}")))?;
     Ok(plan)
+}
+
+impl Plan {
+    /// Why a plan read back is not one [`new_plan`] could have written, if
+    /// it is not: the search indexes its commits from GOOD (the first) to
+    /// BAD (the last) and names each by its id, so a plan with fewer than
+    /// two, or an id that is not one, cannot be bisected; nor can figures be
+    /// judged with a threshold, boots or rounds `new_plan` refuses.
+    fn check(&self) -> Result<(), String> {
+        if self.commits.len() < 2 {
+            let held = if self.commits.is_empty() {
+                "no commit"
+            } else {
+                "one commit"
+            };
+            return Err(format!(
+                "`commits` holds {held}: a bisection runs from GOOD to BAD, two commits at least"
+            ));
+        }
+        let not_an_id = |id: &str| id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit());
+        if let Some((i, c)) = self
+            .commits
+            .iter()
+            .enumerate()
+            .find(|(_, c)| not_an_id(&c.id))
+        {
+            return Err(format!(
+                "commit {} of `commits` has the id {:?}, not a git commit id",
+                i + 1,
+                c.id
+            ));
+        }
+        if !(self.threshold > 0.0 && self.threshold < 1.0) {
+            return Err(format!(
+                "threshold {} is not a fraction above 0 and below 1",
+                self.threshold
+            ));
+        }
+        if self.boots < 2 {
+            return Err(format!(
+                "boots {}: a commit's figures need at least two boots to have an interval",
+                self.boots
+            ));
+        }
+        if self.max_rounds < 1 {
+            return Err("max_rounds 0: a commit gets one round at least".into());
+        }
+        Ok(())
+    }
 }
 
 /// The plan `request` asks for, every part of it checked: the tree and its
@@ -714,5 +773,126 @@ fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
                 message::warning(format_args!("removing {}: {e}", dir.display()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::exit::ExitStatus;
+
+    fn plan(commits: usize) -> Plan {
+        Plan {
+            tree: "/src/linux".into(),
+            good: "a".repeat(40),
+            bad: "b".repeat(40),
+            suite: None,
+            suite_sha256: crate::base::sha256::Sha256::of(b"suite"),
+            point: "hackbench:time@1cpu:2".into(),
+            variant: String::new(),
+            threshold: 0.01,
+            boots: 4,
+            iterations: None,
+            max_rounds: 3,
+            profile: false,
+            commits: (0..commits)
+                .map(|i| RangeCommit {
+                    id: format!("{:040x}", i + 1),
+                    subject: format!("commit {i}"),
+                    author: "A. Developer <a@example.org>".into(),
+                    merge: false,
+                })
+                .collect(),
+        }
+    }
+
+    /// `plan` written as `dir`'s bisect.toml, and what resuming it reads.
+    fn resumed(dir: &Path, plan: &Plan) -> Result<Plan> {
+        std::fs::write(dir.join(PLAN_FILE), toml::to_string(plan).unwrap()).unwrap();
+        resumed_plan(dir)
+    }
+
+    /// Why `e` ended a resumed bisection, as the user sees it, after
+    /// checking it is input to fix.
+    fn input_to_fix(e: anyhow::Error) -> String {
+        assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Input, "{e:#}");
+        format!("{e:#}")
+    }
+
+    #[test]
+    fn a_plan_as_written_resumes() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(resumed(dir.path(), &plan(2)).unwrap(), plan(2));
+    }
+
+    #[test]
+    fn a_plan_without_two_commits_is_input_to_fix_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for (n, held) in [(0, "no commit"), (1, "one commit")] {
+            let e = input_to_fix(resumed(dir.path(), &plan(n)).unwrap_err());
+            assert!(
+                e.contains(&format!(
+                    "bisect.toml: damaged bisection plan: `commits` holds {held}"
+                )),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_plan_with_values_a_new_one_cannot_have_is_input_to_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        type Damage = fn(&mut Plan);
+        let damaged: [(Damage, &str); 4] = [
+            (
+                |p| p.commits[1].id = "é".repeat(20),
+                "commit 2 of `commits` has the id",
+            ),
+            (
+                |p| p.threshold = f64::NAN,
+                "threshold NaN is not a fraction",
+            ),
+            (|p| p.boots = 1, "boots 1: a commit's figures need"),
+            (|p| p.max_rounds = 0, "max_rounds 0"),
+        ];
+        for (damage, says) in damaged {
+            let mut p = plan(3);
+            damage(&mut p);
+            let e = input_to_fix(resumed(dir.path(), &p).unwrap_err());
+            assert!(e.contains("bisect.toml: damaged bisection plan: "), "{e}");
+            assert!(e.contains(says), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_plan_that_is_not_toml_or_not_there_is_input_to_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = input_to_fix(resumed_plan(dir.path()).unwrap_err());
+        assert!(
+            e.contains("not a bisection directory (no bisect.toml)"),
+            "{e}"
+        );
+        std::fs::write(
+            dir.path().join(PLAN_FILE),
+            "tree = \"/src/linux\"\ncommits = 3\n",
+        )
+        .unwrap();
+        let e = input_to_fix(resumed_plan(dir.path()).unwrap_err());
+        assert!(
+            e.contains("bisect.toml:2:11: malformed bisection plan"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_plan_the_disk_fails_to_read_is_the_machinery() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::base::input_file::link_to_failing_read(&dir.path().join(PLAN_FILE));
+        let e = resumed_plan(dir.path()).unwrap_err();
+        assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Machinery);
+        assert!(
+            format!("{e:#}").contains("bisect.toml: cannot be read: Input/output error"),
+            "{e:#}"
+        );
     }
 }
