@@ -296,7 +296,9 @@ fn default_margin_pct() -> Spanned<f64> {
 }
 /// The turn SMP guests get under icount unless a suite says otherwise:
 /// short enough that a cache line written by two vCPUs changes hands often,
-/// long enough to cost little (docs/timing-and-noise.md has the figures).
+/// long enough that a switch is a small part of a turn. What it costs in
+/// host CPU is not measured to a figure yet (`scripts/smp-turn-cost.sh`
+/// measures it).
 pub const DEFAULT_SMP_TURN: u32 = 10_000;
 
 /// The shortest turn allowed: below it a vCPU does little more than switch.
