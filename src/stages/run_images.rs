@@ -66,6 +66,24 @@ pub fn resolve_origins(suite: &Suite, source: &KernelSource) -> Result<Vec<Resol
     Ok(origins)
 }
 
+/// Each variant's kernel name and whether the cache holds it, as the run
+/// would build it from `origins` (each variant's, resolved).
+pub fn cached_kernels(suite: &Suite, origins: &[ResolvedOrigin]) -> Result<Vec<(String, bool)>> {
+    let mut kernels = Vec::new();
+    for (v, origin) in suite.variants.iter().zip(origins) {
+        let spec = KernelSpec {
+            name: v.kernel.clone(),
+            base: suite.kernel_base.clone(),
+            fragments: suite.fragments.kernel(&v.kernel)?,
+        };
+        let entry = (v.kernel.clone(), kernel::is_cached(origin, &spec));
+        if !kernels.contains(&entry) {
+            kernels.push(entry);
+        }
+    }
+    Ok(kernels)
+}
+
 /// Builds (or finds in the cache) every variant's kernel and the base initramfs.
 pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
     let origins = resolve_origins(suite, source)?;

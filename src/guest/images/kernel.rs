@@ -834,6 +834,13 @@ pub fn merged_config(base: &str, fragments: &[Fragment]) -> String {
     text
 }
 
+/// Whether the cache holds `spec`'s kernel built from `origin` whole, so a
+/// run would not build it.
+pub fn is_cached(origin: &ResolvedOrigin, spec: &KernelSpec) -> bool {
+    let key = kernel_key(spec, origin.identity.as_str(), &tool_version("gcc"));
+    cached(&Cache::here().kernel(&spec.name, &key)).is_some()
+}
+
 /// The kernel cached in `dir`, if it is there whole: its record reads and
 /// its files match their seals. A damaged entry is named on the screen and
 /// passed over (the caller builds it again, replacing it), never booted.

@@ -41,7 +41,12 @@ pub(super) fn plan_summary(
     host: &crate::base::prereq::HostPlan,
 ) -> Result<PlanSummary> {
     let suite = &run.suite;
-    let origins = own_origins(run)?;
+    let resolved = resolved_origins(run)?;
+    let origins = own_origins(run, resolved.as_deref());
+    let kernels_cached = match &resolved {
+        Some(resolved) => Some(crate::stages::run_images::cached_kernels(suite, resolved)?),
+        None => None,
+    };
     let variants = variant_plans(suite)?;
     let (estimate, plugin_lines) = estimate(run, reports);
     let host_cores = crate::base::host::cores() as u32;
@@ -107,28 +112,51 @@ pub(super) fn plan_summary(
         slots,
         smp_qemu: smp_qemu_line(run),
         host: host.clone(),
+        kernels_cached,
     })
 }
 
-/// Each variant's kernel origin, when a variant has one of its own.
-/// Resolving checks every patch on a scratch copy: one that does not apply
-/// fails the dry run as it would fail the run, before a build.
-fn own_origins(run: &Resolved) -> Result<Vec<(String, String)>> {
+/// Every variant's kernel origin, resolved: its revision found and its
+/// patches checked on a scratch copy, so one that does not apply fails the
+/// dry run as it would fail the run, before a build. `None` where the run's
+/// kernel source is not there yet (Debian's tarball, which a run installs
+/// before its first build) and no variant names an origin of its own.
+fn resolved_origins(
+    run: &Resolved,
+) -> Result<Option<Vec<crate::guest::images::source::ResolvedOrigin>>> {
     let suite = &run.suite;
     let own_origins = suite
         .variants
         .iter()
         .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
-    if !own_origins {
-        return Ok(Vec::new());
+    if !own_origins && !run.source.path().exists() {
+        return Ok(None);
     }
-    let origins = crate::stages::run_images::resolve_origins(suite, &run.source)?;
-    Ok(suite
+    Ok(Some(crate::stages::run_images::resolve_origins(
+        suite,
+        &run.source,
+    )?))
+}
+
+/// Each variant's kernel origin, when a variant has one of its own.
+fn own_origins(
+    run: &Resolved,
+    resolved: Option<&[crate::guest::images::source::ResolvedOrigin]>,
+) -> Vec<(String, String)> {
+    let suite = &run.suite;
+    let own_origins = suite
         .variants
         .iter()
-        .zip(&origins)
-        .map(|(v, origin)| (v.name.clone(), origin.describe()))
-        .collect())
+        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
+    match resolved {
+        Some(origins) if own_origins => suite
+            .variants
+            .iter()
+            .zip(origins)
+            .map(|(v, origin)| (v.name.clone(), origin.describe()))
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// Each variant's kernel, command line and fragments, every fragment parsed.

@@ -65,6 +65,9 @@ pub struct PlanSummary {
     /// What this machine lacks of what the run needs, and how the run
     /// gives it before the first build.
     pub host: HostPlan,
+    /// Each kernel and whether the cache holds it; `None` while the kernel
+    /// source is not there to say.
+    pub kernels_cached: Option<Vec<(String, bool)>>,
 }
 
 /// A variant as the plan shows it.
@@ -187,12 +190,54 @@ fn render_host(host: &HostPlan, out: &mut String) {
     }
 }
 
+/// How long a minimal kernel not in the cache takes to build here
+/// (docs/measurements.md).
+const MINIMAL_KERNEL_BUILD: &str = "a minimal kernel: 7 to 10 minutes on 2 cores";
+
 impl PlanSummary {
+    /// Which kernels the run builds and which the cache holds.
+    fn render_builds(&self, out: &mut String) {
+        let mut line = |text: String| {
+            out.push_str(&text);
+            out.push('\n');
+        };
+        match &self.kernels_cached {
+            None => line(format!(
+                "kernels: each built first unless the cache holds it (known once the kernel \
+                 source is installed; {MINIMAL_KERNEL_BUILD})"
+            )),
+            Some(kernels) => {
+                let built = |cached: bool| -> Vec<&str> {
+                    kernels
+                        .iter()
+                        .filter(|(_, c)| *c == cached)
+                        .map(|(name, _)| name.as_str())
+                        .collect()
+                };
+                let (in_cache, to_build) = (built(true), built(false));
+                if !in_cache.is_empty() {
+                    line(format!("kernels in the cache: {}", in_cache.join(", ")));
+                }
+                if !to_build.is_empty() {
+                    let what = match self.kernel_base.as_str() {
+                        "tinyconfig" => MINIMAL_KERNEL_BUILD.to_string(),
+                        base => format!("on {base}, many times a minimal kernel's build"),
+                    };
+                    line(format!(
+                        "kernels built first: {} ({what} each)",
+                        to_build.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+
     /// The plan's lines, each ending in a newline.
     pub fn render(&self) -> String {
         let mut out = String::new();
         self.render_kernels(&mut out);
         render_host(&self.host, &mut out);
+        self.render_builds(&mut out);
         self.render_work(&mut out);
         self.render_order(&mut out);
         self.render_notes(&mut out);
@@ -453,6 +498,7 @@ mod tests {
                 debian_like: true,
                 ..HostPlan::default()
             },
+            kernels_cached: Some(vec![("k-a".into(), true), ("k-b".into(), false)]),
         }
     }
 
@@ -468,6 +514,8 @@ mod tests {
              \x20     base.config              vm-images/base.config (sha256 0123456789abcdef)\n\
              \x20 with (candidate):   b: kernel k-b, cmdline \"quiet x=\\\"1\\\"\\tq='2'\"\n\
              this machine: has every package and apt source the run needs\n\
+             kernels in the cache: k-a\n\
+             kernels built first: k-b (a minimal kernel: 7 to 10 minutes on 2 cores each)\n\
              \x20 workload hackbench × 5 runs\n\
              \x20 objects sized in each build: kernel/sched/core.o\n\
              4 boots (2 per variant × 1 CPU count), 24 timed runs in all (5 measured + 1 warm-up per point per boot)\n\
