@@ -39,6 +39,10 @@ pub enum Warning {
     },
     /// A shard of a merged run that did not finish.
     ShardUnfinished { index: u32, dir: String },
+    /// Boots of one vCPU ran on the host's QEMU of another release than
+    /// the one markbench's own QEMU, which ran those of more than one, is
+    /// built from and patched for.
+    QemuRelease { host: String, own: String },
     /// A warning in words: as a stage words it (boots side by side on the
     /// wall clock), or as a run before format 3 recorded it.
     Text { text: String },
@@ -84,6 +88,12 @@ impl Warning {
             Warning::ShardUnfinished { index, dir } => {
                 format!("shard {index} ({dir}) did not finish: the merged run is partial")
             }
+            Warning::QemuRelease { host, own } => format!(
+                "the host's QEMU is {host:?}, not the {own} that markbench's own QEMU (the boots \
+                 of more than one vCPU) is built from and patched for: the 1-vCPU boots ran on \
+                 another QEMU release than those the patches were made beside; compare them with \
+                 runs made before the host's QEMU changed with care"
+            ),
             Warning::Text { text } => text.clone(),
         }
     }

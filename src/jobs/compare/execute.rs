@@ -39,6 +39,7 @@ pub fn execute(
         None => {
             let mut meta = initial_meta(run, images, machine);
             note_slots(&mut meta, &slots);
+            note_qemu_release(&mut meta, machine);
             run::Start::New(meta)
         }
     };
@@ -84,6 +85,24 @@ pub fn execute(
     )?;
     report::write(dir)?;
     Ok(meta)
+}
+
+/// Says once, and records, when the host's QEMU is not of the release
+/// markbench's own QEMU is built from: the stock package moves with the
+/// registry while the own build's source is fixed by its hash.
+fn note_qemu_release(meta: &mut RunMeta, machine: &Machine) {
+    let Some(smp) = &machine.smp else {
+        return;
+    };
+    if crate::stages::vm::qemu::same_release(&machine.qemu.version, &smp.build.version) {
+        return;
+    }
+    let warning = crate::record::Warning::QemuRelease {
+        host: machine.qemu.version.clone(),
+        own: smp.build.version.clone(),
+    };
+    crate::base::message::warning(&warning);
+    meta.warnings.push(warning);
 }
 
 /// Records how many guests boot at once, and says in the report when they

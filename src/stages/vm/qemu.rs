@@ -407,9 +407,36 @@ impl Runner for QemuRunner {
     }
 }
 
+/// Whether a `--version` line (`QEMU emulator version 10.0.2 (Debian …)`)
+/// names the same major and minor release as `version` (`10.0.2`).
+pub fn same_release(version_line: &str, version: &str) -> bool {
+    let major_minor = |text: &str| -> Option<(u32, u32)> {
+        let mut parts = text.split(|c: char| !c.is_ascii_digit());
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    };
+    let line = version_line
+        .split("version ")
+        .nth(1)
+        .unwrap_or(version_line);
+    major_minor(line).is_some_and(|r| Some(r) == major_minor(version))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_is_its_major_and_minor_version() {
+        let debian = "QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)";
+        assert!(same_release(debian, "10.0.2"));
+        assert!(same_release("QEMU emulator version 10.0.7", "10.0.2"));
+        assert!(!same_release("QEMU emulator version 10.1.0", "10.0.2"));
+        assert!(!same_release(
+            "QEMU emulator version 7.2.19 (Debian)",
+            "10.0.2"
+        ));
+        assert!(!same_release("", "10.0.2"));
+    }
     use crate::record::Accel;
 
     #[test]
