@@ -496,8 +496,9 @@ impl HostPlan {
         steps.join(" && ")
     }
 
-    /// The error of a command that cannot take the plan itself.
-    fn refusal(&self) -> anyhow::Error {
+    /// The error of a command that cannot take the plan itself; `stopped`:
+    /// a command that would have built something, and stops before it.
+    fn refusal(&self, stopped: bool) -> anyhow::Error {
         let how = if self.debian_like {
             format!("run:\n    {}", self.command())
         } else {
@@ -509,8 +510,13 @@ impl HostPlan {
             )
         };
         anyhow::anyhow!(
-            "missing prerequisites: {}\nNothing was built. To install them, {how}",
-            self.missing.join(", ")
+            "missing prerequisites: {}\n{}To install them, {how}",
+            self.missing.join(", "),
+            if stopped {
+                "Stopped before building anything. "
+            } else {
+                ""
+            }
         )
     }
 
@@ -526,10 +532,10 @@ impl HostPlan {
             return Ok(());
         }
         if !self.can_install {
-            return Err(self.refusal());
+            return Err(self.refusal(true));
         }
         if consent == Consent::AskInTerminal && !self.confirmed()? {
-            return Err(self.refusal());
+            return Err(self.refusal(true));
         }
         for step in &self.steps {
             take(step)?;
@@ -826,7 +832,7 @@ pub fn setup(check_only: bool, ci: bool) -> Result<()> {
     };
     let plan = plan_for(needs, &HostState::read());
     let system = match check_only {
-        true if !plan.is_empty() => Err(plan.refusal()),
+        true if !plan.is_empty() => Err(plan.refusal(false)),
         true => Ok(()),
         false => plan.apply(needs, Consent::Given),
     };
@@ -1093,7 +1099,10 @@ mod tests {
             .apply(run_with_own_qemu(), Consent::Given)
             .unwrap_err()
             .to_string();
-        assert!(error.contains("Nothing was built"), "{error}");
+        assert!(
+            error.contains("Stopped before building anything"),
+            "{error}"
+        );
         assert!(error.contains(&plan.command()), "{error}");
         assert!(
             error.contains("deb-src entry for bookworm-backports"),
