@@ -121,6 +121,29 @@ fn malformed_suite_exits_2_with_file_and_line() {
 }
 
 #[test]
+fn a_night_refused_at_its_suite_says_why_on_the_ci_job_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("bad.toml");
+    std::fs::write(&suite, "name = \"x\"\nboots = \"three\"\n").unwrap();
+    let page = dir.path().join("step-summary.md");
+    let mut nightly = markbench();
+    nightly
+        .env("GITHUB_STEP_SUMMARY", &page)
+        .arg("nightly")
+        .arg("--suite")
+        .arg(&suite);
+    let stderr = refused(nightly, dir.path());
+    assert!(stderr.contains("bad.toml:2:9:"), "{stderr}");
+    let summary = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        summary
+            .starts_with("## markbench nightly\n\n**Error**, not gated (exit 2 (input to fix)): ")
+            && summary.contains("bad.toml:2:9:"),
+        "{summary}"
+    );
+}
+
+#[test]
 fn unknown_workload_exits_2_and_lists_choices() {
     let dir = tempfile::tempdir().unwrap();
     let suite = dir.path().join("w.toml");
