@@ -95,6 +95,28 @@ fn dry_run_prints_the_plan_of_the_default_suite() {
 }
 
 #[test]
+fn cpus_keep_the_default_suite_to_its_points_at_those_counts() {
+    markbench()
+        .args(["compare", "--dry-run", "--cpus", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "4 boots (2 per variant × 1 CPU count)",
+        ))
+        .stdout(predicate::str::contains(
+            "  not run: workload 3, hackbench -g 2 -l 5",
+        ))
+        .stdout(predicate::str::contains(
+            "(--cpus 1 names none of its CPU counts)",
+        ));
+    let stderr = refused_compare(["--dry-run", "--cpus", "4"]);
+    assert!(
+        stderr.contains("--cpus 4 leaves nothing to run") && stderr.contains("workload 3 at [2]"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_dry_run_of_three_variants_names_the_baseline_and_each_candidate() {
     markbench()
         .args(["compare", "--dry-run", "--suite", "suites/markers-three.toml"])

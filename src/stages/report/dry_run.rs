@@ -28,6 +28,9 @@ pub struct PlanSummary {
     pub origins: Vec<(String, String)>,
     pub variants: Vec<VariantPlan>,
     pub workloads: Vec<String>,
+    /// What the command line's CPU counts leave out of the suite: a
+    /// workload that runs at none of them, a count no workload runs at.
+    pub left_out: Vec<String>,
     pub objects: Vec<String>,
     pub boots: usize,
     pub boots_per_variant: u32,
@@ -191,6 +194,9 @@ impl PlanSummary {
         };
         for w in &self.workloads {
             line(format!("  workload {w}"));
+        }
+        for what in &self.left_out {
+            line(format!("  not run: {what}"));
         }
         if !self.objects.is_empty() {
             line(format!(
@@ -362,6 +368,7 @@ mod tests {
                 },
             ],
             workloads: vec!["hackbench × 5 runs".into()],
+            left_out: vec!["workload 2, ping-flood (--cpus 8 names none of its CPU counts)".into()],
             objects: vec!["kernel/sched/core.o".into()],
             boots: 4,
             boots_per_variant: 2,
@@ -410,6 +417,7 @@ mod tests {
              \x20     base.config              vm-images/base.config (sha256 0123456789abcdef)\n\
              \x20 with (candidate):   b: kernel k-b, cmdline \"quiet x=\\\"1\\\"\\tq='2'\"\n\
              \x20 workload hackbench × 5 runs\n\
+             \x20 not run: workload 2, ping-flood (--cpus 8 names none of its CPU counts)\n\
              \x20 objects sized in each build: kernel/sched/core.o\n\
              4 boots (2 per variant × 1 CPU count), 24 timed runs in all (5 measured + 1 warm-up per point per boot)\n\
              \x20 ping-flood: 7 measured + 0 warm-up per point per boot\n\
