@@ -227,7 +227,9 @@ pub struct OverrideArgs {
     /// Override the suite's measured iterations per point per boot.
     #[arg(long)]
     pub iterations: Option<u32>,
-    /// Override the suite's CPU counts (comma-separated).
+    /// Keep the run to these CPU counts (comma-separated): a workload with
+    /// CPU counts of its own runs at those of them named, and not at all
+    /// when none is.
     #[arg(long, value_delimiter = ',')]
     pub cpus: Option<Vec<u32>>,
     /// Override every workload's parameters (comma-separated).

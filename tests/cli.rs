@@ -95,6 +95,28 @@ fn dry_run_prints_the_plan_of_the_default_suite() {
 }
 
 #[test]
+fn cpus_keep_the_default_suite_to_its_points_at_those_counts() {
+    markbench()
+        .args(["compare", "--dry-run", "--cpus", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "4 boots (2 per variant × 1 CPU count)",
+        ))
+        .stdout(predicate::str::contains(
+            "  not run: workload 3, hackbench -g 2 -l 5",
+        ))
+        .stdout(predicate::str::contains(
+            "(--cpus 1 names none of its CPU counts)",
+        ));
+    let stderr = refused_compare(["--dry-run", "--cpus", "4"]);
+    assert!(
+        stderr.contains("--cpus 4 leaves nothing to run") && stderr.contains("workload 3 at [2]"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_dry_run_of_three_variants_names_the_baseline_and_each_candidate() {
     markbench()
         .args(["compare", "--dry-run", "--suite", "suites/markers-three.toml"])
@@ -118,6 +140,29 @@ fn malformed_suite_exits_2_with_file_and_line() {
     std::fs::write(&suite, "name = \"x\"\nboots = \"three\"\n").unwrap();
     let stderr = refused_compare(["--suite".as_ref(), suite.as_os_str()]);
     assert!(stderr.contains("bad.toml:2:9:"), "{stderr}");
+}
+
+#[test]
+fn a_night_refused_at_its_suite_says_why_on_the_ci_job_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("bad.toml");
+    std::fs::write(&suite, "name = \"x\"\nboots = \"three\"\n").unwrap();
+    let page = dir.path().join("step-summary.md");
+    let mut nightly = markbench();
+    nightly
+        .env("GITHUB_STEP_SUMMARY", &page)
+        .arg("nightly")
+        .arg("--suite")
+        .arg(&suite);
+    let stderr = refused(nightly, dir.path());
+    assert!(stderr.contains("bad.toml:2:9:"), "{stderr}");
+    let summary = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        summary
+            .starts_with("## markbench nightly\n\n**Error**, not gated (exit 2 (input to fix)): ")
+            && summary.contains("bad.toml:2:9:"),
+        "{summary}"
+    );
 }
 
 #[test]

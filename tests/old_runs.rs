@@ -208,3 +208,93 @@ fn a_format_2_diff_of_two_runs_renders_as_it_did() {
     assert!(!text.contains("hostname = \"host-a, host-b\""), "{text}");
     assert_eq!(RunMeta::read(run.path()).unwrap(), meta);
 }
+
+/// A suite of a 1-vCPU point and an SMP point, each at a CPU count of its own.
+const TWO_POINTS: &str = r#"
+name = "two-points"
+boots = 1
+iterations = 2
+warmup = 0
+cpus = [1, 2]
+memory_mib = 256
+[[variant]]
+name = "off"
+kernel = "markers-off"
+[[variant]]
+name = "on"
+kernel = "markers-on"
+[[workload]]
+kind = "hackbench"
+params = [2]
+loops = 5
+cpus = [1]
+[[workload]]
+kind = "hackbench"
+params = [4]
+loops = 5
+cpus = [2]
+"#;
+
+/// The plan `compare --resume` gives a run of `format` made with `--cpus 2`.
+fn resumed_plan_of_cpus_2(format: u32) -> String {
+    use markbench::stages::suite::{FragmentLookup, Suite};
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let copy = run.join(markbench::base::run_dir::SUITE_COPY);
+    std::fs::write(&copy, TWO_POINTS).unwrap();
+    let lookup = FragmentLookup::BesideSuite {
+        cwd: env!("CARGO_MANIFEST_DIR").into(),
+    };
+    let mut meta = RunMeta {
+        format: RunFormat(format),
+        suite: "two-points".into(),
+        suite_sha256: Suite::load(&copy, &lookup).unwrap().sha256,
+        ..RunMeta::default()
+    };
+    meta.overrides.cpus = Some(vec![2]);
+    meta.write(&run).unwrap();
+    let out = Command::cargo_bin("markbench")
+        .unwrap()
+        .args(["compare", "--dry-run", "--timing", "icount", "--resume"])
+        .arg(&run)
+        .arg("--reports")
+        .arg(tmp.path().join("reports"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn a_run_made_when_cpus_replaced_each_workloads_own_resumes_with_the_units_it_started_with() {
+    // Then, --cpus 2 ran both points at 2 vCPUs.
+    let before = resumed_plan_of_cpus_2(3);
+    assert_eq!(
+        before.matches("  workload hackbench").count(),
+        2,
+        "{before}"
+    );
+    assert!(!before.contains("not run:"), "{before}");
+    assert!(
+        before.contains("2 boots (1 per variant × 1 CPU count)"),
+        "{before}"
+    );
+    // Now, each workload keeps to its own counts: the 1-vCPU point does not run.
+    let now = resumed_plan_of_cpus_2(RUN_FORMAT);
+    assert_eq!(now.matches("  workload hackbench").count(), 1, "{now}");
+    assert!(
+        now.contains("  not run: workload 1, hackbench -g 2")
+            && now.contains("(--cpus 2 names none of its CPU counts)"),
+        "{now}"
+    );
+    assert!(
+        now.contains("2 boots (1 per variant × 1 CPU count)"),
+        "{now}"
+    );
+}

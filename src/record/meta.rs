@@ -242,7 +242,7 @@ impl BootRecord {
 /// The format of the run directory this version writes. Format 0 is every
 /// run written before the format was numbered; [`RunMeta::read`] brings it
 /// (and any later older format) up to this one.
-pub const RUN_FORMAT: u32 = 3;
+pub const RUN_FORMAT: u32 = 4;
 
 /// A run's format number. A run made now (and `RunMeta::default()`) is in
 /// [`RUN_FORMAT`]; a `meta.toml` without the number is format 0.
@@ -406,7 +406,15 @@ pub struct Overrides {
     pub scale: Option<f64>,
     pub boots: Option<u32>,
     pub iterations: Option<u32>,
+    /// `--cpus`: the CPU counts the run is kept to. A workload of CPU
+    /// counts of its own runs at those of them named here, and not at all
+    /// when none is; one without runs at each count named here.
     pub cpus: Option<Vec<u32>>,
+    /// `cpus` replaced the suite's CPU counts and every workload's own,
+    /// every workload running at every count: what `cpus` meant in runs of
+    /// formats before 4, which a resumed run of one keeps.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cpus_replace_own: bool,
     /// Replaces every workload's parameter list.
     pub params: Option<Vec<u64>>,
     /// Sets every kernel compile's scope: a seed-scale suite compiles the

@@ -41,6 +41,12 @@
 //!   kind and values); format 2's sentences are kept as written
 //!   (`Warning::Text`), read as each warning is parsed ([`read_warnings`]).
 //!
+//! Format 3 differs from 4 in what `override_settings.cpus` (`--cpus`)
+//! means: format 3 ran every workload at every count it named, replacing
+//! each workload's own CPU counts, where format 4 keeps each workload to
+//! its own (those of them named); a format-3 run reads with
+//! `cpus_replace_own`, so it is resumed with the units it started with.
+//!
 //! A sentence today's wording of its data does not reproduce is kept in the
 //! typed value as the run recorded it (`TimingDecision::recorded_sentence`,
 //! `Overrides::recorded_words`, `BootEnd::Recorded`), so an older run renders
@@ -169,8 +175,17 @@ fn to_current(mut meta: RunMeta, older: &OlderKeys) -> RunMeta {
     if meta.format.0 < 3 {
         from_format_2(&mut meta);
     }
+    if meta.format.0 < 4 {
+        from_format_3(&mut meta);
+    }
     meta.format = RunFormat(RUN_FORMAT);
     meta
+}
+
+/// Format 3 to 4: `--cpus` as it was then, replacing every workload's own
+/// CPU counts.
+fn from_format_3(meta: &mut RunMeta) {
+    meta.overrides.cpus_replace_own = meta.overrides.cpus.is_some();
 }
 
 /// What format 2 appended to a diff's suite.
@@ -740,6 +755,52 @@ mod tests {
         let current = to_current(one, &OlderKeys::default());
         assert!(current.hosts.is_empty() && !current.diff);
         assert_eq!(current.cpu_model_words(), "Xeon");
+    }
+
+    #[test]
+    fn a_format_3_run_keeps_cpus_replacing_the_workloads_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut meta = RunMeta {
+            format: RunFormat(3),
+            ..Default::default()
+        };
+        meta.overrides.cpus = Some(vec![2]);
+        meta.write(dir.path()).unwrap();
+        let path = dir.path().join(META_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("format = 3\n") && !text.contains("cpus_replace_own"),
+            "{text}"
+        );
+        let read = RunMeta::read(dir.path()).unwrap();
+        assert!(read.overrides.cpus_replace_own);
+        assert_eq!(read.overrides.describe(), ["cpus=[2]"], "shown as recorded");
+        // Written again (a resumed run), it says so in the current format.
+        read.write(dir.path()).unwrap();
+        let again = RunMeta::read(dir.path()).unwrap();
+        assert_eq!(
+            (again.format, again.overrides),
+            (read.format, read.overrides)
+        );
+        // Without --cpus, and in runs made now, there is nothing to keep.
+        meta.overrides.cpus = None;
+        assert!(
+            !to_current(meta, &OlderKeys::default())
+                .overrides
+                .cpus_replace_own
+        );
+        let now = RunMeta {
+            overrides: crate::record::Overrides {
+                cpus: Some(vec![2]),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(
+            !to_current(now, &OlderKeys::default())
+                .overrides
+                .cpus_replace_own
+        );
     }
 
     #[test]

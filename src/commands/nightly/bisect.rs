@@ -2,7 +2,7 @@
 //! tonight's are two commits of one git tree, bisect between them on the
 //! point that regressed and put the first bad commit in the night's summary.
 
-use super::{add_to_summary, Night};
+use super::{add_to_summary, JobPage, Night};
 use crate::base::exit::ExitStatus;
 use crate::base::message;
 use crate::jobs::bisect::Request;
@@ -12,7 +12,7 @@ use anyhow::Result;
 
 /// Bisects the night's first regressed point, when it can be, and adds the
 /// answer (or why there is none) to the night's summary.
-pub fn after(night: &Night, options: &Options) -> Result<()> {
+pub fn after(night: &Night, options: &Options, page: &JobPage) -> Result<()> {
     let (Some((tonight, baseline)), Some(point)) = (&night.runs, night.regressed.first()) else {
         return Ok(());
     };
@@ -27,7 +27,7 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
     let (tree, good, bad) = match found {
         Ok(found) => found,
         Err(why) => {
-            return add_to_summary(tonight, &format!("\n**Not bisected**: {why}.\n"));
+            return add_to_summary(tonight, &format!("\n**Not bisected**: {why}.\n"), page);
         }
     };
     let request = Request {
@@ -60,9 +60,15 @@ pub fn after(night: &Night, options: &Options) -> Result<()> {
             answer.headline(),
             dir.join("bisect.md").display()
         ),
+        Err(e)
+            if ExitStatus::of_error(&e, crate::stages::vm::interrupted())
+                == ExitStatus::Interrupted =>
+        {
+            format!("\n**Bisection interrupted**: {e:#}\n")
+        }
         Err(e) => format!("\n**Bisection failed**: {e:#}\n"),
     };
-    add_to_summary(tonight, &text)
+    add_to_summary(tonight, &text, page)
 }
 
 #[cfg(test)]

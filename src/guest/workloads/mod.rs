@@ -356,7 +356,7 @@ pub struct WorkloadSpec {
     /// The CPU counts this workload runs at, a subset of the suite's
     /// (default: all of them): a suite can measure a precise point on one
     /// vCPU and an SMP point beside it without running everything twice.
-    /// `--cpus` on the command line runs every workload at every count.
+    /// `--cpus` on the command line keeps it to those of them it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<Vec<u32>>,
     /// Its own keys are checked by the kind's type (unknown keys refused
@@ -550,9 +550,9 @@ impl WorkloadSpec {
 /// Two workloads whose samples would pool into one point: the same label
 /// (kind, or `kind:name`) at a CPU count and parameter both run. With
 /// different commands they measure different things; with the same one
-/// (a suite's 1-vCPU and SMP points once `--cpus` runs both everywhere)
-/// each numbers its runs from 0, so a boot would record every run's sample
-/// twice and the run could not be read.
+/// (a suite's 1-vCPU and SMP points, had `--cpus` run both at every count
+/// as it did in runs of format 3) each numbers its runs from 0, so a boot
+/// would record every run's sample twice and the run could not be read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Collision {
     /// Indices into the suite's workloads, `first < second`.

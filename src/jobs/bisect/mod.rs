@@ -146,11 +146,7 @@ pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answ
     });
     let spec = PointSpec::parse(&plan.point)?;
     let mut bench = Bench::new(&dir, &plan, suite, spec, show)?;
-    let _ = ctrlc::set_handler(|| {
-        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        eprintln!();
-        message::note("interrupted: stopping the guest; continue with bisect --resume");
-    });
+    let _interrupts = vm::watch_interrupts("stopping the guest; continue with bisect --resume");
     let started = std::time::Instant::now();
     let last = plan.commits.len() - 1;
     let mut shown = Vec::new();

@@ -71,6 +71,7 @@ pub(super) fn plan_summary(
             .iter()
             .map(|w| w.describe(suite.iterations, suite.warmup))
             .collect(),
+        left_out: run.left_out.clone(),
         objects: suite.objects.clone(),
         boots: run.units.len(),
         boots_per_variant: suite.boots,

@@ -165,13 +165,8 @@ pub fn compare(options: &Options, show: &mut dyn FnMut(Shown<'_>)) -> Result<Out
         machine: &machine,
         max_cpus: run.max_cpus(),
     });
-    let _ = ctrlc::set_handler(|| {
-        vm::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        eprintln!();
-        crate::base::message::note(
-            "interrupted: stopping the guest, keeping every sample, writing a partial report",
-        );
-    });
+    let _interrupts =
+        vm::watch_interrupts("stopping the guest, keeping every sample, writing a partial report");
     let meta = execute(&run, &images, &machine, &mut runner, &dir)
         .with_context(|| format!("run in {}", dir.display()))?;
     if options.out.is_none() {

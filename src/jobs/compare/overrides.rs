@@ -13,7 +13,19 @@ impl Overrides {
     /// file's own would be (the same checks, naming the option instead of a
     /// line).
     pub fn apply(&self, file: &Suite) -> Result<Suite, InputError> {
+        self.apply_saying_what_is_left_out(file)
+            .map(|(suite, _)| suite)
+    }
+
+    /// [`Overrides::apply`], and what `--cpus` leaves out of the suite, in
+    /// words: each workload none of whose CPU counts it names, each count
+    /// it names at which no workload runs.
+    pub fn apply_saying_what_is_left_out(
+        &self,
+        file: &Suite,
+    ) -> Result<(Suite, Vec<String>), InputError> {
         let mut suite = file.clone();
+        let mut left_out = Vec::new();
         let bad = |m: String| Err(InputError::new(m));
         if let Some(scale) = self.scale {
             if !(scale > 0.0 && scale.is_finite()) {
@@ -30,14 +42,6 @@ impl Overrides {
             suite.iterations = at_least_one(iterations, "--iterations").map_err(InputError::new)?;
             for w in &mut suite.workloads {
                 w.iterations = None;
-            }
-        }
-        if let Some(cpus) = &self.cpus {
-            suite::check_cpu_counts(cpus)
-                .map_err(|why| InputError::new(format!("--cpus {cpus:?}: {why}")))?;
-            suite.cpus = cpus.clone();
-            for w in &mut suite.workloads {
-                w.cpus = None;
             }
         }
         if let Some(scope) = self.compile_scope {
@@ -67,6 +71,18 @@ impl Overrides {
                 w.params = params.clone();
             }
         }
+        if let Some(cpus) = &self.cpus {
+            suite::check_cpu_counts(cpus)
+                .map_err(|why| InputError::new(format!("--cpus {cpus:?}: {why}")))?;
+            if self.cpus_replace_own {
+                suite.cpus = cpus.clone();
+                for w in &mut suite.workloads {
+                    w.cpus = None;
+                }
+            } else {
+                left_out = keep_to_cpus(&mut suite, cpus)?;
+            }
+        }
         // The workloads as the overrides left them pass the file's checks.
         let guest = Guest {
             cpus: &suite.cpus,
@@ -86,8 +102,62 @@ impl Overrides {
         if let Some(sel) = self.shard {
             crate::stages::shard::check(&suite, sel)?;
         }
-        Ok(suite)
+        Ok((suite, left_out))
     }
+}
+
+/// `--cpus`: `suite` kept to the CPU counts `cpus` names. A workload of
+/// CPU counts of its own keeps those of them `cpus` names, and does not
+/// run when it names none (the suite's SMP point under `--cpus 1`); one
+/// without runs at every count of `cpus`, as it ran at every count of the
+/// suite's. The suite runs at the counts of `cpus` some workload runs at.
+/// What is left out, in words; nothing left to run is input to fix.
+fn keep_to_cpus(suite: &mut Suite, cpus: &[u32]) -> Result<Vec<String>, InputError> {
+    let named = cpus
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut left_out = Vec::new();
+    let mut own_counts = Vec::new();
+    let mut kept = Vec::new();
+    for (i, mut w) in std::mem::take(&mut suite.workloads).into_iter().enumerate() {
+        if let Some(own) = &w.cpus {
+            let within: Vec<u32> = own.iter().copied().filter(|c| cpus.contains(c)).collect();
+            if within.is_empty() {
+                left_out.push(format!(
+                    "workload {}, {} (--cpus {named} names none of its CPU counts)",
+                    i + 1,
+                    w.describe(suite.iterations, suite.warmup)
+                ));
+                own_counts.push(format!("workload {} at {own:?}", i + 1));
+                continue;
+            }
+            w.cpus = Some(within);
+        }
+        kept.push(w);
+    }
+    if kept.is_empty() {
+        return Err(InputError::new(format!(
+            "--cpus {named} leaves nothing to run: each workload of {} runs only at CPU counts \
+             of its own, and --cpus names none of them ({}); name some of those counts",
+            suite.path.display(),
+            own_counts.join(", ")
+        )));
+    }
+    suite.workloads = kept;
+    suite.cpus = cpus
+        .iter()
+        .copied()
+        .filter(|&c| suite.workloads.iter().any(|w| w.runs_at(c)))
+        .collect();
+    for &c in cpus.iter().filter(|c| !suite.cpus.contains(c)) {
+        left_out.push(format!(
+            "{c} vCPU{} (no workload of the suite runs at {c})",
+            if c == 1 { "" } else { "s" }
+        ));
+    }
+    Ok(left_out)
 }
 
 impl Overrides {
@@ -167,32 +237,102 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no workload runs at 4 CPUs"), "{e}");
-        // --cpus runs every workload at every count it names: where two
-        // then run one command at one point, each would number its runs
-        // from 0 and a boot would record every sample twice, so it is
-        // refused, naming both.
-        let e = Overrides {
-            cpus: Some(vec![4]),
+        // Runs of formats before 4 replaced every workload's own counts
+        // with --cpus: where two then run one command at one point, each
+        // would number its runs from 0 and a boot would record every
+        // sample twice, so it is refused, naming both.
+        let replacing = |cpus: Vec<u32>| Overrides {
+            cpus: Some(cpus),
+            cpus_replace_own: true,
             ..Overrides::default()
-        }
-        .apply(&s)
-        .unwrap_err()
-        .to_string();
+        };
+        let e = replacing(vec![4]).apply(&s).unwrap_err().to_string();
         assert!(
             e.contains("workloads 1 and 2 both run") && e.contains("after the command line's"),
             "{e}"
         );
         let mut apart = s.clone();
         apart.workloads[1].params = vec![8];
-        s = Overrides {
-            cpus: Some(vec![4]),
-            ..Overrides::default()
-        }
-        .apply(&apart)
-        .unwrap();
+        s = replacing(vec![4]).apply(&apart).unwrap();
         assert!(crate::stages::plan::expand(&s)
             .iter()
             .all(|u| u.steps.len() == 3));
+    }
+
+    /// A suite as `--cpus` leaves it: each workload's kind and CPU counts,
+    /// the suite's counts, and what is left out.
+    type Kept = (Vec<String>, Vec<u32>, Vec<String>);
+
+    /// The suite of `text` as `--cpus cpus` leaves it.
+    fn kept_to(text: &str, cpus: &[u32]) -> Result<Kept, String> {
+        let (suite, left_out) = Overrides {
+            cpus: Some(cpus.to_vec()),
+            ..Overrides::default()
+        }
+        .apply_saying_what_is_left_out(&parse(text).unwrap())
+        .map_err(|e| e.to_string())?;
+        let workloads = suite
+            .workloads
+            .iter()
+            .map(|w| format!("{} {:?}", w.kind(), w.cpus))
+            .collect();
+        Ok((workloads, suite.cpus, left_out))
+    }
+
+    #[test]
+    fn cpus_on_the_command_line_keep_each_workload_to_its_own_counts() {
+        // The default suite's shape: two 1-vCPU points and an SMP point.
+        let text = GOOD.replace("cpus = [2]", "cpus = [1, 2]").replace(
+            "loops = 10\n",
+            "loops = 10\ncpus = [1]\n[[workload]]\nkind = \"ping-flood\"\nparams = [200]\n\
+             cpus = [1]\n[[workload]]\nkind = \"hackbench\"\nparams = [2, 4]\nloops = 10\n\
+             cpus = [2]\n",
+        );
+        let (workloads, cpus, left_out) = kept_to(&text, &[1]).unwrap();
+        assert_eq!(workloads, ["hackbench Some([1])", "ping-flood Some([1])"]);
+        assert_eq!(cpus, [1]);
+        assert_eq!(left_out.len(), 1, "{left_out:?}");
+        assert!(
+            left_out[0].starts_with("workload 3, hackbench -g {2, 4}")
+                && left_out[0].ends_with("on 2 vCPUs (--cpus 1 names none of its CPU counts)"),
+            "{left_out:?}"
+        );
+        let (workloads, cpus, left_out) = kept_to(&text, &[2]).unwrap();
+        assert_eq!(
+            (workloads, cpus),
+            (vec!["hackbench Some([2])".into()], vec![2])
+        );
+        assert_eq!(left_out.len(), 2, "{left_out:?}");
+        // A count no workload runs at is left out, and said to be.
+        let (workloads, cpus, left_out) = kept_to(&text, &[2, 4, 1]).unwrap();
+        assert_eq!(workloads.len(), 3);
+        assert_eq!(cpus, [2, 1]);
+        assert_eq!(left_out, ["4 vCPUs (no workload of the suite runs at 4)"]);
+        // Nothing left to run is input to fix, naming each workload's counts.
+        let e = kept_to(&text, &[4]).unwrap_err();
+        assert_eq!(
+            e,
+            "--cpus 4 leaves nothing to run: each workload of s.toml runs only at CPU counts of \
+             its own, and --cpus names none of them (workload 1 at [1], workload 2 at [1], \
+             workload 3 at [2]); name some of those counts"
+        );
+        // A workload without counts of its own runs at every count named,
+        // as it ran at every count of the suite's.
+        let (workloads, cpus, left_out) = kept_to(GOOD, &[1, 4]).unwrap();
+        assert_eq!(
+            (workloads, cpus),
+            (vec!["hackbench None".into()], vec![1, 4])
+        );
+        assert!(left_out.is_empty(), "{left_out:?}");
+        // A workload of several counts keeps those named.
+        let both = GOOD
+            .replace("cpus = [2]", "cpus = [1, 2, 4]")
+            .replace("loops = 10\n", "loops = 10\ncpus = [1, 2, 4]\n");
+        let (workloads, cpus, _) = kept_to(&both, &[4, 2]).unwrap();
+        assert_eq!(
+            (workloads, cpus),
+            (vec!["hackbench Some([2, 4])".into()], vec![4, 2])
+        );
     }
 
     #[test]
@@ -231,6 +371,7 @@ mod tests {
         let s = parse(&text).unwrap();
         let e = Overrides {
             cpus: Some(vec![2]),
+            cpus_replace_own: true,
             ..Overrides::default()
         }
         .apply(&s)
@@ -240,6 +381,29 @@ mod tests {
             e.contains("workloads 1 and 2 both measure groups 4 at 2 vCPU(s)")
                 && e.contains("would pool")
                 && e.contains("cpus=[2]"),
+            "{e}"
+        );
+        // Kept to their own counts, they stay apart; --params can make
+        // two workloads of the same counts meet.
+        assert!(Overrides {
+            cpus: Some(vec![2]),
+            ..Overrides::default()
+        }
+        .apply(&s)
+        .is_ok());
+        let same_counts = text
+            .replace("cpus = [1]\n", "")
+            .replace("cpus = [2]\n", "")
+            .replace("params = [4]\nloops = 50", "params = [8]\nloops = 50");
+        let e = Overrides {
+            params: Some(vec![2]),
+            ..Overrides::default()
+        }
+        .apply(&parse(&same_counts).unwrap())
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workloads 1 and 2 both measure groups 2") && e.contains("params=[2]"),
             "{e}"
         );
         let e = Overrides {

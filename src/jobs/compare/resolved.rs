@@ -38,6 +38,8 @@ pub struct Resolved {
     pub planned: usize,
     /// Guests at once as asked (`--jobs`, the suite's `jobs`) or not.
     pub jobs: crate::stages::slots::Asked,
+    /// What `--cpus` leaves out of the suite, in words (the dry run says it).
+    pub left_out: Vec<String>,
 }
 
 fn current_dir() -> Result<PathBuf> {
@@ -191,7 +193,7 @@ impl Resolved {
     pub fn planned(file: &Suite, overrides: Overrides, source: KernelSource) -> Result<Resolved> {
         let file = super::source_variants::apply(file, &overrides, &source)?;
         let series = super::source_variants::is_series(&overrides);
-        let suite = overrides.apply(&file)?;
+        let (suite, left_out) = overrides.apply_saying_what_is_left_out(&file)?;
         let whole = plan::expand(&suite);
         let units = match overrides.shard {
             Some(sel) => crate::stages::shard::select(&whole, &suite, sel),
@@ -212,6 +214,7 @@ impl Resolved {
             units,
             resumed: None,
             series,
+            left_out,
         })
     }
 

@@ -29,6 +29,9 @@ pub struct PlanSummary {
     pub origins: Vec<(String, String)>,
     pub variants: Vec<VariantPlan>,
     pub workloads: Vec<String>,
+    /// What the command line's CPU counts leave out of the suite: a
+    /// workload that runs at none of them, a count no workload runs at.
+    pub left_out: Vec<String>,
     pub objects: Vec<String>,
     pub boots: usize,
     pub boots_per_variant: u32,
@@ -290,6 +293,9 @@ impl PlanSummary {
         for w in &self.workloads {
             line(format!("  workload {w}"));
         }
+        for what in &self.left_out {
+            line(format!("  not run: {what}"));
+        }
         if !self.objects.is_empty() {
             line(format!(
                 "  objects sized in each build: {}",
@@ -460,6 +466,7 @@ mod tests {
                 },
             ],
             workloads: vec!["hackbench × 5 runs".into()],
+            left_out: vec!["workload 2, ping-flood (--cpus 8 names none of its CPU counts)".into()],
             objects: vec!["kernel/sched/core.o".into()],
             boots: 4,
             boots_per_variant: 2,
@@ -517,6 +524,7 @@ mod tests {
              kernels in the cache: k-a\n\
              kernels built first: k-b (a minimal kernel: 7 to 10 minutes on 2 cores each)\n\
              \x20 workload hackbench × 5 runs\n\
+             \x20 not run: workload 2, ping-flood (--cpus 8 names none of its CPU counts)\n\
              \x20 objects sized in each build: kernel/sched/core.o\n\
              4 boots (2 per variant × 1 CPU count), 24 timed runs in all (5 measured + 1 warm-up per point per boot)\n\
              \x20 ping-flood: 7 measured + 0 warm-up per point per boot\n\

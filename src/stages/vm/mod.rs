@@ -12,14 +12,107 @@ pub use crate::record::Accel;
 use crate::record::TimingDecision;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
-/// Set by the Ctrl-C handler: the running guest is stopped, every sample so
-/// far is kept, and the run ends with a report marked partial.
+/// Set by Ctrl-C while a job watches for it ([`watch_interrupts`]): the
+/// running guest is stopped, every sample so far is kept, and the run ends
+/// with a report marked partial.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// What Ctrl-C does at one moment. A process has one handler (the `ctrlc`
+/// crate takes no second), installed where it starts; which job is under
+/// way decides what a press means, so each job's words are the ones shown
+/// (a night's bisection is not told it is writing a partial report).
+struct CtrlC {
+    /// The words of the job watching for Ctrl-C, if one is.
+    watching: Mutex<Option<&'static str>>,
+}
+
+/// Ctrl-C's meaning for this process.
+static CTRL_C: CtrlC = CtrlC::new();
+
+impl CtrlC {
+    const fn new() -> CtrlC {
+        CtrlC {
+            watching: Mutex::new(None),
+        }
+    }
+
+    /// Until the returned value is dropped, a press of Ctrl-C stops the
+    /// job rather than end the process ([`CtrlC::pressed`]), and shows
+    /// `what` the job does then.
+    fn watch(&self, what: &'static str) -> Watching<'_> {
+        let previous = self.words().replace(what);
+        Watching {
+            ctrl_c: self,
+            previous,
+        }
+    }
+
+    /// A press of Ctrl-C: with a job watching, `flag` set and the job's
+    /// words; without one, `None` (the process is to end, as Ctrl-C ends a
+    /// process that does not catch it).
+    fn pressed(&self, flag: &AtomicBool) -> Option<&'static str> {
+        let what = *self.words();
+        if what.is_some() {
+            flag.store(true, Ordering::SeqCst);
+        }
+        what
+    }
+
+    fn words(&self) -> std::sync::MutexGuard<'_, Option<&'static str>> {
+        // The words are a plain value: one left by a panicking thread holds.
+        self.watching
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A job's watch for Ctrl-C; dropped, Ctrl-C means what it meant before.
+#[must_use = "Ctrl-C is watched for only while this value lives"]
+pub struct Watching<'a> {
+    ctrl_c: &'a CtrlC,
+    previous: Option<&'static str>,
+}
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        *self.ctrl_c.words() = self.previous;
+    }
+}
+
+/// While the returned value lives, Ctrl-C sets [`INTERRUPTED`] instead of
+/// ending the process, and says `what` the job does about it: the job
+/// that boots guests watches for it, stops them and keeps what they
+/// measured.
+pub fn watch_interrupts(what: &'static str) -> Watching<'static> {
+    CTRL_C.watch(what)
+}
+
+/// The process's Ctrl-C handler: while a job watches, it marks the job
+/// interrupted and says what the job does; otherwise the process ends at
+/// once, as if it caught no Ctrl-C (a shell sees it ended by SIGINT).
+pub fn on_ctrl_c() {
+    match CTRL_C.pressed(&INTERRUPTED) {
+        Some(what) => {
+            eprintln!();
+            crate::base::message::note(format_args!("interrupted: {what}"));
+        }
+        None => {
+            // SAFETY: restoring SIGINT's default action and sending it to
+            // this process touch no memory of Rust's.
+            unsafe {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::kill(libc::getpid(), libc::SIGINT);
+            }
+            std::process::exit(130);
+        }
+    }
 }
 
 /// What every boot of a run is made with, decided once before the first:
@@ -139,7 +232,28 @@ pub trait Runner: Sync {
 
 #[cfg(test)]
 mod tests {
-    use super::boot_seed;
+    use super::{boot_seed, CtrlC};
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn ctrl_c_stops_the_job_watching_in_its_words_and_ends_the_process_otherwise() {
+        let (ctrl_c, flag) = (CtrlC::new(), AtomicBool::new(false));
+        assert_eq!(ctrl_c.pressed(&flag), None);
+        assert!(!flag.load(Ordering::SeqCst));
+        {
+            let _night = ctrl_c.watch("writing a partial report");
+            {
+                // A night's bisection after its run: the bisection's words.
+                let _bisection = ctrl_c.watch("continue with bisect --resume");
+                assert_eq!(ctrl_c.pressed(&flag), Some("continue with bisect --resume"));
+                assert!(flag.load(Ordering::SeqCst));
+            }
+            assert_eq!(ctrl_c.pressed(&flag), Some("writing a partial report"));
+        }
+        flag.store(false, Ordering::SeqCst);
+        assert_eq!(ctrl_c.pressed(&flag), None);
+        assert!(!flag.load(Ordering::SeqCst));
+    }
 
     #[test]
     fn boot_seeds_differ_per_unit_and_attempt_and_repeat_per_run_seed() {
