@@ -180,6 +180,9 @@ pub fn run(
     bisect: bool,
 ) -> Result<ExitStatus> {
     let page = JobPage::from_env();
+    // Between its jobs (the gate, the history) a night still ends with its
+    // summary on the page: Ctrl-C then only marks it interrupted.
+    let _interrupts = crate::stages::vm::watch_interrupts("writing the night's summary");
     let night = nightly(options, baseline, variant, &page)?;
     if bisect {
         bisect::after(&night, options, &page)?;
