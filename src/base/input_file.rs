@@ -231,6 +231,33 @@ pub(crate) fn link_to_failing_read(path: &Path) {
     std::os::unix::fs::symlink("/proc/self/mem", path).unwrap();
 }
 
+/// A new directory under `root` whose own path a system call takes but
+/// whose entries' paths are too long for one (PATH_MAX): a stat of
+/// `meta.toml` in it fails with ENAMETOOLONG, not "not found", while the
+/// directory itself lists and stats, as one a disk fails under would.
+#[cfg(test)]
+pub(crate) fn dir_whose_files_cannot_be_named(root: &Path) -> std::path::PathBuf {
+    // The longest path a call takes, without its NUL, less room for a
+    // short name ("/x") but not for "/meta.toml".
+    let len = libc::PATH_MAX as usize - 1 - 5;
+    let mut dir = root.to_path_buf();
+    loop {
+        let left = len - dir.as_os_str().len();
+        if left == 0 {
+            break;
+        }
+        // Each component is "/" and a name of 1 to 200 bytes; never leave
+        // a single byte, which no component fits.
+        let mut name = (left - 1).min(200);
+        if left - 1 - name == 1 {
+            name -= 1;
+        }
+        dir.push("d".repeat(name));
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
