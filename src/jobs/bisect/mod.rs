@@ -382,11 +382,13 @@ fn rounds(file: &Suite, request: &Request) -> Result<(u32, u32)> {
 }
 
 /// The directory a new bisection writes into: `--out` (refused when it
-/// holds a bisection already) or a new one under `--reports`.
+/// holds a bisection already, or when whether it does cannot be told: only
+/// a `bisect.toml` not found is none to write over) or a new one under
+/// `--reports`.
 fn new_dir(request: &Request) -> Result<PathBuf> {
     match &request.out {
         Some(out) => {
-            if out.join(PLAN_FILE).exists() {
+            if input_file::present(&out.join(PLAN_FILE))? {
                 return Err(InputError::new(format!(
                     "{}: already holds a bisection; continue it with --resume {0}",
                     out.display()
@@ -927,6 +929,28 @@ mod tests {
         assert!(
             format!("{e:#}").contains("bisect.toml: cannot be read: Input/output error"),
             "{e:#}"
+        );
+    }
+
+    #[test]
+    fn out_is_refused_when_whether_it_holds_a_bisection_cannot_be_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = |out: &Path| Request {
+            out: Some(out.to_path_buf()),
+            ..Request::default()
+        };
+        let out = dir.path().join("bisection");
+        assert_eq!(new_dir(&request(&out)).unwrap(), out);
+        std::fs::write(out.join(PLAN_FILE), "").unwrap();
+        let e = input_to_fix(new_dir(&request(&out)).unwrap_err());
+        assert!(e.contains("already holds a bisection"), "{e}");
+        // ENOTDIR: `--out` is a file.
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let e = input_to_fix(new_dir(&request(&file)).unwrap_err());
+        assert!(
+            e.contains("file/bisect.toml: cannot be read: Not a directory"),
+            "{e}"
         );
     }
 
