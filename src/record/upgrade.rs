@@ -110,23 +110,41 @@ impl std::fmt::Display for SkippedRun {
 /// be read, each with why: one damaged run costs only itself. The `latest`
 /// link and directories that are no run at all are passed over; an entry
 /// whose stat fails otherwise than "not found" may be a run, so it is
-/// listed with the error rather than passed over.
+/// listed with the error rather than passed over. A `reports` not found
+/// holds no run yet; one that cannot be listed is itself listed as
+/// skipped with the error, so the runs it may hold are not silently none.
 pub fn scan_runs(reports: &Path) -> (Vec<(PathBuf, RunMeta)>, Vec<SkippedRun>) {
-    let mut dirs: Vec<(PathBuf, Result<()>)> = std::fs::read_dir(reports)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| !p.ends_with("latest"))
-        .filter_map(|p| match looks_like_run(&p) {
-            Ok(false) => None,
-            Ok(true) => Some((p, Ok(()))),
-            Err(e) => Some((p, Err(e))),
-        })
-        .collect();
+    let mut skipped = Vec::new();
+    let unlisted = |e: std::io::Error| SkippedRun {
+        dir: reports.to_path_buf(),
+        why: format!("cannot be listed: {e}"),
+    };
+    let entries = match std::fs::read_dir(reports) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), skipped),
+        Err(e) => return (Vec::new(), vec![unlisted(e)]),
+    };
+    let mut dirs: Vec<(PathBuf, Result<()>)> = Vec::new();
+    for entry in entries {
+        let path = match entry {
+            Ok(entry) => entry.path(),
+            Err(e) => {
+                // What is left of the listing is unknown: one line for it.
+                skipped.push(unlisted(e));
+                break;
+            }
+        };
+        if path.ends_with("latest") {
+            continue;
+        }
+        match looks_like_run(&path) {
+            Ok(false) => {}
+            Ok(true) => dirs.push((path, Ok(()))),
+            Err(e) => dirs.push((path, Err(e))),
+        }
+    }
     dirs.sort_by(|a, b| a.0.cmp(&b.0));
     let mut runs = Vec::new();
-    let mut skipped = Vec::new();
     for (dir, looked) in dirs.into_iter().rev() {
         let read = looked.and_then(|()| match input_file::present(&dir.join(META_FILE))? {
             true => RunMeta::read(&dir),
@@ -603,6 +621,26 @@ mod tests {
                 .ends_with("/meta.toml: cannot be read: File name too long (os error 36)"),
             "{}",
             skipped[0].why
+        );
+    }
+
+    #[test]
+    fn a_directory_of_runs_that_cannot_be_listed_is_named_not_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            scan_runs(&dir.path().join("absent")),
+            (Vec::new(), Vec::new())
+        );
+        let file = dir.path().join("reports");
+        std::fs::write(&file, "").unwrap();
+        let (runs, skipped) = scan_runs(&file);
+        assert!(runs.is_empty());
+        assert_eq!(
+            skipped,
+            [SkippedRun {
+                dir: file,
+                why: "cannot be listed: Not a directory (os error 20)".into(),
+            }]
         );
     }
 
