@@ -26,7 +26,7 @@ pub enum Bound {
     /// `kernel.toml`, `sizes.toml`, `gate.json`, a fragment.
     Record,
     /// Text a run keeps for the report: `diffconfig.txt`, the source
-    /// difference with its patches.
+    /// difference with its patches, why a bisected commit is untestable.
     Text,
 }
 
@@ -106,6 +106,20 @@ pub fn read_text_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<
         Ok(None)
     } else {
         read_text(path, bound).map(Some)
+    }
+}
+
+/// Whether anything is at `path` (a link counts as what it is, not
+/// followed). Only "not found" is absence: a stat that fails otherwise
+/// (EIO, ENOTDIR, a name too long) says nothing about the file, so it is
+/// an error naming it, classed as a failed read is (the machinery's for
+/// EIO, input to fix for a path that cannot name a file), rather than a
+/// file that is there passing for one that never was.
+pub fn present(path: &Path) -> anyhow::Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(cannot_read(path, e)),
     }
 }
 
@@ -215,6 +229,33 @@ fn describe(kind: &std::fs::FileType) -> &'static str {
 #[cfg(test)]
 pub(crate) fn link_to_failing_read(path: &Path) {
     std::os::unix::fs::symlink("/proc/self/mem", path).unwrap();
+}
+
+/// A new directory under `root` whose own path a system call takes but
+/// whose entries' paths are too long for one (PATH_MAX): a stat of
+/// `meta.toml` in it fails with ENAMETOOLONG, not "not found", while the
+/// directory itself lists and stats, as one a disk fails under would.
+#[cfg(test)]
+pub(crate) fn dir_whose_files_cannot_be_named(root: &Path) -> std::path::PathBuf {
+    // The longest path a call takes, without its NUL, less room for a
+    // short name ("/x") but not for "/meta.toml".
+    let len = libc::PATH_MAX as usize - 1 - 5;
+    let mut dir = root.to_path_buf();
+    loop {
+        let left = len - dir.as_os_str().len();
+        if left == 0 {
+            break;
+        }
+        // Each component is "/" and a name of 1 to 200 bytes; never leave
+        // a single byte, which no component fits.
+        let mut name = (left - 1).min(200);
+        if left - 1 - name == 1 {
+            name -= 1;
+        }
+        dir.push("d".repeat(name));
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 #[cfg(test)]
@@ -337,6 +378,24 @@ mod tests {
         assert!(!is_input_error(&e), "{e:#}");
         assert!(
             format!("{e:#}").contains("samples.csv: cannot be read: Input/output error"),
+            "{e:#}"
+        );
+    }
+
+    #[test]
+    fn present_is_false_only_when_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("build.toml");
+        assert!(!present(&path).unwrap());
+        // A link is there even when what it names is not.
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &path).unwrap();
+        assert!(present(&path).unwrap());
+        std::fs::write(dir.path().join("meta.toml"), "").unwrap();
+        let through_a_file = dir.path().join("meta.toml/build.toml");
+        let e = present(&through_a_file).unwrap_err();
+        assert!(is_input_error(&e), "{e:#}");
+        assert!(
+            format!("{e:#}").contains("meta.toml/build.toml: cannot be read: Not a directory"),
             "{e:#}"
         );
     }

@@ -26,15 +26,26 @@ pub use crate::base::run_dir::META_FILE;
 pub use crate::base::run_dir::SAMPLES_FILE;
 
 /// Input error unless `dir` holds a run's meta.toml: commands that read a run
-/// say so plainly instead of failing on a missing file.
-pub fn require_run_dir(dir: &Path) -> Result<(), crate::base::error::InputError> {
-    if dir.join(META_FILE).is_file() {
-        Ok(())
-    } else {
-        Err(crate::base::error::InputError::in_file(
-            dir,
-            format!("not a run directory (no {META_FILE})"),
-        ))
+/// say so plainly instead of failing on a missing file. Only a meta.toml not
+/// found (or a `dir` that is no directory, which holds none) makes `dir` no
+/// run: a meta.toml that is there but cannot be read as one is named with
+/// why, as the reader would name it, so a failing disk is the machinery's
+/// error (exit 1) and not "not a run directory".
+pub fn require_run_dir(dir: &Path) -> Result<()> {
+    use crate::base::input_file::{self, Bound};
+    let meta = dir.join(META_FILE);
+    match std::fs::symlink_metadata(&meta) {
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            Err(crate::base::error::InputError::in_file(
+                dir,
+                format!("not a run directory (no {META_FILE})"),
+            )
+            .into())
+        }
+        _ => input_file::check(&meta, Bound::Record).map(drop),
     }
 }
 
@@ -558,6 +569,49 @@ mod tests {
         // Without its newline it is a torn tail.
         std::fs::write(&path, text.trim_end()).unwrap();
         assert_eq!(read_sample_file(dir.path()).unwrap().rows.len(), 1);
+    }
+
+    #[test]
+    fn a_meta_toml_that_cannot_be_looked_at_is_named_not_a_missing_run() {
+        use crate::base::exit::ExitStatus;
+        let dir = tempfile::tempdir().unwrap();
+        let e = require_run_dir(dir.path()).unwrap_err();
+        assert!(e
+            .to_string()
+            .ends_with("not a run directory (no meta.toml)"));
+        let file = dir.path().join("run");
+        std::fs::write(&file, "").unwrap();
+        let e = require_run_dir(&file).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{}: not a run directory (no meta.toml)", file.display())
+        );
+        // A link to itself: its stat fails with ELOOP, no absence.
+        let meta = dir.path().join(META_FILE);
+        std::os::unix::fs::symlink(&meta, &meta).unwrap();
+        let e = require_run_dir(dir.path()).unwrap_err();
+        assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Input);
+        assert!(
+            e.to_string()
+                .contains("meta.toml: cannot be read: Too many levels of symbolic links"),
+            "{e}"
+        );
+        std::fs::remove_file(&meta).unwrap();
+        std::fs::create_dir(&meta).unwrap();
+        let e = require_run_dir(dir.path()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("meta.toml: not a regular file (a directory)"),
+            "{e}"
+        );
+        // The real error too when the directory's entries cannot be named.
+        let run = crate::base::input_file::dir_whose_files_cannot_be_named(dir.path());
+        let e = require_run_dir(&run).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("meta.toml: cannot be read: File name too long (os error 36)"),
+            "{e}"
+        );
     }
 
     #[test]

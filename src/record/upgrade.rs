@@ -60,6 +60,7 @@ use super::meta::{
     BootEnd, BootRecord, RunFormat, RunHost, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT,
 };
 use super::META_FILE;
+use crate::base::input_file;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 
@@ -113,28 +114,48 @@ impl std::fmt::Display for SkippedRun {
 /// directory's name begins with its start time), and the directories that
 /// look like runs (they hold a `meta.toml` or a `samples.csv`) but cannot
 /// be read, each with why: one damaged run costs only itself. The `latest`
-/// link and directories that are no run at all are passed over.
+/// link and directories that are no run at all are passed over; an entry
+/// whose stat fails otherwise than "not found" may be a run, so it is
+/// listed with the error rather than passed over. A `reports` not found
+/// holds no run yet; one that cannot be listed is itself listed as
+/// skipped with the error, so the runs it may hold are not silently none.
 pub fn scan_runs(reports: &Path) -> (Vec<(PathBuf, RunMeta)>, Vec<SkippedRun>) {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(reports)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && !p.ends_with("latest"))
-        .filter(|p| {
-            std::fs::symlink_metadata(p.join(META_FILE)).is_ok()
-                || std::fs::symlink_metadata(p.join(super::SAMPLES_FILE)).is_ok()
-        })
-        .collect();
-    dirs.sort();
-    let mut runs = Vec::new();
     let mut skipped = Vec::new();
-    for dir in dirs.into_iter().rev() {
-        let read = if std::fs::symlink_metadata(dir.join(META_FILE)).is_err() {
-            Err(anyhow::anyhow!("no {META_FILE}"))
-        } else {
-            RunMeta::read(&dir)
+    let unlisted = |e: std::io::Error| SkippedRun {
+        dir: reports.to_path_buf(),
+        why: format!("cannot be listed: {e}"),
+    };
+    let entries = match std::fs::read_dir(reports) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), skipped),
+        Err(e) => return (Vec::new(), vec![unlisted(e)]),
+    };
+    let mut dirs: Vec<(PathBuf, Result<()>)> = Vec::new();
+    for entry in entries {
+        let path = match entry {
+            Ok(entry) => entry.path(),
+            Err(e) => {
+                // What is left of the listing is unknown: one line for it.
+                skipped.push(unlisted(e));
+                break;
+            }
         };
+        if path.ends_with("latest") {
+            continue;
+        }
+        match looks_like_run(&path) {
+            Ok(false) => {}
+            Ok(true) => dirs.push((path, Ok(()))),
+            Err(e) => dirs.push((path, Err(e))),
+        }
+    }
+    dirs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut runs = Vec::new();
+    for (dir, looked) in dirs.into_iter().rev() {
+        let read = looked.and_then(|()| match input_file::present(&dir.join(META_FILE))? {
+            true => RunMeta::read(&dir),
+            false => Err(anyhow::anyhow!("no {META_FILE}")),
+        });
         match read {
             Ok(meta) => runs.push((dir, meta)),
             Err(e) => skipped.push(SkippedRun {
@@ -144,6 +165,22 @@ pub fn scan_runs(reports: &Path) -> (Vec<(PathBuf, RunMeta)>, Vec<SkippedRun>) {
         }
     }
     (runs, skipped)
+}
+
+/// Whether `path`, an entry of a directory of runs, looks like a run: a
+/// directory (a link to one counts) holding a `meta.toml` or a
+/// `samples.csv`. A link to nothing is no run; a stat that fails otherwise
+/// is an error (with the path of a file in it; the entry's own is the
+/// skipped directory's).
+fn looks_like_run(path: &Path) -> Result<bool> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => return Ok(false),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(input_file::io_failure(e, "cannot be looked at")),
+    }
+    Ok(input_file::present(&path.join(META_FILE))?
+        || input_file::present(&path.join(super::SAMPLES_FILE))?)
 }
 
 /// What a `meta.toml` of an older format holds that the current shape does
@@ -583,6 +620,44 @@ mod order_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_whose_files_cannot_be_looked_at_is_listed_as_skipped_with_why() {
+        let root = tempfile::tempdir().unwrap();
+        let run = input_file::dir_whose_files_cannot_be_named(root.path());
+        let reports = run.parent().unwrap();
+        let (runs, skipped) = scan_runs(reports);
+        assert!(runs.is_empty());
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].dir, run);
+        assert!(
+            skipped[0]
+                .why
+                .ends_with("/meta.toml: cannot be read: File name too long (os error 36)"),
+            "{}",
+            skipped[0].why
+        );
+    }
+
+    #[test]
+    fn a_directory_of_runs_that_cannot_be_listed_is_named_not_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            scan_runs(&dir.path().join("absent")),
+            (Vec::new(), Vec::new())
+        );
+        let file = dir.path().join("reports");
+        std::fs::write(&file, "").unwrap();
+        let (runs, skipped) = scan_runs(&file);
+        assert!(runs.is_empty());
+        assert_eq!(
+            skipped,
+            [SkippedRun {
+                dir: file,
+                why: "cannot be listed: Not a directory (os error 20)".into(),
+            }]
+        );
+    }
 
     #[test]
     fn a_timing_sentence_gives_its_mode_and_shift() {

@@ -15,6 +15,7 @@ pub mod point;
 pub mod range;
 
 use crate::base::error::{InputError, Interrupted};
+use crate::base::input_file::{self, Bound};
 use crate::guest::images::kernel::{BuildFailed, KernelSource};
 use crate::jobs::compare::{self, Resolved};
 use crate::record::{Overrides, RunMeta};
@@ -206,7 +207,6 @@ fn start(request: &Request) -> Result<(PathBuf, Plan)> {
 /// for the system's fault (a failing disk) is the machinery's failure; one
 /// that reads but is malformed or damaged is input to fix, naming the file.
 fn resumed_plan(dir: &Path) -> Result<Plan> {
-    use crate::base::input_file::{self, Bound};
     let path = dir.join(PLAN_FILE);
     let Some(text) = input_file::read_text_if_present(&path, Bound::Record)? else {
         return Err(InputError::in_file(
@@ -378,11 +378,13 @@ fn rounds(file: &Suite, request: &Request) -> Result<(u32, u32)> {
 }
 
 /// The directory a new bisection writes into: `--out` (refused when it
-/// holds a bisection already) or a new one under `--reports`.
+/// holds a bisection already, or when whether it does cannot be told: only
+/// a `bisect.toml` not found is none to write over) or a new one under
+/// `--reports`.
 fn new_dir(request: &Request) -> Result<PathBuf> {
     match &request.out {
         Some(out) => {
-            if out.join(PLAN_FILE).exists() {
+            if input_file::present(&out.join(PLAN_FILE))? {
                 return Err(InputError::new(format!(
                     "{}: already holds a bisection; continue it with --resume {0}",
                     out.display()
@@ -521,7 +523,7 @@ impl<'a> Bench<'a> {
     /// the rounds not stored yet.
     fn measure(&mut self, index: usize, rounds: u32) -> Result<Measured> {
         let commit_dir = self.commit_dir(index);
-        if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
+        if let Some(why) = untestable(&commit_dir)? {
             return Ok(Measured::Untestable(why));
         }
         let mut boots = Vec::new();
@@ -619,19 +621,15 @@ impl<'a> Bench<'a> {
         let started = std::time::Instant::now();
         let images = crate::stages::run_images::prepare_images(suite, &self.source)?;
         let kernel = &images.kernels[0];
-        let commit_dir = self.commit_dir(index);
-        let record = commit_dir.join(BUILD_FILE);
-        if !record.exists() {
+        keep_build(&self.commit_dir(index), || {
             // A kernel built by this call took at least its build time.
             let built_now = started.elapsed().as_secs_f64() >= kernel.build_seconds;
-            let build = Build {
+            Build {
                 seconds: built_now.then_some(kernel.build_seconds),
                 source_files_rebuilt: kernel.source_files_rebuilt,
                 kernel_dir: kernel.dir.clone(),
-            };
-            std::fs::create_dir_all(&commit_dir)?;
-            std::fs::write(&record, toml::to_string(&build)?)?;
-        }
+            }
+        })?;
         Ok(images)
     }
 
@@ -719,13 +717,51 @@ fn commit_dir(dir: &Path, commit: &RangeCommit) -> PathBuf {
     dir.join("commits").join(commit.short_id())
 }
 
-/// The run stored in `run`, if one was started there.
+/// The run stored in `run`, if one was started there. Only a `meta.toml`
+/// not found is a round not started: one whose stat fails otherwise is an
+/// error naming it, not a round measured again over the one stored.
 fn stored_run(run: &Path) -> Result<Option<RunMeta>> {
-    RunDir::new(run)
-        .meta()
-        .exists()
-        .then(|| RunMeta::read(run))
-        .transpose()
+    if input_file::present(&RunDir::new(run).meta())? {
+        RunMeta::read(run).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Why the commit whose directory is `commit_dir` cannot be measured, when
+/// it was found so. Only an `untestable.txt` not found means it was not:
+/// one that cannot be read is an error naming it, never a commit measured
+/// again (or reported) as if it built.
+fn untestable(commit_dir: &Path) -> Result<Option<String>> {
+    input_file::read_text_if_present(&commit_dir.join(UNTESTABLE_FILE), Bound::Text)
+}
+
+/// What building the commit whose directory is `commit_dir` did, when it
+/// was built; a record that cannot be read or parsed is an error naming it
+/// (at its line and column when malformed).
+fn build_record(commit_dir: &Path) -> Result<Option<Build>> {
+    let path = commit_dir.join(BUILD_FILE);
+    let Some(text) = input_file::read_text_if_present(&path, Bound::Record)? else {
+        return Ok(None);
+    };
+    Ok(Some(input_file::parse_toml(&path, &text, "build record")?))
+}
+
+/// Writes `build()` as the commit's build record unless one is kept
+/// already: the first build of a commit is the one that took its time (a
+/// resumed bisection finds the kernel in the cache). A record whose stat
+/// fails otherwise than "not found" is an error naming it, not a record
+/// written over.
+fn keep_build(commit_dir: &Path, build: impl FnOnce() -> Build) -> Result<()> {
+    let record = commit_dir.join(BUILD_FILE);
+    if input_file::present(&record)? {
+        return Ok(());
+    }
+    std::fs::create_dir_all(commit_dir)
+        .with_context(|| format!("creating {}", commit_dir.display()))?;
+    std::fs::write(&record, toml::to_string(&build())?)
+        .with_context(|| format!("writing {}", record.display()))?;
+    Ok(())
 }
 
 /// Every build the bisection needed, in range order.
@@ -733,10 +769,10 @@ fn builds(dir: &Path, plan: &Plan) -> Result<Vec<(usize, answer::BuildOutcome)>>
     let mut out = Vec::new();
     for (index, commit) in plan.commits.iter().enumerate() {
         let commit_dir = commit_dir(dir, commit);
-        if let Ok(why) = std::fs::read_to_string(commit_dir.join(UNTESTABLE_FILE)) {
+        if let Some(why) = untestable(&commit_dir)? {
             out.push((index, answer::BuildOutcome::Failed { error: why }));
-        } else if let Ok(text) = std::fs::read_to_string(commit_dir.join(BUILD_FILE)) {
-            out.push((index, answer::BuildOutcome::Built(toml::from_str(&text)?)));
+        } else if let Some(build) = build_record(&commit_dir)? {
+            out.push((index, answer::BuildOutcome::Built(build)));
         }
     }
     Ok(out)
@@ -889,6 +925,153 @@ mod tests {
         assert!(
             format!("{e:#}").contains("bisect.toml: cannot be read: Input/output error"),
             "{e:#}"
+        );
+    }
+
+    #[test]
+    fn out_is_refused_when_whether_it_holds_a_bisection_cannot_be_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = |out: &Path| Request {
+            out: Some(out.to_path_buf()),
+            ..Request::default()
+        };
+        let out = dir.path().join("bisection");
+        assert_eq!(new_dir(&request(&out)).unwrap(), out);
+        std::fs::write(out.join(PLAN_FILE), "").unwrap();
+        let e = input_to_fix(new_dir(&request(&out)).unwrap_err());
+        assert!(e.contains("already holds a bisection"), "{e}");
+        // ENOTDIR: `--out` is a file.
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let e = input_to_fix(new_dir(&request(&file)).unwrap_err());
+        assert!(
+            e.contains("file/bisect.toml: cannot be read: Not a directory"),
+            "{e}"
+        );
+    }
+
+    /// `plan(commits)` with ids that differ in their short form, so each
+    /// commit has a directory of its own.
+    fn plan_of_distinct_commits(commits: usize) -> Plan {
+        let mut plan = plan(commits);
+        for (i, c) in plan.commits.iter_mut().enumerate() {
+            c.id = format!("{:x}{}", i + 1, "0".repeat(39));
+        }
+        plan
+    }
+
+    /// `plan`'s first commit's directory in `dir`, made.
+    fn first_commit_dir(dir: &Path, plan: &Plan) -> PathBuf {
+        let commit_dir = commit_dir(dir, &plan.commits[0]);
+        std::fs::create_dir_all(&commit_dir).unwrap();
+        commit_dir
+    }
+
+    fn a_build() -> Build {
+        Build {
+            seconds: Some(90.5),
+            source_files_rebuilt: Some(1),
+            kernel_dir: "/cache/kernels/k".into(),
+        }
+    }
+
+    #[test]
+    fn builds_reads_what_each_commit_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan_of_distinct_commits(3);
+        assert_eq!(builds(dir.path(), &plan).unwrap(), Vec::new());
+        keep_build(&commit_dir(dir.path(), &plan.commits[0]), a_build).unwrap();
+        let untestable = commit_dir(dir.path(), &plan.commits[2]);
+        std::fs::create_dir_all(&untestable).unwrap();
+        std::fs::write(untestable.join(UNTESTABLE_FILE), "it does not build").unwrap();
+        assert_eq!(
+            builds(dir.path(), &plan).unwrap(),
+            vec![
+                (0, answer::BuildOutcome::Built(a_build())),
+                (
+                    2,
+                    answer::BuildOutcome::Failed {
+                        error: "it does not build".into()
+                    }
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn a_malformed_build_record_is_input_to_fix_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(2);
+        let commit_dir = first_commit_dir(dir.path(), &plan);
+        std::fs::write(
+            commit_dir.join(BUILD_FILE),
+            "kernel_dir = \"/cache/k\"\nseconds = \"many\"\n",
+        )
+        .unwrap();
+        let e = input_to_fix(builds(dir.path(), &plan).unwrap_err());
+        assert!(
+            e.contains(&format!(
+                "{}:2:11: malformed build record: invalid type",
+                commit_dir.join(BUILD_FILE).display()
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_commit_record_the_disk_fails_to_read_is_the_machinery_not_absent() {
+        for file in [UNTESTABLE_FILE, BUILD_FILE] {
+            let dir = tempfile::tempdir().unwrap();
+            let plan = plan(2);
+            let commit_dir = first_commit_dir(dir.path(), &plan);
+            crate::base::input_file::link_to_failing_read(&commit_dir.join(file));
+            let e = builds(dir.path(), &plan).unwrap_err();
+            assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Machinery);
+            assert!(
+                format!("{e:#}").contains(&format!("{file}: cannot be read: Input/output error")),
+                "{e:#}"
+            );
+            if file == UNTESTABLE_FILE {
+                let e = untestable(&commit_dir).unwrap_err();
+                assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Machinery);
+            }
+        }
+    }
+
+    #[test]
+    fn a_round_whose_record_cannot_be_looked_at_is_an_error_not_a_round_to_measure() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("round-1");
+        assert!(stored_run(&run).unwrap().is_none());
+        // A stat failing otherwise than "not found" (here ENOTDIR: the
+        // round's directory is a file) says nothing of the round.
+        std::fs::write(&run, "").unwrap();
+        let e = input_to_fix(stored_run(&run).unwrap_err());
+        assert!(
+            e.contains("round-1/meta.toml: cannot be read: Not a directory"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_build_record_is_written_once_and_never_over_one_that_cannot_be_looked_at() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan(2);
+        let commit_dir = commit_dir(dir.path(), &plan.commits[0]);
+        keep_build(&commit_dir, a_build).unwrap();
+        keep_build(&commit_dir, || Build {
+            seconds: None,
+            ..a_build()
+        })
+        .unwrap();
+        assert_eq!(build_record(&commit_dir).unwrap(), Some(a_build()));
+        // ENOTDIR: the commit's directory is a file.
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let e = input_to_fix(keep_build(&file, a_build).unwrap_err());
+        assert!(
+            e.contains("file/build.toml: cannot be read: Not a directory"),
+            "{e}"
         );
     }
 }

@@ -18,6 +18,7 @@
 //!   commit.
 
 use crate::base::error::InputError;
+use crate::base::input_file;
 use crate::base::stats::change_points::{e_divisive, ChangePointConfig};
 use crate::base::stats::hypothesis::LogRatio;
 use crate::record::GateRecord;
@@ -72,23 +73,27 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
     for dir in dirs {
-        let (found, unreadable) =
-            if std::fs::symlink_metadata(dir.join(crate::record::META_FILE)).is_ok() {
-                match RunMeta::read(dir) {
-                    Ok(meta) => (vec![(dir.clone(), meta)], Vec::new()),
-                    Err(e) => (
-                        Vec::new(),
-                        vec![SkippedRun {
-                            dir: dir.clone(),
-                            why: format!("{e:#}"),
-                        }],
-                    ),
-                }
-            } else if dir.is_dir() {
-                crate::record::scan_runs(dir)
-            } else {
-                return Err(InputError::in_file(dir, "no such directory").into());
-            };
+        require_dir(dir)?;
+        let skip = |e: anyhow::Error| {
+            (
+                Vec::new(),
+                vec![SkippedRun {
+                    dir: dir.clone(),
+                    why: format!("{e:#}"),
+                }],
+            )
+        };
+        // A meta.toml that cannot be looked at may be a run's: it is skipped
+        // with why, as one that cannot be read, never taken for a directory
+        // of runs with none in it.
+        let (found, unreadable) = match input_file::present(&dir.join(crate::record::META_FILE)) {
+            Ok(true) => match RunMeta::read(dir) {
+                Ok(meta) => (vec![(dir.clone(), meta)], Vec::new()),
+                Err(e) => skip(e),
+            },
+            Ok(false) => crate::record::scan_runs(dir),
+            Err(e) => skip(e),
+        };
         skipped.extend(unreadable);
         let before = runs.len();
         for (dir, meta) in found {
@@ -125,6 +130,22 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
     skipped.sort_by(|a, b| a.dir.cmp(&b.dir));
     skipped.dedup_by(|a, b| a.dir.canonicalize().ok() == b.dir.canonicalize().ok());
     Ok((runs, skipped))
+}
+
+/// Input error unless `dir`, a directory `history` was given, is one; a
+/// stat that fails otherwise than "not found" is that error, named.
+fn require_dir(dir: &Path) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(InputError::in_file(dir, "not a directory").into()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(InputError::in_file(dir, "no such directory").into())
+        }
+        Err(e) => Err(input_file::io_failure(
+            e,
+            format!("{}: cannot be read", dir.display()),
+        )),
+    }
 }
 
 /// The runs grouped by suite, each group in time order.
@@ -336,6 +357,38 @@ fn shell_word(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::record::Both;
+
+    #[test]
+    fn a_run_whose_meta_cannot_be_looked_at_is_named_as_skipped() {
+        let root = tempfile::tempdir().unwrap();
+        let run = input_file::dir_whose_files_cannot_be_named(root.path());
+        let e = format!("{:#}", collect(std::slice::from_ref(&run)).unwrap_err());
+        assert!(e.contains("no complete run here"), "{e}");
+        assert!(
+            e.contains(&format!(
+                "\n  skipped {}: {0}/meta.toml: cannot be read: File name too long",
+                run.display()
+            )),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_directory_history_cannot_look_at_is_named_with_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = collect(&[dir.path().join("absent")]).unwrap_err();
+        assert!(e.to_string().ends_with("absent: no such directory"), "{e}");
+        let file = dir.path().join("runs");
+        std::fs::write(&file, "").unwrap();
+        let e = collect(std::slice::from_ref(&file)).unwrap_err();
+        assert!(e.to_string().ends_with("runs: not a directory"), "{e}");
+        let e = collect(&[file.join("run")]).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("runs/run: cannot be read: Not a directory (os error 20)"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn words_a_shell_would_split_are_quoted() {
