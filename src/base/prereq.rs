@@ -314,6 +314,27 @@ impl HostState {
     }
 }
 
+#[cfg(test)]
+impl HostState {
+    /// A new Debian 12 machine that has only Rust, as root: no package
+    /// markbench installs, apt sources of Debian's own suites alone.
+    pub fn new_debian_12() -> Self {
+        let mut all = requirements();
+        all.extend(ci_requirements());
+        all.extend(qemu_build_requirements());
+        Self {
+            codename: Some("bookworm".into()),
+            debian_like: true,
+            can_install: true,
+            unmet: all.iter().map(|r| r.package).collect(),
+            qemu_version: None,
+            apt_sources: vec!["Types: deb\nURIs: http://deb.debian.org/debian\n\
+                               Suites: bookworm bookworm-updates\nComponents: main\n"
+                .into()],
+        }
+    }
+}
+
 /// One step of giving the host what it lacks, in the order it is taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HostStep {
@@ -937,19 +958,10 @@ mod tests {
         assert_eq!(just_step(found(&[])), JustStep::NoCargo);
     }
 
-    /// A new Debian 12 machine that has only Rust: no package markbench
-    /// installs, no bookworm-backports, root.
     fn new_bookworm_machine(sources: &[&str]) -> HostState {
-        let mut all = requirements();
-        all.extend(ci_requirements());
-        all.extend(qemu_build_requirements());
         HostState {
-            codename: Some("bookworm".into()),
-            debian_like: true,
-            can_install: true,
-            unmet: all.iter().map(|r| r.package).collect(),
-            qemu_version: None,
             apt_sources: sources.iter().map(|s| s.to_string()).collect(),
+            ..HostState::new_debian_12()
         }
     }
 

@@ -66,16 +66,21 @@ pub fn resolve_origins(suite: &Suite, source: &KernelSource) -> Result<Vec<Resol
     Ok(origins)
 }
 
+/// What the kernel named `kernel` is built from in `suite`.
+fn kernel_spec(suite: &Suite, kernel: &str) -> Result<KernelSpec> {
+    Ok(KernelSpec {
+        name: kernel.to_string(),
+        base: suite.kernel_base.clone(),
+        fragments: suite.fragments.kernel(kernel)?,
+    })
+}
+
 /// Each variant's kernel name and whether the cache holds it, as the run
 /// would build it from `origins` (each variant's, resolved).
 pub fn cached_kernels(suite: &Suite, origins: &[ResolvedOrigin]) -> Result<Vec<(String, bool)>> {
     let mut kernels = Vec::new();
     for (v, origin) in suite.variants.iter().zip(origins) {
-        let spec = KernelSpec {
-            name: v.kernel.clone(),
-            base: suite.kernel_base.clone(),
-            fragments: suite.fragments.kernel(&v.kernel)?,
-        };
+        let spec = kernel_spec(suite, &v.kernel)?;
         let entry = (v.kernel.clone(), kernel::is_cached(origin, &spec));
         if !kernels.contains(&entry) {
             kernels.push(entry);
@@ -140,11 +145,7 @@ fn build_kernels(
     let mut kernels = Vec::new();
     let mut fragments = Vec::new();
     for (v, origin) in suite.variants.iter().zip(origins) {
-        let spec = KernelSpec {
-            name: v.kernel.clone(),
-            base: suite.kernel_base.clone(),
-            fragments: suite.fragments.kernel(&v.kernel)?,
-        };
+        let spec = kernel_spec(suite, &v.kernel)?;
         kernels.push(kernel::ensure_kernel(origin, &spec)?);
         fragments.push(spec.fragments);
     }

@@ -246,23 +246,6 @@ mod tests {
     use super::*;
     use crate::base::prereq::{plan_for, HostState, HostStep};
 
-    /// A new Debian 12 machine with only Rust: nothing markbench installs,
-    /// no bookworm-backports, root.
-    fn new_machine() -> HostState {
-        let mut all = prereq::requirements();
-        all.extend(prereq::qemu_build_requirements());
-        HostState {
-            codename: Some("bookworm".into()),
-            debian_like: true,
-            can_install: true,
-            unmet: all.iter().map(|r| r.package).collect(),
-            qemu_version: None,
-            apt_sources: vec!["Types: deb\nURIs: http://deb.debian.org/debian\n\
-                               Suites: bookworm bookworm-updates\nComponents: main\n"
-                .into()],
-        }
-    }
-
     fn quick_suite() -> crate::stages::suite::Suite {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         crate::stages::suite::Suite::load(
@@ -277,7 +260,7 @@ mod tests {
         let suite = quick_suite();
         let needs = host_needs(&suite, false);
         assert!(needs.qemu_build, "its 2-vCPU point boots markbench's QEMU");
-        let plan = plan_for(needs, &new_machine());
+        let plan = plan_for(needs, &HostState::new_debian_12());
         assert!(plan.steps.contains(&HostStep::AddSource {
             path: "/etc/apt/sources.list.d/markbench-bookworm-backports-src.sources",
             types: "deb-src",
