@@ -29,6 +29,20 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// Bytes free to an unprivileged writer on the filesystem that holds
+/// `path`, or would hold it (its nearest existing ancestor); `None` when it
+/// cannot be read.
+pub fn free_bytes(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let c_path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs writes only into the zeroed struct it is given, and
+    // reads the NUL-terminated path.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    let status = unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) };
+    (status == 0).then(|| stat.f_bavail as u64 * stat.f_frsize as u64)
+}
+
 /// Cores this process may run on.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -182,6 +196,16 @@ pub fn load() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_space_is_read_for_a_path_not_made_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let below = free_bytes(&dir.path().join("not/made/yet")).unwrap();
+        let here = free_bytes(dir.path()).unwrap();
+        // The same filesystem, read twice: only what others wrote between.
+        assert!(below.abs_diff(here) < 1 << 30, "{below} against {here}");
+        assert!(below > 0);
+    }
 
     #[test]
     fn a_stat_line_gives_its_parent_and_its_times_whatever_its_name_holds() {

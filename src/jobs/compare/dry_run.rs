@@ -113,6 +113,7 @@ pub(super) fn plan_summary(
         slots,
         smp_qemu: smp_qemu_line(run),
         host: host.clone(),
+        disk: disk(run, kernels_cached.as_deref()),
         kernels_cached,
     })
 }
@@ -262,17 +263,60 @@ fn model_lines(
 
 /// Says that SMP boots under icount use markbench's own QEMU, and whether
 /// it is built or still to build.
+/// Whether the run may build markbench's QEMU: an SMP point may boot it
+/// and the cache does not hold it.
+fn builds_own_qemu(run: &Resolved) -> bool {
+    use crate::guest::images::qemu_build;
+    let root = crate::guest::images::Cache::here().qemu_builds();
+    crate::stages::machine::may_need_own_qemu(&run.suite, run.qemu.is_some())
+        && !qemu_build::entry_dir(&root, &qemu_build::build_key())
+            .join(qemu_build::BINARY)
+            .is_file()
+}
+
+/// What a cold cache's builds take on disk here (docs/measurements.md):
+/// Debian's kernel source unpacked, a minimal kernel's workspace and entry,
+/// markbench's QEMU's build.
+const UNPACKED_SOURCE_BYTES: u64 = 1_600_000_000;
+const KERNEL_BUILD_BYTES: u64 = 1_900_000_000;
+const QEMU_BUILD_BYTES: u64 = 1_000_000_000;
+
+/// The disk the run's builds take in the cache, and what it has free;
+/// `None` when nothing is built.
+fn disk(
+    run: &Resolved,
+    kernels_cached: Option<&[(String, bool)]>,
+) -> Option<crate::stages::report::dry_run::Disk> {
+    let kernels_to_build = match kernels_cached {
+        Some(kernels) => kernels.iter().filter(|(_, cached)| !cached).count(),
+        None => {
+            let mut names: Vec<&str> = run.suite.variants.iter().map(|v| v.kernel.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            names.len()
+        }
+    } as u64;
+    let mut needed = kernels_to_build * KERNEL_BUILD_BYTES;
+    if kernels_to_build > 0 {
+        needed += UNPACKED_SOURCE_BYTES;
+    }
+    if builds_own_qemu(run) {
+        needed += QEMU_BUILD_BYTES;
+    }
+    let cache = crate::guest::images::cache_dir();
+    (needed > 0).then(|| crate::stages::report::dry_run::Disk {
+        needed,
+        free: crate::base::host::free_bytes(&cache),
+        cache: cache.display().to_string(),
+    })
+}
+
 fn smp_qemu_line(run: &Resolved) -> Option<String> {
     use crate::guest::images::qemu_build;
     if !crate::stages::machine::may_need_own_qemu(&run.suite, run.qemu.is_some()) {
         return None;
     }
-    let key = qemu_build::build_key();
-    let root = crate::guest::images::Cache::here().qemu_builds();
-    let state = if qemu_build::entry_dir(&root, &key)
-        .join(qemu_build::BINARY)
-        .is_file()
-    {
+    let state = if !builds_own_qemu(run) {
         "in the cache".to_string()
     } else {
         "built first (about 4 minutes on 2 cores, after the kernels)".to_string()

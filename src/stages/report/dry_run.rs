@@ -71,6 +71,18 @@ pub struct PlanSummary {
     /// Each kernel and whether the cache holds it; `None` while the kernel
     /// source is not there to say.
     pub kernels_cached: Option<Vec<(String, bool)>>,
+    /// What the run's builds take on disk, when it builds anything.
+    pub disk: Option<Disk>,
+}
+
+/// The disk a run's builds take in the cache and what it has free.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Disk {
+    /// Bytes, about.
+    pub needed: u64,
+    /// Bytes free on the cache's filesystem, when they could be read.
+    pub free: Option<u64>,
+    pub cache: String,
 }
 
 /// A variant as the plan shows it.
@@ -198,12 +210,30 @@ fn render_host(host: &HostPlan, out: &mut String) {
 const MINIMAL_KERNEL_BUILD: &str = "a minimal kernel: 7 to 10 minutes on 2 cores";
 
 impl PlanSummary {
-    /// Which kernels the run builds and which the cache holds.
+    /// Which kernels the run builds and which the cache holds, and the
+    /// disk the builds take.
     fn render_builds(&self, out: &mut String) {
         let mut line = |text: String| {
             out.push_str(&text);
             out.push('\n');
         };
+        if let Some(disk) = &self.disk {
+            let gib = |bytes: u64| format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64);
+            let free = match disk.free {
+                Some(free) if free < disk.needed => format!(
+                    "; warning: only {} free there: free some, or give the cache another place \
+                     with MARKBENCH_CACHE=DIR",
+                    gib(free)
+                ),
+                Some(free) => format!(", {} free", gib(free)),
+                None => String::new(),
+            };
+            line(format!(
+                "disk: the builds take about {} in {}{free}",
+                gib(disk.needed),
+                disk.cache
+            ));
+        }
         match &self.kernels_cached {
             None => line(format!(
                 "kernels: each built first unless the cache holds it (known once the kernel \
@@ -506,6 +536,11 @@ mod tests {
                 ..HostPlan::default()
             },
             kernels_cached: Some(vec![("k-a".into(), true), ("k-b".into(), false)]),
+            disk: Some(Disk {
+                needed: 2 << 30,
+                free: Some(80 << 30),
+                cache: "/cache".into(),
+            }),
         }
     }
 
@@ -521,6 +556,7 @@ mod tests {
              \x20     base.config              vm-images/base.config (sha256 0123456789abcdef)\n\
              \x20 with (candidate):   b: kernel k-b, cmdline \"quiet x=\\\"1\\\"\\tq='2'\"\n\
              this machine: has every package and apt source the run needs\n\
+             disk: the builds take about 2.0 GiB in /cache, 80.0 GiB free\n\
              kernels in the cache: k-a\n\
              kernels built first: k-b (a minimal kernel: 7 to 10 minutes on 2 cores each)\n\
              \x20 workload hackbench × 5 runs\n\
@@ -600,6 +636,22 @@ mod tests {
             )),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn a_cache_without_room_for_the_builds_is_warned_of() {
+        let plan = PlanSummary {
+            disk: Some(Disk {
+                needed: 5 << 30,
+                free: Some(1 << 30),
+                cache: "/cache".into(),
+            }),
+            ..full()
+        };
+        assert!(plan.render().contains(
+            "disk: the builds take about 5.0 GiB in /cache; warning: only 1.0 GiB free there: \
+             free some, or give the cache another place with MARKBENCH_CACHE=DIR\n"
+        ));
     }
 
     #[test]
