@@ -279,7 +279,7 @@ fn builds_own_qemu(run: &Resolved) -> bool {
 /// markbench's QEMU's build.
 const UNPACKED_SOURCE_BYTES: u64 = 1_600_000_000;
 const KERNEL_BUILD_BYTES: u64 = 1_900_000_000;
-const QEMU_BUILD_BYTES: u64 = 1_000_000_000;
+const QEMU_BUILD_BYTES: u64 = 600_000_000;
 
 /// The disk the run's builds take in the cache, and what it has free;
 /// `None` when nothing is built.
@@ -290,7 +290,12 @@ fn disk(
     let kernels_to_build = match kernels_cached {
         Some(kernels) => kernels.iter().filter(|(_, cached)| !cached).count(),
         None => {
-            let mut names: Vec<&str> = run.suite.variants.iter().map(|v| v.kernel.as_str()).collect();
+            let mut names: Vec<&str> = run
+                .suite
+                .variants
+                .iter()
+                .map(|v| v.kernel.as_str())
+                .collect();
             names.sort_unstable();
             names.dedup();
             names.len()
