@@ -28,7 +28,7 @@ pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<Ex
                     dir.display()
                 ));
             }
-            if meta.suite_title() != aa_meta.suite || meta.timing_mode() != aa_meta.timing_mode() {
+            if measured_otherwise(&aa_meta, &meta) {
                 crate::base::message::warning(format_args!(
                     "the two runs differ in suite or timing mode ({} / {} against {} / {})",
                     aa_meta.suite,
@@ -46,4 +46,34 @@ pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<Ex
     let rows = evaluate(&aa, &ab, targets);
     print!("{}", render(&rows, targets));
     Ok(verdict(&rows).status())
+}
+
+/// Whether two runs measured another suite or under another timing mode:
+/// a diff of two runs keeps its suite's name (its title only adds that it
+/// is a diff), so a diff of the same suite is not another suite.
+fn measured_otherwise(aa: &crate::record::RunMeta, ab: &crate::record::RunMeta) -> bool {
+    aa.suite != ab.suite || aa.timing_mode() != ab.timing_mode()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diff_of_the_same_suite_is_not_another_suite() {
+        let aa = crate::record::RunMeta {
+            suite: "noise-icount".into(),
+            ..Default::default()
+        };
+        let diff = crate::record::RunMeta {
+            diff: true,
+            ..aa.clone()
+        };
+        assert!(!measured_otherwise(&aa, &diff));
+        let other = crate::record::RunMeta {
+            suite: "quick".into(),
+            ..aa.clone()
+        };
+        assert!(measured_otherwise(&aa, &other));
+    }
 }
