@@ -266,7 +266,9 @@ fn copy_logs(run: &ShardRun, out: &Path) -> Result<BTreeMap<String, String>> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let rel = format!("logs/shard-{}/{name}", run.index);
-        if from.is_file() {
+        // A shard may have no log of a boot; a log the disk fails to show
+        // is an error naming it, not a log left behind.
+        if crate::base::input_file::present(&from)? {
             std::fs::copy(&from, out.join(&rel))
                 .with_context(|| format!("copying {}", from.display()))?;
         }
@@ -311,7 +313,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged> {
 /// Makes `out` a new run directory holding the files the report reads
 /// that every shard has alike (taken from `first`).
 fn prepare_out(first: &ShardRun, out: &Path) -> Result<()> {
-    if out.join(META_FILE).exists() {
+    // A run there whose record cannot be looked at is not overwritten.
+    if crate::base::input_file::present(&out.join(META_FILE))? {
         return Err(
             InputError::in_file(out, "already holds a run; merge into a new directory").into(),
         );
@@ -324,8 +327,9 @@ fn prepare_out(first: &ShardRun, out: &Path) -> Result<()> {
         crate::base::run_dir::SUITE_COPY,
     ] {
         let from = first.dir.join(file);
-        if from.is_file() {
-            std::fs::copy(&from, out.join(file))?;
+        if crate::base::input_file::present(&from)? {
+            std::fs::copy(&from, out.join(file))
+                .with_context(|| format!("copying {}", from.display()))?;
         }
     }
     Ok(())
@@ -417,4 +421,44 @@ fn hosts_of(runs: &[ShardRun], hosts: BTreeSet<String>) -> Vec<RunHost> {
             hostname,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard_in(dir: &Path) -> ShardRun {
+        ShardRun {
+            dir: dir.to_path_buf(),
+            meta: RunMeta::default(),
+            index: 0,
+            count: 1,
+        }
+    }
+
+    #[test]
+    fn an_out_whose_record_cannot_be_looked_at_is_not_merged_into() {
+        let root = tempfile::tempdir().unwrap();
+        let first = tempfile::tempdir().unwrap();
+        let out = crate::base::input_file::dir_whose_files_cannot_be_named(root.path());
+        let error = prepare_out(&shard_in(first.path()), &out).unwrap_err();
+        assert!(format!("{error:#}").contains("meta.toml"), "{error:#}");
+        assert!(!out.join("logs").exists(), "nothing is written");
+    }
+
+    #[test]
+    fn a_shard_file_the_disk_fails_to_show_is_an_error_not_left_behind() {
+        let out = tempfile::tempdir().unwrap();
+        let first = tempfile::tempdir().unwrap();
+        let diffconfig = first.path().join(crate::stages::report::DIFFCONFIG_FILE);
+        crate::base::input_file::link_to_failing_read(&diffconfig);
+        let error = prepare_out(&shard_in(first.path()), &out.path().join("merged")).unwrap_err();
+        assert!(
+            format!("{error:#}").contains(crate::stages::report::DIFFCONFIG_FILE),
+            "{error:#}"
+        );
+        // Absent is not an error: a shard without sizes merges as before.
+        let plain = tempfile::tempdir().unwrap();
+        prepare_out(&shard_in(plain.path()), &out.path().join("merged-plain")).unwrap();
+    }
 }

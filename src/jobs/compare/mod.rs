@@ -74,7 +74,8 @@ fn oversubscribed(run: &Resolved, why: &str) -> anyhow::Error {
 /// than the host has cores, which the machine's timing must then make up.
 fn refuse_what_this_host_cannot_run(run: &Resolved, options: &Options) -> Result<bool> {
     if let Some(out) = options.out.as_ref().filter(|_| run.resumed.is_none()) {
-        if RunDir::new(out).meta().exists() {
+        // A run there whose record cannot be looked at is not overwritten.
+        if crate::base::input_file::present(&RunDir::new(out).meta())? {
             return Err(InputError::new(format!(
                 "{}: already holds a run; continue it with --resume {0}, or give another --out",
                 out.display()
