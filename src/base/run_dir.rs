@@ -121,14 +121,48 @@ impl RunDir {
     /// `-2`, `-3`, … when one started in the same second).
     pub fn create_new(root: &Path, suite: &str) -> std::io::Result<RunDir> {
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+        std::fs::create_dir_all(root)?;
         let mut dir = root.join(format!("{stamp}-{suite}"));
         let mut n = 1;
-        while dir.exists() {
-            n += 1;
-            dir = root.join(format!("{stamp}-{suite}-{n}"));
+        // Made, not looked for: a name taken by another run (or one the
+        // disk fails to show) is never written into.
+        loop {
+            match std::fs::create_dir(&dir) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    n += 1;
+                    dir = root.join(format!("{stamp}-{suite}-{n}"));
+                }
+                Err(e) => return Err(e),
+            }
         }
         let run = RunDir::new(dir);
         run.create()?;
         Ok(run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_run_directory_is_never_one_that_is_there() {
+        let root = tempfile::tempdir().unwrap();
+        let made: Vec<PathBuf> = (0..3)
+            .map(|_| {
+                RunDir::create_new(root.path(), "quick")
+                    .unwrap()
+                    .root()
+                    .to_path_buf()
+            })
+            .collect();
+        assert_ne!(made[0], made[1]);
+        assert_ne!(made[1], made[2]);
+        assert!(made.iter().all(|d| d.join("logs").is_dir()));
+        // A file where the reports directory should be is that error.
+        let file = root.path().join("not-a-dir");
+        std::fs::write(&file, "").unwrap();
+        assert!(RunDir::create_new(&file, "quick").is_err());
     }
 }

@@ -55,7 +55,7 @@ pub fn read_suite(path: Option<&Path>) -> Result<Suite> {
     let default = Path::new(DEFAULT_SUITE);
     match path {
         Some(path) => Ok(Suite::load(path, &lookup)?),
-        None if default.is_file() => Ok(Suite::load(default, &lookup)?),
+        None if crate::base::input_file::present(default)? => Ok(Suite::load(default, &lookup)?),
         None => {
             crate::base::message::note(format_args!(
                 "no {DEFAULT_SUITE} in {}: running markbench's built-in copy of it",
@@ -88,7 +88,8 @@ pub fn kernel_source(path: Option<&Path>, suite: &Suite) -> Result<KernelSource>
 /// in the run directory), with the overrides it ran with.
 fn resumed_suite(dir: &Path) -> Result<(RunMeta, Suite)> {
     let layout = crate::base::run_dir::RunDir::new(dir);
-    if !layout.meta().is_file() || !layout.suite_copy().is_file() {
+    let present = crate::base::input_file::present;
+    if !present(&layout.meta())? || !present(&layout.suite_copy())? {
         return Err(InputError::in_file(
             dir,
             format!(
