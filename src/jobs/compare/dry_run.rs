@@ -127,10 +127,7 @@ fn resolved_origins(
     run: &Resolved,
 ) -> Result<Option<Vec<crate::guest::images::source::ResolvedOrigin>>> {
     let suite = &run.suite;
-    let own_origins = suite
-        .variants
-        .iter()
-        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
+    let own_origins = has_own_origins(suite);
     if !own_origins && !run.source.path().exists() {
         return Ok(None);
     }
@@ -140,16 +137,22 @@ fn resolved_origins(
     )?))
 }
 
+/// Whether a variant names a kernel origin of its own (a source, a
+/// revision or patches).
+fn has_own_origins(suite: &Suite) -> bool {
+    suite
+        .variants
+        .iter()
+        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty())
+}
+
 /// Each variant's kernel origin, when a variant has one of its own.
 fn own_origins(
     run: &Resolved,
     resolved: Option<&[crate::guest::images::source::ResolvedOrigin]>,
 ) -> Vec<(String, String)> {
     let suite = &run.suite;
-    let own_origins = suite
-        .variants
-        .iter()
-        .any(|v| v.source.is_some() || v.rev.is_some() || !v.patches.is_empty());
+    let own_origins = has_own_origins(suite);
     match resolved {
         Some(origins) if own_origins => suite
             .variants
