@@ -482,7 +482,7 @@ fn start_in_slot<'scope>(
     to_loop: std::sync::mpsc::Sender<(usize, FromSlot)>,
 ) {
     scope.spawn(move || {
-        let load_before = crate::base::host::load();
+        let load_before = runner.load_beside_own();
         let launched = std::time::Instant::now();
         // The loop waits for every slot's end: a runner that panics still
         // ends its boot, as a failure of the machinery.
@@ -497,7 +497,7 @@ fn start_in_slot<'scope>(
             },
             wall: launched.elapsed(),
         });
-        let load_after = crate::base::host::load();
+        let load_after = runner.load_beside_own();
         let _ = to_loop.send((slot, FromSlot::Ended(outcome, load_before, load_after)));
     });
 }

@@ -52,6 +52,9 @@ pub struct FakeRunner {
     pub hold: Option<Duration>,
     /// Guests under way now, and the most that ever were at once.
     pub at_once: std::sync::Mutex<(usize, usize)>,
+    /// The load beside markbench's own each boot sees before and after,
+    /// given rather than measured (a real probe waits half a second).
+    pub other_load: f64,
 }
 
 /// Counts a guest under way for as long as it lives.
@@ -352,6 +355,10 @@ fn regions_header(model: bool, model_blocks: bool) -> String {
 }
 
 impl Runner for FakeRunner {
+    fn load_beside_own(&self) -> f64 {
+        self.other_load
+    }
+
     fn boot(&self, r: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome {
         // This boot's number, counted from 1 in the order boots started.
         let number = {

@@ -228,6 +228,13 @@ pub fn boot_seed(run_seed: u64, unit: usize, attempt: u32) -> u64 {
 /// thread of its own.
 pub trait Runner: Sync {
     fn boot(&self, request: &BootRequest, on_message: &mut dyn FnMut(Message)) -> BootOutcome;
+
+    /// How many of the host's cores work other than markbench's own and
+    /// its guests' keeps busy, taken just before and just after each boot.
+    /// On a real host it is measured over half a second.
+    fn load_beside_own(&self) -> f64 {
+        crate::base::host::load()
+    }
 }
 
 #[cfg(test)]
