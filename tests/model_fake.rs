@@ -92,10 +92,11 @@ fn every_timed_run_gets_the_models_counts_as_points_beside_its_time() {
         report.contains("Cycle model: every boot ran under"),
         "{report}"
     );
-    // The default model prices string instructions by the bytes they move.
+    // The default model prices each block at its throughput and string
+    // instructions by the bytes they move.
     assert!(
         report.contains(
-            "estimated-cycles = instructions − string iterations + 35·string instructions + \
+            "estimated-cycles = base cycles − string iterations + 35·string instructions + \
              ceil(string bytes / 32) + 14·(L1 misses"
         ),
         "{report}"

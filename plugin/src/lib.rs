@@ -58,6 +58,7 @@
 
 pub mod attribution;
 pub mod model;
+pub mod throughput;
 pub mod translation;
 
 use attribution::{Attribution, Values};
@@ -221,6 +222,8 @@ struct ModelBlock {
     /// The block's bytes from `pc`, its last instruction's among them.
     bytes: u32,
     instructions: u16,
+    /// Its own cycles on the core (0 with no issue width).
+    cycles: u16,
     end: EndKind,
     last_bytes: u8,
     /// Its index in the attribution, when there is one.
@@ -262,6 +265,7 @@ impl ModelBlock {
             // A block is at most two pages, of at most 512 instructions.
             bytes: bytes as u32,
             instructions: instructions as u16,
+            cycles: 0,
             end: kind,
             last_bytes: next.wrapping_sub(at) as u8,
             index: u32::MAX,
@@ -619,6 +623,14 @@ impl ModelState {
         if c.llc_victim {
             writeln!(out, "# model llc: a victim cache of the L2s")?;
         }
+        if c.issue_width > 0 {
+            writeln!(
+                out,
+                "# model core: blocks at their throughput, {} instructions a cycle, \
+                 loads from the L1d {} cycles",
+                c.issue_width, c.load_cycles
+            )?;
+        }
         writeln!(
             out,
             "# model addresses: data by guest physical address ({} accesses without \
@@ -886,6 +898,7 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
         if m.attribution.is_none() {
             m.model
                 .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
+            m.model.block_cycles(vcpu, u64::from(b.cycles));
             return;
         }
         // A turn that closes a round replays it: those counts belong to
@@ -899,6 +912,7 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
         let before = attribution::values(&m.model.vcpu_counts(vcpu));
         m.model
             .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
+        m.model.block_cycles(vcpu, u64::from(b.cycles));
         let after = attribution::values(&m.model.vcpu_counts(vcpu));
         a.enter(vcpu, b.index, &before, &after);
     });
@@ -1024,10 +1038,18 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
     let pc = sys::qemu_plugin_tb_vaddr(tb);
     let mut bytes_end = pc;
     let mut end = BlockEnd::Other;
+    let width = m.model.config.issue_width;
+    let mut code = Vec::new();
     for i in 0..n {
         let insn = sys::qemu_plugin_tb_get_insn(tb, i);
         let address = sys::qemu_plugin_insn_vaddr(insn);
         let size = sys::qemu_plugin_insn_size(insn);
+        if width > 0 {
+            let mut bytes = [0u8; 16];
+            let size = size.min(bytes.len());
+            sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), size);
+            code.extend_from_slice(&bytes[..size]);
+        }
         // A block's instructions follow each other without gaps.
         bytes_end = address.wrapping_add(size as u64);
         if i + 1 == n {
@@ -1070,6 +1092,14 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
         .map_or(u32::MAX, Attribution::add_block);
     let mut record = ModelBlock::new(pc, n, bytes_end.wrapping_sub(pc), end);
     record.index = index;
+    if width > 0 {
+        let core = throughput::Core {
+            width,
+            load: m.model.config.load_cycles,
+        };
+        let cycles = throughput::block_cycles(&code, pc, core);
+        record.cycles = u16::try_from(cycles).unwrap_or(u16::MAX);
+    }
     let pointer = m.add_block(record);
     // Registered before the block's memory callbacks run, so the block's
     // mode is set when its accesses are counted.
@@ -1350,6 +1380,8 @@ mod tests {
             1..2,
             BlockEnd::Other,
         );
+        // A block of one cycle an instruction.
+        s.model.block_cycles(0, n);
     }
 
     fn written(s: &ModelState) -> String {
@@ -1427,6 +1459,7 @@ mod tests {
             string_bytes_per_cycle: 0,
             prefetch_streams: 0,
             llc_victim: false,
+            issue_width: 0,
             ..Config::default()
         };
         // The settings comments, then the counts.
@@ -1440,13 +1473,18 @@ mod tests {
             (String::from_utf8(settings).unwrap(), written(&s))
         };
         let (settings, counts) = file(off);
-        for name in Counts::STRING {
+        for name in Counts::STRING.iter().chain(&["base-cycles"]) {
             assert!(!counts.contains(name), "{counts}");
         }
         assert_eq!(count(&counts, "kernel:instructions"), [10]);
         assert_eq!(settings.lines().count(), 2, "{settings}");
         let (settings, counts) = file(Config::default());
         assert_eq!(count(&counts, "kernel:string-bytes"), [0]);
+        assert_eq!(count(&counts, "kernel:base-cycles"), [10]);
+        assert!(
+            settings.contains("# model core: blocks at their throughput, 4 instructions a cycle"),
+            "{settings}"
+        );
         assert!(
             settings.contains("# model branches: rsb 32 entries, skip-entries 1"),
             "{settings}"

@@ -109,6 +109,13 @@ pub struct Config {
     /// Whether the last level is filled by the lines the L2s evict (a
     /// victim cache) rather than on every L2 miss.
     pub llc_victim: bool,
+    /// Instructions the core issues a cycle: each block then costs its
+    /// throughput (`throughput::block_cycles`) rather than one cycle an
+    /// instruction; 0 for one cycle an instruction, with no `base-cycles`.
+    pub issue_width: u32,
+    /// Cycles of a load served by the L1d, within a block's cost (read only
+    /// while `issue_width` is above 0).
+    pub load_cycles: u32,
 }
 
 impl Default for Config {
@@ -146,6 +153,8 @@ impl Default for Config {
             string_nontemporal: 0,
             prefetch_streams: 32,
             llc_victim: true,
+            issue_width: 4,
+            load_cycles: 4,
         }
     }
 }
@@ -174,6 +183,8 @@ pub const CONFIG_KEYS: &[&str] = &[
     "string-nontemporal",
     "prefetch-streams",
     "llc-victim",
+    "issue-width",
+    "load-cycles",
 ];
 
 /// Return stack buffer entries at most.
@@ -208,6 +219,8 @@ impl Config {
             "string-bytes-per-cycle" => self.string_bytes_per_cycle = n,
             "string-nontemporal" => self.string_nontemporal = small()?,
             "prefetch-streams" => self.prefetch_streams = small()?,
+            "issue-width" => self.issue_width = small()?,
+            "load-cycles" => self.load_cycles = small()?,
             "llc-victim" => {
                 self.llc_victim = match n {
                     0 => false,
@@ -266,7 +279,8 @@ impl Config {
     /// them.
     pub fn makes(&self, name: &str) -> bool {
         !(self.string_bytes_per_cycle == 0 && Counts::STRING.contains(&name)
-            || self.prefetch_streams == 0 && name == "l2-prefetches")
+            || self.prefetch_streams == 0 && name == "l2-prefetches"
+            || self.issue_width == 0 && name == "base-cycles")
     }
 }
 
@@ -409,11 +423,15 @@ pub struct Counts {
     pub string_bytes: u64,
     /// Lines the L2 prefetcher brought into the L2 (that were not there).
     pub l2_prefetches: u64,
+    /// The blocks' own cycles, each block's throughput on the core
+    /// (`Config::issue_width`) before any miss: what replaces one cycle
+    /// an instruction in the estimate.
+    pub base_cycles: u64,
 }
 
 impl Counts {
     /// The counts' names, in the order [`Counts::values`] gives them.
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 16] = [
         "instructions",
         "l1i-misses",
         "l1d-misses",
@@ -429,6 +447,7 @@ impl Counts {
         "string-iterations",
         "string-bytes",
         "l2-prefetches",
+        "base-cycles",
     ];
 
     /// The counts of string instructions costed apart
@@ -441,7 +460,7 @@ impl Counts {
     /// counted.
     pub const SEVERAL_VCPUS_ONLY: [&'static str; 1] = ["rfo-misses"];
 
-    pub fn values(&self) -> [u64; 15] {
+    pub fn values(&self) -> [u64; 16] {
         [
             self.instructions,
             self.l1i_misses,
@@ -458,11 +477,12 @@ impl Counts {
             self.string_iterations,
             self.string_bytes,
             self.l2_prefetches,
+            self.base_cycles,
         ]
     }
 
     /// The counts of [`Counts::values`]' order.
-    pub fn from_values(v: [u64; 15]) -> Counts {
+    pub fn from_values(v: [u64; 16]) -> Counts {
         Counts {
             instructions: v[0],
             l1i_misses: v[1],
@@ -479,6 +499,7 @@ impl Counts {
             string_iterations: v[12],
             string_bytes: v[13],
             l2_prefetches: v[14],
+            base_cycles: v[15],
         }
     }
 
@@ -493,12 +514,13 @@ impl Counts {
         *self = Counts::from_values(std::array::from_fn(|i| a[i] + b[i]));
     }
 
-    /// Instructions (a string instruction's executions replaced by its
-    /// startup and its bytes at a rate), plus each access's cost by where
+    /// Instructions, or with an issue width the blocks' own cycles (a
+    /// string instruction's executions replaced by its startup and its
+    /// bytes at a rate), plus each access's cost by where
     /// it was served, plus each read for ownership at the cost of a
     /// transfer from another core (the store waits for the other copies'
     /// invalidation), plus the mispredictions' cost:
-    /// `I − string_iterations + string_startup·string_instructions +
+    /// `B − string_iterations + string_startup·string_instructions +
     /// ceil(string_bytes / string_bytes_per_cycle) + l2·(L1 − coh − L2) +
     /// llc·(L2 − LLC) + mem·LLC + coh_c·(coh + rfo) + bp·mispredicts`.
     pub fn estimated_cycles(&self, c: &Config) -> u64 {
@@ -509,7 +531,14 @@ impl Counts {
             0 => 0,
             rate => self.string_bytes.div_ceil(rate),
         };
-        self.instructions - self.string_iterations
+        // A string instruction's execution is a block of one instruction,
+        // which costs one cycle either way.
+        let base = if c.issue_width > 0 {
+            self.base_cycles
+        } else {
+            self.instructions
+        };
+        base - self.string_iterations
             + c.string_startup_cycles * self.string_instructions
             + string_bytes
             + c.l2_cycles * from_l2
@@ -984,6 +1013,15 @@ impl Model {
                 self.fetch_miss(v, line, mode as usize);
             }
         }
+    }
+
+    /// Adds the own cycles of the block [`Model::block`] just started on
+    /// `vcpu` (its throughput on the core), in that block's mode.
+    #[inline]
+    pub fn block_cycles(&mut self, vcpu: usize, cycles: u64) {
+        let v = self.index(vcpu);
+        let core = &mut self.cores[v];
+        core.counts[core.mode as usize].base_cycles += cycles;
     }
 
     /// An instruction fetch that missed the L1i, counted in `mode`.
@@ -1776,6 +1814,7 @@ mod tests {
             // hold it to; the tests of each part turn it on.
             prefetch_streams: 0,
             llc_victim: false,
+            issue_width: 0,
             ..Config::default()
         }
     }
@@ -3096,7 +3135,10 @@ mod tests {
 
     #[test]
     fn the_estimate_charges_each_access_where_it_was_served() {
-        let c = Config::default();
+        let mut c = Config {
+            issue_width: 0,
+            ..Config::default()
+        };
         let counts = Counts {
             instructions: 1000,
             l1i_misses: 10,
@@ -3115,6 +3157,14 @@ mod tests {
             + c.coherence_cycles * 2
             + c.mispredict_cycles * 5;
         assert_eq!(counts.estimated_cycles(&c), expected);
+        // With an issue width, the blocks' own cycles stand for the
+        // instructions, and the misses are charged the same.
+        c.issue_width = 4;
+        let counts = Counts {
+            base_cycles: 400,
+            ..counts
+        };
+        assert_eq!(counts.estimated_cycles(&c), expected - 600);
     }
 
     #[test]

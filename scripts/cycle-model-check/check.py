@@ -27,11 +27,22 @@ docs/cycle-model.md; 0 leaves turns uncapped; `--firmware DIR` for one
 run from its build tree), `--weave off` has the
 plugin count the vCPUs' turns one after the other instead of interleaved.
 
+`--native` instead holds the model's estimated cycles against this
+machine's own CPU: each pattern (and the sharing pair, with `--qemu` a
+QEMU that runs 2 vCPUs under icount, markbench's own) is timed natively
+(the least of `--repeats` runs) and its time turned into cycles by the
+dependent add chain's (`adds`: one cycle an add on any current x86 core,
+measured in the same run), then booted under the model. It prints each
+pattern's cycles per operation on the CPU and in the model, their ratio,
+and the geometric-mean error exp(mean |ln(model / CPU)|) - 1 over the
+patterns; the sharing pair adds the false-sharing ratio (one line / a
+line apart) on the CPU (the median of the runs) and in the model.
+
 Also: `--plain` boots each pattern a second time without the plugin and
 checks the guest time of the region is the same (icount: the plugin does
 not change what the guest measures), and prints both boots' wall times.
 """
-import argparse, glob, os, re, struct, subprocess, sys, tempfile, time
+import argparse, glob, math, os, re, struct, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -143,6 +154,67 @@ def model_counts(out):
     }
 
 
+# The patterns the native check times, and the operations each region
+# performs (patterns.c's counts), for cycles per operation.
+NATIVE = [
+    (["adds"], 16_000_000), (["wide"], 16_000_000),
+    (["chase", "16"], 400_000), (["chase", "256"], 400_000),
+    (["chase", "2048"], 400_000), (["chase", "32768"], 2_097_152),
+    (["sweep", "16"], 2_097_152), (["sweep", "32768"], 4_194_304),
+    (["taken"], 200_000), (["random"], 200_000), (["periodic"], 200_000),
+    (["memcpy"], 20_000), (["mixed"], 12_000),
+]
+SHARING_OPS = 200_000
+
+
+def native_ns(binary, args, repeats):
+    """The region's times over `repeats` native runs, sorted."""
+    times = []
+    for _ in range(repeats):
+        p = subprocess.run([binary, *args], capture_output=True, text=True, check=True)
+        times.append(int(re.search(r"region (\d+) ns", p.stdout).group(1)))
+    return sorted(times)
+
+
+def native(a, binary, initrd, out):
+    """Prints the model against this CPU, pattern by pattern."""
+    adds = native_ns(binary, ["adds"], a.repeats)[0]
+    ghz = NATIVE[0][1] / adds
+    print(f"clock from the add chain: {ghz:.3f} GHz ({adds / NATIVE[0][1]:.4f} ns an add, "
+          f"least of {a.repeats} runs)")
+    print(f"{'pattern':14} {'CPU cyc/op':>11} {'model cyc/op':>12} {'model/CPU':>10}")
+    wanted = [p.split() for p in a.pattern]
+    logs = []
+    for args, ops in NATIVE:
+        if wanted and args not in wanted:
+            continue
+        cpu = native_ns(binary, args, a.repeats)[0] * ghz / ops
+        boot(a.kernel, initrd, args, a.plugin, out, sets=a.set)
+        model = model_counts(out)["cycles"] / ops
+        ratio = model / cpu
+        logs.append(abs(math.log(ratio)))
+        print(f"{' '.join(args):14} {cpu:>11.2f} {model:>12.2f} {ratio:>9.2f}x", flush=True)
+    if a.qemu != "qemu-system-x86_64" and not wanted:
+        cpu, model = {}, {}
+        for pattern in ("shared", "apart"):
+            # Both processes count at once: the region's time is one's.
+            runs = native_ns(binary, [pattern], a.repeats)
+            cpu[pattern] = runs[len(runs) // 2] * ghz / SHARING_OPS
+            boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=2, qemu=a.qemu,
+                 firmware=a.firmware, sets=a.set)
+            model[pattern] = model_counts(out)["cycles"] / 2 / SHARING_OPS
+            ratio = model[pattern] / cpu[pattern]
+            logs.append(abs(math.log(ratio)))
+            print(f"{pattern:14} {cpu[pattern]:>11.2f} {model[pattern]:>12.2f} {ratio:>9.2f}x "
+                  f"(median of {a.repeats} native runs; 2 vCPUs)", flush=True)
+        print(f"false sharing, one line / apart: CPU x{cpu['shared'] / cpu['apart']:.2f}, "
+              f"model x{model['shared'] / model['apart']:.2f}")
+    error = math.exp(sum(logs) / len(logs)) - 1
+    worst = math.exp(max(logs))
+    print(f"geometric-mean error over {len(logs)} patterns: {error * 100:.0f}% "
+          f"(x{error + 1:.2f}); the worst x{worst:.2f} off")
+
+
 def sharing(a, initrd, out):
     """Boots the sharing cases and prints a row per boot, then the ratios."""
     turns = [None] if a.rr_turn is None else [int(t) for t in a.rr_turn.split(",")]
@@ -181,6 +253,9 @@ def main():
     ap.add_argument("--plugin", default=os.path.join(ROOT, "plugin/target/release/libmarkbench_profile_plugin.so"))
     ap.add_argument("--plain", action="store_true")
     ap.add_argument("--sharing", action="store_true")
+    ap.add_argument("--native", action="store_true",
+                    help="hold the model's cycles against this CPU's, timed natively")
+    ap.add_argument("--repeats", type=int, default=5, help="native runs of each pattern")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--rr-turn", help="caps of a vCPU's round-robin turn, comma-separated (2 vCPUs)")
     ap.add_argument("--weave", choices=["on", "off"])
@@ -203,6 +278,9 @@ def main():
             ("init", 0o100755, data, 0, 0)]))
         if a.sharing:
             sharing(a, initrd, out)
+            return
+        if a.native:
+            native(a, binary, initrd, out)
             return
         print(f"{'pattern':16} {'':4} {'instr':>10} {'L1d miss':>10} {'LL miss':>10} {'cond br':>10} {'mispred':>10}")
         for args in patterns:

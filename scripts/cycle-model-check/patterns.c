@@ -106,6 +106,50 @@ __attribute__((noinline)) static void region(void)
 		sum = *mine;
 		break;
 	}
+	case 5: /* a chain of dependent adds, eight an iteration: one cycle an
+		   add on any current x86 core, so its time gives the clock */
+		for (size_t i = 0; i < count; i++)
+			__asm__ volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+					 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0"
+					 : "+r"(sum) : "r"(i));
+		break;
+	case 6: { /* four independent chains of adds, two adds each an iteration:
+		     the core runs them side by side */
+		uint64_t a = 0, b = 1, c = 2, d = 3;
+		for (size_t i = 0; i < count; i++)
+			__asm__ volatile("add %4, %0\n\tadd %4, %1\n\tadd %4, %2\n\tadd %4, %3\n\t"
+					 "add %4, %0\n\tadd %4, %1\n\tadd %4, %2\n\tadd %4, %3"
+					 : "+r"(a), "+r"(b), "+r"(c), "+r"(d) : "r"(i));
+		sum = a + b + c + d;
+		break;
+	}
+	case 7: { /* ordinary code: insertion into a sorted array of 4 KiB
+		     keys by binary search and a shifting copy, then a hash
+		     table's probes */
+		uint32_t *keys = (uint32_t *)buffer, n = 0;
+		uint32_t *table = (uint32_t *)(buffer + 4096 * 4);
+		for (size_t i = 0; i < count; i++) {
+			uint32_t k = (uint32_t)(i * 2654435761u);
+			if (n < 1024) {
+				uint32_t lo = 0, hi = n;
+				while (lo < hi) {
+					uint32_t mid = (lo + hi) / 2;
+					if (keys[mid] < k) lo = mid + 1; else hi = mid;
+				}
+				memmove(keys + lo + 1, keys + lo, (n - lo) * sizeof *keys);
+				keys[lo] = k;
+				n++;
+			} else {
+				n = 0;
+			}
+			uint32_t h = (k ^ (k >> 15)) & 16383;
+			while (table[h] && table[h] != k)
+				h = (h + 1) & 16383;
+			table[h] = k;
+			sum += h;
+		}
+		break;
+	}
 	case 3: /* one conditional branch per outcome */
 		for (size_t i = 0; i < count; i++) {
 			if (outcomes[i])
@@ -122,7 +166,7 @@ __attribute__((noinline)) static void region(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | shared|apart|true\n", argv[0]);
+		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | adds|wide|mixed | shared|apart|true\n", argv[0]);
 		return 2;
 	}
 	const char *what = argv[1];
@@ -165,6 +209,14 @@ int main(int argc, char **argv)
 		memset(buffer, 0, 4096);
 		bytes = !strcmp(what, "shared") ? 8 : !strcmp(what, "apart") ? LINE : 0;
 		count = 200000;
+	} else if (!strcmp(what, "adds") || !strcmp(what, "wide")) {
+		mode = !strcmp(what, "adds") ? 5 : 6;
+		count = 2000000;
+	} else if (!strcmp(what, "mixed")) {
+		mode = 7;
+		buffer = aligned_alloc(4096, 4096 * 4 + 16384 * 4);
+		memset(buffer, 0, 4096 * 4 + 16384 * 4);
+		count = 12000;
 	} else {
 		mode = 3;
 		count = 200000;

@@ -131,6 +131,19 @@ pub const SETTINGS: &[Setting] = &[
         0,
         "1: the LLC is filled by the L2s' evictions; 0: on every L2 miss",
     ),
+    part(
+        "issue-width",
+        4,
+        0,
+        "instructions the core issues a cycle: each block costs its throughput and its \
+         register chains (0: one cycle an instruction)",
+    ),
+    // Read only while issue-width is above 0.
+    setting(
+        "load-cycles",
+        4,
+        "cycles of a load the L1d serves, within a block's own cost",
+    ),
 ];
 
 /// The setting named `key`.
@@ -248,17 +261,28 @@ impl CycleModel {
         self.get("string-bytes-per-cycle") > 0
     }
 
+    /// Whether each block costs its throughput on a core of an issue width
+    /// (the `base-cycles` count) rather than one cycle an instruction.
+    pub fn models_throughput(&self) -> bool {
+        self.get("issue-width") > 0
+    }
+
     /// The estimate's formula with this model's figures, for the report;
     /// with `several_vcpus` the reads for ownership too (one vCPU has none).
     pub fn formula(&self, several_vcpus: bool) -> String {
+        let own = if self.models_throughput() {
+            "base cycles"
+        } else {
+            "instructions"
+        };
         let instructions = if self.models_strings() {
             format!(
-                "instructions − string iterations + {}·string instructions + ceil(string bytes / {})",
+                "{own} − string iterations + {}·string instructions + ceil(string bytes / {})",
                 self.get("string-startup-cycles"),
                 self.get("string-bytes-per-cycle")
             )
         } else {
-            "instructions".to_string()
+            own.to_string()
         };
         let mut text = format!(
             "estimated-cycles = {instructions} + {}·(L1 misses − coherence misses − L2 misses) \
@@ -327,9 +351,14 @@ impl CycleModel {
         } else {
             0.0
         };
+        // With an issue width the blocks' own cycles stand for the
+        // instructions; a run without the count ran without the part.
+        let own = match point("base-cycles") {
+            Some(cycles) if self.models_throughput() => cycles,
+            _ => point("instructions")?,
+        };
         Some(
-            point("instructions")?
-                + strings
+            own + strings
                 + c("l2-cycles") * (l1 - coherence - l2)
                 + c("llc-cycles") * (l2 - llc)
                 + c("memory-cycles") * llc
@@ -415,13 +444,15 @@ pub const SMP_METRICS: &[(&str, &str)] = &[("rfo-misses", "misses")];
 /// plugin counts only while their part is on: rep-prefixed string
 /// instructions, their iterations and the bytes they move (with
 /// `string-bytes-per-cycle` above 0), and the lines the L2's prefetcher
-/// brought (with `prefetch-streams` above 0). A region without a count has
+/// brought (with `prefetch-streams` above 0), and the blocks' own cycles (with
+/// `issue-width` above 0). A region without a count has
 /// no such point.
 pub const PART_METRICS: &[(&str, &str)] = &[
     ("string-instructions", "instructions"),
     ("string-iterations", "iterations"),
     ("string-bytes", "bytes"),
     ("l2-prefetches", "prefetches"),
+    ("base-cycles", "cycles"),
 ];
 
 /// The points a region has only where the plugin wrote their counts.
@@ -734,7 +765,7 @@ region\tkind\taddress\tinstructions
         let strings = CycleModel::default().formula(false);
         assert!(
             strings.starts_with(
-                "estimated-cycles = instructions − string iterations + 35·string instructions \
+                "estimated-cycles = base cycles − string iterations + 35·string instructions \
                  + ceil(string bytes / 32) + 14·"
             ),
             "{strings}"

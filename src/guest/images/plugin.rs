@@ -30,6 +30,10 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../../plugin/src/lib.rs")),
     ("src/model.rs", include_str!("../../../plugin/src/model.rs")),
     (
+        "src/throughput.rs",
+        include_str!("../../../plugin/src/throughput.rs"),
+    ),
+    (
         "src/translation.rs",
         include_str!("../../../plugin/src/translation.rs"),
     ),

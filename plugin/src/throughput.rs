@@ -1,0 +1,318 @@
+//! What a translated block costs a core that runs it again and again, in
+//! cycles, before any miss: computed once, when QEMU translates the block,
+//! from its decoded instructions.
+//!
+//! A current core issues several instructions a cycle where they do not
+//! depend on each other, so charging one cycle an instruction makes loops
+//! of independent work several times too slow and a chain of dependent
+//! loads too fast. In the steady state of a block that runs back to back
+//! (a loop's body, or each block of a longer loop in turn), two things
+//! bound its time, as llvm-mca's and OSACA's throughput estimates of a
+//! basic block take them:
+//! - the issue width: `instructions / width` cycles;
+//! - the loop-carried chains: a register whose value at the block's end
+//!   depends, through instructions of known latencies, on its own value at
+//!   the block's start cannot be ready sooner than the sum of those
+//!   latencies after it was. A chain that runs through several blocks is
+//!   the sum of its parts in each, so summing the blocks' costs keeps it.
+//!
+//! The block costs the larger, and at least one cycle (a taken branch a
+//! cycle). Misses add their penalties beyond this, as before. What is not
+//! modelled: ports (every instruction may go anywhere), the front end,
+//! chains through memory (a store then a load of the same address), and
+//! serializing instructions' drains (they cost their latency class).
+
+use iced_x86::{
+    Code, Decoder, DecoderOptions, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind,
+    Register,
+};
+
+/// The latencies a block's cost is made of, in cycles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Core {
+    /// Instructions the core issues a cycle.
+    pub width: u32,
+    /// A load served by the L1d, from its address to its value (the
+    /// misses' penalties come on top of it).
+    pub load: u32,
+}
+
+/// Registers are followed by their full register (EAX and AL are RAX),
+/// plus the flags as one more.
+const FLAGS: usize = 256;
+const KEYS: usize = 257;
+
+/// Where a register's value came from, as far as the block knows: for each
+/// register's value at the block's start that it depends on, the longest
+/// chain of latencies from that value to this one.
+type Chain = Vec<(u16, u32)>;
+
+/// The cycles a block of the instructions `code` (starting at `pc`) costs
+/// on `core` each time it runs, at least 1. Bytes that do not decode count
+/// as an instruction of one cycle each.
+pub fn block_cycles(code: &[u8], pc: u64, core: Core) -> u64 {
+    let mut decoder = Decoder::with_ip(64, code, pc, DecoderOptions::NONE);
+    let mut info = InstructionInfoFactory::new();
+    // `None`: the register still holds its value from the block's start.
+    let mut chains: Vec<Option<Chain>> = vec![None; KEYS];
+    let mut instructions = 0u64;
+    let mut instruction = Instruction::default();
+    while decoder.can_decode() {
+        decoder.decode_out(&mut instruction);
+        instructions += 1;
+        // A rep-prefixed string instruction runs one element an execution
+        // under icount, each a block of its own, costed apart by the
+        // model's strings: it is an instruction here, no chain.
+        if instruction.is_invalid()
+            || instruction.has_rep_prefix()
+            || instruction.has_repe_prefix()
+            || instruction.has_repne_prefix()
+        {
+            continue;
+        }
+        let latency = latency(&instruction);
+        let info = info.info(&instruction);
+        let loads = info
+            .used_memory()
+            .iter()
+            .filter(|m| reads(m.access()))
+            .flat_map(|m| [m.base(), m.index()])
+            .filter(|r| *r != Register::None)
+            .map(key)
+            .collect::<Vec<_>>();
+        let zeroing = is_zero_idiom(&instruction);
+        let mut sources: Vec<(usize, u32)> = Vec::new();
+        let mut writes: Vec<usize> = Vec::new();
+        for used in info.used_registers() {
+            let register = used.register();
+            let k = key(register);
+            if ignored(register) {
+                continue;
+            }
+            if reads(used.access()) && !zeroing {
+                sources.push((k, latency));
+            }
+            if writes_to(used.access()) {
+                writes.push(k);
+                // An 8- or 16-bit write merges into the rest of the register.
+                if register.is_gpr8() || register.is_gpr16() {
+                    sources.push((k, latency));
+                }
+            }
+        }
+        for k in loads {
+            if !ignored_key(k) {
+                sources.push((k, latency + core.load));
+            }
+        }
+        if instruction.rflags_read() != 0 {
+            sources.push((FLAGS, latency));
+        }
+        if instruction.rflags_modified() != 0 {
+            writes.push(FLAGS);
+        }
+        if writes.is_empty() {
+            continue;
+        }
+        let mut chain: Chain = Vec::new();
+        for (k, cycles) in sources {
+            let from: Chain = chains[k].clone().unwrap_or_else(|| vec![(k as u16, 0)]);
+            for (start, d) in from {
+                let d = d + cycles;
+                match chain.iter_mut().find(|(s, _)| *s == start) {
+                    Some((_, longest)) => *longest = (*longest).max(d),
+                    None => chain.push((start, d)),
+                }
+            }
+        }
+        for k in writes {
+            chains[k] = Some(chain.clone());
+        }
+    }
+    let carried = chains
+        .iter()
+        .enumerate()
+        .filter_map(|(k, chain)| {
+            let chain = chain.as_ref()?;
+            chain
+                .iter()
+                .find(|(start, _)| usize::from(*start) == k)
+                .map(|(_, d)| u64::from(*d))
+        })
+        .max()
+        .unwrap_or(0);
+    let issue = instructions.div_ceil(u64::from(core.width.max(1)));
+    issue.max(carried).max(1)
+}
+
+fn key(register: Register) -> usize {
+    register.full_register() as usize
+}
+
+/// The stack pointer is kept by the core's stack engine and the
+/// instruction pointer is no data: neither makes a chain.
+fn ignored(register: Register) -> bool {
+    ignored_key(key(register)) || register.is_segment_register()
+}
+
+fn ignored_key(k: usize) -> bool {
+    k == Register::RSP as usize || k == Register::RIP as usize || k == Register::EIP as usize
+}
+
+fn reads(access: OpAccess) -> bool {
+    matches!(
+        access,
+        OpAccess::Read | OpAccess::CondRead | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+    )
+}
+
+fn writes_to(access: OpAccess) -> bool {
+    matches!(
+        access,
+        OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+    )
+}
+
+/// `xor r, r` and its kin: the core knows the result is zero without
+/// waiting for `r`.
+fn is_zero_idiom(i: &Instruction) -> bool {
+    matches!(
+        i.mnemonic(),
+        Mnemonic::Xor
+            | Mnemonic::Sub
+            | Mnemonic::Pxor
+            | Mnemonic::Xorps
+            | Mnemonic::Xorpd
+            | Mnemonic::Vpxor
+            | Mnemonic::Vxorps
+            | Mnemonic::Vxorpd
+    ) && i.op_count() >= 2
+        && i.op0_kind() == OpKind::Register
+        && i.op1_kind() == OpKind::Register
+        && i.op0_register() == i.op1_register()
+}
+
+/// Cycles from an instruction's register sources to its results, by
+/// class (a current x86 server core's figures, as uops.info measures
+/// them, rounded): moves between registers are renamed away and a load's
+/// move is the load's latency alone (`Core::load`); integer
+/// multiplies 3, divides 14; floating-point adds and multiplies 3, fused
+/// multiply-adds 4, divides 13, square roots 20; everything else 1.
+fn latency(i: &Instruction) -> u32 {
+    use Mnemonic::*;
+    let register_move =
+        i.op_count() == 2 && i.op0_kind() == OpKind::Register && i.op1_kind() == OpKind::Register;
+    let loads = (0..i.op_count()).any(|n| i.op_kind(n) == OpKind::Memory) && i.mnemonic() != Lea;
+    match i.mnemonic() {
+        // A load's time is the load's; a move between registers is
+        // renamed away.
+        Mov | Movzx | Movsx | Movsxd | Movd | Movq | Movaps | Movapd | Movdqa | Movdqu | Movups
+        | Movupd | Vmovaps | Vmovdqa | Vmovdqu | Vmovups
+            if loads =>
+        {
+            0
+        }
+        Mov | Movaps | Movapd | Movdqa | Movdqu | Movups | Vmovaps | Vmovdqa | Vmovdqu
+            if register_move =>
+        {
+            0
+        }
+        Imul | Mul | Mulx | Crc32 | Pdep | Pext => 3,
+        Div | Idiv => 14,
+        Addss | Addsd | Addps | Addpd | Subss | Subsd | Subps | Subpd | Mulss | Mulsd | Mulps
+        | Mulpd | Vaddss | Vaddsd | Vaddps | Vaddpd | Vsubss | Vsubsd | Vsubps | Vsubpd
+        | Vmulss | Vmulsd | Vmulps | Vmulpd => 3,
+        Divss | Divsd | Divps | Divpd | Vdivss | Vdivsd | Vdivps | Vdivpd => 13,
+        Sqrtss | Sqrtsd | Sqrtps | Sqrtpd | Vsqrtss | Vsqrtsd | Vsqrtps | Vsqrtpd => 20,
+        _ if i.code() != Code::INVALID && is_fma(i.mnemonic()) => 4,
+        _ => 1,
+    }
+}
+
+fn is_fma(m: Mnemonic) -> bool {
+    format!("{m:?}").starts_with("Vfm") || format!("{m:?}").starts_with("Vfnm")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CORE: Core = Core { width: 4, load: 4 };
+
+    #[test]
+    fn a_chain_of_dependent_adds_costs_a_cycle_an_add() {
+        // add rax, rdi ×8; add rdi, 1; cmp rdi, r8; jne
+        let mut code = Vec::new();
+        for _ in 0..8 {
+            code.extend([0x48, 0x01, 0xf8]);
+        }
+        code.extend([0x48, 0x83, 0xc7, 0x01, 0x4c, 0x39, 0xc7, 0x75, 0xe0]);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 8);
+    }
+
+    #[test]
+    fn independent_adds_run_at_the_issue_width() {
+        // add rax,rdi; add rsi,rdi; add rcx,rdi; add rdx,rdi, twice; then
+        // the loop's add, cmp and jne: 11 instructions, no chain above 2.
+        let mut code = Vec::new();
+        for _ in 0..2 {
+            code.extend([0x48, 0x01, 0xf8, 0x48, 0x01, 0xfe, 0x48, 0x01, 0xf9]);
+            code.extend([0x48, 0x01, 0xfa]);
+        }
+        code.extend([0x48, 0x83, 0xc7, 0x01, 0x4c, 0x39, 0xc7, 0x75, 0xe0]);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 3);
+        let narrow = Core { width: 1, ..CORE };
+        assert_eq!(block_cycles(&code, 0x1000, narrow), 11);
+    }
+
+    #[test]
+    fn a_pointer_chase_costs_a_load_an_iteration() {
+        // mov rax, [rax]; sub rdx, 1; jne
+        let code = [0x48, 0x8b, 0x00, 0x48, 0x83, 0xea, 0x01, 0x75, 0xf7];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 4);
+        let slow = Core { load: 5, ..CORE };
+        assert_eq!(block_cycles(&code, 0x1000, slow), 5);
+    }
+
+    #[test]
+    fn a_sum_of_loads_is_no_chain_through_the_loads() {
+        // add rax, [rdx]; add rdx, 8; cmp rdx, rcx; jne: the loads' address
+        // moves by one add an iteration, the sum by one add.
+        let code = [
+            0x48, 0x03, 0x02, 0x48, 0x83, 0xc2, 0x08, 0x48, 0x39, 0xca, 0x75, 0xf4,
+        ];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 1);
+    }
+
+    #[test]
+    fn zeroing_and_register_moves_break_or_pass_a_chain_for_free() {
+        // xor eax, eax; add rax, rbx: rax starts anew each time.
+        let code = [0x31, 0xc0, 0x48, 0x01, 0xd8];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 1);
+        // imul rax, rax; mov rbx, rax; mov rax, rbx: 3 through the moves.
+        let code = [0x48, 0x0f, 0xaf, 0xc0, 0x48, 0x89, 0xc3, 0x48, 0x89, 0xd8];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 3);
+    }
+
+    #[test]
+    fn pushes_and_calls_make_no_chain_through_the_stack_pointer() {
+        // push rbx ×6; sub rsp, 0x98
+        let code = [
+            0x53, 0x53, 0x53, 0x53, 0x53, 0x53, 0x48, 0x81, 0xec, 0x98, 0, 0, 0,
+        ];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 2);
+    }
+
+    #[test]
+    fn an_execution_of_a_string_instruction_is_one_cycle() {
+        // rep movsb; rep stosq
+        assert_eq!(block_cycles(&[0xf3, 0xa4], 0x1000, CORE), 1);
+        assert_eq!(block_cycles(&[0xf3, 0x48, 0xab], 0x1000, CORE), 1);
+    }
+
+    #[test]
+    fn bytes_that_do_not_decode_still_cost() {
+        assert_eq!(block_cycles(&[0x0f, 0x0b], 0x1000, CORE), 1);
+        assert_eq!(block_cycles(&[], 0x1000, CORE), 1);
+    }
+}
