@@ -49,7 +49,8 @@ pub fn diff(
         kernel_of(&baseline, baseline_dir, &variant)?,
         kernel_of(&candidate, candidate_dir, &variant)?,
     );
-    let warnings = doubts(&baseline, &candidate, &kb, &kc, &variant);
+    let mut warnings = doubts(&baseline, &candidate, &kb, &kc, &variant);
+    warnings.extend(model_doubt(baseline_dir, candidate_dir)?);
     let names = [
         format!("baseline:{variant}"),
         format!("candidate:{variant}"),
@@ -136,6 +137,31 @@ fn kernel_of(meta: &RunMeta, dir: &Path, variant: &str) -> Result<KernelMeta> {
             )
             .into()
         })
+}
+
+/// The settings of the cycle model that differ between two runs, when
+/// both ran under it.
+fn model_doubt(baseline: &Path, candidate: &Path) -> Result<Option<Warning>> {
+    use crate::base::cycle_model::CycleModel;
+    let (Some(a), Some(b)) = (CycleModel::read(baseline)?, CycleModel::read(candidate)?) else {
+        return Ok(None);
+    };
+    let differing = |from: &CycleModel, other: &CycleModel| -> Vec<String> {
+        from.settings
+            .iter()
+            .filter(|(k, v)| other.settings.get(*k) != Some(*v))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    };
+    let (baseline, candidate) = (differing(&a, &b), differing(&b, &a));
+    Ok(
+        (!baseline.is_empty() || !candidate.is_empty()).then_some(Warning::ModelSettings {
+            settings: Both {
+                baseline,
+                candidate,
+            },
+        }),
+    )
 }
 
 /// What makes comparing the two runs' `variant` doubtful: the conditions
@@ -229,6 +255,35 @@ fn diff_sizes(
 mod tests {
     use super::*;
     use crate::record::{ImageFile, ImageRecord};
+
+    #[test]
+    fn runs_of_other_model_settings_are_a_doubt_naming_each_setting() {
+        use crate::base::cycle_model::CycleModel;
+        let (a, b, plain) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        CycleModel::default().write(a.path()).unwrap();
+        CycleModel::default().write(b.path()).unwrap();
+        assert_eq!(model_doubt(a.path(), b.path()).unwrap(), None);
+        // A run without the model has nothing to compare.
+        assert_eq!(model_doubt(a.path(), plain.path()).unwrap(), None);
+        let mut before = CycleModel::default();
+        before.set("issue-width", 0).unwrap();
+        before.write(b.path()).unwrap();
+        let doubt = model_doubt(b.path(), a.path()).unwrap().unwrap();
+        assert_eq!(
+            doubt,
+            Warning::ModelSettings {
+                settings: Both {
+                    baseline: vec!["issue-width=0".into()],
+                    candidate: vec!["issue-width=4".into()],
+                }
+            }
+        );
+        assert!(doubt.describe().contains("issue-width=0 in the baseline"));
+    }
 
     #[test]
     fn conditions_that_differ_are_named() {

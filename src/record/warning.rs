@@ -43,6 +43,10 @@ pub enum Warning {
     /// the one markbench's own QEMU, which ran those of more than one, is
     /// built from and patched for.
     QemuRelease { host: String, own: String },
+    /// A diff of two runs whose cycle models had other settings: each
+    /// setting that differs as `name=value`, in the baseline and in the
+    /// candidate, so their estimated cycles are priced differently.
+    ModelSettings { settings: Both<Vec<String>> },
     /// A warning in words: as a stage words it (boots side by side on the
     /// wall clock), or as a run before format 3 recorded it.
     Text { text: String },
@@ -93,6 +97,12 @@ impl Warning {
                  of more than one vCPU) is built from and patched for: the 1-vCPU boots ran on \
                  another QEMU release than those the patches were made beside; compare them with \
                  runs made before the host's QEMU changed with care"
+            ),
+            Warning::ModelSettings { settings } => format!(
+                "the cycle model differs: {} in the baseline, {} in the candidate; their \
+                 estimated cycles and the counts the settings make are not alike",
+                settings.baseline.join(" "),
+                settings.candidate.join(" ")
             ),
             Warning::Text { text } => text.clone(),
         }
