@@ -112,6 +112,15 @@ pub enum Command {
     /// snapshots, guest images, QEMU builds) with sizes and last use;
     /// `cache prune` frees space.
     Cache(CacheArgs),
+    /// Measure this host's CPU natively (its clock by a chain of adds, its
+    /// caches' latencies, a mispredict, a line passed between two cores)
+    /// and write the cycle model's profile of it into the cache, which
+    /// runs under `--model cycles` on a CPU of that name then use.
+    Calibrate {
+        /// Write the profile here instead (for `--model-profile`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Install the prerequisites (QEMU, busybox, hackbench, ping, kernel
     /// source, build tools, and what building markbench's own QEMU needs).
     Setup {
@@ -212,6 +221,12 @@ pub struct CompareArgs {
     /// docs/cycle-model.md).
     #[arg(long, value_enum, value_name = "MODEL")]
     pub model: Option<crate::jobs::compare::ModelChoice>,
+    /// The cycle model's settings from this profile (`markbench calibrate
+    /// --out FILE`) rather than the calibrated profile of the host's CPU in
+    /// the cache, or the defaults where there is none. Implies --model
+    /// cycles.
+    #[arg(long, value_name = "FILE")]
+    pub model_profile: Option<PathBuf>,
 }
 
 /// Changes to a suite's size and shape, shared by compare, plan and run-shard.
@@ -455,6 +470,7 @@ impl CompareArgs {
             icount_shift: self.icount_shift,
             profile: self.profile,
             model: self.model,
+            model_profile: self.model_profile.clone(),
             qemu: self.qemu.clone(),
             resume: self.resume.clone(),
             dry_run: self.dry_run,
@@ -496,6 +512,7 @@ impl SuiteArgs {
 pub fn run(cli: Cli) -> Result<ExitStatus> {
     match cli.command {
         Command::Setup { check, ci } => commands::setup::run(check, ci),
+        Command::Calibrate { out } => commands::calibrate::run(out.as_deref()),
         Command::Report { dir, format } => commands::report::run(&dir, format),
         Command::Diff {
             baseline_dir,

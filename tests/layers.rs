@@ -37,6 +37,11 @@ const LAYERS: &[(&str, &str, &[&str])] = &[
         &["cycle_model"],
     ),
     ("host probes", "base", &["host"]),
+    (
+        "the host's CPU measured for the cycle model",
+        "base",
+        &["calibration"],
+    ),
     ("kernel and initramfs images", "guest", &["images"]),
     ("workloads", "guest", &["workloads"]),
     ("the run record (run-directory schema)", "", &["record"]),

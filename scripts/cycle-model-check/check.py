@@ -27,6 +27,9 @@ docs/cycle-model.md; 0 leaves turns uncapped; `--firmware DIR` for one
 run from its build tree), `--weave off` has the
 plugin count the vCPUs' turns one after the other instead of interleaved.
 
+`--profile FILE` passes a calibrated profile's settings
+(`markbench calibrate --out FILE`) to the plugin.
+
 `--native` instead holds the model's estimated cycles against this
 machine's own CPU: each pattern (and the sharing pair, with `--qemu` a
 QEMU that runs 2 vCPUs under icount, markbench's own) is timed natively
@@ -109,6 +112,7 @@ def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1, qemu="qemu-system-x
            "-icount", f"shift={shift},sleep=off", "-rtc", "base=2020-01-01T00:00:00,clock=vm",
            "-seed", "1"]
     if plugin:
+        # Settings given later win: the plugin takes the last of a key.
         settings = ",".join([f"{k}-bytes={b},{k}-ways={w}" for k, (b, w) in GEOMETRY.items()] + list(sets))
         extra = "" if weave is None else f",weave={weave}"
         cmd += ["-plugin", f"file={plugin},out={out},model=cycles,profile=off,{settings}{extra}"]
@@ -264,8 +268,15 @@ def main():
     ap.add_argument("--cpus", default="1,2", help="vCPU counts for --sharing")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a model setting for the plugin (repeatable)")
+    ap.add_argument("--profile", help="a calibrated profile (`markbench calibrate --out FILE`): "
+                    "its settings for the plugin, before any --set")
     ap.add_argument("pattern", nargs="*")
     a = ap.parse_args()
+    if a.profile:
+        import tomllib
+        with open(a.profile, "rb") as f:
+            settings = tomllib.load(f)["settings"]
+        a.set = [f"{k}={v}" for k, v in settings.items()] + a.set
     patterns = [p.split() for p in a.pattern] or PATTERNS
     with tempfile.TemporaryDirectory() as tmp:
         binary = os.path.join(tmp, "patterns")

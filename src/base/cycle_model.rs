@@ -158,10 +158,28 @@ pub fn setting_named(key: &str) -> Option<&'static Setting> {
 /// run without the model errs long rather than short.
 pub const WALL_TIME_FACTOR: f64 = 5.5;
 
-/// The model's settings, by name.
+/// The model's settings, by name, and the calibrated profile they were
+/// taken from, if any.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CycleModel {
     pub settings: BTreeMap<String, u64>,
+    /// The profile of a CPU measured natively whose settings these are
+    /// (`markbench calibrate`); `None`: the generic core of the defaults,
+    /// or a suite's own settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileNote>,
+}
+
+/// Where a run's calibrated profile came from, as its record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ProfileNote {
+    /// The CPU measured, the host it was measured on and when (RFC 3339).
+    pub cpu: String,
+    pub host: String,
+    pub measured: String,
+    /// The profile's file as the run found it.
+    pub file: String,
 }
 
 impl Default for CycleModel {
@@ -171,6 +189,7 @@ impl Default for CycleModel {
                 .iter()
                 .map(|s| (s.name.to_string(), s.default))
                 .collect(),
+            profile: None,
         }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod bisect;
 pub mod cache;
+pub mod calibrate;
 pub mod compare;
 pub mod diff;
 pub mod history;

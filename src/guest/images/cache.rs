@@ -310,6 +310,13 @@ pub fn verify(root: &Path) -> Vec<Checked> {
     out
 }
 
+/// Where the cycle model's calibrated profile of `cpu` is kept.
+pub fn model_profile(cpu: &str) -> PathBuf {
+    root()
+        .join(crate::base::calibration::PROFILE_DIR)
+        .join(crate::base::calibration::file_name(cpu))
+}
+
 /// The cache's root, for the listing's header.
 pub fn root() -> PathBuf {
     super::Cache::here().root().to_path_buf()

@@ -28,6 +28,8 @@ pub struct Options {
     pub profile: bool,
     /// Every boot under the cycle model (also when the suite names one).
     pub model: Option<ModelChoice>,
+    /// The cycle model's calibrated profile to run with (`--model-profile`).
+    pub model_profile: Option<PathBuf>,
     /// The QEMU binary; `None`: the suite's, else qemu-system-x86_64 on PATH.
     pub qemu: Option<PathBuf>,
     /// An interrupted run to continue.

@@ -122,6 +122,39 @@ fn resumed_suite(dir: &Path) -> Result<(RunMeta, Suite)> {
     Ok((meta, suite))
 }
 
+/// The cycle model a run takes, from the suite's (`suite`): an interrupted
+/// run's as it recorded it (`recorded`), else the profile `--model-profile`
+/// names over the suite's settings, else the calibrated profile of the
+/// host's CPU in the cache (`cached`, when there is one) over the defaults
+/// when the suite names the model without settings of its own, else the
+/// suite's. A profile is read when the run starts and recorded with it,
+/// so calibrating again changes no run already made.
+fn model_settings(
+    suite: &crate::base::cycle_model::CycleModel,
+    recorded: Option<crate::base::cycle_model::CycleModel>,
+    named: Option<&Path>,
+    cached: &Path,
+) -> Result<crate::base::cycle_model::CycleModel> {
+    if let Some(recorded) = recorded {
+        return Ok(recorded);
+    }
+    let file = match named {
+        Some(path) => path,
+        None if *suite == crate::base::cycle_model::CycleModel::default()
+            && crate::base::input_file::present(cached)? =>
+        {
+            cached
+        }
+        None => return Ok(suite.clone()),
+    };
+    let profile = crate::base::calibration::read(file)?;
+    let mut model = suite.clone();
+    profile
+        .apply(&mut model, file)
+        .map_err(|m| InputError::in_file(file, m))?;
+    Ok(model)
+}
+
 impl Resolved {
     /// Resolves what `options` ask for: reads and checks the suite (or, to
     /// resume, the run's own copy and overrides), applies the overrides and
@@ -183,8 +216,20 @@ impl Resolved {
             suite.icount_shift = shift;
         }
         suite.profile |= options.profile;
-        if options.model.is_some() && suite.model.is_none() {
+        if (options.model.is_some() || options.model_profile.is_some()) && suite.model.is_none() {
             suite.model = Some(Default::default());
+        }
+        if let Some(model) = &mut suite.model {
+            let recorded = match &run.resumed {
+                Some((dir, _)) => crate::base::cycle_model::CycleModel::read(dir)?,
+                None => None,
+            };
+            *model = model_settings(
+                model,
+                recorded,
+                options.model_profile.as_deref(),
+                &crate::guest::images::cache::model_profile(&crate::base::host::cpu_model()),
+            )?;
         }
         Ok(run)
     }
@@ -282,5 +327,65 @@ impl Resolved {
                 .map(crate::stages::shard::Piece::describe)
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::cycle_model::CycleModel;
+
+    const PROFILE: &str = "cpu = \"AMD EPYC\"\nhost = \"vm\"\nmeasured = \"2026-12-07T14:00:00Z\"\n\
+        clock-ghz = 2.9\n[figures]\nmemory-cycles = 700.2\n[settings]\nmemory-cycles = 695\n\
+        issue-width = 3\n";
+
+    #[test]
+    fn a_run_takes_the_cpus_profile_unless_the_suite_or_the_command_line_names_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = dir.path().join("amd-epyc.toml");
+        let none = dir.path().join("none.toml");
+        let default = CycleModel::default();
+        // No profile: the suite's model as it is.
+        assert_eq!(
+            model_settings(&default, None, None, &none).unwrap(),
+            default
+        );
+        std::fs::write(&cached, PROFILE).unwrap();
+        let calibrated = model_settings(&default, None, None, &cached).unwrap();
+        assert_eq!(calibrated.get("memory-cycles"), 695);
+        assert_eq!(calibrated.get("issue-width"), 3);
+        assert_eq!(calibrated.get("l2-cycles"), default.get("l2-cycles"));
+        let note = calibrated.profile.as_ref().unwrap();
+        assert_eq!((note.cpu.as_str(), note.host.as_str()), ("AMD EPYC", "vm"));
+        assert_eq!(note.file, cached.display().to_string());
+        // A suite with settings of its own keeps them.
+        let mut own = default.clone();
+        own.set("memory-cycles", 300).unwrap();
+        assert_eq!(model_settings(&own, None, None, &cached).unwrap(), own);
+        // --model-profile goes over the suite's settings.
+        let named = model_settings(&own, None, Some(&cached), &none).unwrap();
+        assert_eq!(named.get("memory-cycles"), 695);
+        // A resumed run keeps what it recorded, whatever was calibrated since.
+        assert_eq!(
+            model_settings(&default, Some(own.clone()), None, &cached).unwrap(),
+            own
+        );
+    }
+
+    #[test]
+    fn a_damaged_profile_is_an_input_error_naming_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.toml");
+        std::fs::write(&file, PROFILE.replace("issue-width = 3", "tlb-entries = 3")).unwrap();
+        let e = model_settings(&CycleModel::default(), None, Some(&file), &file).unwrap_err();
+        assert!(
+            e.chain().any(|c| c.downcast_ref::<InputError>().is_some()),
+            "{e:#}"
+        );
+        assert!(format!("{e:#}").contains("p.toml"), "{e:#}");
+        assert!(format!("{e:#}").contains("tlb-entries"), "{e:#}");
+        std::fs::write(&file, "cpu = ").unwrap();
+        let e = model_settings(&CycleModel::default(), None, Some(&file), &file).unwrap_err();
+        assert!(format!("{e:#}").contains("p.toml:1"), "{e:#}");
     }
 }

@@ -47,6 +47,8 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpu
     let parts = PART_METRICS.iter().filter(|(m, _)| {
         if m.starts_with("string-") {
             model.models_strings()
+        } else if *m == "base-cycles" {
+            model.models_throughput()
         } else {
             prefetches
         }
@@ -57,13 +59,34 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpu
         .chain(parts)
         .map(|(m, _)| format!("`{m}`"))
         .collect();
+    let core = if model.models_throughput() {
+        format!(
+            " Each translated block costs its throughput on a core that issues {} \
+             instructions a cycle (or its longest register chain, a load the L1d serves {} \
+             cycles), `base cycles`, in place of one cycle an instruction.",
+            model.get("issue-width"),
+            model.get("load-cycles")
+        )
+    } else {
+        String::new()
+    };
+    let profile = match &model.profile {
+        Some(p) => format!(
+            " The settings are the profile of the {} measured natively on {} at {} \
+             (`markbench calibrate`, {}).",
+            p.cpu, p.host, p.measured, p.file
+        ),
+        None => " The settings are the generic core of the defaults (no calibrated profile \
+                  of the host's CPU)."
+            .to_string(),
+    };
     format!(
         "Cycle model: every boot ran under markbench's TCG plugin simulating caches and \
          branch prediction ({}), so each timed run has, beside its time, the model's counts \
          as points of their own, user space and kernel together: {}. {}, each cost in \
-         cycles where the access was served. A relative measure for comparing kernels, not \
-         a prediction of any machine's seconds: no out-of-order overlap of misses, {}page \
-         walks, SMT or frequency, and layout moves it as it moves real caches \
+         cycles where the access was served.{core}{profile} A relative measure for comparing \
+         kernels, not a prediction of any machine's seconds: no out-of-order overlap of \
+         misses, {}page walks, SMT or frequency, and layout moves it as it moves real caches \
          (docs/cycle-model.md).\n\n",
         model.geometry(),
         metrics.join(", "),

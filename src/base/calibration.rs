@@ -1,0 +1,596 @@
+//! This host's CPU measured natively, as a profile of the cycle model's
+//! settings: its caches' sizes from sysfs, and its latencies in cycles
+//! from small loops timed on the wall clock.
+//!
+//! There may be no PMU (a VM rarely has one), so cycles come from the
+//! clock a chain of dependent adds shows: every current x86 core runs one
+//! such add a cycle, so the chain's time per add is the length of a cycle,
+//! and any loop's wall time over it is that loop's cycles. Each loop is
+//! timed several times and the least time kept: other work on the host
+//! only ever makes a loop slower.
+//!
+//! What the profile holds: the clock; the issue width (independent adds a
+//! cycle); a load served by the L1d, the L2, the last level and memory
+//! (pointer chases over buffers sized to sit in each, lines in a random
+//! order so no prefetcher helps; memory's figure includes the page walks
+//! a chase over a large buffer makes, which the model has no TLB for); a
+//! mispredicted branch (a branch on random bits against one always
+//! taken); a line passed between two cores (two threads pinned apart,
+//! taking turns on one counter). What it does not measure keeps the
+//! model's default.
+
+use crate::base::cycle_model::CycleModel;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// The folder of markbench's cache that holds a profile per CPU.
+pub const PROFILE_DIR: &str = "model-profiles";
+
+/// A CPU's profile: the figures measured and the model settings they give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Profile {
+    /// The CPU's model name (`/proc/cpuinfo`).
+    pub cpu: String,
+    /// The host it was measured on, and when (RFC 3339, UTC).
+    pub host: String,
+    pub measured: String,
+    /// The clock the add chain showed, in GHz.
+    pub clock_ghz: f64,
+    /// Each figure measured, in cycles (`issue-width` in instructions a
+    /// cycle), by the setting it gives.
+    pub figures: BTreeMap<String, f64>,
+    /// The model settings, by name, that differ from the defaults or were
+    /// measured.
+    pub settings: BTreeMap<String, u64>,
+}
+
+impl Profile {
+    /// The defaults with this profile's settings over them; a setting the
+    /// model does not know (a profile of a later markbench) is an error.
+    pub fn model(&self) -> Result<CycleModel, String> {
+        let mut model = CycleModel::default();
+        self.apply(&mut model, std::path::Path::new(""))?;
+        Ok(model)
+    }
+
+    /// Sets this profile's settings on `model`, and notes it came from
+    /// `file`.
+    pub fn apply(&self, model: &mut CycleModel, file: &std::path::Path) -> Result<(), String> {
+        for (key, value) in &self.settings {
+            model.set(key, *value)?;
+        }
+        model.check()?;
+        model.profile = Some(crate::base::cycle_model::ProfileNote {
+            cpu: self.cpu.clone(),
+            host: self.host.clone(),
+            measured: self.measured.clone(),
+            file: file.display().to_string(),
+        });
+        Ok(())
+    }
+}
+
+/// The profile in `path`, a TOML file `markbench calibrate` wrote; what is
+/// wrong with it is an input error naming the file.
+pub fn read(path: &std::path::Path) -> anyhow::Result<Profile> {
+    crate::base::input_file::read_toml(
+        path,
+        crate::base::input_file::Bound::Text,
+        "cycle-model profile",
+    )
+}
+
+/// The file name of `cpu`'s profile: its model name in lower case, with
+/// runs of other characters than letters and digits as one `-`.
+pub fn file_name(cpu: &str) -> String {
+    let mut name = String::new();
+    for c in cpu.chars() {
+        if c.is_ascii_alphanumeric() {
+            name.push(c.to_ascii_lowercase());
+        } else if !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    format!("{}.toml", name.trim_matches('-'))
+}
+
+/// One cache level as sysfs describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheLevel {
+    pub bytes: u64,
+    pub ways: u64,
+}
+
+/// The caches of CPU 0 from `/sys/devices/system/cpu/cpu0/cache` under
+/// `root`: (setting prefix, level) for the L1i, L1d, L2 and last level.
+pub fn caches_at(root: &std::path::Path) -> Vec<(&'static str, CacheLevel)> {
+    let dir = root.join("sys/devices/system/cpu/cpu0/cache");
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return found;
+    };
+    let mut levels: Vec<(u32, String, CacheLevel)> = Vec::new();
+    for entry in entries.flatten() {
+        let read = |name: &str| {
+            std::fs::read_to_string(entry.path().join(name))
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let (Some(level), Some(kind), Some(size), Some(ways)) = (
+            read("level").and_then(|l| l.parse::<u32>().ok()),
+            read("type"),
+            read("size").and_then(|s| parse_size(&s)),
+            read("ways_of_associativity").and_then(|w| w.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        levels.push((level, kind, CacheLevel { bytes: size, ways }));
+    }
+    let last = levels.iter().map(|(l, _, _)| *l).max().unwrap_or(0);
+    for (level, kind, cache) in levels {
+        let prefix = match (level, kind.as_str()) {
+            (1, "Instruction") => "l1i",
+            (1, "Data") => "l1d",
+            (2, _) if last > 2 => "l2",
+            (l, "Unified") if l == last && l > 2 => "llc",
+            _ => continue,
+        };
+        found.push((prefix, cache));
+    }
+    found.sort_by_key(|(p, _)| *p);
+    found
+}
+
+/// `32K`, `1024K`, `32768K` or a plain count of bytes.
+fn parse_size(text: &str) -> Option<u64> {
+    let (digits, unit) = match text.strip_suffix(['K', 'M']) {
+        Some(d) => (d, if text.ends_with('K') { 1 << 10 } else { 1 << 20 }),
+        None => (text, 1),
+    };
+    digits.parse::<u64>().ok().map(|n| n * unit)
+}
+
+/// What the loops measured, before it becomes settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figures {
+    pub clock_ghz: f64,
+    /// Independent adds a cycle.
+    pub adds_per_cycle: f64,
+    /// Cycles a load takes, served by each level.
+    pub l1: f64,
+    pub l2: f64,
+    pub llc: f64,
+    pub memory: f64,
+    /// The largest buffer the last level held (a power of two times the
+    /// L2), in bytes: the model's last level is this large.
+    pub llc_holds: u64,
+    /// Cycles a mispredicted branch costs.
+    pub mispredict: f64,
+    /// Cycles a line takes to pass from one core to another, when there
+    /// are two cores to measure it on.
+    pub transfer: Option<f64>,
+}
+
+impl Figures {
+    /// The model settings these figures give, over `caches` (from
+    /// [`caches_at`]): a level's cost is what a load served there takes
+    /// beyond one the L1d serves (the block's own cost holds that one).
+    pub fn settings(&self, caches: &[(&str, CacheLevel)]) -> BTreeMap<String, u64> {
+        let cycles = |c: f64| c.round().max(1.0) as u64;
+        let beyond = |c: f64| cycles(c - self.l1);
+        let mut s = BTreeMap::new();
+        s.insert("issue-width".into(), cycles(self.adds_per_cycle));
+        s.insert("load-cycles".into(), cycles(self.l1));
+        s.insert("l2-cycles".into(), beyond(self.l2));
+        s.insert("llc-cycles".into(), beyond(self.llc));
+        s.insert("memory-cycles".into(), beyond(self.memory));
+        s.insert("mispredict-cycles".into(), cycles(self.mispredict));
+        if let Some(transfer) = self.transfer {
+            s.insert("coherence-cycles".into(), beyond(transfer));
+        }
+        for (prefix, cache) in caches {
+            let bytes = match *prefix {
+                "llc" => cache.bytes.min(self.llc_holds),
+                _ => cache.bytes,
+            };
+            s.insert(format!("{prefix}-bytes"), bytes);
+            s.insert(format!("{prefix}-ways"), cache.ways);
+        }
+        // A geometry the model cannot build (sets not a power of two)
+        // keeps the default's.
+        let mut model = CycleModel::default();
+        for (prefix, _) in caches {
+            let (bytes, ways) = (format!("{prefix}-bytes"), format!("{prefix}-ways"));
+            let mut trial = model.clone();
+            let fits = trial.set(&bytes, s[&bytes]).is_ok()
+                && trial.set(&ways, s[&ways]).is_ok()
+                && trial.check().is_ok();
+            if fits {
+                model = trial;
+            } else {
+                s.remove(&bytes);
+                s.remove(&ways);
+            }
+        }
+        s
+    }
+
+    /// Each figure by the setting it gives, for the profile.
+    pub fn by_setting(&self) -> BTreeMap<String, f64> {
+        let mut f = BTreeMap::new();
+        let round = |x: f64| (x * 100.0).round() / 100.0;
+        f.insert("issue-width".into(), round(self.adds_per_cycle));
+        f.insert("load-cycles".into(), round(self.l1));
+        f.insert("l2-cycles".into(), round(self.l2));
+        f.insert("llc-cycles".into(), round(self.llc));
+        f.insert("memory-cycles".into(), round(self.memory));
+        f.insert("llc-bytes".into(), self.llc_holds as f64);
+        f.insert("mispredict-cycles".into(), round(self.mispredict));
+        if let Some(t) = self.transfer {
+            f.insert("coherence-cycles".into(), round(t));
+        }
+        f
+    }
+}
+
+/// The least time of `repeats` runs of `f`.
+fn least(repeats: usize, mut f: impl FnMut() -> Duration) -> Duration {
+    (0..repeats).map(|_| f()).min().unwrap_or_default()
+}
+
+/// Loops the measurements time, on this host.
+#[cfg(target_arch = "x86_64")]
+mod loops {
+    use std::arch::asm;
+    use std::time::{Duration, Instant};
+
+    /// `n` iterations of 32 dependent adds.
+    pub fn add_chain(n: u64) -> Duration {
+        let mut x: u64 = 0;
+        let start = Instant::now();
+        for _ in 0..n {
+            // SAFETY: register arithmetic only.
+            unsafe {
+                asm!(".rept 32", "add {x}, 1", ".endr", x = inout(reg) x, options(nomem, nostack));
+            }
+        }
+        std::hint::black_box(x);
+        start.elapsed()
+    }
+
+    /// `n` iterations of 8 independent chains of 4 adds each.
+    pub fn independent_adds(n: u64) -> Duration {
+        let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
+        let (mut e, mut f, mut g, mut h) = (0u64, 0u64, 0u64, 0u64);
+        let start = Instant::now();
+        for _ in 0..n {
+            // SAFETY: register arithmetic only.
+            unsafe {
+                asm!(
+                    ".rept 4",
+                    "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1",
+                    "add {e}, 1", "add {f}, 1", "add {g}, 1", "add {h}, 1",
+                    ".endr",
+                    a = inout(reg) a, b = inout(reg) b, c = inout(reg) c, d = inout(reg) d,
+                    e = inout(reg) e, f = inout(reg) f, g = inout(reg) g, h = inout(reg) h,
+                    options(nomem, nostack)
+                );
+            }
+        }
+        std::hint::black_box((a, b, c, d, e, f, g, h));
+        start.elapsed()
+    }
+
+    /// `n` iterations of a branch on bit `i` of `bits` (taken or not).
+    pub fn branches(bits: &[u8], n: usize) -> Duration {
+        let mut sum: u64 = 0;
+        let start = Instant::now();
+        for i in 0..n {
+            let bit = u64::from(bits[i % bits.len()]);
+            // SAFETY: register arithmetic and a local jump only.
+            unsafe {
+                asm!(
+                    "test {bit}, {bit}",
+                    "jz 2f",
+                    "add {sum}, 1",
+                    "2:",
+                    bit = in(reg) bit,
+                    sum = inout(reg) sum,
+                    options(nomem, nostack)
+                );
+            }
+        }
+        std::hint::black_box(sum);
+        start.elapsed()
+    }
+}
+
+/// `loads` dependent loads chasing a random cycle through `bytes` of
+/// 64-byte lines, one load a line.
+fn chase(bytes: usize, loads: usize) -> Duration {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    const LINE_WORDS: usize = 8;
+    let lines = (bytes / 64).max(2);
+    let mut order: Vec<usize> = (0..lines).collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+    let mut next = vec![0usize; lines * LINE_WORDS];
+    for (i, &line) in order.iter().enumerate() {
+        next[line * LINE_WORDS] = order[(i + 1) % lines] * LINE_WORDS;
+    }
+    // Once round before the clock starts: the buffer is in the caches it
+    // fits in, and its pages are mapped.
+    let mut at = order[0] * LINE_WORDS;
+    for _ in 0..lines {
+        at = next[at];
+    }
+    let start = Instant::now();
+    for _ in 0..loads {
+        at = next[at];
+    }
+    std::hint::black_box(at);
+    start.elapsed()
+}
+
+/// Nanoseconds a line takes to pass between CPUs 0 and 1: two threads
+/// pinned apart take turns adding to one counter, each waiting for the
+/// other's value; `None` with fewer than two CPUs or where pinning fails.
+fn transfer_ns(turns: u64) -> Option<f64> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return None;
+    }
+    let counter = AtomicU64::new(0);
+    let pinned = [AtomicBool::new(false), AtomicBool::new(false)];
+    let barrier = std::sync::Barrier::new(2);
+    // Each player on a thread of its own, so that no thread of the caller
+    // stays pinned.
+    let player = |cpu: usize| {
+        // SAFETY: a zeroed cpu_set_t is empty; the set outlives the call.
+        let ok = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        };
+        pinned[cpu].store(ok, Ordering::SeqCst);
+        barrier.wait();
+        if !pinned.iter().all(|p| p.load(Ordering::SeqCst)) {
+            return None;
+        }
+        let start = Instant::now();
+        for turn in 0..turns {
+            let mine = 2 * turn + cpu as u64;
+            while counter.load(Ordering::Acquire) != mine {
+                std::hint::spin_loop();
+            }
+            counter.store(mine + 1, Ordering::Release);
+        }
+        Some(start.elapsed())
+    };
+    let (first, second) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| player(0));
+        let second = scope.spawn(|| player(1));
+        (first.join().ok().flatten(), second.join().ok().flatten())
+    });
+    let elapsed = first?.max(second?);
+    Some(elapsed.as_nanos() as f64 / (2 * turns) as f64)
+}
+
+/// Measures this host's CPU with its caches `caches` (from [`caches_at`];
+/// the model's default sizes where sysfs gives none). `quick` shortens
+/// every loop (for tests: the figures are then rougher). Takes about ten
+/// seconds, most of it the chases through memory.
+#[cfg(target_arch = "x86_64")]
+pub fn measure(caches: &[(&str, CacheLevel)], quick: bool) -> Figures {
+    let size = |prefix: &str| {
+        caches
+            .iter()
+            .find(|(p, _)| *p == prefix)
+            .map_or(CycleModel::default().get(&format!("{prefix}-bytes")), |(_, c)| c.bytes)
+            as usize
+    };
+    let scale = if quick { 10 } else { 1 };
+    let repeats = if quick { 3 } else { 7 };
+    let n = 2_000_000 / scale;
+    let chain = least(repeats, || loops::add_chain(n));
+    let ns_per_cycle = chain.as_nanos() as f64 / (n * 32) as f64;
+    let cycles = |d: Duration, ops: f64| d.as_nanos() as f64 / ns_per_cycle / ops;
+    let wide = least(repeats, || loops::independent_adds(n));
+    let adds_per_cycle = 1.0 / cycles(wide, (n * 32) as f64);
+    let loads = 1_000_000 / scale as usize;
+    let chase_cycles = |bytes: usize, loads: usize, repeats: usize| {
+        cycles(least(repeats, || chase(bytes, loads)), loads as f64)
+    };
+    // A quarter of each private level: it stays there whatever else runs.
+    let l1 = chase_cycles(size("l1d") / 4, loads, repeats);
+    let l2 = chase_cycles(size("l2") / 4, loads, repeats);
+    // Past the L2, the last level as far as this host lets it hold a
+    // buffer (a VM's share of a shared LLC may be far less than sysfs
+    // says): doubling sizes up to its whole, and memory past it.
+    let llc = chase_cycles(2 * size("l2"), loads / 2, repeats.min(3));
+    let memory_bytes = (2 * size("llc")).max(64 << 20);
+    let memory = chase_cycles(memory_bytes, loads / 8, repeats.min(3));
+    let mut holds = 2 * size("l2");
+    let mut probe = 2 * holds;
+    while probe <= size("llc") {
+        if chase_cycles(probe, loads / 4, repeats.min(3)) > (llc + memory) / 2.0 {
+            break;
+        }
+        holds = probe;
+        probe *= 2;
+    }
+    let branches = 1_000_000 / scale as usize;
+    let random: Vec<u8> = {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        (0..1 << 16).map(|_| rng.random_range(0..2)).collect()
+    };
+    let taken = vec![1u8; 1 << 16];
+    let unpredictable = cycles(least(repeats, || loops::branches(&random, branches)), 1.0);
+    let predictable = cycles(least(repeats, || loops::branches(&taken, branches)), 1.0);
+    // Half the random branches are mispredicted.
+    let mispredict = (unpredictable - predictable) * 2.0 / branches as f64;
+    let transfer = transfer_ns(200_000 / scale as u64).map(|ns| ns / ns_per_cycle);
+    Figures {
+        clock_ghz: 1.0 / ns_per_cycle,
+        adds_per_cycle,
+        l1,
+        l2,
+        llc,
+        memory,
+        llc_holds: holds as u64,
+        mispredict,
+        transfer,
+    }
+}
+
+/// The profile of this host's CPU from `figures`.
+pub fn profile(figures: &Figures, caches: &[(&'static str, CacheLevel)]) -> Profile {
+    Profile {
+        cpu: crate::base::host::cpu_model(),
+        host: crate::base::host::name(),
+        measured: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        clock_ghz: (figures.clock_ghz * 1000.0).round() / 1000.0,
+        figures: figures.by_setting(),
+        settings: figures.settings(caches),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures() -> Figures {
+        Figures {
+            clock_ghz: 3.0,
+            adds_per_cycle: 3.9,
+            l1: 4.2,
+            l2: 14.4,
+            llc: 48.0,
+            memory: 420.6,
+            llc_holds: 8 << 20,
+            mispredict: 16.6,
+            transfer: Some(80.0),
+        }
+    }
+
+    #[test]
+    fn the_settings_are_each_level_beyond_the_l1d_and_the_host_caches() {
+        let caches = [
+            (
+                "l1d",
+                CacheLevel {
+                    bytes: 32 << 10,
+                    ways: 8,
+                },
+            ),
+            (
+                "llc",
+                CacheLevel {
+                    bytes: 32 << 20,
+                    ways: 16,
+                },
+            ),
+            // 12 ways of 1 MiB: sets not a power of two, the default kept.
+            (
+                "l2",
+                CacheLevel {
+                    bytes: 1 << 20,
+                    ways: 12,
+                },
+            ),
+        ];
+        let s = figures().settings(&caches);
+        assert_eq!(s["issue-width"], 4);
+        assert_eq!(s["load-cycles"], 4);
+        assert_eq!(s["l2-cycles"], 10);
+        assert_eq!(s["llc-cycles"], 44);
+        assert_eq!(s["memory-cycles"], 416);
+        assert_eq!(s["mispredict-cycles"], 17);
+        assert_eq!(s["coherence-cycles"], 76);
+        // The last level as large as it held a buffer here.
+        assert_eq!(s["llc-bytes"], 8 << 20);
+        assert!(!s.contains_key("l2-bytes") && !s.contains_key("l2-ways"));
+        let profile = Profile {
+            cpu: "AMD EPYC".into(),
+            host: "h".into(),
+            measured: "2026-12-07T14:00:00Z".into(),
+            clock_ghz: 3.0,
+            figures: figures().by_setting(),
+            settings: s,
+        };
+        let model = profile.model().unwrap();
+        assert_eq!(model.get("memory-cycles"), 416);
+        assert_eq!(model.get("l2-bytes"), CycleModel::default().get("l2-bytes"));
+        let text = toml::to_string(&profile).unwrap();
+        assert_eq!(toml::from_str::<Profile>(&text).unwrap(), profile);
+    }
+
+    #[test]
+    fn a_profile_of_a_setting_the_model_does_not_know_is_refused() {
+        let mut settings = BTreeMap::new();
+        settings.insert("tlb-entries".to_string(), 64);
+        let profile = Profile {
+            cpu: "x".into(),
+            host: "h".into(),
+            measured: "m".into(),
+            clock_ghz: 1.0,
+            figures: BTreeMap::new(),
+            settings,
+        };
+        assert!(profile.model().unwrap_err().contains("tlb-entries"));
+    }
+
+    #[test]
+    fn sysfs_gives_each_level_and_the_last_is_the_llc() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("sys/devices/system/cpu/cpu0/cache");
+        for (index, level, kind, size, ways) in [
+            (0, "1", "Data", "32K", "8"),
+            (1, "1", "Instruction", "32K", "8"),
+            (2, "2", "Unified", "1024K", "8"),
+            (3, "3", "Unified", "32768K", "16"),
+        ] {
+            let d = dir.join(format!("index{index}"));
+            std::fs::create_dir_all(&d).unwrap();
+            for (file, text) in [
+                ("level", level),
+                ("type", kind),
+                ("size", size),
+                ("ways_of_associativity", ways),
+            ] {
+                std::fs::write(d.join(file), format!("{text}\n")).unwrap();
+            }
+        }
+        let caches = caches_at(root.path());
+        let names: Vec<&str> = caches.iter().map(|(p, _)| *p).collect();
+        assert_eq!(names, ["l1d", "l1i", "l2", "llc"]);
+        assert_eq!(caches[3].1.bytes, 32 << 20);
+        assert_eq!(caches[2].1.ways, 8);
+        assert!(caches_at(&root.path().join("none")).is_empty());
+    }
+
+    #[test]
+    fn a_profile_is_named_after_its_cpu() {
+        assert_eq!(
+            file_name("AMD EPYC 7763 64-Core Processor"),
+            "amd-epyc-7763-64-core-processor.toml"
+        );
+        assert_eq!(file_name("  Intel(R) Xeon(R)  "), "intel-r-xeon-r.toml");
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_loops_measure_a_plausible_cpu() {
+        let f = measure(&caches_at(std::path::Path::new("/")), true);
+        // Loose bounds a loaded host keeps: the clock of any current
+        // machine, and each level no faster than the one before it.
+        assert!((0.5..8.0).contains(&f.clock_ghz), "{f:?}");
+        assert!(f.adds_per_cycle > 1.5, "{f:?}");
+        assert!((2.0..12.0).contains(&f.l1), "{f:?}");
+        assert!(f.l2 > f.l1 && f.memory > f.l2, "{f:?}");
+        assert!(f.mispredict > 3.0, "{f:?}");
+    }
+}
