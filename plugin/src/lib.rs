@@ -222,8 +222,9 @@ struct ModelBlock {
     /// The block's bytes from `pc`, its last instruction's among them.
     bytes: u32,
     instructions: u16,
-    /// Its own cycles on the core (0 with no issue width).
-    cycles: u16,
+    /// Its own cycles on the core, in `throughput::PARTS` of a cycle (0
+    /// with no issue width).
+    cost: u16,
     end: EndKind,
     last_bytes: u8,
     /// Its index in the attribution, when there is one.
@@ -265,7 +266,7 @@ impl ModelBlock {
             // A block is at most two pages, of at most 512 instructions.
             bytes: bytes as u32,
             instructions: instructions as u16,
-            cycles: 0,
+            cost: 0,
             end: kind,
             last_bytes: next.wrapping_sub(at) as u8,
             index: u32::MAX,
@@ -898,7 +899,7 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
         if m.attribution.is_none() {
             m.model
                 .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
-            m.model.block_cycles(vcpu, u64::from(b.cycles));
+            m.model.block_cost(vcpu, u64::from(b.cost));
             return;
         }
         // A turn that closes a round replays it: those counts belong to
@@ -912,7 +913,7 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
         let before = attribution::values(&m.model.vcpu_counts(vcpu));
         m.model
             .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
-        m.model.block_cycles(vcpu, u64::from(b.cycles));
+        m.model.block_cost(vcpu, u64::from(b.cost));
         let after = attribution::values(&m.model.vcpu_counts(vcpu));
         a.enter(vcpu, b.index, &before, &after);
     });
@@ -1097,8 +1098,8 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
             width,
             load: m.model.config.load_cycles,
         };
-        let cycles = throughput::block_cycles(&code, pc, core);
-        record.cycles = u16::try_from(cycles).unwrap_or(u16::MAX);
+        let cost = throughput::block_cost(&code, pc, core);
+        record.cost = u16::try_from(cost).unwrap_or(u16::MAX);
     }
     let pointer = m.add_block(record);
     // Registered before the block's memory callbacks run, so the block's
@@ -1381,7 +1382,7 @@ mod tests {
             BlockEnd::Other,
         );
         // A block of one cycle an instruction.
-        s.model.block_cycles(0, n);
+        s.model.block_cost(0, n * throughput::PARTS);
     }
 
     fn written(s: &ModelState) -> String {

@@ -674,6 +674,8 @@ struct Core {
     history: u64,
     btb: Box<[u64]>,
     counts: [Counts; 2],
+    /// Parts of a cycle of the blocks' own costs not counted yet.
+    parts: u64,
     /// The return stack buffer, circular: `rsb_top` is where the next
     /// call's return address goes, `rsb_held` how many entries below it
     /// are valid (a call beyond the depth overwrites the oldest).
@@ -909,6 +911,7 @@ impl Model {
             history: 0,
             btb: vec![EMPTY; 1 << config.btb_bits].into_boxed_slice(),
             counts: [Counts::default(); 2],
+            parts: 0,
             rsb: vec![EMPTY; config.rsb_depth as usize].into_boxed_slice(),
             rsb_top: 0,
             rsb_held: 0,
@@ -1015,13 +1018,17 @@ impl Model {
         }
     }
 
-    /// Adds the own cycles of the block [`Model::block`] just started on
-    /// `vcpu` (its throughput on the core), in that block's mode.
+    /// Adds the own cost of the block [`Model::block`] just started on
+    /// `vcpu` (its throughput on the core, in `throughput::PARTS` of a
+    /// cycle), in that block's mode: the whole cycles go to the count, the
+    /// rest waits for the next block's.
     #[inline]
-    pub fn block_cycles(&mut self, vcpu: usize, cycles: u64) {
+    pub fn block_cost(&mut self, vcpu: usize, parts: u64) {
         let v = self.index(vcpu);
         let core = &mut self.cores[v];
-        core.counts[core.mode as usize].base_cycles += cycles;
+        let parts = core.parts + parts;
+        core.counts[core.mode as usize].base_cycles += parts / crate::throughput::PARTS;
+        core.parts = parts % crate::throughput::PARTS;
     }
 
     /// An instruction fetch that missed the L1i, counted in `mode`.

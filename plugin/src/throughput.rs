@@ -16,16 +16,24 @@
 //!   latencies after it was. A chain that runs through several blocks is
 //!   the sum of its parts in each, so summing the blocks' costs keeps it.
 //!
-//! The block costs the larger, and at least one cycle (a taken branch a
-//! cycle). Misses add their penalties beyond this, as before. What is not
+//! The block costs the larger, in sixteenths of a cycle so that short
+//! blocks add up as a core runs them (two blocks of two instructions on a
+//! core of four a cycle take one cycle, not two); a block that ends in a
+//! branch taken when it is reached (a jump, call or return, or a
+//! conditional branch backwards, as a loop's is) costs at least a cycle,
+//! as a core takes one such branch a cycle, and so does an execution of a
+//! string instruction. Misses add their penalties beyond this, as before. What is not
 //! modelled: ports (every instruction may go anywhere), the front end,
 //! chains through memory (a store then a load of the same address), and
 //! serializing instructions' drains (they cost their latency class).
 
 use iced_x86::{
-    Code, Decoder, DecoderOptions, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind,
-    Register,
+    Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic,
+    OpAccess, OpKind, Register,
 };
+
+/// A block's cost is kept in these parts of a cycle.
+pub const PARTS: u64 = 16;
 
 /// The latencies a block's cost is made of, in cycles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,26 +56,42 @@ const KEYS: usize = 257;
 type Chain = Vec<(u16, u32)>;
 
 /// The cycles a block of the instructions `code` (starting at `pc`) costs
-/// on `core` each time it runs, at least 1. Bytes that do not decode count
-/// as an instruction of one cycle each.
-pub fn block_cycles(code: &[u8], pc: u64, core: Core) -> u64 {
+/// on `core` each time it runs, in [`PARTS`] of a cycle: at least one
+/// part, and a whole cycle when it ends in a branch taken when reached or
+/// holds a string instruction. Bytes that do not decode count as an
+/// instruction.
+pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
     let mut decoder = Decoder::with_ip(64, code, pc, DecoderOptions::NONE);
     let mut info = InstructionInfoFactory::new();
     // `None`: the register still holds its value from the block's start.
     let mut chains: Vec<Option<Chain>> = vec![None; KEYS];
     let mut instructions = 0u64;
     let mut instruction = Instruction::default();
+    let mut whole = false;
     while decoder.can_decode() {
         decoder.decode_out(&mut instruction);
         instructions += 1;
+        whole = match instruction.flow_control() {
+            FlowControl::UnconditionalBranch
+            | FlowControl::IndirectBranch
+            | FlowControl::Call
+            | FlowControl::IndirectCall
+            | FlowControl::Return => true,
+            FlowControl::ConditionalBranch => instruction.near_branch_target() <= instruction.ip(),
+            _ => false,
+        };
         // A rep-prefixed string instruction runs one element an execution
         // under icount, each a block of its own, costed apart by the
         // model's strings: it is an instruction here, no chain.
-        if instruction.is_invalid()
-            || instruction.has_rep_prefix()
+        // The model's strings subtract a cycle an execution.
+        if instruction.has_rep_prefix()
             || instruction.has_repe_prefix()
             || instruction.has_repne_prefix()
         {
+            whole = true;
+            continue;
+        }
+        if instruction.is_invalid() {
             continue;
         }
         let latency = latency(&instruction);
@@ -141,8 +165,9 @@ pub fn block_cycles(code: &[u8], pc: u64, core: Core) -> u64 {
         })
         .max()
         .unwrap_or(0);
-    let issue = instructions.div_ceil(u64::from(core.width.max(1)));
-    issue.max(carried).max(1)
+    let issue = (instructions * PARTS).div_ceil(u64::from(core.width.max(1)));
+    let least = if whole { PARTS } else { 1 };
+    issue.max(carried * PARTS).max(least)
 }
 
 fn key(register: Register) -> usize {
@@ -239,6 +264,11 @@ mod tests {
 
     const CORE: Core = Core { width: 4, load: 4 };
 
+    /// The block's cost in cycles.
+    fn block_cycles(code: &[u8], pc: u64, core: Core) -> f64 {
+        block_cost(code, pc, core) as f64 / PARTS as f64
+    }
+
     #[test]
     fn a_chain_of_dependent_adds_costs_a_cycle_an_add() {
         // add rax, rdi ×8; add rdi, 1; cmp rdi, r8; jne
@@ -247,7 +277,7 @@ mod tests {
             code.extend([0x48, 0x01, 0xf8]);
         }
         code.extend([0x48, 0x83, 0xc7, 0x01, 0x4c, 0x39, 0xc7, 0x75, 0xe0]);
-        assert_eq!(block_cycles(&code, 0x1000, CORE), 8);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 8.0);
     }
 
     #[test]
@@ -260,18 +290,18 @@ mod tests {
             code.extend([0x48, 0x01, 0xfa]);
         }
         code.extend([0x48, 0x83, 0xc7, 0x01, 0x4c, 0x39, 0xc7, 0x75, 0xe0]);
-        assert_eq!(block_cycles(&code, 0x1000, CORE), 3);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 2.75);
         let narrow = Core { width: 1, ..CORE };
-        assert_eq!(block_cycles(&code, 0x1000, narrow), 11);
+        assert_eq!(block_cycles(&code, 0x1000, narrow), 11.0);
     }
 
     #[test]
     fn a_pointer_chase_costs_a_load_an_iteration() {
         // mov rax, [rax]; sub rdx, 1; jne
         let code = [0x48, 0x8b, 0x00, 0x48, 0x83, 0xea, 0x01, 0x75, 0xf7];
-        assert_eq!(block_cycles(&code, 0x1000, CORE), 4);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 4.0);
         let slow = Core { load: 5, ..CORE };
-        assert_eq!(block_cycles(&code, 0x1000, slow), 5);
+        assert_eq!(block_cycles(&code, 0x1000, slow), 5.0);
     }
 
     #[test]
@@ -281,17 +311,17 @@ mod tests {
         let code = [
             0x48, 0x03, 0x02, 0x48, 0x83, 0xc2, 0x08, 0x48, 0x39, 0xca, 0x75, 0xf4,
         ];
-        assert_eq!(block_cycles(&code, 0x1000, CORE), 1);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 1.0);
     }
 
     #[test]
     fn zeroing_and_register_moves_break_or_pass_a_chain_for_free() {
         // xor eax, eax; add rax, rbx: rax starts anew each time.
         let code = [0x31, 0xc0, 0x48, 0x01, 0xd8];
-        assert_eq!(block_cycles(&code, 0x1000, CORE), 1);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 0.5);
         // imul rax, rax; mov rbx, rax; mov rax, rbx: 3 through the moves.
         let code = [0x48, 0x0f, 0xaf, 0xc0, 0x48, 0x89, 0xc3, 0x48, 0x89, 0xd8];
-        assert_eq!(block_cycles(&code, 0x1000, CORE), 3);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 3.0);
     }
 
     #[test]
@@ -300,19 +330,35 @@ mod tests {
         let code = [
             0x53, 0x53, 0x53, 0x53, 0x53, 0x53, 0x48, 0x81, 0xec, 0x98, 0, 0, 0,
         ];
-        assert_eq!(block_cycles(&code, 0x1000, CORE), 2);
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 1.75);
     }
 
     #[test]
     fn an_execution_of_a_string_instruction_is_one_cycle() {
         // rep movsb; rep stosq
-        assert_eq!(block_cycles(&[0xf3, 0xa4], 0x1000, CORE), 1);
-        assert_eq!(block_cycles(&[0xf3, 0x48, 0xab], 0x1000, CORE), 1);
+        assert_eq!(block_cycles(&[0xf3, 0xa4], 0x1000, CORE), 1.0);
+        assert_eq!(block_cycles(&[0xf3, 0x48, 0xab], 0x1000, CORE), 1.0);
+    }
+
+    #[test]
+    fn a_block_ending_in_a_branch_taken_when_reached_is_a_cycle_at_least() {
+        // test eax, eax; then a jne backwards (a loop), forwards, a jmp,
+        // a ret.
+        let test = [0x85, 0xc0];
+        for (branch, least) in [
+            (&[0x75, 0xf0][..], 1.0),
+            (&[0x75, 0x10][..], 0.5),
+            (&[0xeb, 0x10][..], 1.0),
+            (&[0xc3][..], 1.0),
+        ] {
+            let code: Vec<u8> = test.iter().chain(branch).copied().collect();
+            assert_eq!(block_cycles(&code, 0x1000, CORE), least, "{branch:x?}");
+        }
     }
 
     #[test]
     fn bytes_that_do_not_decode_still_cost() {
-        assert_eq!(block_cycles(&[0x0f, 0x0b], 0x1000, CORE), 1);
-        assert_eq!(block_cycles(&[], 0x1000, CORE), 1);
+        assert_eq!(block_cycles(&[0x0f, 0x0b], 0x1000, CORE), 0.25);
+        assert_eq!(block_cost(&[], 0x1000, CORE), 1);
     }
 }

@@ -146,7 +146,14 @@ pub fn caches_at(root: &std::path::Path) -> Vec<(&'static str, CacheLevel)> {
 /// `32K`, `1024K`, `32768K` or a plain count of bytes.
 fn parse_size(text: &str) -> Option<u64> {
     let (digits, unit) = match text.strip_suffix(['K', 'M']) {
-        Some(d) => (d, if text.ends_with('K') { 1 << 10 } else { 1 << 20 }),
+        Some(d) => (
+            d,
+            if text.ends_with('K') {
+                1 << 10
+            } else {
+                1 << 20
+            },
+        ),
         None => (text, 1),
     };
     digits.parse::<u64>().ok().map(|n| n * unit)
@@ -171,6 +178,10 @@ pub struct Figures {
     /// Cycles a line takes to pass from one core to another, when there
     /// are two cores to measure it on.
     pub transfer: Option<f64>,
+    /// A `rep movsb`'s cycles to start, and the bytes it moves a cycle
+    /// once under way (from copies of two lengths).
+    pub string_startup: f64,
+    pub string_bytes_per_cycle: f64,
 }
 
 impl Figures {
@@ -190,6 +201,11 @@ impl Figures {
         if let Some(transfer) = self.transfer {
             s.insert("coherence-cycles".into(), beyond(transfer));
         }
+        s.insert("string-startup-cycles".into(), cycles(self.string_startup));
+        s.insert(
+            "string-bytes-per-cycle".into(),
+            cycles(self.string_bytes_per_cycle),
+        );
         for (prefix, cache) in caches {
             let bytes = match *prefix {
                 "llc" => cache.bytes.min(self.llc_holds),
@@ -231,6 +247,11 @@ impl Figures {
         if let Some(t) = self.transfer {
             f.insert("coherence-cycles".into(), round(t));
         }
+        f.insert("string-startup-cycles".into(), round(self.string_startup));
+        f.insert(
+            "string-bytes-per-cycle".into(),
+            round(self.string_bytes_per_cycle),
+        );
         f
     }
 }
@@ -246,15 +267,23 @@ mod loops {
     use std::arch::asm;
     use std::time::{Duration, Instant};
 
+    // Each loop runs whole inside its assembly, counter and all, so that
+    // what the compiler makes of the code around it (an unoptimized test
+    // build keeps its counters in memory) is not timed.
+
     /// `n` iterations of 32 dependent adds.
     pub fn add_chain(n: u64) -> Duration {
         let mut x: u64 = 0;
         let start = Instant::now();
-        for _ in 0..n {
-            // SAFETY: register arithmetic only.
-            unsafe {
-                asm!(".rept 32", "add {x}, 1", ".endr", x = inout(reg) x, options(nomem, nostack));
-            }
+        // SAFETY: register arithmetic and a local loop only.
+        unsafe {
+            asm!(
+                "2:",
+                ".rept 32", "add {x}, 1", ".endr",
+                "dec {n}", "jnz 2b",
+                x = inout(reg) x, n = inout(reg) n.max(1) => _,
+                options(nomem, nostack)
+            );
         }
         std::hint::black_box(x);
         start.elapsed()
@@ -265,42 +294,101 @@ mod loops {
         let (mut a, mut b, mut c, mut d) = (0u64, 0u64, 0u64, 0u64);
         let (mut e, mut f, mut g, mut h) = (0u64, 0u64, 0u64, 0u64);
         let start = Instant::now();
-        for _ in 0..n {
-            // SAFETY: register arithmetic only.
-            unsafe {
-                asm!(
-                    ".rept 4",
-                    "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1",
-                    "add {e}, 1", "add {f}, 1", "add {g}, 1", "add {h}, 1",
-                    ".endr",
-                    a = inout(reg) a, b = inout(reg) b, c = inout(reg) c, d = inout(reg) d,
-                    e = inout(reg) e, f = inout(reg) f, g = inout(reg) g, h = inout(reg) h,
-                    options(nomem, nostack)
-                );
-            }
+        // SAFETY: register arithmetic and a local loop only.
+        unsafe {
+            asm!(
+                "2:",
+                ".rept 4",
+                "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1",
+                "add {e}, 1", "add {f}, 1", "add {g}, 1", "add {h}, 1",
+                ".endr",
+                "dec {n}", "jnz 2b",
+                a = inout(reg) a, b = inout(reg) b, c = inout(reg) c, d = inout(reg) d,
+                e = inout(reg) e, f = inout(reg) f, g = inout(reg) g, h = inout(reg) h,
+                n = inout(reg) n.max(1) => _,
+                options(nomem, nostack)
+            );
         }
         std::hint::black_box((a, b, c, d, e, f, g, h));
         start.elapsed()
     }
 
-    /// `n` iterations of a branch on bit `i` of `bits` (taken or not).
-    pub fn branches(bits: &[u8], n: usize) -> Duration {
-        let mut sum: u64 = 0;
+    /// `n` dependent loads through `next`, each the index of the next,
+    /// from `at`; where the chase ended.
+    pub fn chase(next: &[usize], at: usize, n: usize) -> (Duration, usize) {
+        let mut at = at;
         let start = Instant::now();
-        for i in 0..n {
-            let bit = u64::from(bits[i % bits.len()]);
-            // SAFETY: register arithmetic and a local jump only.
+        // SAFETY: every entry of `next` the chase reaches is an index of
+        // `next` (the caller's cycle), so every load is within it.
+        unsafe {
+            asm!(
+                "2:",
+                "mov {at}, qword ptr [{base} + 8*{at}]",
+                "dec {n}", "jnz 2b",
+                at = inout(reg) at, base = in(reg) next.as_ptr(), n = inout(reg) n.max(1) => _,
+                options(readonly, nostack)
+            );
+        }
+        (start.elapsed(), at)
+    }
+
+    /// `n` copies of `bytes` bytes with `rep movsb`, between two buffers
+    /// that stay in the L1d, each aligned to a line (as a kernel's pages
+    /// are: a copy between buffers misaligned to each other runs many
+    /// times slower on some cores).
+    pub fn rep_movsb(bytes: usize, n: usize) -> Duration {
+        #[derive(Clone, Copy)]
+        #[repr(C, align(64))]
+        struct Line([u8; 64]);
+        let lines = bytes.div_ceil(64);
+        let from = vec![Line([1; 64]); lines];
+        let mut to = vec![Line([0; 64]); lines];
+        let start = Instant::now();
+        for _ in 0..n {
+            // SAFETY: both buffers hold `bytes` bytes; the direction flag is
+            // clear in Rust code.
             unsafe {
                 asm!(
-                    "test {bit}, {bit}",
-                    "jz 2f",
-                    "add {sum}, 1",
-                    "2:",
-                    bit = in(reg) bit,
-                    sum = inout(reg) sum,
-                    options(nomem, nostack)
+                    "rep movsb",
+                    inout("rcx") bytes => _,
+                    inout("rsi") from.as_ptr().cast::<u8>() => _,
+                    inout("rdi") to.as_mut_ptr().cast::<u8>() => _,
+                    options(nostack, preserves_flags)
                 );
             }
+        }
+        std::hint::black_box(&to);
+        start.elapsed()
+    }
+
+    /// `n` iterations of a branch on bit `i` of `bits` (taken or not).
+    pub fn branches(bits: &[u8], n: usize) -> Duration {
+        assert!(bits.len().is_power_of_two());
+        let mut sum: u64 = 0;
+        let start = Instant::now();
+        // SAFETY: the index stays below `bits.len()` (masked by it less
+        // one, a power of two), so every load is within `bits`.
+        unsafe {
+            asm!(
+                "xor {i}, {i}",
+                "2:",
+                "movzx {bit:e}, byte ptr [{bits} + {i}]",
+                "test {bit:e}, {bit:e}",
+                "jz 3f",
+                "add {sum}, 1",
+                "3:",
+                "inc {i}",
+                "and {i}, {mask}",
+                "dec {n}",
+                "jnz 2b",
+                bits = in(reg) bits.as_ptr(),
+                mask = in(reg) bits.len() - 1,
+                i = out(reg) _,
+                bit = out(reg) _,
+                sum = inout(reg) sum,
+                n = inout(reg) n.max(1) => _,
+                options(readonly, nostack)
+            );
         }
         std::hint::black_box(sum);
         start.elapsed()
@@ -309,6 +397,7 @@ mod loops {
 
 /// `loads` dependent loads chasing a random cycle through `bytes` of
 /// 64-byte lines, one load a line.
+#[cfg(target_arch = "x86_64")]
 fn chase(bytes: usize, loads: usize) -> Duration {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
@@ -326,12 +415,9 @@ fn chase(bytes: usize, loads: usize) -> Duration {
     for _ in 0..lines {
         at = next[at];
     }
-    let start = Instant::now();
-    for _ in 0..loads {
-        at = next[at];
-    }
+    let (elapsed, at) = loops::chase(&next, at, loads);
     std::hint::black_box(at);
-    start.elapsed()
+    elapsed
 }
 
 /// Nanoseconds a line takes to pass between CPUs 0 and 1: two threads
@@ -385,11 +471,10 @@ fn transfer_ns(turns: u64) -> Option<f64> {
 #[cfg(target_arch = "x86_64")]
 pub fn measure(caches: &[(&str, CacheLevel)], quick: bool) -> Figures {
     let size = |prefix: &str| {
-        caches
-            .iter()
-            .find(|(p, _)| *p == prefix)
-            .map_or(CycleModel::default().get(&format!("{prefix}-bytes")), |(_, c)| c.bytes)
-            as usize
+        caches.iter().find(|(p, _)| *p == prefix).map_or(
+            CycleModel::default().get(&format!("{prefix}-bytes")),
+            |(_, c)| c.bytes,
+        ) as usize
     };
     let scale = if quick { 10 } else { 1 };
     let repeats = if quick { 3 } else { 7 };
@@ -432,7 +517,20 @@ pub fn measure(caches: &[(&str, CacheLevel)], quick: bool) -> Figures {
     let predictable = cycles(least(repeats, || loops::branches(&taken, branches)), 1.0);
     // Half the random branches are mispredicted.
     let mispredict = (unpredictable - predictable) * 2.0 / branches as f64;
-    let transfer = transfer_ns(200_000 / scale as u64).map(|ns| ns / ns_per_cycle);
+    let transfer = transfer_ns(200_000 / scale).map(|ns| ns / ns_per_cycle);
+    // A copy's cycles are its start plus its bytes at a rate: two lengths
+    // give both.
+    let copies = 200_000 / scale as usize;
+    let (short, long) = (256usize, 8192usize);
+    let copy = |bytes| {
+        cycles(
+            least(repeats, || loops::rep_movsb(bytes, copies)),
+            copies as f64,
+        )
+    };
+    let (short_cycles, long_cycles) = (copy(short), copy(long));
+    let string_bytes_per_cycle = (long - short) as f64 / (long_cycles - short_cycles).max(1.0);
+    let string_startup = (short_cycles - short as f64 / string_bytes_per_cycle).max(1.0);
     Figures {
         clock_ghz: 1.0 / ns_per_cycle,
         adds_per_cycle,
@@ -443,6 +541,8 @@ pub fn measure(caches: &[(&str, CacheLevel)], quick: bool) -> Figures {
         llc_holds: holds as u64,
         mispredict,
         transfer,
+        string_startup,
+        string_bytes_per_cycle,
     }
 }
 
@@ -473,6 +573,8 @@ mod tests {
             llc_holds: 8 << 20,
             mispredict: 16.6,
             transfer: Some(80.0),
+            string_startup: 30.4,
+            string_bytes_per_cycle: 31.6,
         }
     }
 
@@ -510,6 +612,8 @@ mod tests {
         assert_eq!(s["memory-cycles"], 416);
         assert_eq!(s["mispredict-cycles"], 17);
         assert_eq!(s["coherence-cycles"], 76);
+        assert_eq!(s["string-startup-cycles"], 30);
+        assert_eq!(s["string-bytes-per-cycle"], 32);
         // The last level as large as it held a buffer here.
         assert_eq!(s["llc-bytes"], 8 << 20);
         assert!(!s.contains_key("l2-bytes") && !s.contains_key("l2-ways"));

@@ -10,13 +10,16 @@ use std::path::Path;
 #[cfg(target_arch = "x86_64")]
 pub fn run(out: Option<&Path>) -> Result<ExitStatus> {
     crate::base::message::note(
-        "measuring this CPU natively (about half a minute; other work on the host makes it \
+        "measuring this CPU natively (about ten seconds; other work on the host makes it \
          slower, never faster, so each loop keeps its least time) …",
     );
     let caches = calibration::caches_at(Path::new("/"));
     let figures = calibration::measure(&caches, false);
     let profile = calibration::profile(&figures, &caches);
-    let path = out.map_or_else(|| crate::guest::images::cache::model_profile(&profile.cpu), Path::to_path_buf);
+    let path = out.map_or_else(
+        || crate::guest::images::cache::model_profile(&profile.cpu),
+        Path::to_path_buf,
+    );
     print!("{}", words(&profile, &path));
     profile
         .model()
@@ -53,7 +56,10 @@ fn words(profile: &Profile, path: &Path) -> String {
     );
     let what = [
         ("issue-width", "independent adds a cycle"),
-        ("load-cycles", "a load the L1d serves (a quarter of it chased)"),
+        (
+            "load-cycles",
+            "a load the L1d serves (a quarter of it chased)",
+        ),
         ("l2-cycles", "a load the L2 serves (a quarter of it chased)"),
         (
             "llc-cycles",
@@ -68,12 +74,20 @@ fn words(profile: &Profile, path: &Path) -> String {
             "coherence-cycles",
             "a line passed between two cores (CPUs 0 and 1)",
         ),
+        (
+            "string-startup-cycles",
+            "a rep movsb to start (copies of 256 B and 8 KiB)",
+        ),
+        ("string-bytes-per-cycle", "bytes a rep movsb moves a cycle"),
     ];
     if let Some(holds) = profile.figures.get("llc-bytes") {
         text.push_str(&format!(
             "  the last level held a buffer of {} MiB at most → llc-bytes = {}\n",
             holds / f64::from(1 << 20),
-            profile.settings.get("llc-bytes").map_or("-".into(), u64::to_string)
+            profile
+                .settings
+                .get("llc-bytes")
+                .map_or("-".into(), u64::to_string)
         ));
     }
     for (key, means) in what {

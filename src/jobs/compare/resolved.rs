@@ -335,7 +335,8 @@ mod tests {
     use super::*;
     use crate::base::cycle_model::CycleModel;
 
-    const PROFILE: &str = "cpu = \"AMD EPYC\"\nhost = \"vm\"\nmeasured = \"2026-12-07T14:00:00Z\"\n\
+    const PROFILE: &str =
+        "cpu = \"AMD EPYC\"\nhost = \"vm\"\nmeasured = \"2026-12-07T14:00:00Z\"\n\
         clock-ghz = 2.9\n[figures]\nmemory-cycles = 700.2\n[settings]\nmemory-cycles = 695\n\
         issue-width = 3\n";
 
