@@ -15,6 +15,10 @@
 //!   the block's start cannot be ready sooner than the sum of those
 //!   latencies after it was. A chain that runs through several blocks is
 //!   the sum of its parts in each, so summing the blocks' costs keeps it.
+//!   A place in memory the block stores to and loads from (the same
+//!   address registers, unchanged in the block, and displacement) carries
+//!   a chain as a register does, each load of a stored value a load's
+//!   latency (a counter incremented in memory).
 //!
 //! The block costs the larger, in sixteenths of a cycle so that short
 //! blocks add up as a core runs them (two blocks of two instructions on a
@@ -49,6 +53,8 @@ pub struct Core {
 /// plus the flags as one more.
 const FLAGS: usize = 256;
 const KEYS: usize = 257;
+/// Places in memory followed, after the registers' keys.
+const PLACES: usize = 16;
 
 /// Where a register's value came from, as far as the block knows: for each
 /// register's value at the block's start that it depends on, the longest
@@ -64,7 +70,9 @@ pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
     let mut decoder = Decoder::with_ip(64, code, pc, DecoderOptions::NONE);
     let mut info = InstructionInfoFactory::new();
     // `None`: the register still holds its value from the block's start.
-    let mut chains: Vec<Option<Chain>> = vec![None; KEYS];
+    let mut chains: Vec<Option<Chain>> = vec![None; KEYS + PLACES];
+    let written = written_registers(code, pc);
+    let mut places: Vec<(Register, Register, u32, u64)> = Vec::new();
     let mut instructions = 0u64;
     let mut instruction = Instruction::default();
     let mut whole = false;
@@ -107,6 +115,33 @@ pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
         let zeroing = is_zero_idiom(&instruction);
         let mut sources: Vec<(usize, u32)> = Vec::new();
         let mut writes: Vec<usize> = Vec::new();
+        for m in info.used_memory() {
+            let (base, index) = (m.base(), m.index());
+            // Only an address the same on every run of the block names
+            // one place: no address register changes in it.
+            let fixed = [base, index]
+                .iter()
+                .all(|r| *r == Register::None || !written.contains(&key(*r)))
+                && base != Register::RIP;
+            if !fixed {
+                continue;
+            }
+            let place = (base, index, m.scale(), m.displacement());
+            let at = match places.iter().position(|p| *p == place) {
+                Some(at) => at,
+                None if places.len() < PLACES => {
+                    places.push(place);
+                    places.len() - 1
+                }
+                None => continue,
+            };
+            if reads(m.access()) {
+                sources.push((KEYS + at, latency + core.load));
+            }
+            if writes_to(m.access()) {
+                writes.push(KEYS + at);
+            }
+        }
         for used in info.used_registers() {
             let register = used.register();
             let k = key(register);
@@ -168,6 +203,21 @@ pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
     let issue = (instructions * PARTS).div_ceil(u64::from(core.width.max(1)));
     let least = if whole { PARTS } else { 1 };
     issue.max(carried * PARTS).max(least)
+}
+
+/// The keys of the registers the block's instructions write.
+fn written_registers(code: &[u8], pc: u64) -> Vec<usize> {
+    let mut decoder = Decoder::with_ip(64, code, pc, DecoderOptions::NONE);
+    let mut info = InstructionInfoFactory::new();
+    let mut written = Vec::new();
+    for instruction in &mut decoder {
+        for used in info.info(&instruction).used_registers() {
+            if writes_to(used.access()) {
+                written.push(key(used.register()));
+            }
+        }
+    }
+    written
 }
 
 fn key(register: Register) -> usize {
@@ -354,6 +404,25 @@ mod tests {
             let code: Vec<u8> = test.iter().chain(branch).copied().collect();
             assert_eq!(block_cycles(&code, 0x1000, CORE), least, "{branch:x?}");
         }
+    }
+
+    #[test]
+    fn a_counter_in_memory_is_a_chain_through_the_store_and_the_load() {
+        // mov rax, [rdx]; add rax, 1; mov [rdx], rax; sub rcx, 1; jne
+        let code = [
+            0x48, 0x8b, 0x02, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x89, 0x02, 0x48, 0x83, 0xe9, 0x01,
+            0x75, 0xf0,
+        ];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 5.0);
+        // add qword [rdx], 1 the same.
+        let code = [0x48, 0x83, 0x02, 0x01, 0x48, 0x83, 0xe9, 0x01, 0x75, 0xf6];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 5.0);
+        // A store through a pointer that moves (add rdx, 8) is no chain.
+        let code = [
+            0x48, 0x8b, 0x02, 0x48, 0x83, 0xc0, 0x01, 0x48, 0x89, 0x02, 0x48, 0x83, 0xc2, 0x08,
+            0x75, 0xf0,
+        ];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 1.25);
     }
 
     #[test]

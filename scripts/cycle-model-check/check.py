@@ -180,19 +180,31 @@ def native_ns(binary, args, repeats):
     return sorted(times)
 
 
+def native_cycles(binary, args, repeats):
+    """The region's cycles over `repeats` native runs, sorted: each run
+    timed right after a run of the add chain, whose time per add is that
+    run's cycle (the host's clock moves with its other work)."""
+    cycles = []
+    for _ in range(repeats):
+        adds = native_ns(binary, ["adds"], 1)[0] / NATIVE[0][1]
+        cycles.append(native_ns(binary, args, 1)[0] / adds)
+    return sorted(cycles)
+
+
 def native(a, binary, initrd, out):
     """Prints the model against this CPU, pattern by pattern."""
     adds = native_ns(binary, ["adds"], a.repeats)[0]
     ghz = NATIVE[0][1] / adds
     print(f"clock from the add chain: {ghz:.3f} GHz ({adds / NATIVE[0][1]:.4f} ns an add, "
-          f"least of {a.repeats} runs)")
+          f"least of {a.repeats} runs; each pattern's runs take the clock of a run of the "
+          f"chain just before)")
     print(f"{'pattern':14} {'CPU cyc/op':>11} {'model cyc/op':>12} {'model/CPU':>10}")
     wanted = [p.split() for p in a.pattern]
     logs = []
     for args, ops in NATIVE:
         if wanted and args not in wanted:
             continue
-        cpu = native_ns(binary, args, a.repeats)[0] * ghz / ops
+        cpu = native_cycles(binary, args, a.repeats)[0] / ops
         boot(a.kernel, initrd, args, a.plugin, out, sets=a.set)
         model = model_counts(out)["cycles"] / ops
         ratio = model / cpu
@@ -202,8 +214,8 @@ def native(a, binary, initrd, out):
         cpu, model = {}, {}
         for pattern in ("shared", "apart"):
             # Both processes count at once: the region's time is one's.
-            runs = native_ns(binary, [pattern], a.repeats)
-            cpu[pattern] = runs[len(runs) // 2] * ghz / SHARING_OPS
+            runs = native_cycles(binary, [pattern], a.repeats)
+            cpu[pattern] = runs[len(runs) // 2] / SHARING_OPS
             boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=2, qemu=a.qemu,
                  firmware=a.firmware, sets=a.set)
             model[pattern] = model_counts(out)["cycles"] / 2 / SHARING_OPS
