@@ -32,8 +32,8 @@
 //! serializing instructions' drains (they cost their latency class).
 
 use iced_x86::{
-    Code, Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic,
-    OpAccess, OpKind, Register,
+    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess,
+    OpKind, Register,
 };
 
 /// A block's cost is kept in these parts of a cycle.
@@ -271,8 +271,8 @@ fn is_zero_idiom(i: &Instruction) -> bool {
 /// class (a current x86 server core's figures, as uops.info measures
 /// them, rounded): moves between registers are renamed away and a load's
 /// move is the load's latency alone (`Core::load`); integer
-/// multiplies 3, divides 14; floating-point adds and multiplies 3, fused
-/// multiply-adds 4, divides 13, square roots 20; everything else 1.
+/// multiplies 3, divides 14; floating-point adds and multiplies 3, divides
+/// 13, square roots 20; everything else 1.
 fn latency(i: &Instruction) -> u32 {
     use Mnemonic::*;
     let register_move =
@@ -299,13 +299,8 @@ fn latency(i: &Instruction) -> u32 {
         | Vmulss | Vmulsd | Vmulps | Vmulpd => 3,
         Divss | Divsd | Divps | Divpd | Vdivss | Vdivsd | Vdivps | Vdivpd => 13,
         Sqrtss | Sqrtsd | Sqrtps | Sqrtpd | Vsqrtss | Vsqrtsd | Vsqrtps | Vsqrtpd => 20,
-        _ if i.code() != Code::INVALID && is_fma(i.mnemonic()) => 4,
         _ => 1,
     }
-}
-
-fn is_fma(m: Mnemonic) -> bool {
-    format!("{m:?}").starts_with("Vfm") || format!("{m:?}").starts_with("Vfnm")
 }
 
 #[cfg(test)]
