@@ -454,7 +454,7 @@ fn transfer_ns(turns: u64) -> Option<f64> {
                 // The other player is not running (the host's CPUs are
                 // busy): give way rather than spin out its time slice.
                 spins += 1;
-                if spins % 100_000 == 0 {
+                if spins.is_multiple_of(100_000) {
                     std::thread::yield_now();
                 }
             }
