@@ -254,6 +254,15 @@ fn model_lines(
             .collect::<Vec<_>>()
             .join(", ")
     )];
+    lines.push(match &model.profile {
+        Some(p) => format!(
+            "cycle model settings: the profile of the {} measured on {} at {} ({})",
+            p.cpu, p.host, p.measured, p.file
+        ),
+        None => "cycle model settings: the generic core of the defaults or the suite's own \
+                 (no calibrated profile of this CPU: `markbench calibrate` makes one)"
+            .to_string(),
+    });
     if let Some(e) = earlier {
         lines.extend(crate::stages::profile::dry_run::timeout_warning(
             suite,
