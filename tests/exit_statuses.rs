@@ -135,12 +135,15 @@ fn a_machinery_failure_exits_1_apart_from_every_verdict() {
             run(tmp.path(), "shard-0", overrides, 0.0)
         })
         .collect();
-    // The merged run's directory cannot be made: the system refuses it
-    // (sysfs makes no directories, EPERM even for root), which no fix of the
-    // command line changes. A path through a file would be the user's to fix
-    // (exit 2), so it is not the case here.
-    let out = Path::new("/sys/markbench-exit-status-test/merged");
-    assert!(!out.exists(), "{} exists", out.display());
+    // The shard's samples cannot be read: the disk fails (reading a
+    // process's own memory from offset 0, where nothing is mapped, fails
+    // with EIO in any process, as root or not), which no fix of the
+    // command line changes. A path through a file would be the user's to
+    // fix (exit 2), so it is not the case here.
+    let samples = shards[0].join("samples.csv");
+    std::fs::remove_file(&samples).unwrap();
+    std::os::unix::fs::symlink("/proc/self/mem", &samples).unwrap();
+    let out = tmp.path().join("merged");
     let (code, text) = status(&[
         "merge",
         shards[0].to_str().unwrap(),
@@ -150,4 +153,8 @@ fn a_machinery_failure_exits_1_apart_from_every_verdict() {
     assert_eq!(code, ExitStatus::Machinery.code(), "{text}");
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("error:"), "{text}");
+    assert!(
+        text.contains("samples.csv") && text.contains("Input/output error"),
+        "{text}"
+    );
 }
