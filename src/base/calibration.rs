@@ -185,27 +185,37 @@ pub struct Figures {
 }
 
 impl Figures {
-    /// The model settings these figures give, over `caches` (from
-    /// [`caches_at`]): a level's cost is what a load served there takes
-    /// beyond one the L1d serves (the block's own cost holds that one).
-    pub fn settings(&self, caches: &[(&str, CacheLevel)]) -> BTreeMap<String, u64> {
-        let cycles = |c: f64| c.round().max(1.0) as u64;
-        let beyond = |c: f64| cycles(c - self.l1);
-        let mut s = BTreeMap::new();
-        s.insert("issue-width".into(), cycles(self.adds_per_cycle));
-        s.insert("load-cycles".into(), cycles(self.l1));
-        s.insert("l2-cycles".into(), beyond(self.l2));
-        s.insert("llc-cycles".into(), beyond(self.llc));
-        s.insert("memory-cycles".into(), beyond(self.memory));
-        s.insert("mispredict-cycles".into(), cycles(self.mispredict));
+    /// Each figure measured, by the setting it gives, and whether the
+    /// setting is the figure beyond a load the L1d serves (a level's cost:
+    /// the block's own cost holds that load) or the figure itself.
+    fn measured(&self) -> Vec<(&'static str, f64, bool)> {
+        let mut m = vec![
+            ("issue-width", self.adds_per_cycle, false),
+            ("load-cycles", self.l1, false),
+            ("l2-cycles", self.l2, true),
+            ("llc-cycles", self.llc, true),
+            ("memory-cycles", self.memory, true),
+            ("mispredict-cycles", self.mispredict, false),
+            ("string-startup-cycles", self.string_startup, false),
+            ("string-bytes-per-cycle", self.string_bytes_per_cycle, false),
+        ];
         if let Some(transfer) = self.transfer {
-            s.insert("coherence-cycles".into(), beyond(transfer));
+            m.push(("coherence-cycles", transfer, true));
         }
-        s.insert("string-startup-cycles".into(), cycles(self.string_startup));
-        s.insert(
-            "string-bytes-per-cycle".into(),
-            cycles(self.string_bytes_per_cycle),
-        );
+        m
+    }
+
+    /// The model settings these figures give, over `caches` (from
+    /// [`caches_at`]), each a whole number of at least 1.
+    pub fn settings(&self, caches: &[(&str, CacheLevel)]) -> BTreeMap<String, u64> {
+        let mut s: BTreeMap<String, u64> = self
+            .measured()
+            .into_iter()
+            .map(|(key, figure, beyond_l1)| {
+                let cycles = if beyond_l1 { figure - self.l1 } else { figure };
+                (key.to_string(), cycles.round().max(1.0) as u64)
+            })
+            .collect();
         for (prefix, cache) in caches {
             let bytes = match *prefix {
                 "llc" => cache.bytes.min(self.llc_holds),
@@ -233,25 +243,15 @@ impl Figures {
         s
     }
 
-    /// Each figure by the setting it gives, for the profile.
+    /// Each figure by the setting it gives, to a hundredth, and the last
+    /// level's usable size in bytes, for the profile.
     pub fn by_setting(&self) -> BTreeMap<String, f64> {
-        let mut f = BTreeMap::new();
-        let round = |x: f64| (x * 100.0).round() / 100.0;
-        f.insert("issue-width".into(), round(self.adds_per_cycle));
-        f.insert("load-cycles".into(), round(self.l1));
-        f.insert("l2-cycles".into(), round(self.l2));
-        f.insert("llc-cycles".into(), round(self.llc));
-        f.insert("memory-cycles".into(), round(self.memory));
+        let mut f: BTreeMap<String, f64> = self
+            .measured()
+            .into_iter()
+            .map(|(key, figure, _)| (key.to_string(), (figure * 100.0).round() / 100.0))
+            .collect();
         f.insert("llc-bytes".into(), self.llc_holds as f64);
-        f.insert("mispredict-cycles".into(), round(self.mispredict));
-        if let Some(t) = self.transfer {
-            f.insert("coherence-cycles".into(), round(t));
-        }
-        f.insert("string-startup-cycles".into(), round(self.string_startup));
-        f.insert(
-            "string-bytes-per-cycle".into(),
-            round(self.string_bytes_per_cycle),
-        );
         f
     }
 }
