@@ -1,13 +1,13 @@
 //! The command line: parsing (clap) into typed values, and the dispatch of
 //! each command to its handler in [`crate::commands`], which does the rest.
 
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::commands;
 use crate::jobs::compare::Options;
 use crate::record::{Overrides, ShardSel};
 use crate::stages::report;
 use crate::stages::suite::{AccelChoice, TimingChoice};
-use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 

@@ -171,8 +171,7 @@ fn a_run_without_profiles_has_no_such_section_and_wall_time_cannot_profile() {
     let (suite, images, dir) = setup(tmp.path(), true);
     let e = execute(&suite, &images, &machine(), &mut runner, &dir, None).unwrap_err();
     assert!(
-        e.downcast_ref::<markbench::base::error::InputError>()
-            .is_some(),
+        matches!(e, markbench::base::error::Error::Input(_)),
         "{e:#}"
     );
     assert!(format!("{e:#}").contains("profiles need instruction-count timing"));

@@ -198,9 +198,7 @@ fn merge_refuses_missing_duplicate_and_foreign_shards() {
     let err = |dirs: &[PathBuf], out: &str| {
         let e = markbench::jobs::merge::merge(dirs, &tmp.path().join(out)).unwrap_err();
         assert!(
-            e.chain().any(|c| c
-                .downcast_ref::<markbench::base::error::InputError>()
-                .is_some()),
+            matches!(e, markbench::base::error::Error::Input(_)),
             "{e:#} is not an input error (exit 2)"
         );
         assert!(!tmp.path().join(out).exists(), "nothing written for {out}");

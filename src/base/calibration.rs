@@ -74,7 +74,7 @@ impl Profile {
 
 /// The profile in `path`, a TOML file `markbench calibrate` wrote; what is
 /// wrong with it is an input error naming the file.
-pub fn read(path: &std::path::Path) -> anyhow::Result<Profile> {
+pub fn read(path: &std::path::Path) -> crate::base::error::Result<Profile> {
     crate::base::input_file::read_toml(
         path,
         crate::base::input_file::Bound::Text,

@@ -418,7 +418,7 @@ impl CycleModel {
     }
 
     /// The settings a run directory records, if it was made with the model.
-    pub fn read(dir: &Path) -> anyhow::Result<Option<CycleModel>> {
+    pub fn read(dir: &Path) -> crate::base::error::Result<Option<CycleModel>> {
         let path = dir.join(SETTINGS_FILE);
         let Some(text) = crate::base::input_file::read_text_if_present(
             &path,
@@ -623,7 +623,7 @@ pub fn parse_regions(text: &str, file: &Path) -> Result<Vec<RegionCounts>, Input
 }
 
 /// Reads [`parse_regions`] from the plugin's output file.
-pub fn read_regions(path: &Path) -> anyhow::Result<Vec<RegionCounts>> {
+pub fn read_regions(path: &Path) -> crate::base::error::Result<Vec<RegionCounts>> {
     let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
     Ok(parse_regions(&text, path)?)
 }

@@ -4,7 +4,7 @@
 //! 7): a script can tell "markbench could not answer" from "the answer is
 //! no". docs/commands.md ("Exit status") shows the same table.
 
-use crate::base::error::{InputError, Interrupted};
+use crate::base::error::Error;
 
 /// How a markbench command ended, as its exit status tells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,16 +101,17 @@ impl ExitStatus {
         }
     }
 
-    /// The status a command that failed with `e` ends with: interrupted
-    /// when the error says so or Ctrl-C was pressed (`interrupted`), input
-    /// when the error is the user's to fix, else a failure of the machinery.
-    pub fn of_error(e: &anyhow::Error, interrupted: bool) -> ExitStatus {
-        if interrupted || e.chain().any(|c| c.downcast_ref::<Interrupted>().is_some()) {
-            ExitStatus::Interrupted
-        } else if e.chain().any(|c| c.downcast_ref::<InputError>().is_some()) {
-            ExitStatus::Input
-        } else {
-            ExitStatus::Machinery
+    /// The status a command that failed with `e` ends with: its variant's,
+    /// or interrupted whatever the error when Ctrl-C was pressed
+    /// (`interrupted`), since a failure after Ctrl-C is its doing.
+    pub fn of_error(e: &Error, interrupted: bool) -> ExitStatus {
+        if interrupted {
+            return ExitStatus::Interrupted;
+        }
+        match e {
+            Error::Input(_) => ExitStatus::Input,
+            Error::Machinery(_) => ExitStatus::Machinery,
+            Error::Interrupted(_) => ExitStatus::Interrupted,
         }
     }
 }
@@ -124,7 +125,7 @@ impl std::fmt::Display for ExitStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context;
+    use crate::base::error::{Context, InputError, Interrupted};
 
     #[test]
     fn each_code_has_one_meaning() {
@@ -167,26 +168,63 @@ mod tests {
     }
 
     #[test]
-    fn an_error_ends_as_input_interrupted_or_machinery() {
-        let input = anyhow::Error::from(InputError::new("suite.toml:3:1: unknown key"));
-        assert_eq!(ExitStatus::of_error(&input, false), ExitStatus::Input);
-        // Context added on the way up keeps the kind.
-        let wrapped = Err::<(), _>(input)
+    fn each_variant_ends_with_its_code() {
+        let input = Error::from(InputError::new("unknown key"));
+        assert_eq!(ExitStatus::of_error(&input, false).code(), 2);
+        let stopped = Error::from(Interrupted::new("the round was interrupted"));
+        assert_eq!(ExitStatus::of_error(&stopped, false).code(), 130);
+        let broken = Error::msg("make exited with status 2");
+        assert_eq!(ExitStatus::of_error(&broken, false).code(), 1);
+        let io = Error::from(std::io::Error::from_raw_os_error(libc::EIO));
+        assert_eq!(ExitStatus::of_error(&io, false).code(), 1);
+        // A failure after Ctrl-C is the interruption's doing.
+        for e in [input, stopped, broken] {
+            assert_eq!(ExitStatus::of_error(&e, true), ExitStatus::Interrupted);
+        }
+    }
+
+    #[test]
+    fn context_added_on_the_way_up_keeps_the_class() {
+        let read = || -> crate::base::error::Result<()> {
+            Err(InputError::at_line(
+                std::path::Path::new("suite.toml"),
+                3,
+                "unknown key",
+            ))?
+        };
+        let wrapped = read()
             .context("reading the suite")
+            .context("comparing")
             .unwrap_err();
         assert_eq!(ExitStatus::of_error(&wrapped, false), ExitStatus::Input);
+        assert_eq!(
+            format!("{wrapped:#}"),
+            "comparing: reading the suite: suite.toml:3: unknown key"
+        );
+        assert_eq!(wrapped.to_string(), "comparing");
 
-        let stopped =
-            anyhow::Error::from(Interrupted::new("the round was interrupted")).context("bisecting");
+        let stopped = Err::<(), _>(Error::from(Interrupted::new("the round was interrupted")))
+            .context("bisecting")
+            .unwrap_err();
         assert_eq!(
             ExitStatus::of_error(&stopped, false),
             ExitStatus::Interrupted
         );
+        assert_eq!(
+            format!("{stopped:#}"),
+            "bisecting: the round was interrupted"
+        );
 
-        let broken = anyhow::anyhow!("make exited with status 2");
+        let broken = Err::<(), _>(std::io::Error::from_raw_os_error(libc::EIO))
+            .context("reading samples.csv")
+            .unwrap_err();
         assert_eq!(ExitStatus::of_error(&broken, false), ExitStatus::Machinery);
-        // A failure after Ctrl-C is the interruption's doing.
-        assert_eq!(ExitStatus::of_error(&broken, true), ExitStatus::Interrupted);
+        assert!(
+            format!("{broken:#}").starts_with("reading samples.csv: Input/output error"),
+            "{broken:#}"
+        );
+        let none = None::<()>.context("no slots").unwrap_err();
+        assert_eq!(ExitStatus::of_error(&none, false), ExitStatus::Machinery);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! the machinery (exit status 1) with the system's error kept as its
 //! source, so `{:#}` shows it.
 
-use crate::base::error::InputError;
+use crate::base::error::{Error, InputError, Result};
 use std::io::Read;
 use std::path::Path;
 
@@ -44,7 +44,7 @@ impl Bound {
 /// Whether `path` may be read as a file of kind `bound`: it is a regular
 /// file (links followed) no larger than the bound. The error names the
 /// file and what it is instead.
-pub fn check(path: &Path, bound: Bound) -> anyhow::Result<u64> {
+pub fn check(path: &Path, bound: Bound) -> Result<u64> {
     let meta = std::fs::metadata(path).map_err(|e| cannot_read(path, e))?;
     let kind = meta.file_type();
     if !kind.is_file() {
@@ -64,7 +64,7 @@ pub fn check(path: &Path, bound: Bound) -> anyhow::Result<u64> {
 }
 
 /// The bytes of `path`, a file of kind `bound`.
-pub fn read(path: &Path, bound: Bound) -> anyhow::Result<Vec<u8>> {
+pub fn read(path: &Path, bound: Bound) -> Result<Vec<u8>> {
     let len = check(path, bound)?;
     let file = std::fs::File::open(path).map_err(|e| cannot_read(path, e))?;
     // The file may grow between the check and the read: take one byte
@@ -80,7 +80,7 @@ pub fn read(path: &Path, bound: Bound) -> anyhow::Result<Vec<u8>> {
 }
 
 /// The text of `path`, a file of kind `bound`, which must be UTF-8.
-pub fn read_text(path: &Path, bound: Bound) -> anyhow::Result<String> {
+pub fn read_text(path: &Path, bound: Bound) -> Result<String> {
     let bytes = read(path, bound)?;
     String::from_utf8(bytes).map_err(|e| {
         let text = String::from_utf8_lossy(e.as_bytes());
@@ -91,7 +91,7 @@ pub fn read_text(path: &Path, bound: Bound) -> anyhow::Result<String> {
 
 /// Like [`read`], `None` when the file does not exist (an optional file
 /// of a run directory); any other failure is still an error.
-pub fn read_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<Vec<u8>>> {
+pub fn read_if_present(path: &Path, bound: Bound) -> Result<Option<Vec<u8>>> {
     if absent(path) {
         Ok(None)
     } else {
@@ -101,7 +101,7 @@ pub fn read_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<Vec<u
 
 /// Like [`read_text`], `None` when the file does not exist (an optional
 /// file of a run directory); any other failure is still an error.
-pub fn read_text_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<String>> {
+pub fn read_text_if_present(path: &Path, bound: Bound) -> Result<Option<String>> {
     if absent(path) {
         Ok(None)
     } else {
@@ -115,7 +115,7 @@ pub fn read_text_if_present(path: &Path, bound: Bound) -> anyhow::Result<Option<
 /// an error naming it, classed as a failed read is (the machinery's for
 /// EIO, input to fix for a path that cannot name a file), rather than a
 /// file that is there passing for one that never was.
-pub fn present(path: &Path) -> anyhow::Result<bool> {
+pub fn present(path: &Path) -> Result<bool> {
     match std::fs::symlink_metadata(path) {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -138,7 +138,7 @@ pub fn read_toml<T: serde::de::DeserializeOwned>(
     path: &Path,
     bound: Bound,
     what: &str,
-) -> anyhow::Result<T> {
+) -> Result<T> {
     let text = read_text(path, bound)?;
     Ok(parse_toml(path, &text, what)?)
 }
@@ -161,7 +161,7 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
     })
 }
 
-fn cannot_read(path: &Path, e: std::io::Error) -> anyhow::Error {
+fn cannot_read(path: &Path, e: std::io::Error) -> Error {
     if is_input(&e) {
         InputError::in_file(path, format_args!("cannot be read: {e}")).into()
     } else {
@@ -173,11 +173,11 @@ fn cannot_read(path: &Path, e: std::io::Error) -> anyhow::Error {
 /// (rendered `what: e` either way): input to fix when the path or the
 /// file's permissions are wrong, else a failure of the machinery with `e`
 /// kept as its source.
-pub fn io_failure(e: std::io::Error, what: impl std::fmt::Display) -> anyhow::Error {
+pub fn io_failure(e: std::io::Error, what: impl std::fmt::Display) -> Error {
     if is_input(&e) {
         InputError::new(format!("{what}: {e}")).into()
     } else {
-        anyhow::Error::new(e).context(what.to_string())
+        Error::Machinery(anyhow::Error::new(e).context(what.to_string()))
     }
 }
 
@@ -323,7 +323,9 @@ mod tests {
             text.contains("meta.toml: cannot be read: No such file"),
             "{text}"
         );
-        let input = e.downcast_ref::<InputError>().unwrap();
+        let Error::Input(input) = e else {
+            panic!("not input")
+        };
         assert_eq!(
             input.file.as_deref(),
             Some(dir.path().join("meta.toml").as_path())
@@ -336,6 +338,8 @@ mod tests {
         let e = cannot_read(Path::new("runs/a/samples.csv"), eio);
         assert!(!is_input_error(&e), "{e:#}");
         let source = e
+            .machinery()
+            .expect("the machinery's")
             .chain()
             .find_map(|c| c.downcast_ref::<std::io::Error>())
             .expect("the system's error is kept");
@@ -407,9 +411,8 @@ mod tests {
         assert!(is_input_error(&e), "{e:#}");
     }
 
-    /// What `exit::ExitStatus::of_error` looks for to end with status 2
-    /// (a peer module, so not called from here).
-    fn is_input_error(e: &anyhow::Error) -> bool {
-        e.chain().any(|c| c.is::<InputError>())
+    /// Whether `e` ends a command with status 2.
+    fn is_input_error(e: &Error) -> bool {
+        matches!(e, Error::Input(_))
     }
 }

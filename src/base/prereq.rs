@@ -5,7 +5,8 @@
 //! the run stops with the exact command to type, so the README's two commands
 //! work on a fresh machine or say precisely why they cannot.
 
-use anyhow::{bail, Context, Result};
+use crate::bail;
+use crate::base::error::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -519,7 +520,7 @@ impl HostPlan {
 
     /// The error of a command that cannot take the plan itself; `stopped`:
     /// a command that would have built something, and stops before it.
-    fn refusal(&self, stopped: bool) -> anyhow::Error {
+    fn refusal(&self, stopped: bool) -> crate::base::error::Error {
         let how = if self.debian_like {
             format!("run:\n    {}", self.command())
         } else {
@@ -530,7 +531,7 @@ impl HostPlan {
                 self.command()
             )
         };
-        anyhow::anyhow!(
+        crate::base::error::Error::msg(format!(
             "missing prerequisites: {}\n{}To install them, {how}",
             self.missing.join(", "),
             if stopped {
@@ -538,7 +539,7 @@ impl HostPlan {
             } else {
                 ""
             }
-        )
+        ))
     }
 
     /// Says the notes, then takes the plan: installs as root or with
@@ -861,7 +862,7 @@ pub fn setup(check_only: bool, ci: bool) -> Result<()> {
     match (system, just) {
         (Ok(()), just) => just,
         (Err(e), Ok(())) => Err(e),
-        (Err(system), Err(just)) => Err(anyhow::anyhow!("{system:#}\n{just:#}")),
+        (Err(system), Err(just)) => Err(anyhow::anyhow!("{system:#}\n{just:#}").into()),
     }
 }
 

@@ -3,10 +3,10 @@
 //! regression to bisect.
 
 use super::status::Outcome;
+use crate::base::error::{Context, Result};
 use crate::base::exit::ExitStatus;
 use crate::jobs::bisect::{Request, Shown};
 use crate::stages::report::bisect::{step_line, summary};
-use anyhow::{Context, Result};
 
 /// Runs the bisection `request` asks for; its exit status. A failure is the
 /// caller's to map, as for every command: input to fix, the machinery (a

@@ -3,9 +3,9 @@
 //! ([`crate::guest::images::cache`]).
 
 use super::status::Outcome;
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::guest::images::cache::{self, Entry, Kind};
-use anyhow::Result;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 

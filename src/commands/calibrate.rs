@@ -3,8 +3,8 @@
 //! under `--model cycles` on a CPU of that name then use.
 
 use crate::base::calibration::{self, Profile};
+use crate::base::error::{Context, Result};
 use crate::base::exit::ExitStatus;
-use anyhow::{Context, Result};
 use std::path::Path;
 
 #[cfg(target_arch = "x86_64")]

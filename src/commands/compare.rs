@@ -2,10 +2,10 @@
 //! measure and write the report ([`crate::jobs::compare`]).
 
 use super::status::Outcome as _;
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
 use crate::jobs::compare::{Options, Outcome, Shown};
-use anyhow::Result;
 
 /// Runs the comparison `options` asks for; the run's exit status.
 pub fn run(options: &Options) -> Result<ExitStatus> {

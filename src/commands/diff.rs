@@ -2,9 +2,9 @@
 //! separately, compared ([`crate::jobs::diff`]); the conditions that differ
 //! between them are warned of.
 
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// Compares `variant` of `candidate_dir` with `baseline_dir` into `out`

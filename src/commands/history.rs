@@ -1,8 +1,8 @@
 //! `markbench history DIR… --out OUT`: every complete run under the
 //! directories, point by point ([`crate::jobs::history`]).
 
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// Writes the history of the runs under `dirs` into `out`, one note per

@@ -2,8 +2,8 @@
 //! the cache, or with `--list` list the kernels it holds.
 
 use super::SuiteChoice;
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
-use anyhow::Result;
 
 pub fn run(suite: &SuiteChoice, list: bool, yes: bool) -> Result<ExitStatus> {
     if list {

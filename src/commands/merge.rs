@@ -2,9 +2,9 @@
 //! joined into one run ([`crate::jobs::merge`]), its report rendered.
 
 use super::status::Outcome;
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// Merges the shards in `dirs` into `out` (default: a new directory under

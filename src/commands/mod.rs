@@ -24,11 +24,11 @@ pub mod run_shard;
 pub mod setup;
 pub mod status;
 
+use crate::base::error::Result;
 use crate::guest::images::kernel::KernelSource;
 use crate::guest::images::source::RevSelection;
 use crate::record::Overrides;
 use crate::stages::suite::Suite;
-use anyhow::Result;
 use std::path::PathBuf;
 
 /// The suite and kernel source a command was given (`--suite`,

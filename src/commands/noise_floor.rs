@@ -4,12 +4,12 @@
 
 use super::status::Outcome;
 use crate::base::error::InputError;
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::jobs::noise::{
     aa_points, ab_points, evaluate, is_aa, load, require_aa, verdict, Targets,
 };
 use crate::stages::report::noise::{describe, render};
-use anyhow::Result;
 use std::path::Path;
 
 /// `markbench noise-floor AA_DIR [AB_DIR]`: prints the figures and returns

@@ -2,9 +2,9 @@
 //! ([`crate::stages::shard`]), printed and optionally written.
 
 use super::SuiteChoice;
+use crate::base::error::{Context, Result};
 use crate::base::exit::ExitStatus;
 use crate::record::Overrides;
-use anyhow::{Context, Result};
 use std::path::Path;
 
 /// Prints the split of `suite` (with `overrides`) into `shards` shards and

@@ -1,9 +1,9 @@
 //! `markbench report DIR`: re-render a run directory's report files, or
 //! print one format of it with `--format`.
 
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::stages::report::Format;
-use anyhow::Result;
 use std::path::Path;
 
 /// Prints `format` of the run in `dir`; without one, writes every report

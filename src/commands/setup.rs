@@ -1,8 +1,8 @@
 //! `markbench setup`: install the prerequisites, or with `--check` only say
 //! what is missing ([`crate::base::prereq`]).
 
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
-use anyhow::Result;
 
 pub fn run(check: bool, ci: bool) -> Result<ExitStatus> {
     crate::base::prereq::setup(check, ci)?;

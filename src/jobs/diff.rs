@@ -9,11 +9,11 @@
 //! timing mode, suite, kernels) are listed as warnings at the top.
 
 use crate::base::error::InputError;
+use crate::base::error::Result;
 use crate::guest::images::size::{KernelSizes, SizeComparison, SizeRecord};
 use crate::record::{
     read_samples_with_hosts, Both, ConditionChange, KernelMeta, RunMeta, SampleWriter, Warning,
 };
-use anyhow::Result;
 use std::path::Path;
 
 /// What differs between the two runs' conditions, one line each.

@@ -10,12 +10,12 @@
 //! statistics use as a blocking factor (`stats::blocked`).
 
 use crate::base::error::InputError;
+use crate::base::error::{Context, Result};
 use crate::base::sha256::Digest;
 use crate::record::{
     hosts_or, read_samples_with_hosts, Both, ConditionChange, RunHost, RunMeta, SampleWriter,
     ShardRecord, Warning, META_FILE,
 };
-use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -12,9 +12,9 @@
 //! An A/B run of several candidates gives one interval per candidate and point.
 
 use crate::base::error::InputError;
+use crate::base::error::Result;
 use crate::record::{read_samples, PointKey, RunMeta};
 use crate::stages::analysis::{Analysis, TableKey};
-use anyhow::Result;
 use std::path::Path;
 
 /// The figures' records are the report's, which renders them.

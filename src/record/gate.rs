@@ -2,8 +2,8 @@
 //! that later readers (the history) know which nights regressed without
 //! parsing the summary. The gate itself is `commands::nightly::gate`.
 
+use crate::base::error::{Context, Result};
 use crate::base::run_dir::RunDir;
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

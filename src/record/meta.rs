@@ -2,7 +2,7 @@
 //! format is numbered ([`RUN_FORMAT`]); [`RunMeta::read`] upgrades a run
 //! written in an older format, so readers see one shape.
 
-use anyhow::{Context, Result};
+use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

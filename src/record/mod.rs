@@ -17,7 +17,7 @@ pub use warning::Warning;
 
 pub use meta::*;
 
-use anyhow::{Context, Result};
+use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::path::Path;

@@ -60,8 +60,8 @@ use super::meta::{
     BootEnd, BootRecord, RunFormat, RunHost, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT,
 };
 use super::META_FILE;
+use crate::base::error::Result;
 use crate::base::input_file;
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 impl RunMeta {
@@ -154,7 +154,7 @@ pub fn scan_runs(reports: &Path) -> (Vec<(PathBuf, RunMeta)>, Vec<SkippedRun>) {
     for (dir, looked) in dirs.into_iter().rev() {
         let read = looked.and_then(|()| match input_file::present(&dir.join(META_FILE))? {
             true => RunMeta::read(&dir),
-            false => Err(anyhow::anyhow!("no {META_FILE}")),
+            false => Err(anyhow::anyhow!("no {META_FILE}").into()),
         });
         match read {
             Ok(meta) => runs.push((dir, meta)),

@@ -4,10 +4,10 @@
 //! records are the consumers' business, so neither formats text for the
 //! other and nothing reads text back.
 
+use crate::base::error::Result;
 use crate::base::progress::Progress;
 use crate::record::{BootEnd, BootRecord, RunMeta, Sample};
 use crate::stages::plan::Unit;
-use anyhow::Result;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;

@@ -3,12 +3,12 @@
 //! trial boots where a setting is `auto`) or taken as recorded when a run
 //! is resumed.
 
+use crate::base::error::{Context, Result};
 use crate::guest::images::initramfs;
 use crate::record::RunMeta;
 use crate::stages::run_images::Images;
 use crate::stages::suite::Suite;
 use crate::stages::vm::{Machine, Runner};
-use anyhow::{Context, Result};
 
 /// Decides what every boot of the run is made with: the accelerator (under
 /// `auto` a KVM trial boot), then, for a suite with more than one vCPU under

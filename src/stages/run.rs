@@ -6,6 +6,7 @@
 //! (`run_images`) and the machine as decided, and returns the run's
 //! metadata; `compare` renders the report from the directory after.
 
+use crate::base::error::{Context, Result};
 use crate::base::protocol::{Message, RunRecord};
 use crate::base::run_dir::RunDir;
 use crate::guest::images::size::SizeRecord;
@@ -16,7 +17,6 @@ use crate::stages::plan::{Addition, Unit};
 use crate::stages::slots::Slots;
 use crate::stages::suite::Suite;
 use crate::stages::vm::{BootEnd, BootOutcome, BootRequest, Machine, Runner};
-use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 pub use crate::stages::events::now;
@@ -67,7 +67,7 @@ struct Attempt {
     guest: (String, String, String),
     hello_s: Option<f64>,
     sample_error: Option<String>,
-    write_error: Option<anyhow::Error>,
+    write_error: Option<crate::base::error::Error>,
     timed_runs: Vec<TimedRun>,
 }
 
@@ -342,7 +342,7 @@ enum ModelError {
     /// The plugin's file is missing, unreadable, or does not pair with the runs.
     Counts(String),
     /// samples.csv could not be written.
-    Samples(anyhow::Error),
+    Samples(crate::base::error::Error),
 }
 
 /// How a unit's boot ended, all told: the runner's ending, unless the host

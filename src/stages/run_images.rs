@@ -5,6 +5,7 @@
 //! Both the timed boots (`run`) and the profiled ones (`profile`) boot
 //! from here, so neither needs the other.
 
+use crate::base::error::{Context, Result};
 use crate::guest::images::fragments::Fragment;
 use crate::guest::images::initramfs::{self, BaseImage};
 use crate::guest::images::kernel::{self, KernelImage, KernelSource, KernelSpec};
@@ -14,7 +15,6 @@ use crate::record::Accel;
 use crate::stages::plan::{self, Unit};
 use crate::stages::suite::Suite;
 use crate::stages::vm::BootRequest;
-use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -430,7 +430,7 @@ pub fn check_icount_shift(shift: u32) -> Result<(), String> {
 
 impl Suite {
     /// Reads and checks a suite file.
-    pub fn load(path: &Path, lookup: &FragmentLookup) -> anyhow::Result<Suite> {
+    pub fn load(path: &Path, lookup: &FragmentLookup) -> crate::base::error::Result<Suite> {
         use std::io::Read;
         let cannot = |e: std::io::Error| {
             crate::base::input_file::io_failure(

@@ -166,7 +166,7 @@ pub fn execute(
     runner: &mut dyn Runner,
     dir: &Path,
     resume: Option<RunMeta>,
-) -> anyhow::Result<RunMeta> {
+) -> markbench::base::error::Result<RunMeta> {
     let mut run = run.as_run();
     if let Some(meta) = resume {
         run = run.resuming(dir, meta);

@@ -13,7 +13,7 @@ static DEJAVU_SANS: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf
 
 /// Registers the bundled font under [`FAMILY`] once per process; later calls
 /// return the first outcome.
-pub(super) fn register_bundled_font() -> anyhow::Result<()> {
+pub(super) fn register_bundled_font() -> crate::base::error::Result<()> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
     REGISTERED
         .get_or_init(|| {
@@ -21,5 +21,5 @@ pub(super) fn register_bundled_font() -> anyhow::Result<()> {
                 .map_err(|_| "the bundled DejaVuSans.ttf is not a valid font".to_string())
         })
         .clone()
-        .map_err(anyhow::Error::msg)
+        .map_err(crate::base::error::Error::msg)
 }

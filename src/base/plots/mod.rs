@@ -24,7 +24,8 @@ pub use trend::{trend_svg, TrendInput, TrendRun};
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context};
+use crate::base::error::Context;
+use anyhow::anyhow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -79,7 +80,11 @@ const PLOT_SIZE: (u32, u32) = (1000, 620);
 /// `<stem>-diff.png` into `dir` (created if missing); returns the paths written.
 ///
 /// Non-finite values are skipped, so a sweep with a failed point still plots.
-pub fn render(input: &PlotInput, dir: &Path, stem: &str) -> anyhow::Result<Vec<PathBuf>> {
+pub fn render(
+    input: &PlotInput,
+    dir: &Path,
+    stem: &str,
+) -> crate::base::error::Result<Vec<PathBuf>> {
     font::register_bundled_font()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::with_capacity(4);
@@ -100,7 +105,11 @@ pub fn render(input: &PlotInput, dir: &Path, stem: &str) -> anyhow::Result<Vec<P
 
 /// Writes `<stem>-bars.svg` and `<stem>-bars.png` into `dir`: the functions
 /// whose instruction counts differ most between the kernels.
-pub fn render_profile(input: &ProfileBars, dir: &Path, stem: &str) -> anyhow::Result<Vec<PathBuf>> {
+pub fn render_profile(
+    input: &ProfileBars,
+    dir: &Path,
+    stem: &str,
+) -> crate::base::error::Result<Vec<PathBuf>> {
     font::register_bundled_font()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     write_svg_and_png(&profile::ProfileChart(input), dir, stem, "bars")
@@ -119,7 +128,7 @@ fn write_svg_and_png(
     dir: &Path,
     stem: &str,
     kind: &str,
-) -> anyhow::Result<Vec<PathBuf>> {
+) -> crate::base::error::Result<Vec<PathBuf>> {
     let svg_path = dir.join(format!("{stem}-{kind}.svg"));
     let png_path = dir.join(format!("{stem}-{kind}.png"));
     {
@@ -138,7 +147,7 @@ fn write_svg_and_png(
 fn draw_and_present<DB: DrawingBackend>(
     chart: &impl Chart,
     root: &DrawingArea<DB, Shift>,
-) -> anyhow::Result<()> {
+) -> crate::base::error::Result<()> {
     // Plotters' error types are generic over the backend; flatten them to text.
     chart.draw(root).map_err(|e| anyhow!("{e}"))?;
     root.present().map_err(|e| anyhow!("{e}"))?;

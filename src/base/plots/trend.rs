@@ -57,7 +57,7 @@ const PLOT_SIZE: (u32, u32) = (1000, 440);
 const LABEL_SIZE: f64 = 14.0;
 
 /// The plot as an SVG document.
-pub fn trend_svg(input: &TrendInput) -> anyhow::Result<String> {
+pub fn trend_svg(input: &TrendInput) -> crate::base::error::Result<String> {
     super::font::register_bundled_font()?;
     let mut svg = String::new();
     {

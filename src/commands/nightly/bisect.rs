@@ -3,12 +3,12 @@
 //! point that regressed and put the first bad commit in the night's summary.
 
 use super::{add_to_summary, JobPage, Night};
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::message;
 use crate::jobs::bisect::{point::PointSpec, Request};
 use crate::jobs::compare::Options;
 use crate::record::{tree_commits as revisions, RunMeta};
-use anyhow::Result;
 
 /// Bisects the night's first regressed point, when it can be, and adds the
 /// answer (or why there is none) to the night's summary.

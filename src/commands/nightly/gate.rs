@@ -7,12 +7,12 @@
 //! Each candidate variant of the run is gated on its own: its samples
 //! tonight against its samples in the baseline run ([`crate::jobs::diff`]).
 
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::commands::status::Outcome as _;
 use crate::record::{GateRecord, RegressedPoint, RunMeta};
 /// The gate's decision is a record of the report, which words it.
 pub use crate::stages::report::gate::{GateDecision, GatedVariant, Unmeasured};
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// What the gate decided, and the markdown summary for a CI job page.

@@ -8,11 +8,11 @@ pub mod bisect;
 pub mod gate;
 
 use super::status::{night_status, Outcome as _};
+use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
 use crate::jobs::compare::Options;
 use crate::record::RunMeta;
-use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// The newest complete run of `suite` in `reports`, other than `except`,
@@ -57,7 +57,7 @@ fn leave_summary(dir: &Path, summary: &str, page: &JobPage) -> Result<()> {
 /// The summary of a night that ended in error `e`, for the suite titled
 /// `title` when its run had started: every ending of a night leaves one,
 /// so a CI job's page never stays empty.
-fn erred(title: Option<&str>, e: &anyhow::Error) -> String {
+fn erred(title: Option<&str>, e: &crate::base::error::Error) -> String {
     let status = ExitStatus::of_error(e, crate::stages::vm::interrupted());
     format!(
         "{}**Error**, not gated (exit {status}): {e:#}\n",

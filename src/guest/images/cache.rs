@@ -6,7 +6,7 @@
 //! build or a bisection is using.
 
 use super::lock::EntryLock;
-use anyhow::{Context, Result};
+use crate::base::error::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 

@@ -188,7 +188,7 @@ impl FragmentSearch {
     }
 
     /// The first fragment called `file_name` along the search, if any.
-    pub fn find(&self, file_name: &str) -> anyhow::Result<Option<Fragment>> {
+    pub fn find(&self, file_name: &str) -> crate::base::error::Result<Option<Fragment>> {
         for dir in &self.dirs {
             let path = dir.path.join(file_name);
             if path.is_file() {
@@ -244,7 +244,7 @@ impl FragmentSearch {
     }
 
     /// The base fragment and the fragment of kernel `name`, as found.
-    pub fn kernel(&self, name: &str) -> anyhow::Result<Vec<Fragment>> {
+    pub fn kernel(&self, name: &str) -> crate::base::error::Result<Vec<Fragment>> {
         [BASE.to_string(), format!("{name}.config")]
             .iter()
             .map(|file| {

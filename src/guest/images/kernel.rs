@@ -16,8 +16,9 @@ pub use super::source::KernelSource;
 use super::source::{Delta, OriginRecord, ResolvedOrigin, TreeState};
 use super::workspace::{MirrorStats, Workspace};
 use super::{key_of, tool_version, Cache};
+use crate::bail;
 use crate::base::error::InputError;
-use anyhow::{bail, Context, Result};
+use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -422,7 +423,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     ) {
         Ok(objects) => objects,
         Err(e) => {
-            if e.is::<BuildFailed>() {
+            if e.machinery().is_some_and(|m| m.is::<BuildFailed>()) {
                 workspace.finish(&format!("a failed build of {identity}"))?;
             }
             return Err(e);
@@ -767,7 +768,8 @@ fn build_in(
     let exited = logged_counting(&log, &mut bz, &mut step);
     match exited {
         Err(e)
-            if e.downcast_ref::<Exited>()
+            if e.machinery()
+                .and_then(|m| m.downcast_ref::<Exited>())
                 .is_some_and(|x| x.status.code().is_some()) =>
         {
             Err(BuildFailed {
@@ -986,7 +988,7 @@ mod tests {
         let mut failing = Command::new("sh");
         failing.arg("-c").arg("printf '  CC      c.o\\n'; exit 2");
         let e = logged_counting(&log, &mut failing, &mut step).unwrap_err();
-        assert!(e.downcast_ref::<Exited>().is_some(), "{e:#}");
+        assert!(e.machinery().is_some_and(|m| m.is::<Exited>()), "{e:#}");
     }
 
     #[test]

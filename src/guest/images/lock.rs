@@ -5,7 +5,7 @@
 //! drops it when the holder exits, killed or not, so no lock outlives its
 //! process.
 
-use anyhow::{Context, Result};
+use crate::base::error::{Context, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

@@ -3,8 +3,9 @@
 //! with cargo once into the cache, keyed by its source and toolchain.
 
 use super::{key_of, tool_version, Cache};
+use crate::bail;
+use crate::base::error::{Context, Result};
 use crate::base::sha256::Sha256;
-use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -17,8 +17,9 @@
 //! the kernels' ccache, so a rebuild after a patch changes recompiles little.
 
 use super::{key_of, lock::EntryLock, tool_version, Cache};
+use crate::bail;
+use crate::base::error::{Context, Result};
 use crate::base::sha256::Sha256;
-use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

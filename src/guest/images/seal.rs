@@ -12,8 +12,8 @@
 //! before seals were kept are checked for what can be checked without one
 //! (a `bzImage`'s boot header against its length) and sealed on first use.
 
+use crate::base::error::{Context, Result};
 use crate::base::sha256::Sha256;
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use std::io::Read;
@@ -35,7 +35,7 @@ pub const SEAL_SUFFIX: &str = ".seal";
 pub fn seal_of(path: &Path) -> Result<Seal> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     if !meta.is_file() {
-        anyhow::bail!("{}: not a regular file", path.display());
+        crate::bail!("{}: not a regular file", path.display());
     }
     let mut file =
         std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;

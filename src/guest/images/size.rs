@@ -20,7 +20,8 @@
 //! shown where its figures would have been.
 
 use super::kernel::KernelImage;
-use anyhow::{bail, Context, Result};
+use crate::bail;
+use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -266,7 +267,7 @@ impl SizeRecord {
 fn number<T: std::str::FromStr>(field: &str, what: &str, line: &str) -> Result<T> {
     field
         .parse()
-        .map_err(|_| anyhow::anyhow!("{what} {field:?} is not a number in {line:?}"))
+        .map_err(|_| anyhow::anyhow!("{what} {field:?} is not a number in {line:?}").into())
 }
 
 /// Parses `size` (Berkeley format) output: one `(file name, sizes)` per row

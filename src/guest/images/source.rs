@@ -15,8 +15,9 @@
 
 use super::seal::Verdict;
 use super::{key_of, Cache};
+use crate::bail;
 use crate::base::error::InputError;
-use anyhow::{bail, Context, Result};
+use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -84,6 +85,7 @@ impl KernelSource {
                             path.display(),
                             args.join(" ")
                         )
+                        .into()
                     })
                 };
                 let head = run(&["rev-parse", "HEAD"])?;
@@ -727,10 +729,12 @@ impl std::fmt::Display for RevSelection {
     }
 }
 
+/// `--revs`: clap takes the error's words (its own exit status, 2, says
+/// the input is to fix).
 impl std::str::FromStr for RevSelection {
-    type Err = InputError;
-    fn from_str(text: &str) -> Result<RevSelection, InputError> {
-        parse_revs(text)
+    type Err = String;
+    fn from_str(text: &str) -> Result<RevSelection, String> {
+        parse_revs(text).map_err(|e| e.to_string())
     }
 }
 
@@ -1455,10 +1459,13 @@ mod tests {
             },
         )
         .unwrap_err();
-        assert!(empty.downcast_ref::<InputError>().is_some(), "{empty:#}");
+        assert!(
+            matches!(empty, crate::base::error::Error::Input(_)),
+            "{empty:#}"
+        );
         let unknown = resolve_rev(r.path(), "v9.9").unwrap_err();
         assert!(unknown.to_string().contains("\"v9.9\""), "{unknown:#}");
-        assert!(unknown.downcast_ref::<InputError>().is_some());
+        assert!(matches!(unknown, crate::base::error::Error::Input(_)));
     }
 
     #[test]

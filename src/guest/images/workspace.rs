@@ -21,7 +21,7 @@
 //! alternate between two sources each find their own.
 
 use super::source::TreeState;
-use anyhow::{Context, Result};
+use crate::base::error::{Context, Result};
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

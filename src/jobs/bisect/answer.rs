@@ -5,8 +5,8 @@
 
 use super::decide::{Class, Ending, Relative, Search, Step};
 use super::{Build, Plan};
+use crate::base::error::{Context, Result};
 use crate::stages::report::bisect::{self as shown, markdown, text, Bisection};
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

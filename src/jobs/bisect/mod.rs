@@ -14,6 +14,7 @@ pub mod decide;
 pub mod point;
 pub mod range;
 
+use crate::base::error::{Context, Result};
 use crate::base::error::{InputError, Interrupted};
 use crate::base::input_file::{self, Bound};
 use crate::guest::images::kernel::{BuildFailed, KernelSource};
@@ -21,7 +22,6 @@ use crate::jobs::compare::{self, Resolved};
 use crate::record::{Overrides, RunMeta};
 use crate::stages::suite::Suite;
 use crate::{base::message, base::run_dir::RunDir, stages::vm};
-use anyhow::{Context, Result};
 use decide::{Boots, Measured, Rules};
 use point::PointSpec;
 use range::RangeCommit;
@@ -542,10 +542,13 @@ impl<'a> Bench<'a> {
                         run.join("report.md").display()
                     )),
                     Ok(_) => None,
-                    Err(e) => match e.downcast::<BuildFailed>() {
-                        Ok(failed) => Some(failed.to_string()),
-                        Err(e) => return Err(e),
-                    },
+                    Err(crate::base::error::Error::Machinery(e)) => {
+                        match e.downcast::<BuildFailed>() {
+                            Ok(failed) => Some(failed.to_string()),
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    Err(e) => return Err(e),
                 };
                 if let Some(why) = untestable {
                     std::fs::create_dir_all(&commit_dir)?;
@@ -846,7 +849,7 @@ mod tests {
 
     /// Why `e` ended a resumed bisection, as the user sees it, after
     /// checking it is input to fix.
-    fn input_to_fix(e: anyhow::Error) -> String {
+    fn input_to_fix(e: crate::base::error::Error) -> String {
         assert_eq!(ExitStatus::of_error(&e, false), ExitStatus::Input, "{e:#}");
         format!("{e:#}")
     }

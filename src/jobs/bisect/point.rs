@@ -3,9 +3,9 @@
 //! out; `hackbench@1` is the quick suite's 1-vCPU hackbench point.
 
 use crate::base::error::InputError;
+use crate::base::error::Result;
 use crate::record::Sample;
 use crate::stages::suite::Suite;
-use anyhow::Result;
 
 /// The point bisected when neither a suite nor a point is given.
 pub const QUICK_DEFAULT: &str = "hackbench@1";

@@ -2,8 +2,8 @@
 //! is built, and the first-parent line from GOOD to BAD.
 
 use crate::base::error::InputError;
+use crate::base::error::Result;
 use crate::guest::images::source::{self, Commit};
-use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -98,7 +98,7 @@ pub fn commits(repo: &Path, good: &str, bad: &str) -> Result<Vec<RangeCommit>> {
     Ok(out)
 }
 
-fn named(flag: &str, e: anyhow::Error) -> anyhow::Error {
+fn named(flag: &str, e: crate::base::error::Error) -> crate::base::error::Error {
     InputError::new(format!("{flag}: {e}")).into()
 }
 

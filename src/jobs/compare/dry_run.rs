@@ -2,10 +2,10 @@
 //! with `--dry-run`); `report::dry_run` words it.
 
 use super::Resolved;
+use crate::base::error::Result;
 use crate::guest::images::kernel;
 use crate::stages::report::dry_run::{role, Estimate, PlanSummary, UnitLine, VariantPlan};
 use crate::stages::suite::{AccelChoice, Suite, TimingChoice};
-use anyhow::Result;
 use std::path::Path;
 
 /// Seconds per boot of the newest complete earlier run of this suite with

@@ -3,11 +3,11 @@
 //! (`profile`), then the report from the directory.
 
 use super::Resolved;
+use crate::base::error::Result;
 use crate::record::{HostInfo, KernelMeta, RunMeta};
 use crate::stages::run_images::Images;
 use crate::stages::vm::{Machine, Runner};
 use crate::{base::host, stages::profile, stages::report, stages::run};
-use anyhow::Result;
 use std::path::Path;
 
 /// Runs `run` into `dir` (continuing `run.resumed` when set) and writes

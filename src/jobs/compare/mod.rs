@@ -24,12 +24,12 @@ pub use options::{ModelChoice, Options};
 pub use resolved::{kernel_source, read_suite, Resolved};
 
 use crate::base::error::InputError;
+use crate::base::error::{Context, Result};
 use crate::base::run_dir::RunDir;
 use crate::guest::images::kernel::KernelSource;
 use crate::record::RunMeta;
 use crate::stages::suite::{AccelChoice, TimingChoice};
 use crate::{base::prereq, stages::vm};
-use anyhow::{Context, Result};
 use std::path::PathBuf;
 
 /// How a compare ended: unless it was a dry run, the run (whose record
@@ -53,7 +53,7 @@ pub enum Shown<'a> {
 
 /// The refusal of a wall-time run whose guests have more vCPUs than the
 /// host has cores.
-fn oversubscribed(run: &Resolved, why: &str) -> anyhow::Error {
+fn oversubscribed(run: &Resolved, why: &str) -> crate::base::error::Error {
     InputError::in_file(
         &run.suite.path,
         format!(

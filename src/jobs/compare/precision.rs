@@ -10,13 +10,13 @@
 //! expected wall time (the mean of the boots at that CPU count so far)
 //! fits in what is left of the budget, counted from the first boot.
 
+use crate::base::error::Result;
 use crate::base::stats::sequential::FixedWidth;
 use crate::record::{PrecisionStop, RunMeta};
 use crate::stages::analysis::precision::{standings, Standing};
 use crate::stages::analysis::Analysis;
 use crate::stages::plan::{self, Addition, Unit};
 use crate::stages::suite::Suite;
-use anyhow::Result;
 use std::path::Path;
 
 /// One CPU count's standing: what it still needs and what a block of it costs.

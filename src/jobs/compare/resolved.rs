@@ -5,12 +5,12 @@
 
 use super::Options;
 use crate::base::error::InputError;
+use crate::base::error::{Context, Result};
 use crate::guest::images::fragments::FragmentSearch;
 use crate::guest::images::kernel::KernelSource;
 use crate::record::{Overrides, RunMeta, ShardMeta, ShardSel};
 use crate::stages::plan::{self, Unit};
 use crate::stages::suite::{FragmentLookup, Suite, DEFAULT_SUITE};
-use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
@@ -379,10 +379,7 @@ mod tests {
         let file = dir.path().join("p.toml");
         std::fs::write(&file, PROFILE.replace("issue-width = 3", "tlb-entries = 3")).unwrap();
         let e = model_settings(&CycleModel::default(), None, Some(&file), &file).unwrap_err();
-        assert!(
-            e.chain().any(|c| c.downcast_ref::<InputError>().is_some()),
-            "{e:#}"
-        );
+        assert!(matches!(e, crate::base::error::Error::Input(_)), "{e:#}");
         assert!(format!("{e:#}").contains("p.toml"), "{e:#}");
         assert!(format!("{e:#}").contains("tlb-entries"), "{e:#}");
         std::fs::write(&file, "cpu = ").unwrap();

@@ -5,10 +5,10 @@
 //! fragment and command line, so the source is the only difference.
 
 use crate::base::error::InputError;
+use crate::base::error::Result;
 use crate::guest::images::source::{self, KernelSource, RevSelection};
 use crate::record::Overrides;
 use crate::stages::suite::{Suite, Variant};
-use anyhow::Result;
 
 /// Whether `overrides` make a patch series of the run: its kernels are then
 /// also compared each with the one before.

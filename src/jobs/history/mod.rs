@@ -18,12 +18,12 @@
 //!   commit.
 
 use crate::base::error::InputError;
+use crate::base::error::{Context, Result};
 use crate::base::input_file;
 use crate::base::stats::change_points::{e_divisive, ChangePointConfig};
 use crate::base::stats::hypothesis::LogRatio;
 use crate::record::GateRecord;
 use crate::record::{ConditionChange, PointKey, RunMeta, SkippedRun};
-use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -74,7 +74,7 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
     let mut skipped = Vec::new();
     for dir in dirs {
         require_dir(dir)?;
-        let skip = |e: anyhow::Error| {
+        let skip = |e: crate::base::error::Error| {
             (
                 Vec::new(),
                 vec![SkippedRun {

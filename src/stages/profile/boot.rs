@@ -4,7 +4,9 @@
 use super::raw::{self, Region};
 use super::store::{self, Counts, Manifest, ModelCounts, PointTotals, ProfileBoot};
 use super::symbols::SymbolMap;
+use crate::bail;
 use crate::base::error::InputError;
+use crate::base::error::{Context, Result};
 use crate::base::protocol::{Message, RunRecord};
 use crate::guest::images::kernel::KernelImage;
 use crate::guest::images::plugin::ProfilePlugin;
@@ -13,7 +15,6 @@ use crate::stages::plan::Unit;
 use crate::stages::run_images::Images;
 use crate::stages::suite::Suite;
 use crate::stages::vm::{BootEnd, BootRequest, Machine, PluginLoad, Runner};
-use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -168,7 +169,7 @@ impl Profiler {
                     .into_iter()
                     .map(|thread| {
                         thread.join().unwrap_or_else(|_| {
-                            Err(anyhow::anyhow!("a profiled boot's thread panicked"))
+                            Err(anyhow::anyhow!("a profiled boot's thread panicked").into())
                         })
                     })
                     .collect()

@@ -126,7 +126,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Vec<Region>, InputError> {
 }
 
 /// Reads and parses the plugin's output file.
-pub fn read(path: &Path) -> anyhow::Result<Vec<Region>> {
+pub fn read(path: &Path) -> crate::base::error::Result<Vec<Region>> {
     let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
     Ok(parse(&text, path)?)
 }

@@ -8,8 +8,8 @@
 //! that the other kernel lacks (by [`super::symbols::function_name`]). The report reads nothing else.
 
 use crate::base::error::InputError;
+use crate::base::error::{Context, Result};
 use crate::record::BootEnd;
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -265,9 +265,11 @@ fn for_each_row<R: serde::de::DeserializeOwned>(
             let line = e.position().map_or(0, |p| p.line() as usize);
             if e.is_io_error() {
                 // The disk failed mid-read: the machinery's, not the file's.
-                anyhow::Error::new(e).context(format!("{}:{line}", path.display()))
+                crate::base::error::Error::Machinery(
+                    anyhow::Error::new(e).context(format!("{}:{line}", path.display())),
+                )
             } else {
-                InputError::at_line(path, line, e).into()
+                crate::base::error::Error::Input(InputError::at_line(path, line, e))
             }
         })?);
     }

@@ -86,7 +86,7 @@ impl SymbolMap {
     }
 
     /// Reads and parses a System.map file.
-    pub fn read(path: &Path) -> anyhow::Result<SymbolMap> {
+    pub fn read(path: &Path) -> crate::base::error::Result<SymbolMap> {
         let text = crate::base::input_file::read_text(path, crate::base::input_file::Bound::Text)?;
         Ok(SymbolMap::parse(&text, path)?)
     }

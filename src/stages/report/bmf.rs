@@ -7,9 +7,9 @@
 //! interval.
 
 use super::{Export, RunReport, BMF_FILE};
+use crate::base::error::Result;
 use crate::record::RunMeta;
 use crate::stages::analysis::{Analysis, TableKey};
-use anyhow::Result;
 use serde_json::{json, Map, Value};
 
 pub(super) struct Bmf;

@@ -8,7 +8,7 @@
 use super::bmf::series;
 use super::format::{decimals, value};
 use super::{Export, RunReport, GAB_BIGGER_FILE, GAB_FILE};
-use anyhow::Result;
+use crate::base::error::Result;
 use serde::Serialize;
 
 pub(super) struct Gab {

@@ -4,13 +4,13 @@
 //! reads the runs and finds the change points into these records; this
 //! module only renders them.
 
+use crate::base::error::Result;
 use crate::base::plots::{trend_svg, TrendInput, TrendRun};
 use crate::base::stats::Interval;
 use crate::guest::images::source::short_commit;
 use crate::record::{ConditionChange, GateRecord, PointKey, RunMeta, SkippedRun};
 use crate::stages::analysis::param_label;
 use crate::stages::report::format::{decimals, escape_html, escape_md, relative, value};
-use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 

@@ -2,11 +2,11 @@
 //! the kernels' sizes, for dashboards and scripts.
 
 use super::{Export, RunReport, SUMMARY_FILE};
+use crate::base::error::Result;
 use crate::base::stats::{AnalysisConfig, PointAnalysis, Verdict};
 use crate::guest::images::size::SizeRecord;
 use crate::record::RunMeta;
 use crate::stages::analysis::{Against, Analysis};
-use anyhow::Result;
 use serde::Serialize;
 
 pub(super) struct Json;

@@ -8,10 +8,10 @@
 
 use super::format::{relative, signed, value};
 use super::{Export, RunReport, JUNIT_FILE};
+use crate::base::error::Result;
 use crate::base::stats::{PointAnalysis, Verdict};
 use crate::record::{BootRecord, RunMeta};
 use crate::stages::analysis::{param_label, Analysis, Comparison, Point, TableKey};
-use anyhow::Result;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::Writer;
 

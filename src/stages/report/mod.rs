@@ -45,10 +45,10 @@ mod text;
 pub use crate::stages::analysis::analyse;
 pub use json::summary_json;
 
+use crate::base::error::{Context, Result};
 use crate::guest::images::size::SizeRecord;
 use crate::record::{RunMeta, Sample, TornLine};
 use crate::stages::analysis::Analysis;
-use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 pub use crate::base::run_dir::{

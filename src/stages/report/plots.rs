@@ -3,9 +3,9 @@
 //! by function.
 
 use super::{profile, RunReport, PLOTS_DIR};
+use crate::base::error::Result;
 use crate::base::plots::{PlotInput, RelPoint, SidePoint};
 use crate::stages::analysis::{param_label, Analysis, Comparison, Point, TableKey};
-use anyhow::Result;
 use std::path::Path;
 
 /// Draws every plot into `dir/plots/`. Not an [`super::Export`]: the

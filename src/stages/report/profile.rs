@@ -5,13 +5,13 @@
 //! section.
 
 use super::format::{escape_md, percent, signed};
+use crate::base::error::Result;
 use crate::record::RunMeta;
 use crate::stages::profile::breakdown::FunctionDiff;
 use crate::stages::profile::raw::USER_SPACE;
 use crate::stages::profile::store::{self, Manifest, PointTotals, ProfileBoot};
 use crate::stages::profile::symbols::function_name;
 use crate::stages::profile::{compare, Breakdown};
-use anyhow::Result;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

@@ -23,7 +23,7 @@ impl Export for Text {
         REPORT_TEXT_FILE
     }
 
-    fn render(&self, run: &RunReport) -> anyhow::Result<String> {
+    fn render(&self, run: &RunReport) -> crate::base::error::Result<String> {
         Ok(render(run))
     }
 }

@@ -213,8 +213,8 @@ pub fn which_vcpu_trial(
     kernel: &Path,
     base: &crate::guest::images::initramfs::BaseImage,
     dir: &Path,
-) -> anyhow::Result<WhichVcpuVerdict> {
-    use anyhow::Context;
+) -> crate::base::error::Result<WhichVcpuVerdict> {
+    use crate::base::error::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let initrd = dir.join(format!("which-vcpu-{}.initrd", std::process::id()));
     crate::guest::images::initramfs::write_boot_initrd(
@@ -254,10 +254,10 @@ pub fn which_vcpu_trial(
     });
     let _ = std::fs::remove_file(&initrd);
     if let Some(message) = agent_error {
-        anyhow::bail!("the which-vCPU trial's agent failed: {message}");
+        crate::bail!("the which-vCPU trial's agent failed: {message}");
     }
     if !outcome.end.is_ok() {
-        anyhow::bail!(
+        crate::bail!(
             "the which-vCPU trial boot with {} did not complete ({}; console in {})",
             qemu.path.display(),
             outcome.end.describe(),

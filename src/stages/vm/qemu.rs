@@ -34,7 +34,7 @@ pub struct QemuBinary {
 
 impl QemuBinary {
     /// The binary at `explicit`, or the first `qemu-system-x86_64` on PATH.
-    pub fn locate(explicit: Option<&Path>) -> anyhow::Result<QemuBinary> {
+    pub fn locate(explicit: Option<&Path>) -> crate::base::error::Result<QemuBinary> {
         let path = match explicit {
             Some(p) if p.is_file() => p.to_path_buf(),
             Some(p) => {

@@ -26,7 +26,7 @@ impl Export for Markdown {
         REPORT_FILE
     }
 
-    fn render(&self, run: &RunReport) -> anyhow::Result<String> {
+    fn render(&self, run: &RunReport) -> crate::base::error::Result<String> {
         Ok(render(run))
     }
 }
