@@ -428,7 +428,7 @@ impl CycleModel {
             return Ok(None);
         };
         let mut model: CycleModel =
-            toml::from_str(&text).map_err(|e| InputError::in_file(&path, e))?;
+            crate::base::input_file::parse_toml(&path, &text, "cycle-model settings")?;
         // A setting the run's markbench did not have yet: the part it
         // names was not in the model that run ran.
         for s in SETTINGS {
@@ -631,6 +631,21 @@ pub fn read_regions(path: &Path) -> crate::base::error::Result<Vec<RegionCounts>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn malformed_settings_are_input_at_their_line_and_column() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(SETTINGS_FILE),
+            "[settings]\nl2-cycles = x\n",
+        )
+        .unwrap();
+        let Err(crate::base::error::Error::Input(e)) = CycleModel::read(dir.path()) else {
+            panic!("not input")
+        };
+        assert_eq!(e.file, Some(dir.path().join(SETTINGS_FILE)));
+        assert_eq!((e.line, e.col), (Some(2), Some(13)), "{e}");
+    }
 
     const RAW: &str = "# markbench-profile 2
 # model cycles: …

@@ -195,7 +195,6 @@ impl<T> Context<T> for Option<T> {
 
 /// Returns early with a failure of the machinery worded as `format!` words
 /// it.
-#[macro_export]
 macro_rules! bail {
     ($($arg:tt)*) => {
         return ::std::result::Result::Err($crate::base::error::Error::Machinery(
@@ -203,6 +202,7 @@ macro_rules! bail {
         ))
     };
 }
+pub(crate) use bail;
 
 /// Renders `base` after the contexts (outermost last in `context`) the way
 /// `anyhow` renders its chain: `{}` the outermost alone, `{:#}` all.

@@ -5,7 +5,7 @@
 //! the run stops with the exact command to type, so the README's two commands
 //! work on a fresh machine or say precisely why they cannot.
 
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;

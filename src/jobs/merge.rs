@@ -37,7 +37,9 @@ struct ShardRun {
 
 fn read_shard(dir: &Path) -> Result<ShardRun> {
     crate::record::require_run_dir(dir)?;
-    let meta = RunMeta::read(dir).map_err(|e| InputError::new(format!("{e:#}")))?;
+    // A shard that is not there or is malformed is input to fix; one the
+    // disk fails to read is the machinery's: the reader tells them apart.
+    let meta = RunMeta::read(dir)?;
     let Some(shard) = &meta.shard else {
         return Err(InputError::in_file(
             dir,
@@ -426,6 +428,35 @@ fn hosts_of(runs: &[ShardRun], hosts: BTreeSet<String>) -> Vec<RunHost> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::error::Error;
+
+    #[test]
+    fn a_shard_the_disk_fails_to_read_is_the_machinerys_a_missing_or_malformed_one_input() {
+        let failing = tempfile::tempdir().unwrap();
+        crate::base::input_file::link_to_failing_read(&failing.path().join(META_FILE));
+        match read_shard(failing.path()) {
+            Err(e @ Error::Machinery(_)) => {
+                assert!(format!("{e:#}").contains("Input/output error"), "{e:#}")
+            }
+            Err(e) => panic!("not the machinery's: {e:#}"),
+            Ok(_) => panic!("read"),
+        }
+        let shard = tempfile::tempdir().unwrap();
+        match read_shard(shard.path()) {
+            Err(Error::Input(e)) => assert!(e.message.contains("not a run directory"), "{e}"),
+            Err(e) => panic!("not input: {e:#}"),
+            Ok(_) => panic!("read"),
+        }
+        std::fs::write(shard.path().join(META_FILE), "complete = [\n").unwrap();
+        match read_shard(shard.path()) {
+            Err(Error::Input(e)) => {
+                assert_eq!(e.file, Some(shard.path().join(META_FILE)), "{e}");
+                assert!(e.line.is_some(), "{e}");
+            }
+            Err(e) => panic!("not input: {e:#}"),
+            Ok(_) => panic!("read"),
+        }
+    }
 
     fn shard_in(dir: &Path) -> ShardRun {
         ShardRun {

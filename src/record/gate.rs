@@ -32,12 +32,11 @@ impl GateRecord {
             return Ok(None);
         };
         let record = serde_json::from_str(&text).map_err(|e| {
-            crate::base::error::InputError::new(format!(
-                "{}:{}:{}: malformed gate record: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            ))
+            crate::base::error::InputError::at_line_col(
+                &path,
+                (e.line(), e.column()),
+                format_args!("malformed gate record: {e}"),
+            )
         })?;
         Ok(Some(record))
     }

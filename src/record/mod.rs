@@ -352,10 +352,11 @@ pub fn read_sample_file(dir: &Path) -> Result<SampleFile> {
     };
     let unterminated = bytes.last().is_some_and(|&b| b != b'\n');
     let malformed = |line: u64, why: &dyn std::fmt::Display| {
-        crate::base::error::InputError::new(format!(
-            "{}:{line}: malformed sample row: {why}",
-            path.display()
-        ))
+        crate::base::error::InputError::at_line(
+            &path,
+            line as usize,
+            format_args!("malformed sample row: {why}"),
+        )
     };
     let mut reader = csv::ReaderBuilder::new()
         .flexible(true)

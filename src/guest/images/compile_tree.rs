@@ -36,7 +36,7 @@ use super::fragments::Fragment;
 use super::kernel::{logged, logged_counting, KernelSource};
 use super::seal::{Seal, Verdict};
 use super::{key_of, tool_version, Cache};
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

@@ -4,7 +4,7 @@
 //! (the kernel unpacks concatenated archives), so nothing is rebuilt per boot.
 
 use super::{key_of, Cache};
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::{Context, Result};
 use crate::base::protocol::{Directive, JOB_HEADER};
 use crate::base::sha256::Sha256;

@@ -16,7 +16,7 @@ pub use super::source::KernelSource;
 use super::source::{Delta, OriginRecord, ResolvedOrigin, TreeState};
 use super::workspace::{MirrorStats, Workspace};
 use super::{key_of, tool_version, Cache};
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::InputError;
 use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -216,11 +216,14 @@ pub fn parse_fragment(label: &str, text: &str) -> Result<Vec<Expectation>, Input
                 out.push(at(Some(value.to_string()), sym))
             }
             _ => {
-                return Err(InputError::new(format!(
-                    "{label}:{}:1: not a Kconfig line: {raw:?} (expected CONFIG_X=value or \
-                     `# CONFIG_X is not set`)",
-                    i + 1
-                )))
+                return Err(InputError::at_line_col(
+                    Path::new(label),
+                    (i + 1, 1),
+                    format_args!(
+                        "not a Kconfig line: {raw:?} (expected CONFIG_X=value or \
+                         `# CONFIG_X is not set`)"
+                    ),
+                ))
             }
         }
     }

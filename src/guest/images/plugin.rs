@@ -3,7 +3,7 @@
 //! with cargo once into the cache, keyed by its source and toolchain.
 
 use super::{key_of, tool_version, Cache};
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::{Context, Result};
 use crate::base::sha256::Sha256;
 use std::path::{Path, PathBuf};

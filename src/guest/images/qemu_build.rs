@@ -17,7 +17,7 @@
 //! the kernels' ccache, so a rebuild after a patch changes recompiles little.
 
 use super::{key_of, lock::EntryLock, tool_version, Cache};
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::{Context, Result};
 use crate::base::sha256::Sha256;
 use serde::{Deserialize, Serialize};

@@ -35,7 +35,7 @@ pub const SEAL_SUFFIX: &str = ".seal";
 pub fn seal_of(path: &Path) -> Result<Seal> {
     let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     if !meta.is_file() {
-        crate::bail!("{}: not a regular file", path.display());
+        crate::base::error::bail!("{}: not a regular file", path.display());
     }
     let mut file =
         std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;

@@ -20,7 +20,7 @@
 //! shown where its figures would have been.
 
 use super::kernel::KernelImage;
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

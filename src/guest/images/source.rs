@@ -15,7 +15,7 @@
 
 use super::seal::Verdict;
 use super::{key_of, Cache};
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::InputError;
 use crate::base::error::{Context, Result};
 use serde::{Deserialize, Serialize};

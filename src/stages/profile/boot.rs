@@ -4,7 +4,7 @@
 use super::raw::{self, Region};
 use super::store::{self, Counts, Manifest, ModelCounts, PointTotals, ProfileBoot};
 use super::symbols::SymbolMap;
-use crate::bail;
+use crate::base::error::bail;
 use crate::base::error::InputError;
 use crate::base::error::{Context, Result};
 use crate::base::protocol::{Message, RunRecord};

@@ -254,10 +254,10 @@ pub fn which_vcpu_trial(
     });
     let _ = std::fs::remove_file(&initrd);
     if let Some(message) = agent_error {
-        crate::bail!("the which-vCPU trial's agent failed: {message}");
+        crate::base::error::bail!("the which-vCPU trial's agent failed: {message}");
     }
     if !outcome.end.is_ok() {
-        crate::bail!(
+        crate::base::error::bail!(
             "the which-vCPU trial boot with {} did not complete ({}; console in {})",
             qemu.path.display(),
             outcome.end.describe(),
