@@ -281,7 +281,7 @@ fn new_plan(request: &Request) -> Result<Plan> {
         .ok_or_else(|| missing("--kernel-source TREE (a git tree)"))?;
     let tree = tree
         .canonicalize()
-        .map_err(|e| InputError::new(format!("--kernel-source {}: {e}", tree.display())))?;
+        .map_err(|e| input_file::io_failure(e, format!("--kernel-source {}", tree.display())))?;
     let good = request
         .good
         .as_deref()

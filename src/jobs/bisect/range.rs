@@ -98,8 +98,13 @@ pub fn commits(repo: &Path, good: &str, bad: &str) -> Result<Vec<RangeCommit>> {
     Ok(out)
 }
 
+/// `e`, met resolving the revision `flag` gave, with the flag in front:
+/// a revision the tree lacks is input to fix, a git that fails is not.
 fn named(flag: &str, e: crate::base::error::Error) -> crate::base::error::Error {
-    InputError::new(format!("{flag}: {e}")).into()
+    match e {
+        crate::base::error::Error::Input(e) => InputError::new(format!("{flag}: {e}")).into(),
+        e => e.context(flag.to_string()),
+    }
 }
 
 /// A commit's subject, author and whether it is a merge.
