@@ -405,7 +405,10 @@ mod tests {
         };
         let why = vec![
             ConditionChange::Qemu(both("8.2", "9.0")),
-            ConditionChange::TimingMode(both("wall", "icount shift=4")),
+            ConditionChange::TimingMode(Both {
+                baseline: crate::record::TimingMode::Wall,
+                candidate: crate::record::TimingMode::Icount { shift: 4 },
+            }),
         ];
         assert_eq!(short_reason(&why), "QEMU, timing mode");
         let why = vec![ConditionChange::SuiteFile(Both {
