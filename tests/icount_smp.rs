@@ -18,7 +18,7 @@ fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
         let meta = markbench::record::RunMeta::read(dir).unwrap();
         assert_eq!(meta.slots.as_ref().map(|s| s.jobs), Some(jobs));
         assert_eq!(
-            meta.timing_mode(),
+            meta.timing_mode().to_string(),
             "icount shift=4",
             "{}",
             meta.timing_sentence()

@@ -43,10 +43,10 @@ fn the_first_format_reads_as_the_current_one_and_renders() {
     let meta = RunMeta::read(&fixture).unwrap();
     assert_eq!(meta.format, RunFormat(RUN_FORMAT));
     assert!(!meta.counts_instructions());
-    assert_eq!(meta.timing_mode(), "wall");
+    assert_eq!(meta.timing_mode().to_string(), "wall");
     assert_eq!(meta.workloads.len(), 1);
     assert!(
-        meta.workloads[0].starts_with("hackbench -g 2 -l 20"),
+        meta.workload_lines()[0].starts_with("hackbench -g 2 -l 20"),
         "{:?}",
         meta.workloads
     );
@@ -75,7 +75,7 @@ fn a_run_of_the_last_unnumbered_version_keeps_its_timing_and_renders() {
     let meta = RunMeta::read(&fixture("before-format-number")).unwrap();
     assert_eq!(meta.format, RunFormat(RUN_FORMAT));
     assert!(meta.counts_instructions());
-    assert_eq!(meta.timing_mode(), "icount shift=4");
+    assert_eq!(meta.timing_mode().to_string(), "icount shift=4");
     assert!(!meta.complete);
 
     let run = copy_of("before-format-number");

@@ -104,7 +104,7 @@ fn meta() -> RunMeta {
                 )
             })
             .collect(),
-        workloads: vec![snapshot_workload().describe(3, 1)],
+        workloads: vec![markbench::record::Recorded::Data(snapshot_workload())],
         ..Default::default()
     }
 }
@@ -169,8 +169,9 @@ fn a_run_that_recorded_its_workloads_as_json_renders_them_as_text() {
     let mut old = meta();
     // Written before the run format was numbered: format 0.
     old.format = markbench::record::RunFormat(0);
-    old.workloads = vec![serde_json::to_string(&snapshot_workload()).unwrap()];
-    assert!(old.workloads[0].starts_with('{'), "{:?}", old.workloads);
+    let json = serde_json::to_string(&snapshot_workload()).unwrap();
+    assert!(json.starts_with('{'), "{json}");
+    old.workloads = vec![json.into()];
     old.write(dir.path()).unwrap();
     let read = RunMeta::read(dir.path()).unwrap();
     assert_eq!(read.workloads, meta().workloads);

@@ -33,7 +33,7 @@ pub fn run(aa_dir: &Path, ab_dir: Option<&Path>, targets: &Targets) -> Result<Ex
                     "the two runs differ in suite or timing mode ({} / {} against {} / {})",
                     aa_meta.suite,
                     aa_meta.timing_mode(),
-                    meta.suite_title(),
+                    meta.suite,
                     meta.timing_mode()
                 ));
             }

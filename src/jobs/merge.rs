@@ -102,7 +102,11 @@ fn same_sweep(first: &ShardRun, r: &ShardRun) -> Result<()> {
                 &v.baseline.describe().join(", "),
                 &v.candidate.describe().join(", "),
             ),
-            ConditionChange::TimingMode(v) => differs("timing mode", &v.baseline, &v.candidate),
+            ConditionChange::TimingMode(v) => differs(
+                "timing mode",
+                &v.baseline.to_string(),
+                &v.candidate.to_string(),
+            ),
             _ => Ok(()),
         }
     };

@@ -23,8 +23,8 @@ pub enum ConditionChange {
     HostCpu(Both<Vec<String>>),
     Qemu(Both<String>),
     Accelerator(Both<Accel>),
-    /// The timing mode alone (`wall`, `icount shift=4`).
-    TimingMode(Both<String>),
+    /// The timing mode alone (`wall`, `icount shift=4` in the file).
+    TimingMode(Both<super::meta::TimingMode>),
     Suite(Both<String>),
     /// The suite file's sha256.
     SuiteFile(Both<crate::base::sha256::Digest>),
@@ -116,9 +116,10 @@ impl ConditionChange {
                 &super::meta::cpu_models_words(&v.baseline),
                 &super::meta::cpu_models_words(&v.candidate),
             ),
-            ConditionChange::Qemu(v)
-            | ConditionChange::TimingMode(v)
-            | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
+            ConditionChange::Qemu(v) | ConditionChange::Suite(v) => line(&v.baseline, &v.candidate),
+            ConditionChange::TimingMode(v) => {
+                line(&v.baseline.to_string(), &v.candidate.to_string())
+            }
             ConditionChange::SuiteFile(v) => format!(
                 "suite file (sha256) differs: baseline {:?}, candidate {:?}",
                 v.baseline.as_str(),

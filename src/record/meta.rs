@@ -242,7 +242,7 @@ impl BootRecord {
 /// The format of the run directory this version writes. Format 0 is every
 /// run written before the format was numbered; [`RunMeta::read`] brings it
 /// (and any later older format) up to this one.
-pub const RUN_FORMAT: u32 = 4;
+pub const RUN_FORMAT: u32 = 5;
 
 /// A run's format number. A run made now (and `RunMeta::default()`) is in
 /// [`RUN_FORMAT`]; a `meta.toml` without the number is format 0.
@@ -307,26 +307,24 @@ impl Accel {
 }
 
 /// Where the guest's RTC starts in icount mode: any fixed date will do. It
-/// is part of how a run's timing is worded, so it lives with the record.
+/// is part of what a run's timing was, so it lives with the record.
 pub const ICOUNT_RTC_BASE: &str = "2020-01-01T00:00:00";
 
 /// How guest time runs in a run, decided once: `icount_shift` is `None` for
-/// wall time and `Some(shift)` for instruction counting; `reason` says why,
-/// for the report.
+/// wall time and `Some(shift)` for instruction counting; `reason` says why.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimingDecision {
     pub icount_shift: Option<u32>,
-    pub reason: String,
-    /// An older run's sentence for its timing, where today's wording of the
-    /// decision ([`TimingDecision::describe`]) differs from it: the run is
-    /// shown as it recorded itself.
+    pub reason: super::Recorded<super::TimingReason>,
+    /// An older run's sentence for its timing: the run is shown as it
+    /// recorded itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_sentence: Option<String>,
 }
 
 impl TimingDecision {
     /// Wall time, for `reason`.
-    pub fn wall(reason: impl Into<String>) -> TimingDecision {
+    pub fn wall(reason: impl Into<super::Recorded<super::TimingReason>>) -> TimingDecision {
         TimingDecision {
             icount_shift: None,
             reason: reason.into(),
@@ -335,7 +333,10 @@ impl TimingDecision {
     }
 
     /// Instruction counting at `shift`, for `reason`.
-    pub fn icount(shift: u32, reason: impl Into<String>) -> TimingDecision {
+    pub fn icount(
+        shift: u32,
+        reason: impl Into<super::Recorded<super::TimingReason>>,
+    ) -> TimingDecision {
         TimingDecision {
             icount_shift: Some(shift),
             reason: reason.into(),
@@ -347,45 +348,56 @@ impl TimingDecision {
         self.icount_shift.is_some()
     }
 
-    /// The mode and its setting alone (`icount shift=4`, `wall`): what two
-    /// runs must share to be compared or merged.
-    pub fn mode(&self) -> String {
+    /// The mode and its setting alone: what two runs must share to be
+    /// compared or merged.
+    pub fn mode(&self) -> TimingMode {
         match self.icount_shift {
-            Some(shift) => format!("icount shift={shift}"),
-            None => "wall".into(),
+            Some(shift) => TimingMode::Icount { shift },
+            None => TimingMode::Wall,
         }
     }
+}
 
-    /// The timing mode and what it measures, as the report words it, for a
-    /// run whose largest guest has `max_cpus` vCPUs.
-    pub fn describe(&self, max_cpus: u32) -> String {
-        if let Some(sentence) = &self.recorded_sentence {
-            return sentence.clone();
+/// How guest time ran, without why: what two runs must share to be
+/// compared or merged. Written as it is shown, `wall` or `icount shift=4`.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
+pub enum TimingMode {
+    /// The guest's clock runs on host time.
+    #[default]
+    Wall,
+    /// Guest time counts executed instructions, 2^shift ns each.
+    Icount { shift: u32 },
+}
+
+impl std::fmt::Display for TimingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TimingMode::Wall => f.write_str("wall"),
+            TimingMode::Icount { shift } => write!(f, "icount shift={shift}"),
         }
-        match self.icount_shift {
-            None => format!(
-                "wall: the guest's CLOCK_MONOTONIC runs on host time ({})",
-                self.reason
-            ),
-            Some(shift) => {
-                let smp = if max_cpus > 1 {
-                    " With several vCPUs QEMU runs them in turn on one host thread and guest time \
-                     advances with the instructions of all of them, so a figure on N CPUs is the \
-                     deterministic work of all N (spinning on locks and IPIs included); it cannot \
-                     show parallel speed-up, and host cores do not limit the vCPU count."
-                } else {
-                    ""
-                };
-                format!(
-                    "icount (shift={shift}, sleep=off, RTC from {ICOUNT_RTC_BASE} on guest time, \
-                     a -seed per boot): guest time counts executed instructions (2^{shift} ns \
-                     each), so timings measure code-path length and do not move with host load; \
-                     each boot repeats exactly with its seed (in the Boots records of meta.toml); \
-                     they cannot show cache, memory or timing effects.{smp} ({})",
-                    self.reason
-                )
-            }
+    }
+}
+
+impl TryFrom<String> for TimingMode {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<TimingMode, String> {
+        if text == "wall" {
+            return Ok(TimingMode::Wall);
         }
+        text.strip_prefix("icount shift=")
+            .and_then(|shift| shift.parse().ok())
+            .map(|shift| TimingMode::Icount { shift })
+            .ok_or_else(|| format!("timing mode {text:?} is neither wall nor icount shift=N"))
+    }
+}
+
+impl From<TimingMode> for String {
+    fn from(mode: TimingMode) -> String {
+        mode.to_string()
     }
 }
 
@@ -562,7 +574,7 @@ pub struct RunMeta {
     pub hosts: Vec<RunHost>,
     /// The accelerator every boot ran under (`kvm` or `tcg` in the file).
     pub accel: Accel,
-    pub accel_reason: String,
+    pub accel_reason: super::Recorded<super::AccelReason>,
     /// How guest time ran (formats 0 and 1 also wrote its sentence,
     /// `timing`; the first versions wrote only the sentence).
     #[serde(default, rename = "timing_decision")]
@@ -585,10 +597,11 @@ pub struct RunMeta {
     #[serde(deserialize_with = "super::upgrade::read_order")]
     pub order: Vec<UnitRecord>,
     pub boots: Vec<BootRecord>,
-    /// Each workload as a person reads it (its command line, runs a boot,
-    /// CPU counts), one line per workload; runs before wrote JSON lines,
-    /// which [`RunMeta::read`] turns into the same text.
-    pub workloads: Vec<String>,
+    /// Each workload as the suite gave it (after the command line's
+    /// overrides); runs before format 5 wrote each as a person reads it,
+    /// and the first ones as JSON lines ([`RunMeta::read`] reads those as
+    /// data).
+    pub workloads: Vec<super::Recorded<crate::guest::workloads::WorkloadSpec>>,
     /// The kernels are a patch series (`--revs BASE..TIP`): besides each
     /// against the baseline, each is compared with the one before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -637,8 +650,9 @@ pub struct SmpQemuRecord {
     /// The upstream tarball it was built from and its SHA-256.
     pub source: String,
     pub source_sha256: Digest,
-    /// Each patch applied, in order: `name sha256`.
-    pub patches: Vec<String>,
+    /// Each patch applied, in order (runs before format 5: `name
+    /// short-hash`).
+    pub patches: Vec<super::Recorded<super::PatchRecord>>,
     /// The longest round-robin turn of one vCPU under icount, in
     /// instructions; 0 when turns ran to the next timer deadline.
     pub turn: u32,
@@ -649,7 +663,7 @@ pub struct SmpQemuRecord {
 }
 
 /// The boot loop's slots, decided once before the first boot (`stages::slots`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slots {
     /// Guests at once.
     pub jobs: usize,
@@ -657,16 +671,21 @@ pub struct Slots {
     /// guests are left where the host's scheduler puts them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_cpus: Vec<usize>,
-    /// Why this many, in words.
-    pub reason: String,
-    /// Said in the report: boots side by side under wall-clock timing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warning: Option<String>,
+    /// Why this many.
+    pub reason: super::Recorded<super::SlotsReason>,
+    /// Said in the report: boots side by side under wall-clock timing
+    /// (runs before format 5 wrote it in words).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::upgrade::read_warning"
+    )]
+    pub warning: Option<super::Warning>,
 }
 
 impl Slots {
     /// One guest at a time, for `reason`.
-    pub fn one(reason: &str) -> Slots {
+    pub fn one(reason: impl Into<super::Recorded<super::SlotsReason>>) -> Slots {
         Slots {
             jobs: 1,
             host_cpus: Vec::new(),
@@ -787,9 +806,10 @@ pub struct ShardRecord {
     pub accel: String,
     /// The shard's timing as its report words it.
     pub timing: String,
-    /// Its mode alone (`icount shift=4`, `wall`).
+    /// Its mode alone (`icount shift=4`, `wall`; format 0 wrote none, read
+    /// from `timing`).
     #[serde(default)]
-    pub timing_mode: String,
+    pub timing_mode: TimingMode,
     pub complete: bool,
 }
 
@@ -844,21 +864,15 @@ impl RunMeta {
         self.cpus.iter().copied().max().unwrap_or(1)
     }
 
-    /// The timing mode and what it measures, as the report words it.
-    pub fn timing_sentence(&self) -> String {
-        self.timing.describe(self.max_cpus())
-    }
-
     /// Guest time counted executed instructions (`-icount`), so host load
     /// did not reach the figures.
     pub fn counts_instructions(&self) -> bool {
         self.icount_shift().is_some()
     }
 
-    /// The timing mode and its setting alone (`icount shift=4`, `wall`),
-    /// without the reason or the explanation: what two runs must share to be
-    /// compared or merged.
-    pub fn timing_mode(&self) -> String {
+    /// The timing mode and its setting alone, without the reason: what two
+    /// runs must share to be compared or merged.
+    pub fn timing_mode(&self) -> TimingMode {
         self.timing.mode()
     }
 

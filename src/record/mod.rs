@@ -5,12 +5,16 @@
 mod conditions;
 mod gate;
 mod meta;
+mod reasons;
 mod schema;
 mod upgrade;
 mod warning;
 
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
+pub use reasons::{
+    AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, TimingReason,
+};
 pub use schema::{CompileScope, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection};
 pub use upgrade::{profiled_boot_end, scan_runs, SkippedRun};
 pub use warning::Warning;

@@ -47,18 +47,42 @@
 //! its own (those of them named); a format-3 run reads with
 //! `cpus_replace_own`, so it is resumed with the units it started with.
 //!
+//! Format 4 differs from 5 in that it wrote into sentences what format 5
+//! keeps as data, each worded where it is shown (`stages::report::words`):
+//! - `accel_reason`, `timing_decision.reason` and `slots.reason` were
+//!   sentences, where format 5 writes the case and its values (its `kind`:
+//!   `asked`, `kvm-trial-completed` and `wall_s`, …);
+//! - `slots.warning` and the warning it added to `warnings` were a
+//!   sentence (`Warning::Text`), where format 5 writes `wall-clock-slots`
+//!   with the number of guests and who asked for them;
+//! - `workloads` were each workload as a person reads it, where format 5
+//!   writes the workload's settings as the suite gives them (`kind`,
+//!   `params`, …);
+//! - `smp_qemu.patches` were `name short-hash`, where format 5 writes each
+//!   patch's name and whole hash.
+//!
+//! Each of those sentences is read as the value's `Recorded::Legacy`, as
+//! the value is parsed: no data can be read back out of it, and it renders
+//! as it did. The first versions' workloads, JSON lines, are read as data
+//! ([`from_format_0`]).
+//!
 //! A sentence today's wording of its data does not reproduce is kept in the
 //! typed value as the run recorded it (`TimingDecision::recorded_sentence`,
 //! `Overrides::recorded_words`, `BootEnd::Recorded`), so an older run renders
-//! as it did.
+//! as it did. Whether formats 0 and 1's timing sentence is what they wrote
+//! for the data is decided here, with their wording of it
+//! ([`timing_sentence_of_format_1`]): the words for current data are the
+//! report's, which the record does not reach.
 //!
 //! What older runs never recorded (a kernel's fragment sources, the guest's
 //! `uname -v`, the bzImage's hash, the QEMU path, sizes, samples' hosts)
 //! stays empty: readers show less for it rather than guess.
 
 use super::meta::{
-    BootEnd, BootRecord, RunFormat, RunHost, RunMeta, TimingDecision, UnitRecord, RUN_FORMAT,
+    BootEnd, BootRecord, RunFormat, RunHost, RunMeta, TimingDecision, TimingMode, UnitRecord,
+    ICOUNT_RTC_BASE, RUN_FORMAT,
 };
+use super::Recorded;
 use super::META_FILE;
 use crate::base::error::Result;
 use crate::base::input_file;
@@ -215,6 +239,8 @@ fn to_current(mut meta: RunMeta, older: &OlderKeys) -> RunMeta {
     if meta.format.0 < 4 {
         from_format_3(&mut meta);
     }
+    // Format 4's sentences were read as `Recorded::Legacy` as it was
+    // parsed: nothing is left to do for them.
     meta.format = RunFormat(RUN_FORMAT);
     meta
 }
@@ -275,11 +301,19 @@ fn from_format_2(meta: &mut RunMeta) {
     meta.host.hostname = first;
 }
 
-/// Format 0 to 1: workloads in words, the timing decision from its
+/// Format 0 to 1: workloads as data, the timing decision from its
 /// sentence, each shard's timing mode.
 fn from_format_0(meta: &mut RunMeta, older: &OlderKeys) {
-    meta.workloads =
-        crate::guest::workloads::readable_lines(&meta.workloads, meta.iterations, meta.warmup);
+    for w in &mut meta.workloads {
+        if let Recorded::Legacy(line) = w {
+            if !line.trim_start().starts_with('{') {
+                continue;
+            }
+            if let Ok(spec) = serde_json::from_str(line) {
+                *w = Recorded::Data(spec);
+            }
+        }
+    }
     if older.timing_decision.is_none() {
         meta.timing =
             recorded_timing(older.timing.as_deref().unwrap_or_default()).unwrap_or_else(|| {
@@ -291,28 +325,56 @@ fn from_format_0(meta: &mut RunMeta, older: &OlderKeys) {
             });
     }
     for shard in &mut meta.shards {
-        if shard.timing_mode.is_empty() {
-            shard.timing_mode = mode_of_sentence(&shard.timing);
-        }
+        shard.timing_mode = mode_of_sentence(&shard.timing);
     }
 }
 
 /// Format 1 to 2: the timing's sentence and the overrides' words dropped
-/// where today's wording of the data gives them, kept as recorded where it
-/// does not. (A format-0 run without a `timing` ran on wall time, which
-/// its report called "wall".)
+/// where they are what formats 0 and 1 wrote for the data, kept as recorded
+/// where they are not. (A format-0 run without a `timing` ran on wall time,
+/// which its report called "wall".)
 fn from_format_1(meta: &mut RunMeta, older: &OlderKeys) {
     let sentence = match older.timing.as_deref() {
         None | Some("") => "wall",
         Some(sentence) => sentence,
     };
-    if meta.timing_sentence() != sentence {
+    if timing_sentence_of_format_1(&meta.timing, meta.max_cpus()).as_deref() != Some(sentence) {
         meta.timing.recorded_sentence = Some(sentence.to_string());
     }
     let words = older.overrides.clone().unwrap_or_default();
     if meta.overrides.describe() != words {
         meta.overrides.recorded_words = Some(words);
     }
+}
+
+/// The `timing` sentence formats 0 and 1 wrote for a decision whose reason
+/// they recorded in words, for a run whose largest guest had `max_cpus`
+/// vCPUs. The report words the decision alike (`stages::report::words`),
+/// so a run whose sentence this is renders the same without it.
+fn timing_sentence_of_format_1(timing: &TimingDecision, max_cpus: u32) -> Option<String> {
+    let Recorded::Legacy(reason) = &timing.reason else {
+        return None;
+    };
+    Some(match timing.icount_shift {
+        None => format!("wall: the guest's CLOCK_MONOTONIC runs on host time ({reason})"),
+        Some(shift) => {
+            let smp = if max_cpus > 1 {
+                " With several vCPUs QEMU runs them in turn on one host thread and guest time \
+                 advances with the instructions of all of them, so a figure on N CPUs is the \
+                 deterministic work of all N (spinning on locks and IPIs included); it cannot \
+                 show parallel speed-up, and host cores do not limit the vCPU count."
+            } else {
+                ""
+            };
+            format!(
+                "icount (shift={shift}, sleep=off, RTC from {ICOUNT_RTC_BASE} on guest time, a \
+                 -seed per boot): guest time counts executed instructions (2^{shift} ns each), \
+                 so timings measure code-path length and do not move with host load; each boot \
+                 repeats exactly with its seed (in the Boots records of meta.toml); they cannot \
+                 show cache, memory or timing effects.{smp} ({reason})"
+            )
+        }
+    })
 }
 
 /// The timing decision a format-0 run's `timing` sentence records (`icount
@@ -342,10 +404,10 @@ fn shift_of(sentence: &str) -> Option<u32> {
         .ok()
 }
 
-fn mode_of_sentence(sentence: &str) -> String {
+fn mode_of_sentence(sentence: &str) -> TimingMode {
     match recorded_timing(sentence) {
         Some(d) => d.mode(),
-        None => "wall".into(),
+        None => TimingMode::Wall,
     }
 }
 
@@ -535,6 +597,19 @@ where
         .collect())
 }
 
+/// Reads `slots.warning`: format 5's data, earlier formats' sentence as
+/// [`super::Warning::Text`].
+pub(super) fn read_warning<'de, D>(deserializer: D) -> Result<Option<super::Warning>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let entry: Option<RecordedWarning> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(entry.map(|w| match w {
+        RecordedWarning::Data(w) => w,
+        RecordedWarning::Sentence(text) => super::Warning::Text { text },
+    }))
+}
+
 /// One entry of `order` as a file of any format holds it.
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
@@ -663,13 +738,36 @@ mod tests {
     fn a_timing_sentence_gives_its_mode_and_shift() {
         let icount = "icount (shift=6, sleep=off): guest time counts executed instructions";
         assert_eq!(recorded_timing(icount).unwrap().icount_shift, Some(6));
-        assert_eq!(mode_of_sentence(icount), "icount shift=6");
+        assert_eq!(mode_of_sentence(icount), TimingMode::Icount { shift: 6 });
         assert_eq!(
             recorded_timing("icount").unwrap().icount_shift,
             Some(DEFAULT_SHIFT_OF_FORMAT_0)
         );
         assert_eq!(recorded_timing("wall: host time"), None);
-        assert_eq!(mode_of_sentence(""), "wall");
+        assert_eq!(mode_of_sentence(""), TimingMode::Wall);
+    }
+
+    #[test]
+    fn format_0_s_json_workloads_are_read_as_data_and_sentences_kept() {
+        // The JSON a run wrote before, field order as serde_json gave it then.
+        let old = r#"{"kind":"hackbench","params":[2],"loops":20,"fds":20,"mode":"process","transport":"socket","datasize":100,"cpus":[1]}"#;
+        let meta = RunMeta {
+            format: RunFormat(0),
+            iterations: 18,
+            warmup: 1,
+            workloads: vec![old.into(), "already text".into()],
+            ..Default::default()
+        };
+        let current = to_current(meta, &OlderKeys::default());
+        let spec: crate::guest::workloads::WorkloadSpec =
+            toml::from_str("kind = \"hackbench\"\nparams = [2]\nloops = 20\ncpus = [1]\n").unwrap();
+        assert_eq!(
+            current.workloads,
+            [
+                Recorded::Data(spec),
+                Recorded::Legacy("already text".into())
+            ]
+        );
     }
 
     #[test]
@@ -699,7 +797,7 @@ mod tests {
         let current = to_current(meta, &older);
         assert_eq!(current.format, RunFormat(RUN_FORMAT));
         assert!(current.counts_instructions());
-        assert_eq!(current.timing_mode(), "icount shift=4");
+        assert_eq!(current.timing_mode(), TimingMode::Icount { shift: 4 });
         assert_eq!(current.timing_sentence(), sentence);
         let wall = to_current(
             RunMeta {
@@ -709,9 +807,27 @@ mod tests {
             &OlderKeys::default(),
         );
         assert_eq!(
-            (wall.timing_sentence(), wall.timing_mode()),
-            ("wall".into(), "wall".into())
+            (wall.timing.recorded_sentence.as_deref(), wall.timing_mode()),
+            (Some("wall"), TimingMode::Wall)
         );
+    }
+
+    #[test]
+    fn format_1_s_timing_sentence_is_the_report_s_wording_of_its_data() {
+        for timing in [
+            TimingDecision::wall("asked"),
+            TimingDecision::icount(6, "auto"),
+        ] {
+            for cpus in [1, 4] {
+                assert_eq!(
+                    timing_sentence_of_format_1(&timing, cpus),
+                    Some(timing.describe(cpus))
+                );
+            }
+        }
+        let data =
+            TimingDecision::icount(4, Recorded::Data(crate::record::TimingReason::AutoIcount));
+        assert_eq!(timing_sentence_of_format_1(&data, 1), None);
     }
 
     #[test]

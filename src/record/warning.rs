@@ -47,8 +47,10 @@ pub enum Warning {
     /// setting that differs as `name=value`, in the baseline and in the
     /// candidate, so their estimated cycles are priced differently.
     ModelSettings { settings: Both<Vec<String>> },
-    /// A warning in words: as a stage words it (boots side by side on the
-    /// wall clock), or as a run before format 3 recorded it.
+    /// Guests booted `jobs` at once under wall-clock timing, as `by` asked.
+    WallClockSlots { jobs: usize, by: super::JobsAskedBy },
+    /// A warning in words, as a run before format 3 (or, of boots side by
+    /// side on the wall clock, before format 5) recorded it.
     Text { text: String },
 }
 
@@ -103,6 +105,12 @@ impl Warning {
                  estimated cycles and the counts the settings make are not alike",
                 settings.baseline.join(" "),
                 settings.candidate.join(" ")
+            ),
+            Warning::WallClockSlots { jobs, by } => format!(
+                "{jobs} guests ran at once under wall-clock timing ({}): guests beside each \
+                 other share the host's cores, caches and memory bandwidth, so each one's times \
+                 carry the others' load",
+                by.option()
             ),
             Warning::Text { text } => text.clone(),
         }

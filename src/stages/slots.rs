@@ -64,14 +64,6 @@ pub enum Asked {
 
 pub use crate::record::Slots;
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
 /// How many guests at once: under icount (`counts_instructions`) the
 /// host's cores unless the memory holds fewer guests of `memory_mib`, or
 /// what was asked within what the memory holds; on the wall clock one, or
@@ -79,63 +71,41 @@ fn plural(n: usize) -> &'static str {
 /// thread each (round-robin TCG, SMP guests included), so each gets a core
 /// of its own where the host has as many as the slots.
 pub fn decide(asked: Asked, counts_instructions: bool, memory_mib: u32, host: &HostOffer) -> Slots {
+    use crate::record::{JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, Warning};
     let cores = host.cpus.len().max(1);
     let fit = host.guests_that_fit(memory_mib);
-    let memory_words = |n: usize| {
-        format!(
-            "{n} guest{} of {memory_mib} MiB (+{QEMU_OVERHEAD_MIB} MiB of QEMU each) fit in the \
-             host's {} MiB available beside {HOST_HEADROOM_MIB} MiB kept for the host",
-            plural(n),
-            host.available_mib
-        )
-    };
     let asked_n = match asked {
         Asked::Default => None,
-        Asked::CommandLine(n) => Some((n.max(1) as usize, "--jobs")),
-        Asked::Suite(n) => Some((n.max(1) as usize, "the suite's jobs")),
+        Asked::CommandLine(n) => Some((n.max(1) as usize, JobsAskedBy::CommandLine)),
+        Asked::Suite(n) => Some((n.max(1) as usize, JobsAskedBy::Suite)),
     };
     if !counts_instructions {
         return match asked_n {
-            None | Some((1, _)) => Slots::one(
-                "one guest at a time: timing is on the wall clock, where guests beside each other \
-                 disturb each other's time",
-            ),
-            Some((n, source)) => Slots {
-                jobs: n,
+            None | Some((1, _)) => Slots::one(Recorded::Data(SlotsReason::WallClock)),
+            Some((jobs, by)) => Slots {
+                jobs,
                 host_cpus: Vec::new(),
-                reason: format!("{n} guests at once, as {source} asks"),
-                warning: Some(format!(
-                    "{n} guests ran at once under wall-clock timing ({source}): guests beside \
-                     each other share the host's cores, caches and memory bandwidth, so each \
-                     one's times carry the others' load"
-                )),
+                reason: Recorded::Data(SlotsReason::WallClockAsked { jobs, by }),
+                warning: Some(Warning::WallClockSlots { jobs, by }),
             },
         };
     }
     let (wanted, why) = match asked_n {
-        None => (
-            cores,
-            format!(
-                "the host's {cores} core{} (icount: a guest's samples do not depend on what runs \
-                 beside it)",
-                plural(cores)
-            ),
-        ),
-        Some((n, source)) => (n, format!("as {source} asks")),
+        None => (cores, SlotsWanted::HostCores { cores }),
+        Some((n, by)) => (n, SlotsWanted::Asked { by }),
     };
-    let (jobs, reason) = match fit {
+    let (jobs, memory) = match fit {
         Some(fit) if fit < wanted => (
             fit,
-            format!(
-                "{fit} guest{} at once, not {wanted} ({why}): only {}",
-                plural(fit),
-                memory_words(fit)
-            ),
+            Some(MemoryFit {
+                fit,
+                guest_mib: memory_mib,
+                qemu_mib: QEMU_OVERHEAD_MIB,
+                available_mib: host.available_mib,
+                headroom_mib: HOST_HEADROOM_MIB,
+            }),
         ),
-        _ => (
-            wanted,
-            format!("{wanted} guest{} at once: {why}", plural(wanted)),
-        ),
+        _ => (wanted, None),
     };
     Slots {
         jobs,
@@ -144,7 +114,11 @@ pub fn decide(asked: Asked, counts_instructions: bool, memory_mib: u32, host: &H
         } else {
             Vec::new()
         },
-        reason,
+        reason: Recorded::Data(SlotsReason::Icount {
+            wanted,
+            why,
+            memory,
+        }),
         warning: None,
     }
 }
@@ -166,7 +140,7 @@ mod tests {
         assert_eq!(slots.jobs, 2);
         assert_eq!(slots.host_cpus, [0, 2]);
         assert!(
-            slots.reason.contains("the host's 2 cores"),
+            slots.reason.to_string().contains("the host's 2 cores"),
             "{}",
             slots.reason
         );
@@ -181,8 +155,16 @@ mod tests {
         // 1024 MiB kept, then 768 MiB a guest: 2 of them in 2600 MiB.
         let slots = decide(Asked::Default, true, 512, &host(8, 2600));
         assert_eq!(slots.jobs, 2);
-        assert!(slots.reason.contains("not 8"), "{}", slots.reason);
-        assert!(slots.reason.contains("2600 MiB"), "{}", slots.reason);
+        assert!(
+            slots.reason.to_string().contains("not 8"),
+            "{}",
+            slots.reason
+        );
+        assert!(
+            slots.reason.to_string().contains("2600 MiB"),
+            "{}",
+            slots.reason
+        );
         // Too little for even one: still one, the run's own business.
         assert_eq!(decide(Asked::Default, true, 512, &host(8, 500)).jobs, 1);
         // Memory unknown: the cores decide.
@@ -192,12 +174,16 @@ mod tests {
     #[test]
     fn on_the_wall_clock_one_guest_unless_asked_and_then_a_warning() {
         let slots = decide(Asked::Default, false, 512, &host(4, 20_000));
-        assert_eq!((slots.jobs, slots.warning.as_deref()), (1, None));
-        assert!(slots.reason.contains("wall clock"), "{}", slots.reason);
+        assert_eq!((slots.jobs, slots.warning.as_ref()), (1, None));
+        assert!(
+            slots.reason.to_string().contains("wall clock"),
+            "{}",
+            slots.reason
+        );
         let asked = decide(Asked::CommandLine(2), false, 512, &host(4, 20_000));
         assert_eq!(asked.jobs, 2);
         assert!(asked.host_cpus.is_empty());
-        let warning = asked.warning.unwrap();
+        let warning = asked.warning.unwrap().to_string();
         assert!(warning.contains("--jobs"), "{warning}");
         // Asking for one is no warning.
         assert_eq!(
@@ -212,7 +198,7 @@ mod tests {
         assert_eq!(three.jobs, 3);
         assert!(three.host_cpus.is_empty(), "more slots than cores: unbound");
         assert!(
-            three.reason.contains("the suite's jobs"),
+            three.reason.to_string().contains("the suite's jobs"),
             "{}",
             three.reason
         );

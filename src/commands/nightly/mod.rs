@@ -28,7 +28,8 @@ fn newest_baseline(reports: &Path, suite: &str, except: &Path) -> Option<PathBuf
             // A single shard ran part of the suite: never a baseline for all of it.
             dir.file_name() != except.file_name()
                 && meta.complete
-                && meta.suite_title() == suite
+                && !meta.diff
+                && meta.suite == suite
                 && meta.shard.is_none()
         })
         .find(|(dir, _)| match crate::record::read_sample_file(dir) {
@@ -258,7 +259,7 @@ fn gated(
         leave_summary(dir, &summary, page)?;
         return Ok(Night::ended(night_status(status, None)));
     }
-    let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite_title(), dir));
+    let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite, dir));
     let Some(baseline) = baseline else {
         summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
         leave_summary(dir, &summary, page)?;

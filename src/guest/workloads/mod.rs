@@ -615,21 +615,6 @@ pub fn collision(workloads: &[WorkloadSpec], cpus: &[u32]) -> Option<Collision> 
     None
 }
 
-/// The workloads list of a run's `meta.toml` as a person reads it. Runs
-/// before this wrote each workload as JSON; those lines are converted with
-/// the run's own runs a boot, others kept as they are.
-pub fn readable_lines(lines: &[String], suite_iterations: u32, suite_warmup: u32) -> Vec<String> {
-    lines
-        .iter()
-        .map(|line| match serde_json::from_str::<WorkloadSpec>(line) {
-            Ok(spec) if line.trim_start().starts_with('{') => {
-                spec.describe(suite_iterations, suite_warmup)
-            }
-            _ => line.clone(),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -766,14 +751,5 @@ mod tests {
             s.describe(18, 1),
             "ping -f -q -n -c {2000, 4000} -s 56 127.0.0.1 × 9 runs"
         );
-    }
-
-    #[test]
-    fn json_lines_of_older_runs_read_as_the_same_text() {
-        let spec = spec("kind = \"hackbench\"\nparams = [2]\nloops = 20\ncpus = [1]\n");
-        // The JSON a run wrote before, field order as serde_json gave it then.
-        let old = r#"{"kind":"hackbench","params":[2],"loops":20,"fds":20,"mode":"process","transport":"socket","datasize":100,"cpus":[1]}"#;
-        let lines = readable_lines(&[old.to_string(), "already text".into()], 18, 1);
-        assert_eq!(lines, [spec.describe(18, 1), "already text".to_string()]);
     }
 }

@@ -21,7 +21,8 @@ fn earlier_seconds_per_boot(
     }
     runs.into_iter().find_map(|(dir, meta)| {
         (meta.complete
-            && meta.suite_title() == suite.name
+            && !meta.diff
+            && meta.suite == suite.name
             && meta.suite_sha256 == suite.sha256
             && meta.overrides.suite_changes() == overrides.suite_changes()
             && !meta.boots.is_empty())

@@ -108,10 +108,9 @@ fn note_qemu_release(meta: &mut RunMeta, machine: &Machine) {
 /// Records how many guests boot at once, and says in the report when they
 /// run side by side on the wall clock.
 fn note_slots(meta: &mut RunMeta, slots: &crate::stages::slots::Slots) {
-    if let Some(text) = &slots.warning {
-        let warning = crate::record::Warning::Text { text: text.clone() };
-        if !meta.warnings.contains(&warning) {
-            meta.warnings.push(warning);
+    if let Some(warning) = &slots.warning {
+        if !meta.warnings.contains(warning) {
+            meta.warnings.push(warning.clone());
         }
     }
     meta.slots = Some(slots.clone());
@@ -198,34 +197,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         warmup: suite.warmup,
         cpus: suite.cpus.clone(),
         memory_mib: suite.memory_mib,
-        kernels: suite
-            .variants
-            .iter()
-            .zip(&images.kernels)
-            .enumerate()
-            .map(|(i, (v, k))| (v, k, images.fragments.get(i).map_or(&[][..], Vec::as_slice)))
-            .map(|(v, k, fragments)| KernelMeta {
-                variant: v.name.clone(),
-                kernel: v.kernel.clone(),
-                cmdline: v.cmdline.clone(),
-                source: k.source_identity.clone(),
-                origin: (!k.origin.source.is_empty()).then(|| (&k.origin).into()),
-                build_key: k.key.clone(),
-                config_base: suite.kernel_base.describe(),
-                config_sha256: k.config_sha256.clone(),
-                compiler: k.compiler.clone(),
-                fragments: fragments
-                    .iter()
-                    .map(|f| (f.file_name.clone(), f.sha256().into()))
-                    .collect(),
-                fragment_sources: fragments
-                    .iter()
-                    .map(|f| (f.file_name.clone(), f.source()))
-                    .collect(),
-                bzimage: k.bzimage.clone(),
-                bzimage_sha256: file_sha256(&k.bzimage).into(),
-            })
-            .collect(),
+        kernels: kernel_metas(run, images),
         order: units.iter().map(crate::stages::plan::record_of).collect(),
         boots: Vec::new(),
         series: run.series,
@@ -235,30 +207,70 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         shards: Vec::new(),
         precision: run.precision_record(),
         slots: None,
-        smp_qemu: machine
-            .smp
-            .as_ref()
-            .map(|smp| crate::record::SmpQemuRecord {
-                path: smp.qemu.path.display().to_string(),
-                version: smp.qemu.version.clone(),
-                sha256: smp.qemu.sha256.clone(),
-                build_key: smp.build.key.as_str().into(),
-                source: smp.build.source.clone(),
-                source_sha256: smp.build.source_sha256.clone(),
-                patches: smp
-                    .build
-                    .patches
-                    .iter()
-                    .map(|p| format!("{} {}", p.name, p.sha256.short()))
-                    .collect(),
-                turn: smp.turn,
-                which_vcpu: smp.which_vcpu.clone(),
-            }),
+        smp_qemu: machine.smp.as_ref().map(smp_qemu_record),
         workloads: suite
             .workloads
             .iter()
-            .map(|w| w.describe(suite.iterations, suite.warmup))
+            .map(|w| crate::record::Recorded::Data(w.clone()))
             .collect(),
+    }
+}
+
+/// Each kernel of the run as the record keeps it, baseline first.
+fn kernel_metas(run: &Resolved, images: &Images) -> Vec<KernelMeta> {
+    let suite = &run.suite;
+    suite
+        .variants
+        .iter()
+        .zip(&images.kernels)
+        .enumerate()
+        .map(|(i, (v, k))| (v, k, images.fragments.get(i).map_or(&[][..], Vec::as_slice)))
+        .map(|(v, k, fragments)| KernelMeta {
+            variant: v.name.clone(),
+            kernel: v.kernel.clone(),
+            cmdline: v.cmdline.clone(),
+            source: k.source_identity.clone(),
+            origin: (!k.origin.source.is_empty()).then(|| (&k.origin).into()),
+            build_key: k.key.clone(),
+            config_base: suite.kernel_base.describe(),
+            config_sha256: k.config_sha256.clone(),
+            compiler: k.compiler.clone(),
+            fragments: fragments
+                .iter()
+                .map(|f| (f.file_name.clone(), f.sha256().into()))
+                .collect(),
+            fragment_sources: fragments
+                .iter()
+                .map(|f| (f.file_name.clone(), f.source()))
+                .collect(),
+            bzimage: k.bzimage.clone(),
+            bzimage_sha256: file_sha256(&k.bzimage).into(),
+        })
+        .collect()
+}
+
+/// markbench's own QEMU as the record keeps it.
+fn smp_qemu_record(smp: &crate::stages::vm::SmpQemu) -> crate::record::SmpQemuRecord {
+    crate::record::SmpQemuRecord {
+        path: smp.qemu.path.display().to_string(),
+        version: smp.qemu.version.clone(),
+        sha256: smp.qemu.sha256.clone(),
+        build_key: smp.build.key.as_str().into(),
+        source: smp.build.source.clone(),
+        source_sha256: smp.build.source_sha256.clone(),
+        patches: smp
+            .build
+            .patches
+            .iter()
+            .map(|p| {
+                crate::record::Recorded::Data(crate::record::PatchRecord {
+                    name: p.name.clone(),
+                    sha256: p.sha256.clone(),
+                })
+            })
+            .collect(),
+        turn: smp.turn,
+        which_vcpu: smp.which_vcpu.clone(),
     }
 }
 

@@ -148,11 +148,15 @@ fn require_dir(dir: &Path) -> Result<()> {
     }
 }
 
-/// The runs grouped by suite, each group in time order.
+/// The runs grouped by suite, each group in time order; diffs of two runs
+/// of a suite are a group of their own.
 fn by_suite(runs: Vec<Run>) -> Vec<Vec<Run>> {
-    let mut groups: BTreeMap<String, Vec<Run>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, bool), Vec<Run>> = BTreeMap::new();
     for run in runs {
-        groups.entry(run.meta.suite_title()).or_default().push(run);
+        groups
+            .entry((run.meta.suite.clone(), run.meta.diff))
+            .or_default()
+            .push(run);
     }
     let time = |run: &Run| {
         chrono::DateTime::parse_from_rfc3339(&run.meta.started_at)
@@ -405,7 +409,10 @@ mod tests {
         };
         let why = vec![
             ConditionChange::Qemu(both("8.2", "9.0")),
-            ConditionChange::TimingMode(both("wall", "icount shift=4")),
+            ConditionChange::TimingMode(Both {
+                baseline: crate::record::TimingMode::Wall,
+                candidate: crate::record::TimingMode::Icount { shift: 4 },
+            }),
         ];
         assert_eq!(short_reason(&why), "QEMU, timing mode");
         let why = vec![ConditionChange::SuiteFile(Both {

@@ -232,7 +232,7 @@ fn write_xml(meta: &RunMeta, margin: f64, cases: &[Case]) -> Result<String> {
     let properties: Vec<(&str, String)> = vec![
         ("suite", meta.suite_title()),
         ("accelerator", meta.accel.as_str().to_string()),
-        ("timing", meta.timing_mode()),
+        ("timing", meta.timing_mode().to_string()),
         ("margin", format!("{}%", margin * 100.0)),
         ("correction", meta.correction.as_str().to_string()),
         ("complete", meta.complete.to_string()),

@@ -41,6 +41,7 @@ mod plots;
 pub mod profile;
 pub mod sizes;
 mod text;
+pub mod words;
 
 pub use crate::stages::analysis::analyse;
 pub use json::summary_json;

@@ -8,9 +8,9 @@ use super::qemu::QemuBinary;
 use super::{BootEnd, BootRequest, Runner};
 use crate::base::protocol::Message;
 use crate::guest::images::{key_of, Cache};
-use crate::record::Accel;
 /// The decision's recorded form belongs to the run directory (`record`).
 pub use crate::record::TimingDecision;
+use crate::record::{Accel, AccelReason, Recorded, TimingReason};
 use crate::stages::suite::AccelChoice;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -20,7 +20,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccelDecision {
     pub accel: Accel,
-    pub reason: String,
+    pub reason: Recorded<AccelReason>,
 }
 
 /// Whether a QEMU binary runs an SMP guest under icount, found by a trial
@@ -284,8 +284,8 @@ pub fn timing_for(
     qemu: &QemuBinary,
 ) -> Result<TimingDecision, crate::base::error::InputError> {
     use crate::stages::suite::TimingChoice::*;
-    let wall = TimingDecision::wall;
-    let icount = |reason: String| TimingDecision::icount(shift, reason);
+    let wall = |reason| TimingDecision::wall(Recorded::Data(reason));
+    let icount = |reason| TimingDecision::icount(shift, Recorded::Data(reason));
     let smp_fails = match smp_icount {
         Some(v) if max_cpus > 1 && !v.works => Some(v),
         _ => None,
@@ -301,31 +301,33 @@ pub fn timing_for(
         )
     };
     match (choice, accel) {
-        (Wall, _) => Ok(wall(
-            "the suite or command line asked for wall time".into(),
-        )),
-        (Auto, Accel::Kvm) => Ok(wall("auto: under KVM the guest's clock is the host's".into())),
+        (Wall, _) => Ok(wall(TimingReason::AskedWall)),
+        (Auto, Accel::Kvm) => Ok(wall(TimingReason::AutoKvm)),
         (Icount, Accel::Kvm) => Err(crate::base::error::InputError::new(
             "timing = \"icount\" needs TCG; under KVM guest time is host time (use --accel tcg or --timing wall)",
         )),
         (Auto, Accel::Tcg) => Ok(match smp_fails {
-            Some(v) => wall(format!("auto: wall time, since {}", cannot(v))),
-            None if max_cpus > 1 => icount(format!(
-                "auto: instruction counting under TCG, with up to {max_cpus} vCPUs: {}",
-                smp_icount.map_or("not tried", |v| v.detail.as_str())
-            )),
-            None => icount("auto: instruction counting under TCG".into()),
+            Some(v) => wall(TimingReason::AutoSmpIcountFails {
+                qemu_version: qemu.version.clone(),
+                qemu_path: qemu.path.display().to_string(),
+                smp_trial: v.detail.clone(),
+            }),
+            None if max_cpus > 1 => icount(TimingReason::AutoIcountSmp {
+                max_cpus,
+                smp_trial: smp_icount.map(|v| v.detail.clone()),
+            }),
+            None => icount(TimingReason::AutoIcount),
         }),
         (Icount, Accel::Tcg) => match smp_fails {
             Some(v) => Err(crate::base::error::InputError::new(format!(
                 "timing = \"icount\" with {max_cpus} vCPUs: {} (or use --cpus 1, or --timing wall)",
                 cannot(v)
             ))),
-            None => Ok(icount(match smp_icount {
-                Some(v) if max_cpus > 1 => {
-                    format!("the suite or command line asked for icount; {}", v.detail)
-                }
-                _ => "the suite or command line asked for icount".into(),
+            None => Ok(icount(TimingReason::AskedIcount {
+                smp_trial: match smp_icount {
+                    Some(v) if max_cpus > 1 => Some(v.detail.clone()),
+                    _ => None,
+                },
             })),
         },
     }
@@ -363,13 +365,13 @@ pub fn decide(
         AccelChoice::Tcg => {
             return AccelDecision {
                 accel: Accel::Tcg,
-                reason: "the suite or command line asked for TCG".into(),
+                reason: Recorded::Data(AccelReason::Asked { accel: Accel::Tcg }),
             }
         }
         AccelChoice::Kvm => {
             return AccelDecision {
                 accel: Accel::Kvm,
-                reason: "the suite or command line asked for KVM (not checked)".into(),
+                reason: Recorded::Data(AccelReason::Asked { accel: Accel::Kvm }),
             }
         }
         AccelChoice::Auto => {}
@@ -377,7 +379,7 @@ pub fn decide(
     if !Path::new("/dev/kvm").exists() {
         return AccelDecision {
             accel: Accel::Tcg,
-            reason: "auto: /dev/kvm does not exist, so software emulation (TCG)".into(),
+            reason: Recorded::Data(AccelReason::NoDevKvm),
         };
     }
     let path = verdict_path(qemu);
@@ -387,7 +389,10 @@ pub fn decide(
     {
         return AccelDecision {
             accel: d.accel,
-            reason: format!("{} (remembered in {})", d.reason, path.display()),
+            reason: Recorded::Data(AccelReason::Remembered {
+                verdict: Box::new(d.reason),
+                path: path.display().to_string(),
+            }),
         };
     }
     let request = BootRequest {
@@ -413,18 +418,16 @@ pub fn decide(
     let decision = if outcome.end.is_ok() && hello {
         AccelDecision {
             accel: Accel::Kvm,
-            reason: format!(
-                "auto: a KVM trial boot completed in {:.1} s",
-                outcome.wall.as_secs_f64()
-            ),
+            reason: Recorded::Data(AccelReason::KvmTrialCompleted {
+                wall_s: outcome.wall.as_secs_f64(),
+            }),
         }
     } else {
         AccelDecision {
             accel: Accel::Tcg,
-            reason: format!(
-                "auto: /dev/kvm exists but a KVM trial boot failed ({}), so software emulation (TCG)",
-                outcome.end.describe()
-            ),
+            reason: Recorded::Data(AccelReason::KvmTrialFailed {
+                end: outcome.end.clone(),
+            }),
         }
     };
     if let Some(dir) = path.parent() {
@@ -491,12 +494,12 @@ mod tests {
             &qemu(),
         )
         .unwrap();
+        let reason = t.reason.to_string();
         assert!(
-            t.reason.contains("cannot run SMP guests under icount"),
-            "{}",
-            t.reason
+            reason.contains("cannot run SMP guests under icount"),
+            "{reason}"
         );
-        assert!(t.reason.contains("7.2.0"), "{}", t.reason);
+        assert!(reason.contains("7.2.0"), "{reason}");
         assert!(t.describe(2).starts_with("wall"));
     }
 
@@ -514,15 +517,6 @@ mod tests {
         assert!(err.message.contains("8.1 or later"), "{err}");
         assert!(err.message.contains("--timing wall"), "{err}");
         assert!(timing_for(TimingChoice::Icount, 4, Accel::Kvm, 1, None, &qemu()).is_err());
-    }
-
-    #[test]
-    fn smp_icount_description_says_what_an_n_cpu_figure_means() {
-        let t = TimingDecision::icount(4, "auto");
-        let d = t.describe(8);
-        assert!(d.starts_with("icount (shift=4"), "{d}");
-        assert!(d.contains("in turn on one host thread"), "{d}");
-        assert!(!t.describe(1).contains("in turn"));
     }
 
     #[test]

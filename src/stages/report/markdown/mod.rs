@@ -47,7 +47,13 @@ fn smp_qemu_line(q: &crate::record::SmpQemuRecord) -> String {
         escape_md(&q.source),
         q.source_sha256.short(),
         q.patches.len(),
-        escape_md(&q.patches.join(", ")),
+        escape_md(
+            &q.patches
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     )
 }
 
@@ -446,7 +452,7 @@ fn where_and_how(run: &RunReport) -> String {
         },
         meta.smp_qemu.as_ref().map_or_else(String::new, smp_qemu_line),
         meta.accel,
-        escape_md(&meta.accel_reason),
+        escape_md(&meta.accel_reason.to_string()),
         escape_md(&meta.suite_title()),
         escape_md(&meta.suite_path),
         meta.suite_sha256.short(),
@@ -460,7 +466,7 @@ fn where_and_how(run: &RunReport) -> String {
         },
         meta.seed,
         match &meta.slots {
-            Some(slots) => format!("- Slots: {}\n", escape_md(&slots.reason)),
+            Some(slots) => format!("- Slots: {}\n", escape_md(&slots.reason.to_string())),
             None => String::new(),
         },
         escape_md(&meta.timing_sentence()),
@@ -472,8 +478,8 @@ fn where_and_how(run: &RunReport) -> String {
     );
     if !meta.workloads.is_empty() {
         let _ = writeln!(r, "Workloads:\n");
-        for w in &meta.workloads {
-            let _ = writeln!(r, "- {}", escape_md(w));
+        for w in meta.workload_lines() {
+            let _ = writeln!(r, "- {}", escape_md(&w));
         }
         let _ = writeln!(r);
     }
@@ -520,7 +526,7 @@ fn where_and_how(run: &RunReport) -> String {
                 s.wall_s,
                 escape_md(&s.accel),
                 // The mode only; what it measures is under "Timing" above.
-                escape_md(&s.timing_mode)
+                escape_md(&s.timing_mode.to_string())
             );
         }
         let _ = writeln!(r);
