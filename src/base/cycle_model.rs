@@ -1,5 +1,5 @@
 //! The cycle model as markbench drives it: the settings it hands the
-//! plugin (`plugin/src/model.rs` simulates the caches and the branch
+//! plugin (`plugin/src/model/` simulates the caches and the branch
 //! predictor), the counts the plugin writes per timed run, and the points
 //! they become beside each workload's own metric. docs/cycle-model.md says
 //! what the model is and where its default figures come from.

@@ -29,7 +29,50 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
         include_str!("../../../plugin/src/attribution.rs"),
     ),
     ("src/lib.rs", include_str!("../../../plugin/src/lib.rs")),
-    ("src/model.rs", include_str!("../../../plugin/src/model.rs")),
+    (
+        "src/model/caches.rs",
+        include_str!("../../../plugin/src/model/caches.rs"),
+    ),
+    (
+        "src/model/coherence.rs",
+        include_str!("../../../plugin/src/model/coherence.rs"),
+    ),
+    (
+        "src/model/config.rs",
+        include_str!("../../../plugin/src/model/config.rs"),
+    ),
+    (
+        "src/model/counts.rs",
+        include_str!("../../../plugin/src/model/counts.rs"),
+    ),
+    (
+        "src/model/mod.rs",
+        include_str!("../../../plugin/src/model/mod.rs"),
+    ),
+    (
+        "src/model/predictors.rs",
+        include_str!("../../../plugin/src/model/predictors.rs"),
+    ),
+    (
+        "src/model/prefetcher.rs",
+        include_str!("../../../plugin/src/model/prefetcher.rs"),
+    ),
+    (
+        "src/model/reference.rs",
+        include_str!("../../../plugin/src/model/reference.rs"),
+    ),
+    (
+        "src/model/strings.rs",
+        include_str!("../../../plugin/src/model/strings.rs"),
+    ),
+    (
+        "src/model/testing.rs",
+        include_str!("../../../plugin/src/model/testing.rs"),
+    ),
+    (
+        "src/model/weave.rs",
+        include_str!("../../../plugin/src/model/weave.rs"),
+    ),
     (
         "src/throughput.rs",
         include_str!("../../../plugin/src/throughput.rs"),
@@ -63,15 +106,19 @@ pub fn plugin_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Every file that goes into the plugin, sorted: manifest, lock file, sources.
+/// Every file that goes into the plugin, sorted: manifest, lock file,
+/// sources (every `.rs` under `src/`, modules in directories among them).
 fn sources(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = vec![dir.join("Cargo.toml"), dir.join("Cargo.lock")];
     let src = dir.join("src");
-    let mut rs: Vec<PathBuf> = std::fs::read_dir(&src)
-        .with_context(|| format!("reading {} (the profile plugin's source)", src.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .collect();
+    let mut rs = Vec::new();
+    for entry in walkdir::WalkDir::new(&src) {
+        let entry = entry
+            .with_context(|| format!("reading {} (the profile plugin's source)", src.display()))?;
+        if entry.file_type().is_file() && entry.path().extension().is_some_and(|x| x == "rs") {
+            rs.push(entry.into_path());
+        }
+    }
     rs.sort();
     files.extend(rs);
     Ok(files)
@@ -196,6 +243,38 @@ mod tests {
         }
     }
 
+    /// Every `.rs` file under `plugin/src`, found apart from [`sources`]:
+    /// a module missing from the built-in list would build from the
+    /// checkout but not from an installed binary.
+    #[test]
+    fn every_rust_file_under_the_plugins_src_is_built_in() {
+        fn walk(dir: &Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|x| x == "rs") {
+                    out.push(path.display().to_string());
+                }
+            }
+        }
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin");
+        let mut found = Vec::new();
+        walk(&dir.join("src"), &mut found);
+        // The walk went into the modules' directories.
+        assert!(found
+            .iter()
+            .any(|f| Path::new(f).parent() != Some(&dir.join("src"))));
+        for file in found {
+            let name = Path::new(&file).strip_prefix(&dir).unwrap();
+            let name = name.display().to_string();
+            assert!(
+                PLUGIN_SOURCES.iter().any(|(n, _)| *n == name),
+                "{name} is not in PLUGIN_SOURCES"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -209,7 +288,15 @@ mod tests {
         let first = plugin_key(root).unwrap();
         assert_eq!(plugin_key(root).unwrap(), first);
         std::fs::write(root.join("src/lib.rs"), "// two").unwrap();
-        assert_ne!(plugin_key(root).unwrap(), first);
+        let second = plugin_key(root).unwrap();
+        assert_ne!(second, first);
+        // A module in a directory of its own counts as much.
+        std::fs::create_dir_all(root.join("src/model")).unwrap();
+        std::fs::write(root.join("src/model/mod.rs"), "// one").unwrap();
+        let third = plugin_key(root).unwrap();
+        assert_ne!(third, second);
+        std::fs::write(root.join("src/model/mod.rs"), "// two").unwrap();
+        assert_ne!(plugin_key(root).unwrap(), third);
     }
 
     /// A crate at `root` named `name` that builds a cdylib of `source`.
