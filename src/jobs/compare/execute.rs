@@ -82,6 +82,7 @@ pub fn execute(
         additions
             .is_some()
             .then_some(&mut more_boots as run::MoreBoots),
+        &mut report::terminal::Terminal::default(),
     )?;
     report::write(dir)?;
     Ok(meta)

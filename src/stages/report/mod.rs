@@ -40,6 +40,7 @@ pub mod plain;
 mod plots;
 pub mod profile;
 pub mod sizes;
+pub mod terminal;
 mod text;
 
 pub use crate::stages::analysis::analyse;
