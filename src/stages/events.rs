@@ -26,6 +26,8 @@ pub enum RunEvent<'a> {
         done: usize,
         jobs: usize,
     },
+    /// Something the run records as a warning, said before its first boot.
+    Warned { warning: &'a crate::record::Warning },
     /// A resumed run dropped the samples of boots that had not finished.
     Resumed {
         done: usize,

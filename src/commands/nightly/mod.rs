@@ -154,7 +154,10 @@ pub const HISTORY_DIR: &str = "history";
 fn update_history(reports: &Path, tonight: &Path, variant: Option<&str>, page: &JobPage) {
     let out = reports.join(HISTORY_DIR);
     match crate::jobs::history::history(&[reports.to_path_buf()], &out, variant) {
-        Ok(_) => {
+        Ok(written) => {
+            for skipped in &written.skipped {
+                crate::base::message::warning(skipped);
+            }
             let html = out.join(crate::jobs::history::HTML_FILE);
             let text = format!(
                 "\nHistory of every night, point by point, with its change points: {} ({})\n",

@@ -3,22 +3,19 @@
 
 use super::Resolved;
 use crate::guest::images::kernel;
+use crate::record::{RunMeta, SkippedRun};
 use crate::stages::report::dry_run::{role, Estimate, PlanSummary, UnitLine, VariantPlan};
 use crate::stages::suite::{AccelChoice, Suite, TimingChoice};
 use anyhow::Result;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Seconds per boot of the newest complete earlier run of this suite with
-/// the same overrides, if any.
+/// the same overrides among `runs`, if any.
 fn earlier_seconds_per_boot(
-    reports: &Path,
+    runs: Vec<(PathBuf, RunMeta)>,
     suite: &Suite,
     overrides: &crate::record::Overrides,
 ) -> Option<(f64, String)> {
-    let (runs, skipped) = crate::record::scan_runs(reports);
-    for s in &skipped {
-        crate::base::message::warning(s);
-    }
     runs.into_iter().find_map(|(dir, meta)| {
         (meta.complete
             && meta.suite_title() == suite.name
@@ -35,11 +32,13 @@ fn earlier_seconds_per_boot(
 
 /// The summary of `run`'s plan. Checks what a run would refuse before
 /// building: every patch applies (on a scratch copy), every fragment parses.
+/// Also returns the directories under `reports` that look like runs but
+/// could not be read for the estimate.
 pub(super) fn plan_summary(
     run: &Resolved,
     reports: &Path,
     host: &crate::base::prereq::HostPlan,
-) -> Result<PlanSummary> {
+) -> Result<(PlanSummary, Vec<SkippedRun>)> {
     let suite = &run.suite;
     let resolved = resolved_origins(run)?;
     let origins = own_origins(run, resolved.as_deref());
@@ -48,11 +47,12 @@ pub(super) fn plan_summary(
         None => None,
     };
     let variants = variant_plans(suite)?;
-    let (estimate, plugin_lines) = estimate(run, reports);
+    let (earlier_runs, skipped) = crate::record::scan_runs(reports);
+    let (estimate, plugin_lines) = estimate(run, earlier_runs);
     let host_cores = crate::base::host::cores() as u32;
     let max = run.max_cpus();
     let (jobs, slots) = slot_lines(run);
-    Ok(PlanSummary {
+    let summary = PlanSummary {
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
         description: suite.description.clone(),
@@ -115,7 +115,8 @@ pub(super) fn plan_summary(
         host: host.clone(),
         disk: disk(run, kernels_cached.as_deref()),
         kernels_cached,
-    })
+    };
+    Ok((summary, skipped))
 }
 
 /// Every variant's kernel origin, resolved: its revision found and its
@@ -189,11 +190,11 @@ fn variant_plans(suite: &Suite) -> Result<Vec<VariantPlan>> {
 }
 
 /// How long the run will take, from an earlier complete run of the suite
-/// under `reports` when there is one, and the lines about the plugins'
+/// among `earlier_runs` when there is one, and the lines about the plugins'
 /// (the profiler's, the cycle model's) cost.
-fn estimate(run: &Resolved, reports: &Path) -> (Estimate, Vec<String>) {
+fn estimate(run: &Resolved, earlier_runs: Vec<(PathBuf, RunMeta)>) -> (Estimate, Vec<String>) {
     let suite = &run.suite;
-    let earlier = earlier_seconds_per_boot(reports, suite, &run.overrides);
+    let earlier = earlier_seconds_per_boot(earlier_runs, suite, &run.overrides);
     let earlier_run =
         earlier.as_ref().map(
             |(per_boot, from)| crate::stages::profile::dry_run::EarlierRun {

@@ -166,6 +166,27 @@ pub fn step_line(m: &Measured, unit: &str) -> String {
     )
 }
 
+/// The note that a round of `boots` boots (`what`: of which commit, for
+/// what) starts in `dir`.
+pub fn round_started(what: &str, boots: usize, dir: &Path) -> String {
+    format!("{what}: {boots} boots in {}", dir.display())
+}
+
+/// The note that the commit `short_id` is skipped.
+pub fn untestable(short_id: &str) -> String {
+    format!("{short_id} cannot be measured: skipped")
+}
+
+/// The warning that the answer so far could not be written.
+pub fn answer_not_written(error: &anyhow::Error) -> String {
+    format!("writing the answer so far: {error:#}")
+}
+
+/// The warning that a directory the answer does not need stays.
+pub fn not_removed(dir: &Path, error: &std::io::Error) -> String {
+    format!("removing {}: {error}", dir.display())
+}
+
 /// The line of a failed build's output that says what failed: the
 /// compiler's first error, else the first line.
 fn first_error(output: &str) -> &str {

@@ -620,6 +620,17 @@ fn html_section(suite: &SuiteHistory, views: &[PointView], html: &mut String) {
     }
 }
 
+/// A suite's history in one line for the terminal.
+pub fn suite_note(h: &SuiteHistory) -> String {
+    let changes: usize = h.points.iter().map(|p| p.changes.len()).sum();
+    format!(
+        "{}: {} runs, {} points, {changes} change point(s)",
+        h.suite,
+        h.runs.len(),
+        h.points.len()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

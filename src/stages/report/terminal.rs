@@ -67,6 +67,89 @@ pub fn unresolved_point(p: &UnresolvedPoint) -> String {
     }
 }
 
+/// The note that no suite was named and `cwd` holds no default suite:
+/// the copy built into markbench is measured.
+pub fn built_in_suite(cwd: &std::path::Path) -> String {
+    format!(
+        "no {} in {}: running markbench's built-in copy of it",
+        crate::stages::suite::DEFAULT_SUITE,
+        cwd.display()
+    )
+}
+
+/// The machine a run boots with, in one line.
+pub fn machine_line(machine: &crate::stages::vm::Machine, max_cpus: u32) -> String {
+    format!(
+        "QEMU: {}; accelerator: {} ({}); timing: {}",
+        machine.qemu.version,
+        machine.accel.accel.as_str(),
+        machine.accel.reason,
+        machine.timing.describe(max_cpus)
+    )
+}
+
+/// Where a run goes and the machine it boots with, before its first boot.
+pub fn run_starting(
+    dir: &std::path::Path,
+    machine: &crate::stages::vm::Machine,
+    max_cpus: u32,
+) -> String {
+    format!(
+        "run directory: {}\nQEMU: {} ({})\naccelerator: {} ({})\ntiming: {}\n",
+        dir.display(),
+        machine.qemu.version,
+        machine.qemu.path.display(),
+        machine.accel.accel.as_str(),
+        machine.accel.reason,
+        machine.timing.describe(max_cpus)
+    )
+}
+
+/// The warning that a resumed run continues with another QEMU.
+pub fn qemu_changed(
+    recorded_version: &str,
+    recorded_path: &str,
+    now: &crate::stages::vm::qemu::QemuBinary,
+) -> String {
+    format!(
+        "the run started with {recorded_version} ({recorded_path}); it continues with {} ({})",
+        now.version,
+        now.path.display()
+    )
+}
+
+/// How a run ended: where its report is, its boots and its time.
+pub fn run_ended(report: &std::path::Path, meta: &crate::record::RunMeta, seconds: f64) -> String {
+    format!(
+        "report: {}\n{} boots, {} failed, {seconds:.0} s in all\n",
+        report.display(),
+        meta.boots.len(),
+        failed_boots(meta),
+    )
+}
+
+fn failed_boots(meta: &crate::record::RunMeta) -> usize {
+    meta.boots.iter().filter(|b| !b.ok()).count()
+}
+
+/// The note after a run that is not complete: how to continue it, or
+/// where its failed boots are told; `None` for a complete run.
+pub fn run_not_complete(dir: &std::path::Path, meta: &crate::record::RunMeta) -> Option<String> {
+    let failed = failed_boots(meta);
+    if !meta.complete {
+        Some(format!(
+            "the run is partial; continue it with: markbench compare --resume {}",
+            dir.display()
+        ))
+    } else if failed > 0 {
+        Some(format!(
+            "{failed} boot(s) failed; see the Boots table in the report"
+        ))
+    } else {
+        None
+    }
+}
+
 impl Terminal {
     /// Lines only, as in a CI log, written to `log`.
     pub fn plain(log: Box<dyn Write>) -> Terminal {
@@ -215,6 +298,7 @@ impl RunObserver for Terminal {
                 "resuming: {done} of {total} boots already done; dropped {dropped_samples} samples of unfinished boots"
             )),
             RunEvent::UnitStarted { unit, total, slot } => self.unit_started(unit, total, slot),
+            RunEvent::Warned { warning } => self.say(format_args!("WARNING: {warning}")),
             RunEvent::SampleWritten { .. } => {}
             RunEvent::Retrying { first, .. } => self.retrying(first),
             RunEvent::UnitEnded {
