@@ -62,7 +62,7 @@ pub fn after(night: &Night, options: &Options, page: &JobPage) -> Result<()> {
         Ok((dir, answer)) => format!(
             "\n**Bisected** {} between the baseline's commit and tonight's: {}. Answer: {}\n",
             request.point.as_deref().unwrap_or_default(),
-            answer.headline(),
+            crate::stages::report::bisect::headline(&answer.facts()),
             dir.join("bisect.md").display()
         ),
         Err(e)

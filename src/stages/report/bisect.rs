@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 /// What a bisection found so far, as its answer shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bisection {
-    /// The answer in one line.
-    pub headline: String,
+    /// How the search ended; `None` while it goes on.
+    pub finding: Option<Finding>,
     pub good: Commit,
     pub bad: Commit,
     /// The git tree.
@@ -48,6 +48,46 @@ pub struct Bisection {
     /// The run directory of the first bad commit against its parent with
     /// the profile plugin.
     pub profile: Option<PathBuf>,
+}
+
+/// How a bisection's search ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finding {
+    /// GOOD and BAD do not differ by the threshold (the confirmation says
+    /// why not).
+    NoRegression,
+    FirstBad(Commit),
+    /// The first bad commit is one of the `commits` after `good` up to
+    /// `bad`, which could not be decided between.
+    Range {
+        commits: usize,
+        good: Commit,
+        bad: Commit,
+    },
+}
+
+/// The answer in one line.
+pub fn headline(b: &Bisection) -> String {
+    let named = |c: &Commit| format!("{} ({})", c.short_id, c.subject);
+    match &b.finding {
+        None => "in progress".into(),
+        Some(Finding::NoRegression) => format!(
+            "no regression to bisect between {} and {}: {}",
+            b.good.short_id,
+            b.bad.short_id,
+            b.confirmation
+                .as_ref()
+                .and_then(|c| c.why_not.clone())
+                .unwrap_or_default()
+        ),
+        Some(Finding::FirstBad(commit)) => format!("first bad commit: {}", named(commit)),
+        Some(Finding::Range { commits, good, bad }) => format!(
+            "the first bad commit is one of the {commits} after {} up to {}; the commits between \
+             could not be decided",
+            good.short_id,
+            named(bad)
+        ),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -200,7 +240,7 @@ fn first_error(output: &str) -> &str {
 
 /// The answer's closing lines for the terminal.
 pub fn summary(b: &Bisection) -> String {
-    let mut s = format!("markbench: bisect: {}", b.headline);
+    let mut s = format!("markbench: bisect: {}", headline(b));
     let skipped: Vec<&str> = b
         .order
         .iter()
@@ -318,7 +358,7 @@ pub fn markdown(b: &Bisection) -> String {
 }
 
 fn md_heading(r: &mut String, b: &Bisection) {
-    let _ = writeln!(r, "# Bisection: {}\n", escape_md(&b.headline));
+    let _ = writeln!(r, "# Bisection: {}\n", escape_md(&headline(b)));
     let escaped = Bisection {
         good: Commit {
             short_id: b.good.short_id.clone(),
@@ -474,7 +514,7 @@ fn profile_section(run: &Path) -> Option<String> {
 /// and the commits measured.
 pub fn text(b: &Bisection) -> String {
     let mut r = String::new();
-    r.push_str(&plain::heading(&format!("Bisection: {}", b.headline), '='));
+    r.push_str(&plain::heading(&format!("Bisection: {}", headline(b)), '='));
     r.push('\n');
     r.push_str(&plain::wrap(&what_was_bisected(b, &|s| s.to_string()), ""));
     if let Some(c) = &b.confirmation {

@@ -26,6 +26,7 @@
 
 pub mod bisect;
 mod bmf;
+pub mod cache;
 pub mod dry_run;
 pub mod format;
 mod gab;
