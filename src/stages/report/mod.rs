@@ -36,6 +36,7 @@ mod identical;
 mod json;
 mod junit;
 mod markdown;
+pub mod nightly;
 pub mod noise;
 pub mod plain;
 mod plots;
