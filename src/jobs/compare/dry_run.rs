@@ -4,7 +4,10 @@
 use super::Resolved;
 use crate::guest::images::kernel;
 use crate::record::{RunMeta, SkippedRun};
-use crate::stages::report::dry_run::{role, Estimate, PlanSummary, UnitLine, VariantPlan};
+use crate::stages::report::dry_run::{
+    role, Estimate, PlanSummary, PrecisionPlan, SlotsPlan, SmpQemuPlan, SourcePlan, UnitLine,
+    VariantPlan,
+};
 use crate::stages::suite::{AccelChoice, Suite, TimingChoice};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -51,16 +54,14 @@ pub(super) fn plan_summary(
     let (estimate, plugin_lines) = estimate(run, earlier_runs);
     let host_cores = crate::base::host::cores() as u32;
     let max = run.max_cpus();
-    let (jobs, slots) = slot_lines(run);
+    let (jobs, slots) = slots_plan(run);
     let summary = PlanSummary {
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
         description: suite.description.clone(),
         kernel_source: match &run.source {
-            kernel::KernelSource::Tarball(path) => {
-                format!("{} (a release tarball)", path.display())
-            }
-            kernel::KernelSource::Tree(path) => format!("{} (a source tree)", path.display()),
+            kernel::KernelSource::Tarball(path) => SourcePlan::Tarball(path.display().to_string()),
+            kernel::KernelSource::Tree(path) => SourcePlan::Tree(path.display().to_string()),
         },
         kernel_base: suite.kernel_base.describe(),
         fragments_from: suite.fragments.describe(),
@@ -111,7 +112,7 @@ pub(super) fn plan_summary(
         maybe_tcg: suite.accel != AccelChoice::Kvm,
         jobs,
         slots,
-        smp_qemu: smp_qemu_line(run),
+        smp_qemu: smp_qemu(run),
         host: host.clone(),
         disk: disk(run, kernels_cached.as_deref()),
         kernels_cached,
@@ -274,8 +275,6 @@ fn model_lines(
     lines
 }
 
-/// Says that SMP boots under icount use markbench's own QEMU, and whether
-/// it is built or still to build.
 /// Whether the run may build markbench's QEMU: an SMP point may boot it
 /// and the cache does not hold it.
 fn builds_own_qemu(run: &Resolved) -> bool {
@@ -329,33 +328,26 @@ fn disk(
     })
 }
 
-fn smp_qemu_line(run: &Resolved) -> Option<String> {
+/// markbench's own QEMU, when boots of more than one vCPU under icount
+/// may use it, and whether the cache holds it.
+fn smp_qemu(run: &Resolved) -> Option<SmpQemuPlan> {
     use crate::guest::images::qemu_build;
     if !crate::stages::machine::may_need_own_qemu(&run.suite, run.qemu.is_some()) {
         return None;
     }
-    let state = if !builds_own_qemu(run) {
-        "in the cache".to_string()
-    } else {
-        "built first (about 4 minutes on 2 cores, after the kernels)".to_string()
-    };
-    let turn = match run.suite.smp_turn {
-        0 => "turns to the next timer deadline".to_string(),
-        n => format!("turns of at most {n} instructions"),
-    };
-    Some(format!(
-        "qemu: boots of more than one vCPU under icount use markbench's own QEMU {} + {} \
-         patches ({turn}): {state}; 1-vCPU boots use the host's",
-        qemu_build::VERSION,
-        qemu_build::PATCHES.len()
-    ))
+    Some(SmpQemuPlan {
+        version: qemu_build::VERSION.to_string(),
+        patches: qemu_build::PATCHES.len(),
+        smp_turn: run.suite.smp_turn,
+        in_cache: !builds_own_qemu(run),
+    })
 }
 
 /// How many guests the run boots at once under the timing it may get, and
 /// why: icount (TCG) and the wall clock (KVM, or a QEMU that cannot count
 /// instructions) decide differently, and before the trial boots only the
 /// suite's choices are known.
-fn slot_lines(run: &Resolved) -> (usize, Vec<String>) {
+fn slots_plan(run: &Resolved) -> (usize, SlotsPlan) {
     use crate::stages::slots::{decide, HostOffer};
     let host = HostOffer::here();
     let memory = run.suite.memory_mib;
@@ -363,52 +355,27 @@ fn slot_lines(run: &Resolved) -> (usize, Vec<String>) {
     let wall = decide(run.jobs, false, memory, &host);
     let may_count = run.suite.timing != TimingChoice::Wall && run.suite.accel != AccelChoice::Kvm;
     let may_wall = run.suite.timing != TimingChoice::Icount;
-    let mut lines = Vec::new();
-    match (may_count, may_wall) {
-        (true, false) => lines.push(format!("slots: {}", icount.reason)),
-        (false, _) => lines.push(format!("slots: {}", wall.reason)),
-        (true, true) => lines.push(format!(
-            "slots: under icount (TCG), {}; on the wall clock (KVM, or a QEMU that cannot count \
-             instructions), {}",
-            icount.reason, wall.reason
-        )),
-    }
     let likely = if may_count { &icount } else { &wall };
-    if let Some(warning) = likely
+    let warning = likely
         .warning
         .as_ref()
         .or(wall.warning.as_ref().filter(|_| may_wall))
-    {
-        lines.push(format!("warning: {warning}"));
-    }
-    (likely.jobs, lines)
+        .cloned();
+    let plan = SlotsPlan {
+        under_icount: may_count.then(|| icount.reason.clone()),
+        on_wall: (!may_count || may_wall).then(|| wall.reason.clone()),
+        warning,
+    };
+    (likely.jobs, plan)
 }
 
 /// What a run with a precision target does after its planned boots.
-fn precision_rule(run: &Resolved) -> Vec<String> {
-    let Some(p) = run.suite.precision else {
-        return Vec::new();
-    };
-    let budget = match p.budget_s {
-        Some(s) => format!(
-            "no block starts that would end after {} of wall time from the first boot \
-             (kernel builds and image preparation are not counted)",
-            humantime::format_duration(std::time::Duration::from_secs(s))
-        ),
-        None => "no budget of time".to_string(),
-    };
-    vec![
-        format!(
-            "precision: then, while a point's 95% interval of the relative difference is wider \
-             than ±{}% (or has fewer than {} boots a side), one more block (one boot of each \
-             variant, order drawn from the seed) at its CPU count, the count nearest its target \
-             first",
-            p.percent,
-            crate::base::stats::sequential::MIN_BOOTS
-        ),
-        format!(
-            "  bounds: {budget}; at most {} boots in all",
-            p.boot_cap(run.planned)
-        ),
-    ]
+fn precision_rule(run: &Resolved) -> Option<PrecisionPlan> {
+    let p = run.suite.precision?;
+    Some(PrecisionPlan {
+        percent: p.percent,
+        min_boots: crate::base::stats::sequential::MIN_BOOTS,
+        budget_s: p.budget_s,
+        boot_cap: p.boot_cap(run.planned),
+    })
 }

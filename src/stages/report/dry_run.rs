@@ -22,7 +22,7 @@ pub struct PlanSummary {
     pub suite: String,
     pub suite_path: String,
     pub description: String,
-    pub kernel_source: String,
+    pub kernel_source: SourcePlan,
     pub kernel_base: String,
     pub fragments_from: String,
     /// Each variant's kernel origin, when a variant has one of its own.
@@ -51,20 +51,21 @@ pub struct PlanSummary {
     pub order: RunOrder,
     pub seed: u64,
     pub units: Vec<UnitLine>,
-    pub precision_rule: Vec<String>,
+    /// What a run with a precision target does after its planned boots.
+    pub precision_rule: Option<PrecisionPlan>,
     /// The most vCPUs of a guest and the host's cores, when it has fewer.
     pub oversubscribed: Option<(u32, u32)>,
     pub timing: TimingChoice,
     pub icount_shift: u32,
     /// Not KVM for sure: the guests may run under TCG.
     pub maybe_tcg: bool,
-    /// Guests at once the run will likely boot (the estimate's), and the
-    /// lines that say how many under each timing and why.
+    /// Guests at once the run will likely boot (the estimate's), and how
+    /// many under each timing it may get, and why.
     pub jobs: usize,
-    pub slots: Vec<String>,
+    pub slots: SlotsPlan,
     /// What boots of more than one vCPU under icount boot with, when it is
     /// markbench's own QEMU.
-    pub smp_qemu: Option<String>,
+    pub smp_qemu: Option<SmpQemuPlan>,
     /// What this machine lacks of what the run needs, and how the run
     /// gives it before the first build.
     pub host: HostPlan,
@@ -73,6 +74,121 @@ pub struct PlanSummary {
     pub kernels_cached: Option<Vec<(String, bool)>>,
     /// What the run's builds take on disk, when it builds anything.
     pub disk: Option<Disk>,
+}
+
+/// The kernel source a run builds from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourcePlan {
+    Tarball(String),
+    Tree(String),
+}
+
+/// A precision target's rule: the half-width (percent) a point's interval
+/// must reach on at least `min_boots` boots a side, and the run's bounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrecisionPlan {
+    pub percent: f64,
+    pub min_boots: usize,
+    /// No block starts that would end after this much wall time from the
+    /// first boot.
+    pub budget_s: Option<u64>,
+    /// The most boots in all.
+    pub boot_cap: usize,
+}
+
+/// How many guests boot at once under each timing the run may get, and
+/// why (the slots' reasons); before the trial boots only the suite's
+/// choices are known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotsPlan {
+    /// Under icount (TCG), when the run may count instructions.
+    pub under_icount: Option<String>,
+    /// On the wall clock, when the run may time on it.
+    pub on_wall: Option<String>,
+    /// What the likely slots warn of.
+    pub warning: Option<String>,
+}
+
+/// markbench's own QEMU, which boots the guests of more than one vCPU
+/// under icount.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SmpQemuPlan {
+    pub version: String,
+    pub patches: usize,
+    /// The suite's `smp_turn`: at most this many instructions a turn (0:
+    /// to the next timer deadline).
+    pub smp_turn: u32,
+    /// Whether the cache holds it already (else it is built first).
+    pub in_cache: bool,
+}
+
+impl SourcePlan {
+    fn words(&self) -> String {
+        match self {
+            SourcePlan::Tarball(path) => format!("{path} (a release tarball)"),
+            SourcePlan::Tree(path) => format!("{path} (a source tree)"),
+        }
+    }
+}
+
+impl PrecisionPlan {
+    fn lines(&self) -> [String; 2] {
+        let budget = match self.budget_s {
+            Some(s) => format!(
+                "no block starts that would end after {} of wall time from the first boot \
+                 (kernel builds and image preparation are not counted)",
+                humantime::format_duration(std::time::Duration::from_secs(s))
+            ),
+            None => "no budget of time".to_string(),
+        };
+        [
+            format!(
+                "precision: then, while a point's 95% interval of the relative difference is \
+                 wider than ±{}% (or has fewer than {} boots a side), one more block (one boot \
+                 of each variant, order drawn from the seed) at its CPU count, the count nearest \
+                 its target first",
+                self.percent, self.min_boots
+            ),
+            format!("  bounds: {budget}; at most {} boots in all", self.boot_cap),
+        ]
+    }
+}
+
+impl SlotsPlan {
+    fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        match (&self.under_icount, &self.on_wall) {
+            (Some(icount), Some(wall)) => lines.push(format!(
+                "slots: under icount (TCG), {icount}; on the wall clock (KVM, or a QEMU that \
+                 cannot count instructions), {wall}"
+            )),
+            (Some(reason), None) | (None, Some(reason)) => lines.push(format!("slots: {reason}")),
+            (None, None) => {}
+        }
+        if let Some(warning) = &self.warning {
+            lines.push(format!("warning: {warning}"));
+        }
+        lines
+    }
+}
+
+impl SmpQemuPlan {
+    fn line(&self) -> String {
+        let state = if self.in_cache {
+            "in the cache"
+        } else {
+            "built first (about 4 minutes on 2 cores, after the kernels)"
+        };
+        let turn = match self.smp_turn {
+            0 => "turns to the next timer deadline".to_string(),
+            n => format!("turns of at most {n} instructions"),
+        };
+        format!(
+            "qemu: boots of more than one vCPU under icount use markbench's own QEMU {} + {} \
+             patches ({turn}): {state}; 1-vCPU boots use the host's",
+            self.version, self.patches
+        )
+    }
 }
 
 /// The disk a run's builds take in the cache and what it has free.
@@ -287,7 +403,7 @@ impl PlanSummary {
         if !self.description.is_empty() {
             line(format!("  {}", self.description));
         }
-        line(format!("kernel source: {}", self.kernel_source));
+        line(format!("kernel source: {}", self.kernel_source.words()));
         line(format!(
             "kernel configuration: {} + base.config + the variant's fragment",
             self.kernel_base
@@ -416,8 +532,8 @@ impl PlanSummary {
                 u.boot
             ));
         }
-        for rule in &self.precision_rule {
-            line(rule.clone());
+        for rule in self.precision_rule.iter().flat_map(PrecisionPlan::lines) {
+            line(rule);
         }
     }
 
@@ -440,11 +556,11 @@ impl PlanSummary {
             timing_name(self.timing),
             self.icount_shift
         ));
-        for slots in &self.slots {
-            line(slots.clone());
+        for slots in self.slots.lines() {
+            line(slots);
         }
         if let Some(q) = &self.smp_qemu {
-            line(q.clone());
+            line(q.line());
         }
         if self.maybe_tcg {
             line(
@@ -471,7 +587,7 @@ mod tests {
             suite: "s".into(),
             suite_path: "suites/s.toml".into(),
             description: "two kernels".into(),
-            kernel_source: "/src/linux (a source tree)".into(),
+            kernel_source: SourcePlan::Tree("/src/linux".into()),
             kernel_base: "tinyconfig".into(),
             fragments_from: "vm-images".into(),
             origins: vec![("b".into(), "the tree at abc".into())],
@@ -522,13 +638,17 @@ mod tests {
                 cpus: 8,
                 boot: 0,
             }],
-            precision_rule: Vec::new(),
+            precision_rule: None,
             oversubscribed: Some((8, 2)),
             timing: TimingChoice::Wall,
             icount_shift: 4,
             maybe_tcg: false,
             jobs: 1,
-            slots: vec!["slots: one at a time".into()],
+            slots: SlotsPlan {
+                under_icount: None,
+                on_wall: Some("one at a time".into()),
+                warning: None,
+            },
             smp_qemu: None,
             host: HostPlan {
                 can_install: true,
