@@ -158,8 +158,9 @@ fn the_step_is_found_between_nights_7_and_8_and_nowhere_else() {
     let reports = tmp.path().join("reports");
     nights(&reports);
     let out = tmp.path().join("history");
-    let histories =
-        markbench::jobs::history::history(std::slice::from_ref(&reports), &out, None).unwrap();
+    let histories = markbench::jobs::history::history(std::slice::from_ref(&reports), &out, None)
+        .unwrap()
+        .histories;
     assert_eq!(histories.len(), 1);
     let h = &histories[0];
     assert_eq!((h.runs.len(), h.variant.as_str()), (NIGHTS, "tip"));

@@ -5,8 +5,10 @@
 use super::status::Outcome;
 use crate::base::error::{Context, Result};
 use crate::base::exit::ExitStatus;
-use crate::jobs::bisect::{Request, Shown};
-use crate::stages::report::bisect::{step_line, summary};
+use crate::base::message;
+use crate::jobs::bisect::{BisectProgress, Request};
+use crate::stages::report::bisect::{self, step_line, summary};
+use crate::stages::report::terminal;
 
 /// Runs the bisection `request` asks for; its exit status. A failure is the
 /// caller's to map, as for every command: input to fix, the machinery (a
@@ -18,39 +20,44 @@ pub fn run(request: &Request) -> Result<ExitStatus> {
 }
 
 /// Prints what a bisection shows as it goes.
-pub fn show(shown: Shown<'_>) {
+pub fn show(shown: BisectProgress<'_>) {
     match shown {
-        Shown::Started { dir, plan } => {
-            println!("bisection directory: {}", dir.display());
-            println!(
-                "range: {} commits after {} up to {} ({}); point {}; threshold {:.2}%",
+        BisectProgress::Started { dir, plan } => print!(
+            "{}",
+            bisect::started(
+                dir,
                 plan.commits.len() - 1,
-                plan.commits[0].short_id(),
-                plan.commits.last().map_or("", |c| c.short_id()),
-                plan.tree.display(),
-                plan.point,
-                100.0 * plan.threshold
-            );
-        }
-        Shown::Machine { machine, max_cpus } => println!(
-            "QEMU: {}; accelerator: {} ({}); timing: {}",
-            machine.qemu.version,
-            machine.accel.accel.as_str(),
-            machine.accel.reason,
-            machine.timing.describe(max_cpus)
+                (
+                    plan.commits[0].short_id(),
+                    plan.commits.last().map_or("", |c| c.short_id()),
+                ),
+                &plan.tree,
+                &plan.point,
+                plan.threshold,
+            )
         ),
-        Shown::Step { step, unit } => println!("{}", step_line(step, unit)),
-        Shown::Answered {
+        BisectProgress::Machine { machine, max_cpus } => {
+            println!("{}", terminal::machine_line(machine, max_cpus))
+        }
+        BisectProgress::Step { step, unit } => println!("{}", step_line(step, unit)),
+        BisectProgress::Answered {
             answer,
             written,
             elapsed,
         } => {
             println!("{}", summary(answer));
-            println!(
-                "answer: {}\n{:.0} s in all",
-                written.display(),
-                elapsed.as_secs_f64()
-            );
+            print!("{}", bisect::answered(written, elapsed.as_secs_f64()));
+        }
+        BisectProgress::BuiltInSuite { cwd } => message::note(terminal::built_in_suite(cwd)),
+        BisectProgress::RoundStarted { what, boots, dir } => {
+            message::note(bisect::round_started(what, boots, dir))
+        }
+        BisectProgress::Untestable { commit } => message::note(bisect::untestable(commit)),
+        BisectProgress::AnswerNotWritten { error } => {
+            message::warning(bisect::answer_not_written(error))
+        }
+        BisectProgress::NotRemoved { dir, error } => {
+            message::warning(bisect::not_removed(dir, error))
         }
     }
 }

@@ -5,7 +5,8 @@
 use super::status::Outcome;
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
-use crate::guest::images::cache::{self, Entry, Kind};
+use crate::guest::images::cache::{self, Entry};
+use crate::stages::report::cache::{self as report, PruneAction};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -40,100 +41,32 @@ pub fn run(verify: bool, prune: Option<Prune>) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// A size in binary units (`1.5 GiB`).
-fn size(bytes: u64) -> String {
-    bytesize::ByteSize(bytes).display().iec().to_string()
-}
-
-/// How long ago `t` was, in words.
-fn ago(t: SystemTime) -> String {
-    let since = SystemTime::now()
-        .duration_since(t)
-        .unwrap_or_default()
-        .as_secs();
-    match since {
-        s if s < 120 => format!("{s} s ago"),
-        s if s < 7200 => format!("{} min ago", s / 60),
-        s if s < 172_800 => format!("{} h ago", s / 3600),
-        s => format!("{} days ago", s / 86_400),
-    }
-}
-
 /// The listing: every entry by kind, with its size and last use.
 fn list(root: &Path, entries: &[Entry]) {
-    let total: u64 = entries.iter().map(|e| e.bytes).sum();
-    println!("cache: {} ({} in all)", root.display(), size(total));
-    let kinds = [
-        Kind::Kernel,
-        Kind::Workspace,
-        Kind::Source,
-        Kind::GuestImage,
-        Kind::Qemu,
-        Kind::Other,
-    ];
-    for kind in kinds {
-        let of: Vec<_> = entries.iter().filter(|e| e.kind == kind).collect();
-        if of.is_empty() {
-            continue;
-        }
-        println!(
-            "\n{} ({}, {}){}",
-            kind.as_str(),
-            of.len(),
-            size(of.iter().map(|e| e.bytes).sum()),
-            if kind == Kind::Other {
-                ", never pruned"
-            } else {
-                ""
-            }
-        );
-        for e in of {
-            println!(
-                "  {:>10}  {:<14}  {}{}",
-                size(e.bytes),
-                ago(e.last_use),
-                e.path.strip_prefix(root).unwrap_or(&e.path).display(),
-                if e.in_use {
-                    "  (in use)"
-                } else if e.debris {
-                    "  (what a killed build left)"
-                } else {
-                    ""
-                }
-            );
-        }
-    }
+    print!("{}", report::listing(root, entries, SystemTime::now()));
 }
 
 /// `cache prune`: removes (or with `dry_run` names) what `prune` chooses,
 /// one line each, and what that freed.
 fn remove(root: &Path, entries: &[Entry], prune: &Prune) -> Result<()> {
+    let now = SystemTime::now();
     let total: u64 = entries.iter().map(|e| e.bytes).sum();
-    let chosen = cache::to_prune(entries, SystemTime::now(), prune.older_than, prune.max_size);
+    let chosen = cache::to_prune(entries, now, prune.older_than, prune.max_size);
     let mut freed = 0;
     for e in entries.iter().filter(|e| chosen.contains(&e.path)) {
-        let shown = e.path.strip_prefix(root).unwrap_or(&e.path).display();
-        let why = if e.debris {
-            format!("{}, what a killed build left", size(e.bytes))
-        } else {
-            format!("{}, last used {}", size(e.bytes), ago(e.last_use))
-        };
-        if prune.dry_run {
-            println!("would remove {shown} ({why})");
-            freed += e.bytes;
+        let action = if prune.dry_run {
+            PruneAction::WouldRemove
         } else if cache::remove(e)? {
-            println!("removed {shown} ({why})");
-            freed += e.bytes;
+            PruneAction::Removed
         } else {
-            println!("kept {shown}: a running markbench holds it");
+            PruneAction::Kept
+        };
+        if action != PruneAction::Kept {
+            freed += e.bytes;
         }
+        println!("{}", report::pruned(root, e, action, now));
     }
-    println!(
-        "{} {} of {}",
-        if prune.dry_run { "would free" } else { "freed" },
-        size(freed),
-        size(total)
-    );
+    println!("{}", report::freed(prune.dry_run, freed, total));
     Ok(())
 }
 
@@ -142,32 +75,18 @@ fn remove(root: &Path, entries: &[Entry], prune: &Prune) -> Result<()> {
 fn verify_cache(root: &Path) -> ExitStatus {
     use crate::guest::images::seal::Verdict;
     let checked = cache::verify(root);
-    let mut damaged = 0;
     for c in &checked {
-        let shown = c.path.strip_prefix(root).unwrap_or(&c.path).display();
-        match &c.verdict {
-            Verdict::Sound => println!("ok       {shown}"),
-            Verdict::SealedNow => {
-                println!("sealed   {shown} (made before seals were kept; checked and sealed now)")
-            }
-            Verdict::Damaged(why) => {
-                damaged += 1;
-                println!("DAMAGED  {shown}: {why}");
-            }
-        }
+        println!("{}", report::verified(root, c));
     }
+    let damaged = checked
+        .iter()
+        .filter(|c| matches!(c.verdict, Verdict::Damaged(_)))
+        .count();
+    let summary = report::verify_summary(root, checked.len(), damaged);
     if damaged == 0 {
-        crate::base::message::note(format_args!(
-            "cache {}: {} entries checked, all sound",
-            root.display(),
-            checked.len()
-        ));
+        crate::base::message::note(summary);
     } else {
-        crate::base::message::error(format_args!(
-            "cache {}: {damaged} of {} entries damaged; the next run that needs one builds it again",
-            root.display(),
-            checked.len()
-        ));
+        crate::base::message::error(summary);
     }
     checked.status()
 }

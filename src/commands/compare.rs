@@ -4,8 +4,10 @@
 use super::status::Outcome as _;
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
+use crate::base::message;
 use crate::base::run_dir::RunDir;
-use crate::jobs::compare::{Options, Outcome, Shown};
+use crate::jobs::compare::{CompareProgress, Options, Outcome};
+use crate::stages::report::terminal;
 
 /// Runs the comparison `options` asks for; the run's exit status.
 pub fn run(options: &Options) -> Result<ExitStatus> {
@@ -17,48 +19,32 @@ pub fn run(options: &Options) -> Result<ExitStatus> {
 pub fn run_and_show(options: &Options) -> Result<Outcome> {
     let outcome = crate::jobs::compare::compare(options, &mut show)?;
     if let Some((dir, meta)) = &outcome.run {
-        let failed = meta.boots.iter().filter(|b| !b.ok()).count();
-        println!(
-            "report: {}\n{} boots, {} failed, {:.0} s in all",
-            RunDir::new(dir).report().display(),
-            meta.boots.len(),
-            failed,
-            outcome.elapsed.as_secs_f64()
+        let report = RunDir::new(dir).report();
+        print!(
+            "{}",
+            terminal::run_ended(&report, meta, outcome.elapsed.as_secs_f64())
         );
-        match meta.status() {
-            ExitStatus::Interrupted => crate::base::message::note(format_args!(
-                "the run is partial; continue it with: markbench compare --resume {}",
-                dir.display()
-            )),
-            ExitStatus::Incomplete => crate::base::message::note(format_args!(
-                "{failed} boot(s) failed; see the Boots table in the report"
-            )),
-            _ => {}
+        if let Some(note) = terminal::run_not_complete(dir, meta) {
+            message::note(note);
         }
     }
     Ok(outcome)
 }
 
-fn show(shown: Shown<'_>) {
-    match shown {
-        Shown::Plan(plan) => print!("{}", plan.render()),
-        Shown::Starting {
+fn show(progress: CompareProgress<'_>) {
+    match progress {
+        CompareProgress::BuiltInSuite { cwd } => message::note(terminal::built_in_suite(cwd)),
+        CompareProgress::SkippedRun(skipped) => message::warning(skipped),
+        CompareProgress::Plan(plan) => print!("{}", plan.render()),
+        CompareProgress::QemuChanged {
+            recorded_version,
+            recorded_path,
+            now,
+        } => message::warning(terminal::qemu_changed(recorded_version, recorded_path, now)),
+        CompareProgress::Starting {
             dir,
             machine,
             max_cpus,
-        } => {
-            println!("run directory: {}", dir.display());
-            println!(
-                "QEMU: {} ({})",
-                machine.qemu.version,
-                machine.qemu.path.display()
-            );
-            println!(
-                "accelerator: {} ({})",
-                machine.accel.accel.as_str(),
-                machine.accel.reason
-            );
-            println!("timing: {}", machine.timing.describe(max_cpus));
-        }
+        } => print!("{}", terminal::run_starting(dir, machine, max_cpus)),
     }
 }

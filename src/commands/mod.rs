@@ -24,7 +24,7 @@ pub mod run_shard;
 pub mod setup;
 pub mod status;
 
-use crate::base::error::Result;
+use crate::base::error::{Context, Result};
 use crate::guest::images::kernel::KernelSource;
 use crate::guest::images::source::RevSelection;
 use crate::record::Overrides;
@@ -46,6 +46,10 @@ impl SuiteChoice {
     /// kernels made from the source when `--patch` or `--revs` ask.
     pub fn load(&self) -> Result<(Suite, KernelSource)> {
         let file = crate::jobs::compare::read_suite(self.suite.as_deref())?;
+        if file.built_in {
+            let cwd = std::env::current_dir().context("reading the current directory")?;
+            crate::base::message::note(crate::stages::report::terminal::built_in_suite(&cwd));
+        }
         let source = crate::jobs::compare::kernel_source(self.kernel_source.as_deref(), &file)?;
         let from_source = Overrides {
             patches: self.patches.clone(),

@@ -257,17 +257,27 @@ pub fn record_of(u: &Unit) -> crate::record::UnitRecord {
 /// boot so far has started.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Addition {
-    /// Boot these units (a balanced block), because of these points, each
-    /// as a person reads it ("hackbench 2 on 1 CPU: ±0.62% > ±0.5%").
+    /// Boot these units (a balanced block), because of these points.
     Block {
         units: Vec<Unit>,
-        unresolved: Vec<String>,
+        unresolved: Vec<UnresolvedPoint>,
     },
     /// Add nothing now: the boots under way may resolve what is left, so
     /// the next decision waits until one of them has ended.
     Wait,
     /// Add nothing more.
     Stop(crate::record::PrecisionStop),
+}
+
+/// A point not yet within a run's precision target, where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnresolvedPoint {
+    /// The point as `bisect --point` names it: `WORKLOAD/METRIC@CPUS=PARAM`.
+    pub point: String,
+    /// The candidate it compares, when a run has several.
+    pub candidate: Option<String>,
+    pub precision: crate::base::stats::sequential::PointPrecision,
+    pub target: crate::base::stats::sequential::FixedWidth,
 }
 
 /// The directives one unit's guest runs.

@@ -12,7 +12,7 @@ use crate::base::run_dir::RunDir;
 use crate::guest::images::size::SizeRecord;
 use crate::guest::workloads::Measurement;
 use crate::record::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
-use crate::stages::events::{MetaRecord, Observers, RunEvent, RunObserver, Terminal};
+use crate::stages::events::{MetaRecord, Observers, RunEvent, RunObserver};
 use crate::stages::plan::{Addition, Unit};
 use crate::stages::slots::Slots;
 use crate::stages::suite::Suite;
@@ -523,7 +523,8 @@ fn slot_for(free: &[usize], variant: &str, booted: &[(String, usize)]) -> Option
 /// With [`Start::Resume`], boots that finished are kept and skipped, the
 /// partial samples of any other are dropped, and the rest run as planned.
 /// With `more_boots`, the units it adds as slots free up run after the
-/// others, until it says to stop.
+/// others, until it says to stop. `terminal` is what a person watching
+/// sees of the events.
 #[allow(clippy::too_many_arguments)]
 pub fn execute(
     suite: &Suite,
@@ -537,9 +538,9 @@ pub fn execute(
     model: Option<&ModelPlugin>,
     after_boots: Option<AfterBoots>,
     mut more_boots: Option<MoreBoots>,
+    terminal: &mut dyn RunObserver,
 ) -> Result<RunMeta> {
     let dir = lock.dir();
-    let mut terminal = Terminal::default();
     let (meta, resumed) = begin(suite, units.len(), start, images, dir)?;
     let mut record = MetaRecord::new(meta, dir)?;
     let done: std::collections::BTreeSet<BootKey> = record
@@ -549,7 +550,7 @@ pub fn execute(
         .filter(|b| b.ok())
         .map(BootRecord::key)
         .collect();
-    let mut events = Observers(vec![&mut terminal, &mut record]);
+    let mut events = Observers(vec![terminal, &mut record]);
     if let Some(event) = resumed {
         events.on(&event)?;
     }

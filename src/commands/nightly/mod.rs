@@ -13,6 +13,7 @@ use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;
 use crate::jobs::compare::Options;
 use crate::record::RunMeta;
+use crate::stages::report::nightly as words;
 use std::path::{Path, PathBuf};
 
 /// The newest complete run of `suite` in `reports`, other than `except`,
@@ -60,18 +61,7 @@ fn leave_summary(dir: &Path, summary: &str, page: &JobPage) -> Result<()> {
 /// so a CI job's page never stays empty.
 fn erred(title: Option<&str>, e: &crate::base::error::Error) -> String {
     let status = ExitStatus::of_error(e, crate::stages::vm::interrupted());
-    format!(
-        "{}**Error**, not gated (exit {status}): {e:#}\n",
-        header(title)
-    )
-}
-
-/// The summary's first lines, naming the suite when it is known.
-fn header(title: Option<&str>) -> String {
-    match title {
-        Some(title) => format!("## markbench nightly: {title}\n\n"),
-        None => "## markbench nightly\n\n".to_string(),
-    }
+    words::erred(title, status, e)
 }
 
 /// How a night ended: its exit status, and when it was gated, the two runs
@@ -155,12 +145,13 @@ pub const HISTORY_DIR: &str = "history";
 fn update_history(reports: &Path, tonight: &Path, variant: Option<&str>, page: &JobPage) {
     let out = reports.join(HISTORY_DIR);
     match crate::jobs::history::history(&[reports.to_path_buf()], &out, variant) {
-        Ok(_) => {
-            let html = out.join(crate::jobs::history::HTML_FILE);
-            let text = format!(
-                "\nHistory of every night, point by point, with its change points: {} ({})\n",
-                html.display(),
-                out.join(crate::jobs::history::MARKDOWN_FILE).display()
+        Ok(written) => {
+            for skipped in &written.skipped {
+                crate::base::message::warning(skipped);
+            }
+            let text = words::history_link(
+                &out.join(crate::jobs::history::HTML_FILE),
+                &out.join(crate::jobs::history::MARKDOWN_FILE),
             );
             if let Err(e) = add_to_summary(tonight, &text, page) {
                 crate::base::message::warning(format_args!("linking the history: {e:#}"));
@@ -238,30 +229,16 @@ fn gated(
     (dir, meta, status): (&Path, &RunMeta, ExitStatus),
     page: &JobPage,
 ) -> Result<Night> {
-    let mut summary = header(Some(&meta.suite_title()));
+    let mut summary = words::header(Some(&meta.suite_title()));
     if status != ExitStatus::Success {
         let report = RunDir::new(dir).report();
-        let failed = meta.boots.iter().filter(|b| !b.ok()).count();
-        summary.push_str(&match status {
-            ExitStatus::Interrupted => format!(
-                "**Interrupted**: the run is partial ({} boots, {failed} failed), not gated; \
-                 continue it with markbench nightly --resume {}; see {}.\n",
-                meta.boots.len(),
-                dir.display(),
-                report.display()
-            ),
-            _ => format!(
-                "**Infrastructure failure**: {failed} of {} boots failed, not gated; see {}.\n",
-                meta.boots.len(),
-                report.display()
-            ),
-        });
+        summary.push_str(&words::not_gated(status, dir, meta, &report));
         leave_summary(dir, &summary, page)?;
         return Ok(Night::ended(night_status(status, None)));
     }
     let baseline = baseline.or_else(|| newest_baseline(&options.reports, &meta.suite, dir));
     let Some(baseline) = baseline else {
-        summary.push_str("No baseline run of this suite yet: this run becomes the baseline.\n");
+        summary.push_str(words::NO_BASELINE);
         leave_summary(dir, &summary, page)?;
         update_history(&options.reports, dir, variant, page);
         return Ok(Night::ended(night_status(ExitStatus::Success, None)));

@@ -60,32 +60,6 @@ impl Answer {
             profile: None,
         }
     }
-
-    /// The answer in one line.
-    pub fn headline(&self) -> String {
-        let commits = &self.plan.commits;
-        let named = |i: usize| format!("{} ({})", commits[i].short_id(), commits[i].subject);
-        match self.search.as_ref().map(|s| &s.ending) {
-            None => "in progress".into(),
-            Some(Ending::NoRegression) => format!(
-                "no regression to bisect between {} and {}: {}",
-                commits[0].short_id(),
-                commits[commits.len() - 1].short_id(),
-                self.search
-                    .as_ref()
-                    .and_then(|s| s.confirmation.why_not.clone())
-                    .unwrap_or_default()
-            ),
-            Some(Ending::FirstBad { index }) => format!("first bad commit: {}", named(*index)),
-            Some(Ending::Range { good, bad }) => format!(
-                "the first bad commit is one of the {} after {} up to {}; the commits between \
-                 could not be decided",
-                bad - good,
-                commits[*good].short_id(),
-                named(*bad)
-            ),
-        }
-    }
 }
 
 impl Answer {
@@ -114,8 +88,17 @@ impl Answer {
             }
             _ => None,
         };
+        let finding = self.search.as_ref().map(|s| match &s.ending {
+            Ending::NoRegression => shown::Finding::NoRegression,
+            Ending::FirstBad { index } => shown::Finding::FirstBad(commit(*index)),
+            Ending::Range { good, bad } => shown::Finding::Range {
+                commits: bad - good,
+                good: commit(*good),
+                bad: commit(*bad),
+            },
+        });
         Bisection {
-            headline: self.headline(),
+            finding,
             good: commit(0),
             bad: commit(last),
             tree: plan.tree.display().to_string(),

@@ -21,7 +21,7 @@ use crate::guest::images::kernel::{BuildFailed, KernelSource};
 use crate::jobs::compare::{self, Resolved};
 use crate::record::{Overrides, RunMeta};
 use crate::stages::suite::Suite;
-use crate::{base::message, base::run_dir::RunDir, stages::vm};
+use crate::{base::run_dir::RunDir, stages::vm};
 use decide::{Boots, Measured, Rules};
 use point::PointSpec;
 use range::RangeCommit;
@@ -111,8 +111,9 @@ const BUILD_FILE: &str = "build.toml";
 /// a round's boots completed.
 const UNTESTABLE_FILE: &str = "untestable.txt";
 
-/// What a bisection shows as it goes, before it returns: the handler words it.
-pub enum Shown<'a> {
+/// What a bisection has to tell as it goes, before it returns, as values:
+/// the command's handler words it (`report::bisect`) and prints it.
+pub enum BisectProgress<'a> {
     /// Where the bisection goes and what it searches.
     Started { dir: &'a Path, plan: &'a Plan },
     /// QEMU and the machine, decided at the first boot.
@@ -131,17 +132,45 @@ pub enum Shown<'a> {
         written: &'a Path,
         elapsed: std::time::Duration,
     },
+    /// No suite was named and the current directory `cwd` has none: the
+    /// suite built into markbench is measured.
+    BuiltInSuite { cwd: &'a Path },
+    /// A round of `boots` boots (`what`: of which commit, for what) starts
+    /// in `dir`.
+    RoundStarted {
+        what: &'a str,
+        boots: usize,
+        dir: &'a Path,
+    },
+    /// The commit (short id) cannot be measured and is skipped.
+    Untestable { commit: &'a str },
+    /// The answer so far could not be written; the search goes on.
+    AnswerNotWritten {
+        error: &'a crate::base::error::Error,
+    },
+    /// A directory the answer does not need could not be removed.
+    NotRemoved {
+        dir: &'a Path,
+        error: &'a std::io::Error,
+    },
 }
 
 /// Runs a bisection, passing what it has to show to `show` as it goes: its
 /// directory and answer (whose search holds how it ended).
-pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answer::Answer)> {
+pub fn run(
+    request: &Request,
+    show: &dyn Fn(BisectProgress<'_>),
+) -> Result<(PathBuf, answer::Answer)> {
     let (dir, plan) = start(request)?;
     let suite = suite_of(&plan)?;
+    if suite.built_in {
+        let cwd = std::env::current_dir().context("reading the current directory")?;
+        show(BisectProgress::BuiltInSuite { cwd: &cwd });
+    }
     let point_suite = restricted(&suite, &plan)?;
     let needs = compare::host_needs(&point_suite, point_suite.qemu.is_some());
     crate::base::prereq::ensure(needs, request.consent())?;
-    show(Shown::Started {
+    show(BisectProgress::Started {
         dir: &dir,
         plan: &plan,
     });
@@ -160,12 +189,12 @@ pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answ
         &mut |step| {
             shown.push(step.clone());
             let so_far = answer::Answer::partial(&plan, &shown, &unit);
-            show(Shown::Step {
+            show(BisectProgress::Step {
                 step: &answer::measured(&plan, step),
                 unit: &unit,
             });
-            if let Err(e) = answer::write(&dir, &so_far) {
-                message::warning(format_args!("writing the answer so far: {e:#}"));
+            if let Err(error) = answer::write(&dir, &so_far) {
+                show(BisectProgress::AnswerNotWritten { error: &error });
             }
         },
     )?;
@@ -179,9 +208,9 @@ pub fn run(request: &Request, show: &dyn Fn(Shown<'_>)) -> Result<(PathBuf, answ
             answer.profile = Some(bench.profile(index - 1, index)?);
         }
     }
-    keep_only_what_the_answer_needs(&plan, &answer);
+    keep_only_what_the_answer_needs(&plan, &answer, show);
     let written = answer::write(&dir, &answer)?;
-    show(Shown::Answered {
+    show(BisectProgress::Answered {
         answer: &answer.facts(),
         written: &written,
         elapsed: started.elapsed(),
@@ -469,7 +498,7 @@ struct Bench<'a> {
     machine: Option<(vm::qemu::QemuRunner, vm::Machine)>,
     unit: String,
     higher_is_better: Option<bool>,
-    show: &'a dyn Fn(Shown<'_>),
+    show: &'a dyn Fn(BisectProgress<'_>),
 }
 
 impl<'a> Bench<'a> {
@@ -478,7 +507,7 @@ impl<'a> Bench<'a> {
         plan: &'a Plan,
         file: Suite,
         spec: PointSpec,
-        show: &'a dyn Fn(Shown<'_>),
+        show: &'a dyn Fn(BisectProgress<'_>),
     ) -> Result<Bench<'a>> {
         let suite = restricted(&file, plan)?;
         let source = KernelSource::from_path(&plan.tree)?;
@@ -553,10 +582,9 @@ impl<'a> Bench<'a> {
                 if let Some(why) = untestable {
                     std::fs::create_dir_all(&commit_dir)?;
                     std::fs::write(commit_dir.join(UNTESTABLE_FILE), &why)?;
-                    message::note(format_args!(
-                        "{} cannot be measured: skipped",
-                        self.plan.commits[index].short_id()
-                    ));
+                    (self.show)(BisectProgress::Untestable {
+                        commit: self.plan.commits[index].short_id(),
+                    });
                     return Ok(Measured::Untestable(why));
                 }
             }
@@ -652,7 +680,7 @@ impl<'a> Bench<'a> {
                 run.qemu.is_some(),
                 &mut runner,
             )?;
-            (self.show)(Shown::Machine {
+            (self.show)(BisectProgress::Machine {
                 machine: &machine,
                 max_cpus: run.max_cpus(),
             });
@@ -698,6 +726,7 @@ impl<'a> Bench<'a> {
         what: &str,
     ) -> Result<RunMeta> {
         let mut resolved = Resolved::planned(suite, overrides, self.source.clone())?;
+        let show = self.show;
         let (runner, machine) = self.machine(&resolved, images)?;
         match meta {
             Some(meta) => resolved = resolved.resuming(run, meta),
@@ -705,11 +734,11 @@ impl<'a> Bench<'a> {
                 .create()
                 .with_context(|| format!("creating {}", run.display()))?,
         }
-        message::note(format_args!(
-            "{what}: {} boots in {}",
-            resolved.units.len(),
-            run.display()
-        ));
+        show(BisectProgress::RoundStarted {
+            what,
+            boots: resolved.units.len(),
+            dir: run,
+        });
         compare::execute(&resolved, images, machine, runner, run)
             .with_context(|| format!("run in {}", run.display()))
     }
@@ -787,7 +816,11 @@ fn builds(dir: &Path, plan: &Plan) -> Result<Vec<(usize, answer::BuildOutcome)>>
 /// snapshot of its source (some 1.5 GB; made again if ever needed). The
 /// answer's commits (GOOD, BAD, the first bad commit and its parent) keep
 /// theirs, for sizes and profiles.
-fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
+fn keep_only_what_the_answer_needs(
+    plan: &Plan,
+    answer: &answer::Answer,
+    show: &dyn Fn(BisectProgress<'_>),
+) {
     let last = plan.commits.len() - 1;
     let mut kept = vec![0, last];
     if let Some(decide::Ending::FirstBad { index }) = answer.search.as_ref().map(|s| &s.ending) {
@@ -804,8 +837,8 @@ fn keep_only_what_the_answer_needs(plan: &Plan, answer: &answer::Answer) {
             removed.push(build.kernel_dir.join("build"));
         }
         for dir in removed.iter().filter(|d| d.is_dir()) {
-            if let Err(e) = std::fs::remove_dir_all(dir) {
-                message::warning(format_args!("removing {}: {e}", dir.display()));
+            if let Err(error) = std::fs::remove_dir_all(dir) {
+                show(BisectProgress::NotRemoved { dir, error: &error });
             }
         }
     }

@@ -4,21 +4,21 @@
 use super::Resolved;
 use crate::base::error::Result;
 use crate::guest::images::kernel;
-use crate::stages::report::dry_run::{role, Estimate, PlanSummary, UnitLine, VariantPlan};
+use crate::record::{RunMeta, SkippedRun};
+use crate::stages::report::dry_run::{
+    role, Estimate, ModelPlan, PlanSummary, PrecisionPlan, SlotsPlan, SmpQemuPlan, SourcePlan,
+    UnitLine, VariantPlan,
+};
 use crate::stages::suite::{AccelChoice, Suite, TimingChoice};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Seconds per boot of the newest complete earlier run of this suite with
-/// the same overrides, if any.
+/// the same overrides among `runs`, if any.
 fn earlier_seconds_per_boot(
-    reports: &Path,
+    runs: Vec<(PathBuf, RunMeta)>,
     suite: &Suite,
     overrides: &crate::record::Overrides,
 ) -> Option<(f64, String)> {
-    let (runs, skipped) = crate::record::scan_runs(reports);
-    for s in &skipped {
-        crate::base::message::warning(s);
-    }
     runs.into_iter().find_map(|(dir, meta)| {
         (meta.complete
             && !meta.diff
@@ -36,11 +36,13 @@ fn earlier_seconds_per_boot(
 
 /// The summary of `run`'s plan. Checks what a run would refuse before
 /// building: every patch applies (on a scratch copy), every fragment parses.
+/// Also returns the directories under `reports` that look like runs but
+/// could not be read for the estimate.
 pub(super) fn plan_summary(
     run: &Resolved,
     reports: &Path,
     host: &crate::base::prereq::HostPlan,
-) -> Result<PlanSummary> {
+) -> Result<(PlanSummary, Vec<SkippedRun>)> {
     let suite = &run.suite;
     let resolved = resolved_origins(run)?;
     let origins = own_origins(run, resolved.as_deref());
@@ -49,19 +51,18 @@ pub(super) fn plan_summary(
         None => None,
     };
     let variants = variant_plans(suite)?;
-    let (estimate, plugin_lines) = estimate(run, reports);
+    let (earlier_runs, skipped) = crate::record::scan_runs(reports);
+    let (estimate, profile, model) = estimate(run, earlier_runs);
     let host_cores = crate::base::host::cores() as u32;
     let max = run.max_cpus();
-    let (jobs, slots) = slot_lines(run);
-    Ok(PlanSummary {
+    let (jobs, slots) = slots_plan(run);
+    let summary = PlanSummary {
         suite: suite.name.clone(),
         suite_path: suite.describe_path(),
         description: suite.description.clone(),
         kernel_source: match &run.source {
-            kernel::KernelSource::Tarball(path) => {
-                format!("{} (a release tarball)", path.display())
-            }
-            kernel::KernelSource::Tree(path) => format!("{} (a source tree)", path.display()),
+            kernel::KernelSource::Tarball(path) => SourcePlan::Tarball(path.display().to_string()),
+            kernel::KernelSource::Tree(path) => SourcePlan::Tree(path.display().to_string()),
         },
         kernel_base: suite.kernel_base.describe(),
         fragments_from: suite.fragments.describe(),
@@ -91,7 +92,8 @@ pub(super) fn plan_summary(
             .shard_meta()
             .map(|shard| (shard.index, shard.count, shard.pieces)),
         estimate,
-        plugin_lines,
+        profile,
+        model,
         precision: suite.precision.is_some(),
         order: suite.order,
         seed: suite.seed,
@@ -112,11 +114,12 @@ pub(super) fn plan_summary(
         maybe_tcg: suite.accel != AccelChoice::Kvm,
         jobs,
         slots,
-        smp_qemu: smp_qemu_line(run),
+        smp_qemu: smp_qemu(run),
         host: host.clone(),
         disk: disk(run, kernels_cached.as_deref()),
         kernels_cached,
-    })
+    };
+    Ok((summary, skipped))
 }
 
 /// Every variant's kernel origin, resolved: its revision found and its
@@ -190,11 +193,18 @@ fn variant_plans(suite: &Suite) -> Result<Vec<VariantPlan>> {
 }
 
 /// How long the run will take, from an earlier complete run of the suite
-/// under `reports` when there is one, and the lines about the plugins'
-/// (the profiler's, the cycle model's) cost.
-fn estimate(run: &Resolved, reports: &Path) -> (Estimate, Vec<String>) {
+/// among `earlier_runs` when there is one, and the plugins' (the
+/// profiler's, the cycle model's) plans and cost.
+fn estimate(
+    run: &Resolved,
+    earlier_runs: Vec<(PathBuf, RunMeta)>,
+) -> (
+    Estimate,
+    Option<crate::stages::profile::dry_run::ProfilePlan>,
+    Option<ModelPlan>,
+) {
     let suite = &run.suite;
-    let earlier = earlier_seconds_per_boot(reports, suite, &run.overrides);
+    let earlier = earlier_seconds_per_boot(earlier_runs, suite, &run.overrides);
     let earlier_run =
         earlier.as_ref().map(
             |(per_boot, from)| crate::stages::profile::dry_run::EarlierRun {
@@ -204,10 +214,18 @@ fn estimate(run: &Resolved, reports: &Path) -> (Estimate, Vec<String>) {
                     .is_ok_and(|m| m.is_some()),
             },
         );
-    let mut plugin_lines = crate::stages::profile::dry_run::describe(suite, earlier_run);
-    if let Some(model) = &suite.model {
-        plugin_lines.extend(model_lines(suite, model, earlier_run));
-    }
+    let profile = crate::stages::profile::dry_run::plan(suite, earlier_run);
+    let model = suite.model.as_ref().map(|model| ModelPlan {
+        geometry: model.geometry(),
+        profile: model.profile.clone(),
+        timeout: earlier_run.and_then(|e| {
+            crate::stages::profile::dry_run::timeout_risk(
+                suite,
+                crate::stages::profile::dry_run::EstimatedBoot::Timed,
+                e.timed_boot_s(suite),
+            )
+        }),
+    });
     let model_factor = earlier_run.map_or(1.0, |e| e.model_factor(suite));
     let estimate = match earlier {
         Some((seconds_per_boot, from)) => Estimate::Earlier {
@@ -220,7 +238,7 @@ fn estimate(run: &Resolved, reports: &Path) -> (Estimate, Vec<String>) {
             kernel_base: suite.kernel_base.describe(),
         },
     };
-    (estimate, plugin_lines)
+    (estimate, profile, model)
 }
 
 /// The workloads whose iterations differ from the suite's: kind, measured,
@@ -237,45 +255,6 @@ fn own_iterations(suite: &Suite) -> Vec<(String, u32, u32)> {
         .collect()
 }
 
-/// The dry run's lines about the cycle model: what it adds, what it costs,
-/// and whether a timed boot at that cost outlasts the suite's timeout.
-fn model_lines(
-    suite: &Suite,
-    model: &crate::base::cycle_model::CycleModel,
-    earlier: Option<crate::stages::profile::dry_run::EarlierRun>,
-) -> Vec<String> {
-    let mut lines = vec![format!(
-        "cycle model: every boot under the plugin's cache and branch model ({}), up to ×{} a \
-         plain boot's wall time; each run also gets {} (docs/cycle-model.md)",
-        model.geometry(),
-        crate::base::cycle_model::WALL_TIME_FACTOR,
-        crate::base::cycle_model::METRICS
-            .iter()
-            .map(|(m, _)| *m)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )];
-    lines.push(match &model.profile {
-        Some(p) => format!(
-            "cycle model settings: the profile of the {} measured on {} at {} ({})",
-            p.cpu, p.host, p.measured, p.file
-        ),
-        None => "cycle model settings: the generic core of the defaults or the suite's own \
-                 (no calibrated profile of this CPU: `markbench calibrate` makes one)"
-            .to_string(),
-    });
-    if let Some(e) = earlier {
-        lines.extend(crate::stages::profile::dry_run::timeout_warning(
-            suite,
-            "a timed boot",
-            e.timed_boot_s(suite),
-        ));
-    }
-    lines
-}
-
-/// Says that SMP boots under icount use markbench's own QEMU, and whether
-/// it is built or still to build.
 /// Whether the run may build markbench's QEMU: an SMP point may boot it
 /// and the cache does not hold it.
 fn builds_own_qemu(run: &Resolved) -> bool {
@@ -329,33 +308,26 @@ fn disk(
     })
 }
 
-fn smp_qemu_line(run: &Resolved) -> Option<String> {
+/// markbench's own QEMU, when boots of more than one vCPU under icount
+/// may use it, and whether the cache holds it.
+fn smp_qemu(run: &Resolved) -> Option<SmpQemuPlan> {
     use crate::guest::images::qemu_build;
     if !crate::stages::machine::may_need_own_qemu(&run.suite, run.qemu.is_some()) {
         return None;
     }
-    let state = if !builds_own_qemu(run) {
-        "in the cache".to_string()
-    } else {
-        "built first (about 4 minutes on 2 cores, after the kernels)".to_string()
-    };
-    let turn = match run.suite.smp_turn {
-        0 => "turns to the next timer deadline".to_string(),
-        n => format!("turns of at most {n} instructions"),
-    };
-    Some(format!(
-        "qemu: boots of more than one vCPU under icount use markbench's own QEMU {} + {} \
-         patches ({turn}): {state}; 1-vCPU boots use the host's",
-        qemu_build::VERSION,
-        qemu_build::PATCHES.len()
-    ))
+    Some(SmpQemuPlan {
+        version: qemu_build::VERSION.to_string(),
+        patches: qemu_build::PATCHES.len(),
+        smp_turn: run.suite.smp_turn,
+        in_cache: !builds_own_qemu(run),
+    })
 }
 
 /// How many guests the run boots at once under the timing it may get, and
 /// why: icount (TCG) and the wall clock (KVM, or a QEMU that cannot count
 /// instructions) decide differently, and before the trial boots only the
 /// suite's choices are known.
-fn slot_lines(run: &Resolved) -> (usize, Vec<String>) {
+fn slots_plan(run: &Resolved) -> (usize, SlotsPlan) {
     use crate::stages::slots::{decide, HostOffer};
     let host = HostOffer::here();
     let memory = run.suite.memory_mib;
@@ -363,52 +335,27 @@ fn slot_lines(run: &Resolved) -> (usize, Vec<String>) {
     let wall = decide(run.jobs, false, memory, &host);
     let may_count = run.suite.timing != TimingChoice::Wall && run.suite.accel != AccelChoice::Kvm;
     let may_wall = run.suite.timing != TimingChoice::Icount;
-    let mut lines = Vec::new();
-    match (may_count, may_wall) {
-        (true, false) => lines.push(format!("slots: {}", icount.reason)),
-        (false, _) => lines.push(format!("slots: {}", wall.reason)),
-        (true, true) => lines.push(format!(
-            "slots: under icount (TCG), {}; on the wall clock (KVM, or a QEMU that cannot count \
-             instructions), {}",
-            icount.reason, wall.reason
-        )),
-    }
     let likely = if may_count { &icount } else { &wall };
-    if let Some(warning) = likely
+    let warning = likely
         .warning
         .as_ref()
         .or(wall.warning.as_ref().filter(|_| may_wall))
-    {
-        lines.push(format!("warning: {warning}"));
-    }
-    (likely.jobs, lines)
+        .cloned();
+    let plan = SlotsPlan {
+        under_icount: may_count.then(|| icount.reason.clone()),
+        on_wall: (!may_count || may_wall).then(|| wall.reason.clone()),
+        warning,
+    };
+    (likely.jobs, plan)
 }
 
 /// What a run with a precision target does after its planned boots.
-fn precision_rule(run: &Resolved) -> Vec<String> {
-    let Some(p) = run.suite.precision else {
-        return Vec::new();
-    };
-    let budget = match p.budget_s {
-        Some(s) => format!(
-            "no block starts that would end after {} of wall time from the first boot \
-             (kernel builds and image preparation are not counted)",
-            humantime::format_duration(std::time::Duration::from_secs(s))
-        ),
-        None => "no budget of time".to_string(),
-    };
-    vec![
-        format!(
-            "precision: then, while a point's 95% interval of the relative difference is wider \
-             than ±{}% (or has fewer than {} boots a side), one more block (one boot of each \
-             variant, order drawn from the seed) at its CPU count, the count nearest its target \
-             first",
-            p.percent,
-            crate::base::stats::sequential::MIN_BOOTS
-        ),
-        format!(
-            "  bounds: {budget}; at most {} boots in all",
-            p.boot_cap(run.planned)
-        ),
-    ]
+fn precision_rule(run: &Resolved) -> Option<PrecisionPlan> {
+    let p = run.suite.precision?;
+    Some(PrecisionPlan {
+        percent: p.percent,
+        min_boots: crate::base::stats::sequential::MIN_BOOTS,
+        budget_s: p.budget_s,
+        boot_cap: p.boot_cap(run.planned),
+    })
 }

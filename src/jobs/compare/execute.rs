@@ -5,6 +5,7 @@
 use super::Resolved;
 use crate::base::error::Result;
 use crate::record::{HostInfo, KernelMeta, RunMeta};
+use crate::stages::events::{RunEvent, RunObserver};
 use crate::stages::run_images::Images;
 use crate::stages::vm::{Machine, Runner};
 use crate::{base::host, stages::profile, stages::report, stages::run};
@@ -20,6 +21,7 @@ pub fn execute(
     dir: &Path,
 ) -> Result<RunMeta> {
     let lock = run::RunLock::acquire(dir)?;
+    let mut terminal = report::terminal::Terminal::default();
     // Before any boot: a profile that cannot be made fails now, not after
     // hours of timed boots.
     let profiler = profile::prepare(&run.suite, machine)?;
@@ -39,7 +41,10 @@ pub fn execute(
         None => {
             let mut meta = initial_meta(run, images, machine);
             note_slots(&mut meta, &slots);
-            note_qemu_release(&mut meta, machine);
+            if let Some(warning) = qemu_release(machine) {
+                terminal.on(&RunEvent::Warned { warning: &warning })?;
+                meta.warnings.push(warning);
+            }
             run::Start::New(meta)
         }
     };
@@ -82,27 +87,25 @@ pub fn execute(
         additions
             .is_some()
             .then_some(&mut more_boots as run::MoreBoots),
+        &mut terminal,
     )?;
     report::write(dir)?;
     Ok(meta)
 }
 
-/// Says once, and records, when the host's QEMU is not of the release
-/// markbench's own QEMU is built from: the stock package moves with the
-/// registry while the own build's source is fixed by its hash.
-fn note_qemu_release(meta: &mut RunMeta, machine: &Machine) {
-    let Some(smp) = &machine.smp else {
-        return;
-    };
+/// The warning a new run says once, and records, when the host's QEMU is
+/// not of the release markbench's own QEMU is built from: the stock
+/// package moves with the registry while the own build's source is fixed
+/// by its hash.
+fn qemu_release(machine: &Machine) -> Option<crate::record::Warning> {
+    let smp = machine.smp.as_ref()?;
     if crate::stages::vm::qemu::same_release(&machine.qemu.version, &smp.build.version) {
-        return;
+        return None;
     }
-    let warning = crate::record::Warning::QemuRelease {
+    Some(crate::record::Warning::QemuRelease {
         host: machine.qemu.version.clone(),
         own: smp.build.version.clone(),
-    };
-    crate::base::message::warning(&warning);
-    meta.warnings.push(warning);
+    })
 }
 
 /// Records how many guests boot at once, and says in the report when they

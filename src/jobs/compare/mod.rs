@@ -39,10 +39,23 @@ pub struct Outcome {
     pub elapsed: std::time::Duration,
 }
 
-/// What a compare shows as it goes, before it returns: the handler words it.
-pub enum Shown<'a> {
+/// What a compare has to tell as it goes, before it returns, as values:
+/// the command's handler words it (`report`) and prints it.
+pub enum CompareProgress<'a> {
+    /// No suite was named and the current directory `cwd` has none: the
+    /// suite built into markbench runs.
+    BuiltInSuite { cwd: &'a std::path::Path },
+    /// A directory under the reports that looks like a run but could not
+    /// be read (for the estimate of the run's time); it is left out.
+    SkippedRun(&'a crate::record::SkippedRun),
     /// What the run will do, before anything is built (the whole of a dry run).
     Plan(&'a PlanSummary),
+    /// A resumed run continues with another QEMU than it started with.
+    QemuChanged {
+        recorded_version: &'a str,
+        recorded_path: &'a str,
+        now: &'a vm::qemu::QemuBinary,
+    },
     /// Where the run goes and what it boots with, before the first boot.
     Starting {
         dir: &'a std::path::Path,
@@ -123,8 +136,12 @@ pub fn host_needs(suite: &crate::stages::suite::Suite, named_qemu: bool) -> prer
 
 /// Runs what `options` ask for (one shard of a suite when they name one),
 /// passing what it has to show to `show` as it goes.
-pub fn compare(options: &Options, show: &mut dyn FnMut(Shown<'_>)) -> Result<Outcome> {
+pub fn compare(options: &Options, show: &mut dyn FnMut(CompareProgress<'_>)) -> Result<Outcome> {
     let run = Resolved::new(options)?;
+    if run.suite.built_in && run.resumed.is_none() {
+        let cwd = std::env::current_dir().context("reading the current directory")?;
+        show(CompareProgress::BuiltInSuite { cwd: &cwd });
+    }
     // The dry run refuses what the run would: it is the run's preview.
     let oversubscribed_here = refuse_what_this_host_cannot_run(&run, options)?;
     // What the host lacks is decided once, shown by the plan and taken
@@ -132,11 +149,11 @@ pub fn compare(options: &Options, show: &mut dyn FnMut(Shown<'_>)) -> Result<Out
     // its kernels are built.
     let needs = host_needs(&run.suite, run.qemu.is_some());
     let host = prereq::plan_for(needs, &prereq::HostState::read());
-    show(Shown::Plan(&dry_run::plan_summary(
-        &run,
-        &options.reports,
-        &host,
-    )?));
+    let (plan, skipped) = dry_run::plan_summary(&run, &options.reports, &host)?;
+    for skipped in &skipped {
+        show(CompareProgress::SkippedRun(skipped));
+    }
+    show(CompareProgress::Plan(&plan));
     if options.dry_run {
         return Ok(Outcome {
             run: None,
@@ -160,8 +177,9 @@ pub fn compare(options: &Options, show: &mut dyn FnMut(Shown<'_>)) -> Result<Out
         qemu,
         &mut runner,
         oversubscribed_here,
+        show,
     )?;
-    show(Shown::Starting {
+    show(CompareProgress::Starting {
         dir: &dir,
         machine: &machine,
         max_cpus: run.max_cpus(),
@@ -191,6 +209,7 @@ fn directory_and_machine(
     qemu: vm::qemu::QemuBinary,
     runner: &mut dyn vm::Runner,
     oversubscribed_here: bool,
+    show: &mut dyn FnMut(CompareProgress<'_>),
 ) -> Result<(PathBuf, vm::Machine)> {
     if let Some((dir, meta)) = &run.resumed {
         for (k, recorded) in images.kernels.iter().zip(&meta.kernels) {
@@ -209,13 +228,11 @@ fn directory_and_machine(
             }
         }
         if !meta.host.qemu_path.is_empty() && meta.host.qemu_version != qemu.version {
-            crate::base::message::warning(format_args!(
-                "the run started with {} ({}); it continues with {} ({})",
-                meta.host.qemu_version,
-                meta.host.qemu_path,
-                qemu.version,
-                qemu.path.display()
-            ));
+            show(CompareProgress::QemuChanged {
+                recorded_version: &meta.host.qemu_version,
+                recorded_path: &meta.host.qemu_path,
+                now: &qemu,
+            });
         }
         return Ok((dir.clone(), crate::stages::machine::recorded(meta, qemu)?));
     }

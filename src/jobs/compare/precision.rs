@@ -15,7 +15,7 @@ use crate::base::stats::sequential::FixedWidth;
 use crate::record::{PrecisionStop, RunMeta};
 use crate::stages::analysis::precision::{standings, Standing};
 use crate::stages::analysis::Analysis;
-use crate::stages::plan::{self, Addition, Unit};
+use crate::stages::plan::{self, Addition, Unit, UnresolvedPoint};
 use crate::stages::suite::Suite;
 use std::path::Path;
 
@@ -23,8 +23,8 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Group {
     pub cpus: u32,
-    /// Its points not yet within the target, as a person reads them.
-    pub unresolved: Vec<String>,
+    /// Its points not yet within the target.
+    pub unresolved: Vec<UnresolvedPoint>,
     /// The most boots a side any of its points still needs by the model of
     /// its variance (`usize::MAX` where a point has no interval yet).
     pub boots_short: usize,
@@ -56,19 +56,22 @@ pub fn choose(
         .ok_or(PrecisionStop::Budget)
 }
 
-/// A point as the terminal and the report name it: the syntax of
-/// `bisect --point`, `WORKLOAD/METRIC@CPUS=PARAM`, and the candidate when
-/// there are several.
-pub fn describe_point(analysis: &Analysis, s: &Standing) -> String {
-    let mut text = format!(
-        "{}/{}@{}={}",
-        s.key.workload, s.key.metric, s.key.cpus, s.param
-    );
-    if analysis.comparisons.len() > 1 {
+/// Where an unresolved point stands, by its key (the syntax of
+/// `bisect --point`) and, when there are several, its candidate.
+fn unresolved_point(analysis: &Analysis, s: &Standing, rule: FixedWidth) -> UnresolvedPoint {
+    let candidate = (analysis.comparisons.len() > 1).then(|| {
         let [_, candidate] = analysis.names(&analysis.comparisons[s.comparison]);
-        text.push_str(&format!(" ({candidate})"));
+        candidate.to_string()
+    });
+    UnresolvedPoint {
+        point: format!(
+            "{}/{}@{}={}",
+            s.key.workload, s.key.metric, s.key.cpus, s.param
+        ),
+        candidate,
+        precision: s.precision,
+        target: rule,
     }
-    text
 }
 
 /// The groups of a run as its directory holds it: the CPU counts its units
@@ -111,22 +114,7 @@ pub fn groups(analysis: &Analysis, meta: &RunMeta, units: &[Unit], rule: FixedWi
                 cpus,
                 unresolved: unresolved
                     .iter()
-                    .map(|s| match s.precision.half_width {
-                        Some(h) if h <= rule.half_width => format!(
-                            "{} ±{:.2}% on {} boots a side (stops from {})",
-                            describe_point(analysis, s),
-                            h * 100.0,
-                            s.precision.boots,
-                            rule.min_boots
-                        ),
-                        Some(h) => format!(
-                            "{} ±{:.2}% > ±{}%",
-                            describe_point(analysis, s),
-                            h * 100.0,
-                            rule.percent()
-                        ),
-                        None => format!("{} (no interval yet)", describe_point(analysis, s)),
-                    })
+                    .map(|s| unresolved_point(analysis, s, rule))
                     .collect(),
                 boots_short,
                 block_s: boot_s * variants as f64,
@@ -245,10 +233,26 @@ impl Additions<'_> {
 mod tests {
     use super::*;
 
+    pub(super) fn point(key: &str) -> UnresolvedPoint {
+        UnresolvedPoint {
+            point: key.into(),
+            candidate: None,
+            precision: crate::base::stats::sequential::PointPrecision {
+                half_width: None,
+                boots: 2,
+                boots_needed: None,
+                resolved: false,
+            },
+            target: FixedWidth::percent_target(0.5),
+        }
+    }
+
     fn group(cpus: u32, unresolved: usize, boots_short: usize, block_s: f64) -> Group {
         Group {
             cpus,
-            unresolved: (0..unresolved).map(|i| format!("point {i}")).collect(),
+            unresolved: (0..unresolved)
+                .map(|i| point(&format!("w/m@{cpus}={i}")))
+                .collect(),
             boots_short,
             block_s,
         }
@@ -303,7 +307,7 @@ mod running_tests {
     fn group(cpus: u32, boots_short: usize) -> Group {
         Group {
             cpus,
-            unresolved: vec!["a point".into()],
+            unresolved: vec![super::tests::point("w/m@1=1")],
             boots_short,
             block_s: 60.0,
         }

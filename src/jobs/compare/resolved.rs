@@ -48,7 +48,8 @@ fn current_dir() -> Result<PathBuf> {
 
 /// The suite `path` names (a relative path is taken from the current
 /// directory, as by any command), or without it suites/quick.toml in the
-/// current directory, else markbench's built-in copy of that suite.
+/// current directory, else markbench's built-in copy of that suite (whose
+/// `built_in` says so, for the caller to tell).
 pub fn read_suite(path: Option<&Path>) -> Result<Suite> {
     let cwd = current_dir()?;
     let lookup = FragmentLookup::BesideSuite { cwd: cwd.clone() };
@@ -56,14 +57,8 @@ pub fn read_suite(path: Option<&Path>) -> Result<Suite> {
     match path {
         Some(path) => Ok(Suite::load(path, &lookup)?),
         None if crate::base::input_file::present(default)? => Ok(Suite::load(default, &lookup)?),
-        None => {
-            crate::base::message::note(format_args!(
-                "no {DEFAULT_SUITE} in {}: running markbench's built-in copy of it",
-                cwd.display()
-            ));
-            Ok(Suite::built_in(default, &cwd)
-                .context("the default suite is not built into markbench")??)
-        }
+        None => Ok(Suite::built_in(default, &cwd)
+            .context("the default suite is not built into markbench")??),
     }
 }
 

@@ -32,20 +32,24 @@ pub use crate::stages::report::history::{
     Change, PointHistory, Run, SuiteHistory, Value, HTML_FILE, MARKDOWN_FILE, PLOTS_DIR,
 };
 
+/// The histories written, and the directories that look like runs but
+/// could not be read (named on the page, and left out), for the caller to
+/// tell.
+pub struct Written {
+    pub histories: Vec<SuiteHistory>,
+    pub skipped: Vec<SkippedRun>,
+}
+
 /// Reads the runs under `dirs`, writes `history.md` and `history.html`
-/// into `out` and returns the histories. A directory that looks like a run
-/// but cannot be read is named on the screen and on the page, and left out.
-pub fn history(dirs: &[PathBuf], out: &Path, variant: Option<&str>) -> Result<Vec<SuiteHistory>> {
+/// into `out` and returns the histories.
+pub fn history(dirs: &[PathBuf], out: &Path, variant: Option<&str>) -> Result<Written> {
     let (runs, skipped) = collect(dirs)?;
-    for s in &skipped {
-        crate::base::message::warning(s);
-    }
     let histories = by_suite(runs)
         .into_iter()
         .map(|runs| suite_history(runs, variant))
         .collect::<Result<Vec<_>>>()?;
     write(&histories, &skipped, out)?;
-    Ok(histories)
+    Ok(Written { histories, skipped })
 }
 
 /// Writes the page's files into `out`: `history.md` with its plots beside

@@ -179,7 +179,7 @@ impl Profiler {
                 events.on(&RunEvent::ProfiledBootEnded {
                     n,
                     total: units.len(),
-                    status: &boot.status(),
+                    end: &boot.end,
                     wall_s: boot.wall_s,
                 })?;
                 manifest

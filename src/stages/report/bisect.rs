@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 /// What a bisection found so far, as its answer shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bisection {
-    /// The answer in one line.
-    pub headline: String,
+    /// How the search ended; `None` while it goes on.
+    pub finding: Option<Finding>,
     pub good: Commit,
     pub bad: Commit,
     /// The git tree.
@@ -48,6 +48,46 @@ pub struct Bisection {
     /// The run directory of the first bad commit against its parent with
     /// the profile plugin.
     pub profile: Option<PathBuf>,
+}
+
+/// How a bisection's search ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Finding {
+    /// GOOD and BAD do not differ by the threshold (the confirmation says
+    /// why not).
+    NoRegression,
+    FirstBad(Commit),
+    /// The first bad commit is one of the `commits` after `good` up to
+    /// `bad`, which could not be decided between.
+    Range {
+        commits: usize,
+        good: Commit,
+        bad: Commit,
+    },
+}
+
+/// The answer in one line.
+pub fn headline(b: &Bisection) -> String {
+    let named = |c: &Commit| format!("{} ({})", c.short_id, c.subject);
+    match &b.finding {
+        None => "in progress".into(),
+        Some(Finding::NoRegression) => format!(
+            "no regression to bisect between {} and {}: {}",
+            b.good.short_id,
+            b.bad.short_id,
+            b.confirmation
+                .as_ref()
+                .and_then(|c| c.why_not.clone())
+                .unwrap_or_default()
+        ),
+        Some(Finding::FirstBad(commit)) => format!("first bad commit: {}", named(commit)),
+        Some(Finding::Range { commits, good, bad }) => format!(
+            "the first bad commit is one of the {commits} after {} up to {}; the commits between \
+             could not be decided",
+            good.short_id,
+            named(bad)
+        ),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -166,6 +206,52 @@ pub fn step_line(m: &Measured, unit: &str) -> String {
     )
 }
 
+/// What a bisection searches, before its first build: its directory, the
+/// range of `commits_after_good` commits from `good` up to `bad` in
+/// `tree`, the point and the threshold (a fraction).
+pub fn started(
+    dir: &Path,
+    commits_after_good: usize,
+    (good, bad): (&str, &str),
+    tree: &Path,
+    point: &str,
+    threshold: f64,
+) -> String {
+    format!(
+        "bisection directory: {}\nrange: {commits_after_good} commits after {good} up to {bad} \
+         ({}); point {point}; threshold {:.2}%\n",
+        dir.display(),
+        tree.display(),
+        100.0 * threshold
+    )
+}
+
+/// Where the answer was written, and the bisection's time in all.
+pub fn answered(written: &Path, seconds: f64) -> String {
+    format!("answer: {}\n{seconds:.0} s in all\n", written.display())
+}
+
+/// The note that a round of `boots` boots (`what`: of which commit, for
+/// what) starts in `dir`.
+pub fn round_started(what: &str, boots: usize, dir: &Path) -> String {
+    format!("{what}: {boots} boots in {}", dir.display())
+}
+
+/// The note that the commit `short_id` is skipped.
+pub fn untestable(short_id: &str) -> String {
+    format!("{short_id} cannot be measured: skipped")
+}
+
+/// The warning that the answer so far could not be written.
+pub fn answer_not_written(error: &crate::base::error::Error) -> String {
+    format!("writing the answer so far: {error:#}")
+}
+
+/// The warning that a directory the answer does not need stays.
+pub fn not_removed(dir: &Path, error: &std::io::Error) -> String {
+    format!("removing {}: {error}", dir.display())
+}
+
 /// The line of a failed build's output that says what failed: the
 /// compiler's first error, else the first line.
 fn first_error(output: &str) -> &str {
@@ -179,7 +265,7 @@ fn first_error(output: &str) -> &str {
 
 /// The answer's closing lines for the terminal.
 pub fn summary(b: &Bisection) -> String {
-    let mut s = format!("markbench: bisect: {}", b.headline);
+    let mut s = format!("markbench: bisect: {}", headline(b));
     let skipped: Vec<&str> = b
         .order
         .iter()
@@ -297,7 +383,7 @@ pub fn markdown(b: &Bisection) -> String {
 }
 
 fn md_heading(r: &mut String, b: &Bisection) {
-    let _ = writeln!(r, "# Bisection: {}\n", escape_md(&b.headline));
+    let _ = writeln!(r, "# Bisection: {}\n", escape_md(&headline(b)));
     let escaped = Bisection {
         good: Commit {
             short_id: b.good.short_id.clone(),
@@ -453,7 +539,7 @@ fn profile_section(run: &Path) -> Option<String> {
 /// and the commits measured.
 pub fn text(b: &Bisection) -> String {
     let mut r = String::new();
-    r.push_str(&plain::heading(&format!("Bisection: {}", b.headline), '='));
+    r.push_str(&plain::heading(&format!("Bisection: {}", headline(b)), '='));
     r.push('\n');
     r.push_str(&plain::wrap(&what_was_bisected(b, &|s| s.to_string()), ""));
     if let Some(c) = &b.confirmation {

@@ -286,54 +286,7 @@ fn view(suite: &SuiteHistory, p: &PointHistory) -> Result<PointView> {
             p.values.iter().flatten().count()
         ),
     };
-    // The means of the stretches between series starts and change points.
-    let mut cuts: Vec<usize> = p
-        .series_starts
-        .iter()
-        .map(|(i, _)| *i)
-        .chain(p.changes.iter().map(|c| c.after))
-        .collect();
-    cuts.push(0);
-    cuts.push(p.values.len());
-    cuts.sort_unstable();
-    cuts.dedup();
-    let segment_means = cuts
-        .windows(2)
-        .filter_map(|w| {
-            let present: Vec<(usize, f64)> = (w[0]..w[1])
-                .filter_map(|i| p.values[i].map(|v| (i, v.mean)))
-                .collect();
-            let (first, last) = (present.first()?.0, present.last()?.0);
-            let mean = present.iter().map(|(_, v)| v).sum::<f64>() / present.len() as f64;
-            Some((first, last, mean))
-        })
-        .collect();
-    let input = TrendInput {
-        title: point_title(p),
-        metric_label: p.key.metric.clone(),
-        unit: p.unit.clone(),
-        higher_is_better: p.higher_is_better,
-        value_label: format!("{}: mean of boots", suite.variant),
-        band_label: format!("{}: 95% interval in the same run", suite.baseline_variant),
-        runs: p
-            .values
-            .iter()
-            .zip(&suite.runs)
-            .map(|(v, run)| TrendRun {
-                label: run_label(run, &suite.runs),
-                value: v.map(|v| (v.mean, v.interval)),
-                band: v.and_then(|v| v.band),
-                regressed: v.is_some_and(|v| v.regressed),
-            })
-            .collect(),
-        series_starts: p.series_starts.clone(),
-        changes: p
-            .changes
-            .iter()
-            .map(|c| (c.after, format!("{}%", relative(c.step))))
-            .collect(),
-        segment_means,
-    };
+    let input = trend_input(suite, p);
     let changes = p
         .changes
         .iter()
@@ -363,6 +316,61 @@ fn view(suite: &SuiteHistory, p: &PointHistory) -> Result<PointView> {
         changes,
         gaps: p.values.iter().filter(|v| v.is_none()).count(),
     })
+}
+
+/// The means of the stretches between series starts and change points:
+/// each stretch's first and last run with a value, and its mean.
+fn segment_means(p: &PointHistory) -> Vec<(usize, usize, f64)> {
+    let mut cuts: Vec<usize> = p
+        .series_starts
+        .iter()
+        .map(|(i, _)| *i)
+        .chain(p.changes.iter().map(|c| c.after))
+        .collect();
+    cuts.push(0);
+    cuts.push(p.values.len());
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.windows(2)
+        .filter_map(|w| {
+            let present: Vec<(usize, f64)> = (w[0]..w[1])
+                .filter_map(|i| p.values[i].map(|v| (i, v.mean)))
+                .collect();
+            let (first, last) = (present.first()?.0, present.last()?.0);
+            let mean = present.iter().map(|(_, v)| v).sum::<f64>() / present.len() as f64;
+            Some((first, last, mean))
+        })
+        .collect()
+}
+
+/// What the trend plot of a point shows.
+fn trend_input(suite: &SuiteHistory, p: &PointHistory) -> TrendInput {
+    TrendInput {
+        title: point_title(p),
+        metric_label: p.key.metric.clone(),
+        unit: p.unit.clone(),
+        higher_is_better: p.higher_is_better,
+        value_label: format!("{}: mean of boots", suite.variant),
+        band_label: format!("{}: 95% interval in the same run", suite.baseline_variant),
+        runs: p
+            .values
+            .iter()
+            .zip(&suite.runs)
+            .map(|(v, run)| TrendRun {
+                label: run_label(run, &suite.runs),
+                value: v.map(|v| (v.mean, v.interval)),
+                band: v.and_then(|v| v.band),
+                regressed: v.is_some_and(|v| v.regressed),
+            })
+            .collect(),
+        series_starts: p.series_starts.clone(),
+        changes: p
+            .changes
+            .iter()
+            .map(|c| (c.after, format!("{}%", relative(c.step))))
+            .collect(),
+        segment_means: segment_means(p),
+    }
 }
 
 /// The values as a line of block characters, a gap as a space: a trend a
@@ -618,6 +626,17 @@ fn html_section(suite: &SuiteHistory, views: &[PointView], html: &mut String) {
         }
         html.push_str("</section>\n");
     }
+}
+
+/// A suite's history in one line for the terminal.
+pub fn suite_note(h: &SuiteHistory) -> String {
+    let changes: usize = h.points.iter().map(|p| p.changes.len()).sum();
+    format!(
+        "{}: {} runs, {} points, {changes} change point(s)",
+        h.suite,
+        h.runs.len(),
+        h.points.len()
+    )
 }
 
 #[cfg(test)]

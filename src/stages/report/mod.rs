@@ -26,6 +26,7 @@
 
 pub mod bisect;
 mod bmf;
+pub mod cache;
 pub mod dry_run;
 pub mod format;
 mod gab;
@@ -35,11 +36,13 @@ mod identical;
 mod json;
 mod junit;
 mod markdown;
+pub mod nightly;
 pub mod noise;
 pub mod plain;
 mod plots;
 pub mod profile;
 pub mod sizes;
+pub mod terminal;
 mod text;
 pub mod words;
 

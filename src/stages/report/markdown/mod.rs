@@ -347,6 +347,16 @@ fn what_was_compared(run: &RunReport) -> String {
             reported(k).unwrap_or_else(|| "–".into())
         }));
     }
+    r.push_str(&differences(run));
+    r
+}
+
+/// What differs between the kernels: their configurations, whether they
+/// are the same kernel, and their sources.
+fn differences(run: &RunReport) -> String {
+    let (meta, analysis) = (run.meta, run.analysis);
+    let columns = analysis.variants.len();
+    let mut r = String::new();
     match run.files.diffconfig {
         Some(text) if !text.trim().is_empty() => {
             let _ = writeln!(
@@ -486,7 +496,13 @@ fn where_and_how(run: &RunReport) -> String {
     if let Some(image) = &meta.guest_image {
         r.push_str(&guest_image(image));
     }
+    r.push_str(&shards_and_hosts(meta, analysis));
+    r
+}
 
+/// The shard a run is, or the shards and hosts a merged run is made of.
+fn shards_and_hosts(meta: &crate::record::RunMeta, analysis: &Analysis) -> String {
+    let mut r = String::new();
     if let Some(shard) = &meta.shard {
         let _ = writeln!(
             r,
