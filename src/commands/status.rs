@@ -73,9 +73,9 @@ impl Outcome for NoiseVerdict {
 }
 
 /// The nightly gate: a regression when a point regressed beyond the margin.
-impl Outcome for crate::stages::report::gate::GateDecision {
+impl Outcome for crate::jobs::gate::GateDecision {
     fn status(&self) -> ExitStatus {
-        if self.variants.iter().any(|v| !v.regressions.is_empty()) {
+        if self.regression() {
             ExitStatus::Regression
         } else {
             ExitStatus::Success
