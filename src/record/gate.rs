@@ -83,6 +83,18 @@ pub struct RegressedPoint {
     pub param: u64,
 }
 
+impl RegressedPoint {
+    /// The point's key.
+    pub fn key(&self) -> super::PointKey {
+        super::PointKey {
+            workload: self.workload.clone(),
+            metric: self.metric.clone(),
+            cpus: self.cpus,
+            param: self.param,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,12 +5,14 @@
 mod conditions;
 mod gate;
 mod meta;
+mod point;
 mod schema;
 mod upgrade;
 mod warning;
 
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
+pub use point::{MalformedPointKey, PointKey};
 pub use schema::{CompileScope, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection};
 pub use upgrade::{profiled_boot_end, scan_runs, SkippedRun};
 pub use warning::Warning;
@@ -75,15 +77,6 @@ pub struct BootKey {
     pub variant: String,
     pub cpus: u32,
     pub boot: u32,
-}
-
-/// One point of a sweep: a workload's metric at a CPU count and parameter.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PointKey {
-    pub workload: String,
-    pub metric: String,
-    pub cpus: u32,
-    pub param: u64,
 }
 
 /// What names one sample within a run: its boot, its point and its

@@ -120,7 +120,7 @@ impl Answer {
             bad: commit(last),
             tree: plan.tree.display().to_string(),
             commits_after_good: last,
-            point: plan.point.clone(),
+            point: plan.point.to_string(),
             suite: plan
                 .suite
                 .as_deref()
@@ -290,7 +290,7 @@ mod tests {
             bad: "HEAD".into(),
             suite: None,
             suite_sha256: crate::base::sha256::Sha256::of(b"suite"),
-            point: "hackbench:time@1cpu:2".into(),
+            point: crate::jobs::bisect::point::PointSpec::parse("hackbench/time@1=2").unwrap(),
             variant: String::new(),
             threshold: 0.02,
             boots: 4,

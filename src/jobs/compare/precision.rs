@@ -60,10 +60,13 @@ pub fn choose(
 /// `bisect --point`, `WORKLOAD/METRIC@CPUS=PARAM`, and the candidate when
 /// there are several.
 pub fn describe_point(analysis: &Analysis, s: &Standing) -> String {
-    let mut text = format!(
-        "{}/{}@{}={}",
-        s.key.workload, s.key.metric, s.key.cpus, s.param
-    );
+    let mut text = crate::record::PointKey {
+        workload: s.key.workload.clone(),
+        metric: s.key.metric.clone(),
+        cpus: s.key.cpus,
+        param: s.param,
+    }
+    .to_string();
     if analysis.comparisons.len() > 1 {
         let [_, candidate] = analysis.names(&analysis.comparisons[s.comparison]);
         text.push_str(&format!(" ({candidate})"));
