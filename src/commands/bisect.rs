@@ -2,7 +2,7 @@
 //! ([`crate::jobs::bisect`]); exit 0 with an answer, 5 when there is no
 //! regression to bisect.
 
-use super::status::Outcome;
+use super::status::ExitsWith;
 use crate::base::exit::ExitStatus;
 use crate::jobs::bisect::{Request, Shown};
 use crate::stages::report::bisect::{step_line, summary};

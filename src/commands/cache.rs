@@ -2,7 +2,7 @@
 //! `cache prune` frees space, `cache --verify` checks every sealed entry
 //! ([`crate::guest::images::cache`]).
 
-use super::status::Outcome;
+use super::status::ExitsWith;
 use crate::base::exit::ExitStatus;
 use crate::guest::images::cache::{self, Entry, Kind};
 use anyhow::Result;
@@ -140,17 +140,17 @@ fn remove(root: &Path, entries: &[Entry], prune: &Prune) -> Result<()> {
 /// `cache --verify`: one line per sealed entry, and the exit status
 /// ([`super::status`]).
 fn verify_cache(root: &Path) -> ExitStatus {
-    use crate::guest::images::seal::Verdict;
+    use crate::guest::images::seal::SealVerdict;
     let checked = cache::verify(root);
     let mut damaged = 0;
     for c in &checked {
         let shown = c.path.strip_prefix(root).unwrap_or(&c.path).display();
         match &c.verdict {
-            Verdict::Sound => println!("ok       {shown}"),
-            Verdict::SealedNow => {
+            SealVerdict::Sound => println!("ok       {shown}"),
+            SealVerdict::SealedNow => {
                 println!("sealed   {shown} (made before seals were kept; checked and sealed now)")
             }
-            Verdict::Damaged(why) => {
+            SealVerdict::Damaged(why) => {
                 damaged += 1;
                 println!("DAMAGED  {shown}: {why}");
             }

@@ -3,7 +3,7 @@
 //! status is a regression (4, `ExitStatus::Regression`) or success.
 
 use crate::base::exit::ExitStatus;
-use crate::commands::status::Outcome as _;
+use crate::commands::status::ExitsWith as _;
 use crate::record::RegressedPoint;
 use anyhow::Result;
 use std::path::Path;

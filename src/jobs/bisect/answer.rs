@@ -94,7 +94,7 @@ impl Answer {
         let plan = &self.plan;
         let commits = &plan.commits;
         let last = commits.len() - 1;
-        let commit = |i: usize| shown::Commit {
+        let commit = |i: usize| shown::CommitLabel {
             short_id: commits[i].short_id().to_string(),
             subject: commits[i].subject.clone(),
         };
@@ -177,11 +177,11 @@ impl Answer {
 }
 
 /// One measured commit's facts, as the answer and the terminal show it.
-pub fn measured(plan: &Plan, step: &Step) -> shown::Measured {
+pub fn measured(plan: &Plan, step: &Step) -> shown::MeasuredCommit {
     let c = &plan.commits[step.index];
-    shown::Measured {
+    shown::MeasuredCommit {
         index: step.index,
-        commit: shown::Commit {
+        commit: shown::CommitLabel {
             short_id: c.short_id().to_string(),
             subject: c.subject.clone(),
         },

@@ -122,7 +122,7 @@ pub enum Shown<'a> {
     },
     /// A step of the search is decided (`unit`: the point's unit).
     Step {
-        step: &'a crate::stages::report::bisect::Measured,
+        step: &'a crate::stages::report::bisect::MeasuredCommit,
         unit: &'a str,
     },
     /// The answer, written to `written`, after `elapsed` in all.
