@@ -15,7 +15,7 @@ fn plan(commits: &str) -> String {
          good = \"{good}\"\n\
          bad = \"{bad}\"\n\
          suite_sha256 = \"{sha}\"\n\
-         point = \"hackbench:time@1cpu:2\"\n\
+         point = \"hackbench/time@1=2\"\n\
          variant = \"\"\n\
          threshold = 0.01\n\
          boots = 4\n\

@@ -7,7 +7,7 @@
 
 use assert_cmd::Command;
 use markbench::guest::images::kernel::{self, KernelImage};
-use markbench::guest::images::seal::{seal_of, Verdict};
+use markbench::guest::images::seal::{seal_of, SealVerdict};
 use std::path::Path;
 
 /// A file shaped like a bzImage: one setup sector and the boot header
@@ -80,13 +80,13 @@ fn a_truncated_sealed_bzimage_is_damaged_and_never_served() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = kernel_entry(tmp.path(), "markers-on", true);
     let (image, verdict) = kernel::check_entry(&dir);
-    assert_eq!(verdict, Verdict::Sound);
+    assert_eq!(verdict, SealVerdict::Sound);
     assert_eq!(image.unwrap().bzimage, dir.join("bzImage"));
 
     cut_short(&dir.join("bzImage"), 4096);
     let (image, verdict) = kernel::check_entry(&dir);
     assert!(image.is_none(), "a damaged kernel was served");
-    let Verdict::Damaged(why) = verdict else {
+    let SealVerdict::Damaged(why) = verdict else {
         panic!("a truncated bzImage went unnoticed");
     };
     assert!(
@@ -100,7 +100,7 @@ fn a_truncated_sealed_bzimage_is_damaged_and_never_served() {
     std::fs::write(dir.join("bzImage"), bytes).unwrap();
     let (image, verdict) = kernel::check_entry(&dir);
     assert!(image.is_none());
-    assert!(matches!(verdict, Verdict::Damaged(why) if why.contains("SHA-256")));
+    assert!(matches!(verdict, SealVerdict::Damaged(why) if why.contains("SHA-256")));
 }
 
 #[test]
@@ -108,17 +108,17 @@ fn a_kernel_cached_before_seals_is_checked_by_its_header_then_sealed() {
     let tmp = tempfile::tempdir().unwrap();
     let whole = kernel_entry(tmp.path(), "markers-off", false);
     let (_, verdict) = kernel::check_entry(&whole);
-    assert_eq!(verdict, Verdict::SealedNow);
+    assert_eq!(verdict, SealVerdict::SealedNow);
     let record = std::fs::read_to_string(whole.join("kernel.toml")).unwrap();
     assert!(record.contains("[seals.bzImage]"), "{record}");
-    assert_eq!(kernel::check_entry(&whole).1, Verdict::Sound);
+    assert_eq!(kernel::check_entry(&whole).1, SealVerdict::Sound);
 
     let cut = kernel_entry(tmp.path(), "markers-on", false);
     cut_short(&cut.join("bzImage"), 100);
     let (image, verdict) = kernel::check_entry(&cut);
     assert!(image.is_none());
     assert!(
-        matches!(&verdict, Verdict::Damaged(why) if why.contains("its header declares")),
+        matches!(&verdict, SealVerdict::Damaged(why) if why.contains("its header declares")),
         "{verdict:?}"
     );
     // Not sealed as it is: it stays damaged.

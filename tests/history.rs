@@ -136,7 +136,7 @@ fn write_night(reports: &Path, night: usize, rng: &mut SplitMix64) -> PathBuf {
     if night > 1 {
         GateRecord {
             baseline: String::new(),
-            code: i32::from(!regressed.is_empty()),
+            regression: !regressed.is_empty(),
             regressed,
         }
         .write(&dir)

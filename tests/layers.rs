@@ -68,6 +68,7 @@ const LAYERS: &[(&str, &str, &[&str])] = &[
         "jobs",
         &["diff", "merge", "noise"],
     ),
+    ("the nightly gate", "jobs", &["gate"]),
     ("history of runs", "jobs", &["history"]),
     ("compare (the orchestrator)", "jobs", &["compare"]),
     ("bisection", "jobs", &["bisect"]),

@@ -12,7 +12,7 @@ use markbench::stages::vm::fake::FakeRunner;
 use markbench::stages::vm::Machine;
 use std::path::{Path, PathBuf};
 
-fn setup(dir: &Path, model: &str) -> (Suite, markbench::stages::run::Images, PathBuf) {
+fn setup(dir: &Path, model: &str) -> (Suite, markbench::stages::run_images::Images, PathBuf) {
     // One CPU count: half the boots and plots of the shared suite.
     let suite = SUITE.replace("cpus = [1, 2]", "cpus = [1]");
     load_into(dir, "fake.toml", &format!("{model}\n{suite}"))
@@ -24,7 +24,7 @@ fn load_into(
     dir: &Path,
     name: &str,
     text: &str,
-) -> (Suite, markbench::stages::run::Images, PathBuf) {
+) -> (Suite, markbench::stages::run_images::Images, PathBuf) {
     let suite_path = dir.join(name);
     std::fs::write(&suite_path, text).unwrap();
     let suite = Suite::load(

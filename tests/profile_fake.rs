@@ -8,7 +8,7 @@ use common::execute;
 use common::{images, machine, SUITE};
 use markbench::record::read_samples;
 use markbench::stages::profile::Manifest;
-use markbench::stages::run::Images;
+use markbench::stages::run_images::Images;
 use markbench::stages::suite::{FragmentLookup, Suite};
 use markbench::stages::vm::fake::{FakeRunner, FAKE_TEXT};
 use markbench::stages::vm::Machine;

@@ -30,7 +30,7 @@ fn with_jobs(suite: &Suite, jobs: u32) -> Resolved {
 struct Bench {
     tmp: tempfile::TempDir,
     suite: Suite,
-    images: markbench::stages::run::Images,
+    images: markbench::stages::run_images::Images,
 }
 
 impl Bench {

@@ -79,7 +79,8 @@ impl ExitStatus {
 
     /// Whether the status is a verdict on what was measured or checked
     /// (as opposed to success, or a command that could not finish).
-    pub fn is_verdict(self) -> bool {
+    #[cfg(test)]
+    fn is_verdict(self) -> bool {
         matches!(
             self,
             ExitStatus::Incomplete

@@ -2,7 +2,7 @@
 //! ([`crate::jobs::bisect`]); exit 0 with an answer, 5 when there is no
 //! regression to bisect.
 
-use super::status::Outcome;
+use super::status::ExitsWith;
 use crate::base::error::{Context, Result};
 use crate::base::exit::ExitStatus;
 use crate::base::message;
@@ -32,7 +32,7 @@ pub fn show(shown: BisectProgress<'_>) {
                     plan.commits.last().map_or("", |c| c.short_id()),
                 ),
                 &plan.tree,
-                &plan.point,
+                &plan.point.to_string(),
                 plan.threshold,
             )
         ),

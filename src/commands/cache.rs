@@ -2,7 +2,7 @@
 //! `cache prune` frees space, `cache --verify` checks every sealed entry
 //! ([`crate::guest::images::cache`]).
 
-use super::status::Outcome;
+use super::status::ExitsWith;
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::guest::images::cache::{self, Entry};
@@ -73,14 +73,14 @@ fn remove(root: &Path, entries: &[Entry], prune: &Prune) -> Result<()> {
 /// `cache --verify`: one line per sealed entry, and the exit status
 /// ([`super::status`]).
 fn verify_cache(root: &Path) -> ExitStatus {
-    use crate::guest::images::seal::Verdict;
+    use crate::guest::images::seal::SealVerdict;
     let checked = cache::verify(root);
     for c in &checked {
         println!("{}", report::verified(root, c));
     }
     let damaged = checked
         .iter()
-        .filter(|c| matches!(c.verdict, Verdict::Damaged(_)))
+        .filter(|c| matches!(c.verdict, SealVerdict::Damaged(_)))
         .count();
     let summary = report::verify_summary(root, checked.len(), damaged);
     if damaged == 0 {

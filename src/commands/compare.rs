@@ -1,7 +1,7 @@
 //! `markbench compare`: build the suite's kernels, boot them in turn,
 //! measure and write the report ([`crate::jobs::compare`]).
 
-use super::status::Outcome as _;
+use super::status::ExitsWith as _;
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::message;

@@ -1,7 +1,7 @@
 //! `markbench merge DIR…`: the run directories of every shard of a suite
 //! joined into one run ([`crate::jobs::merge`]), its report rendered.
 
-use super::status::Outcome;
+use super::status::ExitsWith;
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;

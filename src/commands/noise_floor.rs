@@ -2,7 +2,7 @@
 //! and the resolution of an A/B run against the targets ([`crate::jobs::noise`]);
 //! exit 6 when one is missed.
 
-use super::status::Outcome;
+use super::status::ExitsWith;
 use crate::base::error::InputError;
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;

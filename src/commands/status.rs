@@ -6,19 +6,19 @@
 
 use crate::base::exit::ExitStatus;
 use crate::guest::images::cache::Checked;
-use crate::guest::images::seal::Verdict as SealVerdict;
+use crate::guest::images::seal::SealVerdict;
 use crate::jobs::bisect::decide::Ending;
-use crate::jobs::noise::Verdict as NoiseVerdict;
+use crate::jobs::noise::TargetVerdict;
 use crate::record::RunMeta;
 
 /// What a job found, as the exit status tells it.
-pub trait Outcome {
+pub trait ExitsWith {
     fn status(&self) -> ExitStatus;
 }
 
 /// A run that ended with this record: interrupted when it is partial (resume
 /// it), incomplete when a boot failed, else success.
-impl Outcome for RunMeta {
+impl ExitsWith for RunMeta {
     fn status(&self) -> ExitStatus {
         if !self.complete {
             ExitStatus::Interrupted
@@ -31,7 +31,7 @@ impl Outcome for RunMeta {
 }
 
 /// A compare: its run's status; a dry run, which runs nothing, succeeds.
-impl Outcome for crate::jobs::compare::Outcome {
+impl ExitsWith for crate::jobs::compare::Outcome {
     fn status(&self) -> ExitStatus {
         self.run
             .as_ref()
@@ -41,7 +41,7 @@ impl Outcome for crate::jobs::compare::Outcome {
 
 /// A merge: incomplete when a shard did not finish or a boot failed (the
 /// merge itself finished), else success.
-impl Outcome for crate::jobs::merge::Merged {
+impl ExitsWith for crate::jobs::merge::Merged {
     fn status(&self) -> ExitStatus {
         if !self.meta.complete || self.meta.boots.iter().any(|b| !b.ok()) {
             ExitStatus::Incomplete
@@ -53,7 +53,7 @@ impl Outcome for crate::jobs::merge::Merged {
 
 /// A bisection: success with the first bad commit or the narrowest range,
 /// or no regression to bisect.
-impl Outcome for Ending {
+impl ExitsWith for Ending {
     fn status(&self) -> ExitStatus {
         match self {
             Ending::NoRegression => ExitStatus::NoRegression,
@@ -63,19 +63,19 @@ impl Outcome for Ending {
 }
 
 /// A noise floor: success when every target is met, else a missed target.
-impl Outcome for NoiseVerdict {
+impl ExitsWith for TargetVerdict {
     fn status(&self) -> ExitStatus {
         match self {
-            NoiseVerdict::Met => ExitStatus::Success,
-            NoiseVerdict::Missed => ExitStatus::TargetMissed,
+            TargetVerdict::Met => ExitStatus::Success,
+            TargetVerdict::Missed => ExitStatus::TargetMissed,
         }
     }
 }
 
 /// The nightly gate: a regression when a point regressed beyond the margin.
-impl Outcome for crate::stages::report::gate::GateDecision {
+impl ExitsWith for crate::jobs::gate::GateDecision {
     fn status(&self) -> ExitStatus {
-        if self.variants.iter().any(|v| !v.regressions.is_empty()) {
+        if self.regression() {
             ExitStatus::Regression
         } else {
             ExitStatus::Success
@@ -85,7 +85,7 @@ impl Outcome for crate::stages::report::gate::GateDecision {
 
 /// `cache --verify`: success when every entry is sound (or sealed now), a
 /// damaged cache when one is not.
-impl Outcome for [Checked] {
+impl ExitsWith for [Checked] {
     fn status(&self) -> ExitStatus {
         if self
             .iter()
@@ -164,8 +164,8 @@ mod tests {
 
     #[test]
     fn a_missed_noise_target_and_a_damaged_cache_have_their_codes() {
-        assert_eq!(NoiseVerdict::Met.status(), ExitStatus::Success);
-        assert_eq!(NoiseVerdict::Missed.status(), ExitStatus::TargetMissed);
+        assert_eq!(TargetVerdict::Met.status(), ExitStatus::Success);
+        assert_eq!(TargetVerdict::Missed.status(), ExitStatus::TargetMissed);
         let entry = |verdict| Checked {
             path: PathBuf::from("k"),
             verdict,

@@ -188,7 +188,7 @@ pub fn load(dir: &Path) -> Result<(RunMeta, Analysis)> {
 
 /// Whether a noise floor met its targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum TargetVerdict {
     /// Every target was met (and there was one to meet).
     Met,
     /// A target was missed, or there was no figure to meet one.
@@ -196,11 +196,11 @@ pub enum Verdict {
 }
 
 /// The noise floor's verdict on `rows` ([`all_met`]).
-pub fn verdict(rows: &[Row]) -> Verdict {
+pub fn verdict(rows: &[Row]) -> TargetVerdict {
     if all_met(rows) {
-        Verdict::Met
+        TargetVerdict::Met
     } else {
-        Verdict::Missed
+        TargetVerdict::Missed
     }
 }
 
@@ -293,14 +293,14 @@ mod tests {
         assert_eq!(rows[0].between_ok, Some(true));
         assert_eq!(rows[0].ci_ok, None);
         assert!(all_met(&rows));
-        assert_eq!(verdict(&rows), Verdict::Met);
+        assert_eq!(verdict(&rows), TargetVerdict::Met);
 
         // One noisy side is enough to miss the A/A target.
         let mixed = aa_points(&analysis(&aa_meta, &mixed_aa)).unwrap();
         let rows = evaluate(&mixed, &[], &targets);
         assert_eq!(rows[0].between_ok, Some(false));
         assert!(!all_met(&rows));
-        assert_eq!(verdict(&rows), Verdict::Missed);
+        assert_eq!(verdict(&rows), TargetVerdict::Missed);
         assert!(render(&rows, &targets).contains("FAIL: 0 of 1 targets met"));
     }
 
@@ -353,7 +353,7 @@ mod tests {
     #[test]
     fn no_figures_is_not_a_pass() {
         assert!(!all_met(&[]));
-        assert_eq!(verdict(&[]), Verdict::Missed);
+        assert_eq!(verdict(&[]), TargetVerdict::Missed);
     }
 
     #[test]

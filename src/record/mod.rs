@@ -5,6 +5,7 @@
 mod conditions;
 mod gate;
 mod meta;
+mod point;
 mod reasons;
 mod schema;
 mod upgrade;
@@ -12,6 +13,7 @@ mod warning;
 
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
+pub use point::{MalformedPointKey, PointKey};
 pub use reasons::{
     AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, TimingReason,
 };
@@ -79,15 +81,6 @@ pub struct BootKey {
     pub variant: String,
     pub cpus: u32,
     pub boot: u32,
-}
-
-/// One point of a sweep: a workload's metric at a CPU count and parameter.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PointKey {
-    pub workload: String,
-    pub metric: String,
-    pub cpus: u32,
-    pub param: u64,
 }
 
 /// What names one sample within a run: its boot, its point and its

@@ -272,8 +272,8 @@ pub enum Addition {
 /// A point not yet within a run's precision target, where it stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnresolvedPoint {
-    /// The point as `bisect --point` names it: `WORKLOAD/METRIC@CPUS=PARAM`.
-    pub point: String,
+    /// The point, as `bisect --point` names it.
+    pub point: crate::record::PointKey,
     /// The candidate it compares, when a run has several.
     pub candidate: Option<String>,
     pub precision: crate::base::stats::sequential::PointPrecision,

@@ -14,6 +14,7 @@ use crate::guest::workloads::Measurement;
 use crate::record::{BootKey, BootRecord, RunMeta, Sample, SampleWriter};
 use crate::stages::events::{MetaRecord, Observers, RunEvent, RunObserver};
 use crate::stages::plan::{Addition, Unit};
+use crate::stages::run_images::Images;
 use crate::stages::slots::Slots;
 use crate::stages::suite::Suite;
 use crate::stages::vm::{BootEnd, BootOutcome, BootRequest, Machine, Runner};
@@ -875,10 +876,6 @@ fn begin(
         }
     }
 }
-
-pub use crate::base::run_dir::{FRAGMENTS_COPY, SUITE_COPY};
-/// The images moved to their own stage (`run_images`); kept reachable here.
-pub use crate::stages::run_images::Images;
 
 fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
     let copies = RunDir::new(dir).fragments_copy();

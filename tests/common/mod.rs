@@ -9,7 +9,7 @@ use markbench::guest::images::kernel::KernelSource;
 use markbench::guest::images::size::{self, KernelSizes, ObjectSize, SizeComparison, SizeRecord};
 use markbench::jobs::compare::{Overrides, Resolved};
 use markbench::record::RunMeta;
-use markbench::stages::run::Images;
+use markbench::stages::run_images::Images;
 use markbench::stages::suite::{FragmentLookup, Suite};
 use markbench::stages::vm::accel::{AccelDecision, TimingDecision};
 use markbench::stages::vm::qemu::QemuBinary;

@@ -114,7 +114,8 @@ impl SideSummary {
     }
 
     /// True when the interval of the mean had to fall back to iterations.
-    pub fn ci_from_iterations(&self) -> bool {
+    #[cfg(test)]
+    fn ci_from_iterations(&self) -> bool {
         matches!(
             self.mean_ci,
             Some(MeanCi {

@@ -6,7 +6,7 @@ use super::{add_to_summary, JobPage, Night};
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::message;
-use crate::jobs::bisect::{point::PointSpec, Request};
+use crate::jobs::bisect::Request;
 use crate::jobs::compare::Options;
 use crate::record::{tree_commits as revisions, RunMeta};
 use crate::stages::report::nightly::{self as words, Bisected};
@@ -37,15 +37,7 @@ pub fn after(night: &Night, options: &Options, page: &JobPage) -> Result<()> {
         good: Some(good.clone()),
         bad: Some(bad.clone()),
         suite: options.suite.clone(),
-        point: Some(
-            PointSpec {
-                workload: Some(point.workload.clone()),
-                metric: Some(point.metric.clone()),
-                cpus: Some(point.cpus),
-                param: Some(point.param),
-            }
-            .to_string(),
-        ),
+        point: Some(point.key().to_string()),
         variant: Some(point.variant.clone()),
         reports: tonight.clone(),
         out: Some(tonight.join("bisect")),

@@ -7,7 +7,7 @@
 pub mod bisect;
 pub mod gate;
 
-use super::status::{night_status, Outcome as _};
+use super::status::{night_status, ExitsWith as _};
 use crate::base::error::Result;
 use crate::base::exit::ExitStatus;
 use crate::base::run_dir::RunDir;

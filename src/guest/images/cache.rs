@@ -225,7 +225,7 @@ pub fn remove(entry: &Entry) -> Result<bool> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
     pub path: PathBuf,
-    pub verdict: super::seal::Verdict,
+    pub verdict: super::seal::SealVerdict,
 }
 
 /// Checks every sealed entry of the cache at `root` (kernels, guest
@@ -234,7 +234,7 @@ pub struct Checked {
 /// those made before seals were kept; the debris of killed builds is
 /// reported as damaged (`cache prune` removes it).
 pub fn verify(root: &Path) -> Vec<Checked> {
-    use super::seal::{check_file_entry, Verdict};
+    use super::seal::{check_file_entry, SealVerdict};
     let mut out = Vec::new();
     let children = |dir: &str| -> Vec<PathBuf> {
         let mut list: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
@@ -249,7 +249,7 @@ pub fn verify(root: &Path) -> Vec<Checked> {
     let debris = |path: &Path| {
         (partial_build_alive(path) == Some(false)).then(|| Checked {
             path: path.to_path_buf(),
-            verdict: Verdict::Damaged(
+            verdict: SealVerdict::Damaged(
                 "what a killed build left; `markbench cache prune` removes it".into(),
             ),
         })

@@ -34,7 +34,7 @@
 
 use super::fragments::Fragment;
 use super::kernel::{logged, logged_counting, KernelSource};
-use super::seal::{Seal, Verdict};
+use super::seal::{Seal, SealVerdict};
 use super::{key_of, tool_version, Cache};
 use crate::base::error::bail;
 use crate::base::error::{Context, Result};
@@ -385,9 +385,9 @@ fn cached_tree(dir: &Path) -> Option<CompileTree> {
         return None;
     }
     match check_entry(dir) {
-        (Some(tree), Verdict::Sound | Verdict::SealedNow) => Some(tree),
+        (Some(tree), SealVerdict::Sound | SealVerdict::SealedNow) => Some(tree),
         (_, verdict) => {
-            if let Verdict::Damaged(why) = verdict {
+            if let SealVerdict::Damaged(why) = verdict {
                 crate::base::message::warning(format_args!(
                     "cached kernel-compile tree {} is damaged ({why}): building it again",
                     dir.display()
@@ -401,7 +401,7 @@ fn cached_tree(dir: &Path) -> Option<CompileTree> {
 /// Checks the compile-tree entry `dir`: its record, then its archive's
 /// size and hash; a tree cached before seals were kept is checked by the
 /// size its record gives, then sealed.
-pub fn check_entry(dir: &Path) -> (Option<CompileTree>, Verdict) {
+pub fn check_entry(dir: &Path) -> (Option<CompileTree>, SealVerdict) {
     let record = dir.join(RECORD);
     let mut tree: CompileTree = match crate::base::input_file::read_toml(
         &record,
@@ -409,20 +409,20 @@ pub fn check_entry(dir: &Path) -> (Option<CompileTree>, Verdict) {
         "compile-tree record",
     ) {
         Ok(tree) => tree,
-        Err(e) => return (None, Verdict::Damaged(format!("{e:#}"))),
+        Err(e) => return (None, SealVerdict::Damaged(format!("{e:#}"))),
     };
     let archive = dir.join(tree.archive.file_name().unwrap_or_default());
     match &tree.archive_seal {
         Some(seal) => match super::seal::damage(&archive, seal) {
-            Some(why) => (None, Verdict::Damaged(why)),
-            None => (Some(tree), Verdict::Sound),
+            Some(why) => (None, SealVerdict::Damaged(why)),
+            None => (Some(tree), SealVerdict::Sound),
         },
         None => {
             let len = std::fs::metadata(&archive).map(|m| m.len()).ok();
             if len != Some(tree.archive_bytes) {
                 return (
                     None,
-                    Verdict::Damaged(format!(
+                    SealVerdict::Damaged(format!(
                         "{}: {} bytes, {} when it was made",
                         archive.display(),
                         len.map_or("no".to_string(), |l| l.to_string()),
@@ -434,8 +434,8 @@ pub fn check_entry(dir: &Path) -> (Option<CompileTree>, Verdict) {
                 tree.archive_seal = Some(seal);
                 Ok(std::fs::write(&record, toml::to_string(&tree)?)?)
             }) {
-                Ok(()) => (Some(tree), Verdict::SealedNow),
-                Err(e) => (None, Verdict::Damaged(format!("{e:#}"))),
+                Ok(()) => (Some(tree), SealVerdict::SealedNow),
+                Err(e) => (None, SealVerdict::Damaged(format!("{e:#}"))),
             }
         }
     }

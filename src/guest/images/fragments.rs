@@ -278,7 +278,8 @@ impl FragmentSearch {
 }
 
 /// The file names of the fragments markbench ships.
-pub fn built_in_names() -> Vec<&'static str> {
+#[cfg(test)]
+pub(crate) fn built_in_names() -> Vec<&'static str> {
     BUILT_IN.iter().map(|(name, _)| *name).collect()
 }
 

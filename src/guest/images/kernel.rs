@@ -11,7 +11,7 @@
 //! whole comparison a lie.
 
 use super::fragments::Fragment;
-use super::seal::{Seal, Verdict};
+use super::seal::{Seal, SealVerdict};
 pub use super::source::KernelSource;
 use super::source::{Delta, OriginRecord, ResolvedOrigin, TreeState};
 use super::workspace::{MirrorStats, Workspace};
@@ -397,7 +397,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     ))?;
     // Another process may have built it while this one waited (a damage
     // found above was named there already).
-    if let (Some(image), Verdict::Sound | Verdict::SealedNow) = check_entry(&dir) {
+    if let (Some(image), SealVerdict::Sound | SealVerdict::SealedNow) = check_entry(&dir) {
         return Ok(image);
     }
     let partial = dir.with_extension(format!("partial-{}", std::process::id()));
@@ -854,9 +854,9 @@ fn cached(dir: &Path) -> Option<KernelImage> {
         return None;
     }
     match check_entry(dir) {
-        (Some(image), Verdict::Sound | Verdict::SealedNow) => Some(image),
+        (Some(image), SealVerdict::Sound | SealVerdict::SealedNow) => Some(image),
         (_, verdict) => {
-            if let Verdict::Damaged(why) = verdict {
+            if let SealVerdict::Damaged(why) = verdict {
                 crate::base::message::warning(format_args!(
                     "cached kernel {} is damaged ({why}): building it again",
                     dir.display()
@@ -871,7 +871,7 @@ fn cached(dir: &Path) -> Option<KernelImage> {
 /// each sealed file. An entry cached before seals were kept is checked by
 /// its `bzImage`'s boot header (a truncated copy is shorter than the header
 /// declares), then sealed: its record is rewritten with the seals.
-pub fn check_entry(dir: &Path) -> (Option<KernelImage>, Verdict) {
+pub fn check_entry(dir: &Path) -> (Option<KernelImage>, SealVerdict) {
     let record = dir.join(RECORD);
     let mut image: KernelImage = match crate::base::input_file::read_toml(
         &record,
@@ -879,11 +879,11 @@ pub fn check_entry(dir: &Path) -> (Option<KernelImage>, Verdict) {
         "kernel record",
     ) {
         Ok(image) => image,
-        Err(e) => return (None, Verdict::Damaged(format!("{e:#}"))),
+        Err(e) => return (None, SealVerdict::Damaged(format!("{e:#}"))),
     };
     if image.seals.is_empty() {
         if let Some(why) = super::seal::bzimage_header_damage(&dir.join("bzImage")) {
-            return (None, Verdict::Damaged(why));
+            return (None, SealVerdict::Damaged(why));
         }
         let seals: Result<BTreeMap<String, Seal>> = SEALED_FILES
             .iter()
@@ -893,16 +893,16 @@ pub fn check_entry(dir: &Path) -> (Option<KernelImage>, Verdict) {
             image.seals = seals;
             Ok(std::fs::write(&record, toml::to_string(&image)?)?)
         }) {
-            Ok(()) => return (Some(image), Verdict::SealedNow),
-            Err(e) => return (None, Verdict::Damaged(format!("{e:#}"))),
+            Ok(()) => return (Some(image), SealVerdict::SealedNow),
+            Err(e) => return (None, SealVerdict::Damaged(format!("{e:#}"))),
         }
     }
     for (file, seal) in &image.seals {
         if let Some(why) = super::seal::damage(&dir.join(file), seal) {
-            return (None, Verdict::Damaged(why));
+            return (None, SealVerdict::Damaged(why));
         }
     }
-    (Some(image), Verdict::Sound)
+    (Some(image), SealVerdict::Sound)
 }
 
 /// Every kernel in the cache (a damaged entry's record is still listed).

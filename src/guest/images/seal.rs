@@ -105,7 +105,7 @@ pub fn seal_file_entry(made: &Path, entry: &Path) -> Result<()> {
 
 /// What checking an entry found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum SealVerdict {
     /// Its files match their seals.
     Sound,
     /// It had no seals (made before they were kept); what could be checked
@@ -117,18 +117,18 @@ pub enum Verdict {
 
 /// Checks the single-file entry at `path` against its seal, sealing an
 /// entry made before seals were kept.
-pub fn check_file_entry(path: &Path) -> Verdict {
+pub fn check_file_entry(path: &Path) -> SealVerdict {
     let seal_file = seal_path(path);
     match std::fs::read_to_string(&seal_file) {
         Ok(text) => match toml::from_str::<Seal>(&text) {
-            Ok(seal) => damage(path, &seal).map_or(Verdict::Sound, Verdict::Damaged),
-            Err(e) => Verdict::Damaged(format!("{}: malformed seal: {e}", seal_file.display())),
+            Ok(seal) => damage(path, &seal).map_or(SealVerdict::Sound, SealVerdict::Damaged),
+            Err(e) => SealVerdict::Damaged(format!("{}: malformed seal: {e}", seal_file.display())),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => match seal_file_entry(path, path) {
-            Ok(()) => Verdict::SealedNow,
-            Err(e) => Verdict::Damaged(format!("{e:#}")),
+            Ok(()) => SealVerdict::SealedNow,
+            Err(e) => SealVerdict::Damaged(format!("{e:#}")),
         },
-        Err(e) => Verdict::Damaged(format!("{}: {e}", seal_file.display())),
+        Err(e) => SealVerdict::Damaged(format!("{}: {e}", seal_file.display())),
     }
 }
 
@@ -140,8 +140,8 @@ pub fn usable_file_entry(path: &Path, what: &str) -> bool {
         return false;
     }
     match check_file_entry(path) {
-        Verdict::Sound | Verdict::SealedNow => true,
-        Verdict::Damaged(why) => {
+        SealVerdict::Sound | SealVerdict::SealedNow => true,
+        SealVerdict::Damaged(why) => {
             crate::base::message::warning(format_args!(
                 "cached {what} {} is damaged ({why}): building it again",
                 path.display()
@@ -183,12 +183,12 @@ pub fn tree_seal_of(dir: &Path) -> TreeSeal {
 
 /// Checks the tree under `dir` against the seal kept in `seal_file`; a
 /// tree made before seals were kept is sealed as it is.
-pub fn check_tree(dir: &Path, seal_file: &Path) -> Verdict {
+pub fn check_tree(dir: &Path, seal_file: &Path) -> SealVerdict {
     let now = tree_seal_of(dir);
     match std::fs::read_to_string(seal_file) {
         Ok(text) => match toml::from_str::<TreeSeal>(&text) {
-            Ok(seal) if seal == now => Verdict::Sound,
-            Ok(seal) => Verdict::Damaged(format!(
+            Ok(seal) if seal == now => SealVerdict::Sound,
+            Ok(seal) => SealVerdict::Damaged(format!(
                 "{}: {} files of {} bytes, {} of {} when it was made",
                 dir.display(),
                 now.files,
@@ -196,15 +196,15 @@ pub fn check_tree(dir: &Path, seal_file: &Path) -> Verdict {
                 seal.files,
                 seal.bytes
             )),
-            Err(e) => Verdict::Damaged(format!("{}: malformed seal: {e}", seal_file.display())),
+            Err(e) => SealVerdict::Damaged(format!("{}: malformed seal: {e}", seal_file.display())),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             match write_tree_seal(&now, seal_file) {
-                Ok(()) => Verdict::SealedNow,
-                Err(e) => Verdict::Damaged(format!("{e:#}")),
+                Ok(()) => SealVerdict::SealedNow,
+                Err(e) => SealVerdict::Damaged(format!("{e:#}")),
             }
         }
-        Err(e) => Verdict::Damaged(format!("{}: {e}", seal_file.display())),
+        Err(e) => SealVerdict::Damaged(format!("{}: {e}", seal_file.display())),
     }
 }
 
@@ -258,7 +258,7 @@ mod tests {
         let entry = dir.path().join("base.cpio");
         std::fs::write(&entry, b"image").unwrap();
         seal_file_entry(&entry, &entry).unwrap();
-        assert_eq!(check_file_entry(&entry), Verdict::Sound);
+        assert_eq!(check_file_entry(&entry), SealVerdict::Sound);
         let seal_file = seal_path(&entry);
         let text = std::fs::read_to_string(&seal_file).unwrap();
         let sha256 = seal_of(&entry).unwrap().sha256;
@@ -268,7 +268,7 @@ mod tests {
         )
         .unwrap();
         match check_file_entry(&entry) {
-            Verdict::Damaged(why) => {
+            SealVerdict::Damaged(why) => {
                 assert!(why.contains("base.cpio.seal"), "{why}");
                 assert!(why.contains("64 hex digits"), "{why}");
             }
@@ -307,10 +307,10 @@ mod tests {
         std::fs::write(tree.join("Makefile"), "VERSION = 6\n").unwrap();
         std::fs::write(tree.join("kernel/fork.c"), "int x;\n").unwrap();
         let seal = dir.path().join("tree.seal");
-        assert_eq!(check_tree(&tree, &seal), Verdict::SealedNow);
-        assert_eq!(check_tree(&tree, &seal), Verdict::Sound);
+        assert_eq!(check_tree(&tree, &seal), SealVerdict::SealedNow);
+        assert_eq!(check_tree(&tree, &seal), SealVerdict::Sound);
         std::fs::write(tree.join("kernel/fork.c"), "").unwrap();
-        let Verdict::Damaged(why) = check_tree(&tree, &seal) else {
+        let SealVerdict::Damaged(why) = check_tree(&tree, &seal) else {
             panic!("an emptied file went unnoticed");
         };
         assert!(
@@ -325,13 +325,13 @@ mod tests {
         let path = dir.path().join("base-0123.cpio");
         std::fs::write(&path, vec![7u8; 5000]).unwrap();
         // Made before seals: sealed on first use.
-        assert_eq!(check_file_entry(&path), Verdict::SealedNow);
-        assert_eq!(check_file_entry(&path), Verdict::Sound);
+        assert_eq!(check_file_entry(&path), SealVerdict::SealedNow);
+        assert_eq!(check_file_entry(&path), SealVerdict::Sound);
         // Same size, another byte: the hash tells.
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[10] = 8;
         std::fs::write(&path, &bytes).unwrap();
-        let Verdict::Damaged(why) = check_file_entry(&path) else {
+        let SealVerdict::Damaged(why) = check_file_entry(&path) else {
             panic!("a changed byte went unnoticed");
         };
         assert!(why.contains("SHA-256"), "{why}");

@@ -13,7 +13,7 @@
 //! the files they touch, so a patch that does not apply is an input error
 //! (naming the patch, the file and the hunk) in seconds, also in a dry run.
 
-use super::seal::Verdict;
+use super::seal::SealVerdict;
 use super::{key_of, Cache};
 use crate::base::error::bail;
 use crate::base::error::InputError;
@@ -134,12 +134,12 @@ impl KernelOrigin {
 
 /// A resolved git commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Commit {
+pub struct GitCommit {
     pub id: String,
     pub subject: String,
 }
 
-impl Commit {
+impl GitCommit {
     /// The abbreviated id kernel developers quote (12 hex digits).
     pub fn short_id(&self) -> &str {
         short_commit(&self.id)
@@ -181,7 +181,7 @@ pub struct OriginRecord {
 pub struct ResolvedOrigin {
     pub source: KernelSource,
     pub rev: Option<String>,
-    pub commit: Option<Commit>,
+    pub commit: Option<GitCommit>,
     pub patches: Vec<(PathBuf, PatchRecord)>,
     /// What the build key is made of: the commit id (not the revision's
     /// name) or the source's identity, then every patch's hash.
@@ -683,7 +683,7 @@ pub fn git(repo: &Path, args: &[&str]) -> Result<String> {
 
 /// A revision's commit id and subject; an input error when `repo` has no
 /// such revision.
-pub fn resolve_rev(repo: &Path, rev: &str) -> Result<Commit> {
+pub fn resolve_rev(repo: &Path, rev: &str) -> Result<GitCommit> {
     if rev.starts_with('-') || rev.trim().is_empty() {
         return Err(InputError::new(format!("rev {rev:?} is not a git revision")).into());
     }
@@ -706,7 +706,7 @@ pub fn resolve_rev(repo: &Path, rev: &str) -> Result<Commit> {
     let subject = git(repo, &["log", "-1", "--format=%s", &id])?
         .trim()
         .to_string();
-    Ok(Commit { id, subject })
+    Ok(GitCommit { id, subject })
 }
 
 /// Two revisions to compare, or a series. Written (and recorded in a run's
@@ -783,7 +783,7 @@ pub fn parse_revs(text: &str) -> Result<RevSelection, InputError> {
 
 /// The commits a selection stands for, baseline first: a pair's two, or a
 /// range's base followed by `git rev-list --reverse BASE..TIP`.
-pub fn commits(repo: &Path, selection: &RevSelection) -> Result<Vec<Commit>> {
+pub fn commits(repo: &Path, selection: &RevSelection) -> Result<Vec<GitCommit>> {
     match selection {
         RevSelection::Pair(a, b) => Ok(vec![resolve_rev(repo, a)?, resolve_rev(repo, b)?]),
         RevSelection::Range { base, tip } => {
@@ -830,11 +830,11 @@ fn snapshot(repo: &Path, commit: &str) -> Result<PathBuf> {
     let seal = snapshot_seal(commit);
     if dir.join(DONE).is_file() {
         match super::seal::check_tree(&dir, &seal) {
-            Verdict::Sound | Verdict::SealedNow => {
+            SealVerdict::Sound | SealVerdict::SealedNow => {
                 super::lock::used(&snapshot_dir(commit));
                 return Ok(dir);
             }
-            Verdict::Damaged(why) => {
+            SealVerdict::Damaged(why) => {
                 crate::base::message::warning(format_args!(
                     "cached snapshot {} is damaged ({why}): making it again",
                     dir.display()

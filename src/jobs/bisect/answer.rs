@@ -68,7 +68,7 @@ impl Answer {
         let plan = &self.plan;
         let commits = &plan.commits;
         let last = commits.len() - 1;
-        let commit = |i: usize| shown::Commit {
+        let commit = |i: usize| shown::CommitLabel {
             short_id: commits[i].short_id().to_string(),
             subject: commits[i].subject.clone(),
         };
@@ -103,7 +103,7 @@ impl Answer {
             bad: commit(last),
             tree: plan.tree.display().to_string(),
             commits_after_good: last,
-            point: plan.point.clone(),
+            point: plan.point.to_string(),
             suite: plan
                 .suite
                 .as_deref()
@@ -160,11 +160,11 @@ impl Answer {
 }
 
 /// One measured commit's facts, as the answer and the terminal show it.
-pub fn measured(plan: &Plan, step: &Step) -> shown::Measured {
+pub fn measured(plan: &Plan, step: &Step) -> shown::MeasuredCommit {
     let c = &plan.commits[step.index];
-    shown::Measured {
+    shown::MeasuredCommit {
         index: step.index,
-        commit: shown::Commit {
+        commit: shown::CommitLabel {
             short_id: c.short_id().to_string(),
             subject: c.subject.clone(),
         },
@@ -273,7 +273,7 @@ mod tests {
             bad: "HEAD".into(),
             suite: None,
             suite_sha256: crate::base::sha256::Sha256::of(b"suite"),
-            point: "hackbench:time@1cpu:2".into(),
+            point: crate::jobs::bisect::point::PointSpec::parse("hackbench/time@1=2").unwrap(),
             variant: String::new(),
             threshold: 0.02,
             boots: 4,

@@ -77,8 +77,8 @@ pub struct Plan {
     /// again as `compare` finds it.
     pub suite: Option<PathBuf>,
     pub suite_sha256: crate::base::sha256::Sha256,
-    /// The point, as `--point` writes it, resolved against the suite.
-    pub point: String,
+    /// The point, resolved against the suite (kept as `--point` writes it).
+    pub point: PointSpec,
     /// The suite variant whose kernel configuration and command line each
     /// commit is built and booted with (empty: the baseline).
     #[serde(default)]
@@ -123,7 +123,7 @@ pub enum BisectProgress<'a> {
     },
     /// A step of the search is decided (`unit`: the point's unit).
     Step {
-        step: &'a crate::stages::report::bisect::Measured,
+        step: &'a crate::stages::report::bisect::MeasuredCommit,
         unit: &'a str,
     },
     /// The answer, written to `written`, after `elapsed` in all.
@@ -174,7 +174,7 @@ pub fn run(
         dir: &dir,
         plan: &plan,
     });
-    let spec = PointSpec::parse(&plan.point)?;
+    let spec = plan.point.clone();
     let mut bench = Bench::new(&dir, &plan, suite, spec, show)?;
     let _interrupts = vm::watch_interrupts("stopping the guest; continue with bisect --resume");
     let started = std::time::Instant::now();
@@ -342,7 +342,7 @@ fn new_plan(request: &Request) -> Result<Plan> {
             .as_ref()
             .map(|path| path.canonicalize().unwrap_or_else(|_| path.clone())),
         suite_sha256: crate::base::sha256::Sha256::parse(file.sha256.clone())?,
-        point: resolved.to_string(),
+        point: resolved,
         variant,
         threshold: threshold / 100.0,
         boots,
@@ -457,7 +457,7 @@ fn suite_of(plan: &Plan) -> Result<Suite> {
 /// The suite reduced to the bisected point, its baseline variant's
 /// configuration built from each commit in turn.
 fn restricted(file: &Suite, plan: &Plan) -> Result<Suite> {
-    let spec = PointSpec::parse(&plan.point)?;
+    let spec = &plan.point;
     let mut suite = spec.restrict(file)?;
     suite.boots = plan.boots;
     suite.profile = false;
@@ -856,7 +856,7 @@ mod tests {
             bad: "b".repeat(40),
             suite: None,
             suite_sha256: crate::base::sha256::Sha256::of(b"suite"),
-            point: "hackbench:time@1cpu:2".into(),
+            point: PointSpec::parse("hackbench/time@1=2").unwrap(),
             variant: String::new(),
             threshold: 0.01,
             boots: 4,

@@ -4,8 +4,9 @@
 
 use crate::base::error::InputError;
 use crate::base::error::Result;
-use crate::record::Sample;
+use crate::record::{PointKey, Sample};
 use crate::stages::suite::Suite;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The point bisected when neither a suite nor a point is given.
 pub const QUICK_DEFAULT: &str = "hackbench@1";
@@ -35,6 +36,32 @@ impl std::fmt::Display for PointSpec {
             write!(f, "={p}")?;
         }
         Ok(())
+    }
+}
+
+/// A point named in full, as a pattern that matches it alone.
+impl From<&PointKey> for PointSpec {
+    fn from(key: &PointKey) -> PointSpec {
+        PointSpec {
+            workload: Some(key.workload.clone()),
+            metric: Some(key.metric.clone()),
+            cpus: Some(key.cpus),
+            param: Some(key.param),
+        }
+    }
+}
+
+/// A resolved point is kept as `--point` writes it (`bisect.toml`).
+impl Serialize for PointSpec {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PointSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<PointSpec, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        PointSpec::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -108,8 +135,9 @@ impl PointSpec {
             && self.param.is_none_or(|p| other.param == Some(p))
     }
 
-    /// The one point of `suite` this names, written out in full; an error
-    /// listing the suite's points when it names none or several.
+    /// The one point of `suite` this names, written out in full (the metric
+    /// as given: a suite does not say which metrics a workload measures);
+    /// an error listing the suite's points when it names none or several.
     pub fn resolve(&self, suite: &Suite) -> Result<PointSpec, InputError> {
         let all = PointSpec::candidates(suite);
         let found: Vec<&PointSpec> = all
@@ -240,6 +268,24 @@ mod tests {
             let e = PointSpec::parse(bad).unwrap_err().to_string();
             assert!(e.contains("WORKLOAD[/METRIC][@CPUS][=PARAM]"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_plan_keeps_its_point_as_point_writes_it() {
+        #[derive(Debug, Serialize, Deserialize)]
+        struct Kept {
+            point: PointSpec,
+        }
+        for text in ["hackbench@1=2", "hackbench/time@2=4"] {
+            let kept: Kept = toml::from_str(&format!("point = {text:?}\n")).unwrap();
+            assert_eq!(kept.point, PointSpec::parse(text).unwrap());
+            let written = toml::to_string(&kept).unwrap();
+            assert_eq!(written, format!("point = {text:?}\n"));
+        }
+        let key: PointKey = "hackbench/time@2=4".parse().unwrap();
+        assert_eq!(PointSpec::from(&key).to_string(), key.to_string());
+        let e = toml::from_str::<Kept>("point = \"hackbench@x\"\n").unwrap_err();
+        assert!(e.to_string().contains("CPUS is a whole number"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::base::error::InputError;
 use crate::base::error::Result;
-use crate::guest::images::source::{self, Commit};
+use crate::guest::images::source::{self, GitCommit};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -19,7 +19,7 @@ pub struct RangeCommit {
 
 impl RangeCommit {
     pub fn short_id(&self) -> &str {
-        &self.id[..self.id.len().min(12)]
+        source::short_commit(&self.id)
     }
 }
 
@@ -83,7 +83,7 @@ pub fn commits(repo: &Path, good: &str, bad: &str) -> Result<Vec<RangeCommit>> {
     for id in listed.lines().filter(|l| !l.is_empty()) {
         out.push(describe(
             repo,
-            &Commit {
+            &GitCommit {
                 id: id.to_string(),
                 subject: String::new(),
             },
@@ -108,7 +108,7 @@ fn named(flag: &str, e: crate::base::error::Error) -> crate::base::error::Error 
 }
 
 /// A commit's subject, author and whether it is a merge.
-fn describe(repo: &Path, commit: &Commit) -> Result<RangeCommit> {
+fn describe(repo: &Path, commit: &GitCommit) -> Result<RangeCommit> {
     let text = source::git(
         repo,
         &["log", "-1", "--format=%s%n%an <%ae>%n%P", &commit.id],

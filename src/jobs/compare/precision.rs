@@ -64,10 +64,12 @@ fn unresolved_point(analysis: &Analysis, s: &Standing, rule: FixedWidth) -> Unre
         candidate.to_string()
     });
     UnresolvedPoint {
-        point: format!(
-            "{}/{}@{}={}",
-            s.key.workload, s.key.metric, s.key.cpus, s.param
-        ),
+        point: crate::record::PointKey {
+            workload: s.key.workload.clone(),
+            metric: s.key.metric.clone(),
+            cpus: s.key.cpus,
+            param: s.param,
+        },
         candidate,
         precision: s.precision,
         target: rule,
@@ -235,7 +237,7 @@ mod tests {
 
     pub(super) fn point(key: &str) -> UnresolvedPoint {
         UnresolvedPoint {
-            point: key.into(),
+            point: key.parse().unwrap(),
             candidate: None,
             precision: crate::base::stats::sequential::PointPrecision {
                 half_width: None,

@@ -14,11 +14,13 @@
 //! - [`comparison`]: which variant is compared with which;
 //! - [`sweep`]: the statistics of every comparison and point ([`Analysis`]);
 //! - [`precision`]: where each point stands against a run's precision target;
-//! - [`weights`]: whether a verdict on the cycle model's estimate rests on its weights.
+//! - [`weights`]: whether a verdict on the cycle model's estimate rests on its weights;
+//! - [`gate`]: what the nightly gate decided of two runs' comparison.
 //!
 //! Nothing here renders text or knows about the report.
 
 pub mod comparison;
+pub mod gate;
 pub mod point;
 pub mod precision;
 pub mod sweep;

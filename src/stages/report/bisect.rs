@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 pub struct Bisection {
     /// How the search ended; `None` while it goes on.
     pub finding: Option<Finding>,
-    pub good: Commit,
-    pub bad: Commit,
+    pub good: CommitLabel,
+    pub bad: CommitLabel,
     /// The git tree.
     pub tree: String,
     /// Commits after GOOD, up to BAD.
@@ -40,7 +40,7 @@ pub struct Bisection {
     /// The point's unit (`s`, `packets/s`).
     pub unit: String,
     /// Every commit measured so far, in range order.
-    pub measured: Vec<Measured>,
+    pub measured: Vec<MeasuredCommit>,
     /// The search's steps in the order taken, once it ended.
     pub order: Vec<Taken>,
     /// Every build the bisection needed.
@@ -56,19 +56,19 @@ pub enum Finding {
     /// GOOD and BAD do not differ by the threshold (the confirmation says
     /// why not).
     NoRegression,
-    FirstBad(Commit),
+    FirstBad(CommitLabel),
     /// The first bad commit is one of the `commits` after `good` up to
     /// `bad`, which could not be decided between.
     Range {
         commits: usize,
-        good: Commit,
-        bad: Commit,
+        good: CommitLabel,
+        bad: CommitLabel,
     },
 }
 
 /// The answer in one line.
 pub fn headline(b: &Bisection) -> String {
-    let named = |c: &Commit| format!("{} ({})", c.short_id, c.subject);
+    let named = |c: &CommitLabel| format!("{} ({})", c.short_id, c.subject);
     match &b.finding {
         None => "in progress".into(),
         Some(Finding::NoRegression) => format!(
@@ -91,7 +91,7 @@ pub fn headline(b: &Bisection) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Commit {
+pub struct CommitLabel {
     pub short_id: String,
     pub subject: String,
 }
@@ -133,10 +133,10 @@ pub enum End {
 
 /// One measured commit.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Measured {
+pub struct MeasuredCommit {
     /// Its position in the range (0 is GOOD).
     pub index: usize,
-    pub commit: Commit,
+    pub commit: CommitLabel,
     pub end: End,
     /// Its class in words ("good", "bad", "undecided", "skipped (untestable)").
     pub class: &'static str,
@@ -181,7 +181,7 @@ pub enum Build {
 }
 
 /// One step as it is decided, for the terminal.
-pub fn step_line(m: &Measured, unit: &str) -> String {
+pub fn step_line(m: &MeasuredCommit, unit: &str) -> String {
     let figures = match (m.mean, &m.vs_good, &m.vs_bad) {
         (Some(mean), Some(g), Some(b)) => format!(
             "{} {unit}, {} against GOOD, {} against BAD, {} boots",
@@ -385,11 +385,11 @@ pub fn markdown(b: &Bisection) -> String {
 fn md_heading(r: &mut String, b: &Bisection) {
     let _ = writeln!(r, "# Bisection: {}\n", escape_md(&headline(b)));
     let escaped = Bisection {
-        good: Commit {
+        good: CommitLabel {
             short_id: b.good.short_id.clone(),
             subject: escape_md(&b.good.subject),
         },
-        bad: Commit {
+        bad: CommitLabel {
             short_id: b.bad.short_id.clone(),
             subject: escape_md(&b.bad.subject),
         },

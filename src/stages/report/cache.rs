@@ -2,7 +2,7 @@
 //! found, worded for the terminal from the cache's entries.
 
 use crate::guest::images::cache::{Checked, Entry, Kind};
-use crate::guest::images::seal::Verdict;
+use crate::guest::images::seal::SealVerdict;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::SystemTime;
@@ -117,11 +117,11 @@ pub fn freed(dry_run: bool, freed: u64, total: u64) -> String {
 pub fn verified(root: &Path, c: &Checked) -> String {
     let shown = under(root, &c.path);
     match &c.verdict {
-        Verdict::Sound => format!("ok       {shown}"),
-        Verdict::SealedNow => {
+        SealVerdict::Sound => format!("ok       {shown}"),
+        SealVerdict::SealedNow => {
             format!("sealed   {shown} (made before seals were kept; checked and sealed now)")
         }
-        Verdict::Damaged(why) => format!("DAMAGED  {shown}: {why}"),
+        SealVerdict::Damaged(why) => format!("DAMAGED  {shown}: {why}"),
     }
 }
 

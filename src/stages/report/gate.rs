@@ -1,50 +1,16 @@
 //! The nightly gate's summary for a CI job page: tonight's run against the
 //! baseline run, each gated variant's verdict, the points not compared and
-//! the regressions beyond the margin. `commands::nightly` decides the gate
-//! into a [`GateDecision`]; this module only words it.
+//! the regressions beyond the margin. `jobs::gate` decides the gate into a
+//! [`GateDecision`]; this module only words it.
 
-use crate::record::RegressedPoint;
+use crate::stages::analysis::gate::{GateDecision, Side};
 use crate::stages::analysis::param_label;
 use crate::stages::report::format::relative;
-use std::path::PathBuf;
 
-/// What the gate found, before any of it is shown or written: each gated
-/// variant's comparison, and the margin a regression must exceed.
-#[derive(Debug, Clone)]
-pub struct GateDecision {
-    pub baseline: PathBuf,
-    pub candidate: PathBuf,
-    /// The suite's margin (the same in every variant's comparison).
-    pub margin: f64,
-    pub variants: Vec<GatedVariant>,
-}
-
-/// One variant of tonight's run against the same variant of the baseline.
-#[derive(Debug, Clone)]
-pub struct GatedVariant {
-    /// The variant's name in the summary's lines and table: set when the
-    /// run has several candidates, each gated on its own.
-    pub label: Option<String>,
-    /// What differs between the two runs' conditions (`diff`'s warnings).
-    pub warnings: Vec<String>,
-    /// The comparison's verdict line (`stats::summary_line`).
-    pub verdict: String,
-    /// The comparison's report.
-    pub report: PathBuf,
-    /// The points measured in one run only.
-    pub unmeasured: Vec<Unmeasured>,
-    /// The points that regressed beyond the margin, with their change.
-    pub regressions: Vec<(RegressedPoint, f64)>,
-}
-
-/// A point measured in one of the two runs only.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unmeasured {
-    pub workload: String,
-    pub cpus: u32,
-    pub param: u64,
-    /// No values in the baseline run (else none in tonight's).
-    pub in_baseline: bool,
+/// The variant's name in the summary's lines and table, when the run is
+/// gated on several variants.
+fn label(decision: &GateDecision, variant: &str) -> Option<String> {
+    decision.several().then(|| variant.to_string())
 }
 
 impl GateDecision {
@@ -52,7 +18,8 @@ impl GateDecision {
     /// warnings, each variant's verdict, the points not compared, the
     /// regressions and where each full comparison is.
     pub fn render(&self, mut summary: String) -> String {
-        let several = self.variants.iter().any(|v| v.label.is_some());
+        let several = self.several();
+        let margin = self.margin();
         for w in self.variants.iter().flat_map(|v| &v.warnings) {
             summary.push_str(&format!("> **Warning**: {w}\n\n"));
         }
@@ -61,16 +28,18 @@ impl GateDecision {
                 "Baseline `{}`, candidate `{}`{}: {}.\n\n",
                 self.baseline.display(),
                 self.candidate.display(),
-                v.label
-                    .as_ref()
-                    .map_or(String::new(), |l| format!(", variant {l}")),
-                v.verdict
+                label(self, &v.variant).map_or(String::new(), |l| format!(", variant {l}")),
+                crate::base::stats::summary_line(&v.points, &self.config)
             ));
         }
         let unmeasured: Vec<String> = self
             .variants
             .iter()
-            .flat_map(|v| v.unmeasured.iter().map(move |u| (&v.label, u)))
+            .flat_map(|v| {
+                v.unmeasured
+                    .iter()
+                    .map(move |u| (label(self, &v.variant), u))
+            })
             .map(|(label, u)| {
                 format!(
                     "{}{} on {} CPU(s), {} {} (no values in {})",
@@ -79,10 +48,9 @@ impl GateDecision {
                     u.cpus,
                     param_label(&u.workload),
                     u.param,
-                    if u.in_baseline {
-                        "the baseline run"
-                    } else {
-                        "this run"
+                    match u.missing_in {
+                        Side::Baseline => "the baseline run",
+                        Side::Tonight => "this run",
                     }
                 )
             })
@@ -97,7 +65,11 @@ impl GateDecision {
         let rows: Vec<String> = self
             .variants
             .iter()
-            .flat_map(|v| v.regressions.iter().map(move |r| (&v.label, r)))
+            .flat_map(|v| {
+                v.regressions
+                    .iter()
+                    .map(move |r| (label(self, &v.variant), r))
+            })
             .map(|(label, (point, change))| {
                 format!(
                     "{}| {} | {} | {} {} | {} |",
@@ -111,10 +83,7 @@ impl GateDecision {
             })
             .collect();
         if rows.is_empty() {
-            summary.push_str(&format!(
-                "**No regression beyond {}%.**\n",
-                self.margin * 100.0
-            ));
+            summary.push_str(&format!("**No regression beyond {}%.**\n", margin * 100.0));
         } else {
             let (head, rule) = if several {
                 (
@@ -130,7 +99,7 @@ impl GateDecision {
             summary.push_str(&format!(
                 "**{} significant regression(s) beyond {}%:**\n\n{head}\n{rule}\n{}\n",
                 rows.len(),
-                self.margin * 100.0,
+                margin * 100.0,
                 rows.join("\n")
             ));
         }

@@ -445,7 +445,7 @@ fn runs_rows(suite: &SuiteHistory) -> Vec<[String; 5]> {
         .enumerate()
         .map(|(i, run)| {
             let verdict = match &run.gate {
-                Some(g) if g.code != 0 => format!("regression ({} points)", g.regressed.len()),
+                Some(g) if g.regression => format!("regression ({} points)", g.regressed.len()),
                 Some(_) => "no regression".into(),
                 None => "not gated".into(),
             };

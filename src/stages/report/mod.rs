@@ -175,22 +175,10 @@ pub fn render(meta: &RunMeta, samples: &[Sample], files: RunFiles) -> String {
 }
 
 /// The whole `report.txt`.
-pub fn render_text(meta: &RunMeta, samples: &[Sample], files: RunFiles) -> String {
+#[cfg(test)]
+pub(crate) fn render_text(meta: &RunMeta, samples: &[Sample], files: RunFiles) -> String {
     let analysis = analyse(meta, samples);
     text::render(&run_report(meta, samples, files, &analysis))
-}
-
-/// One format of a run that was analysed already (e.g. by a test).
-pub fn render_format(
-    format: Format,
-    meta: &RunMeta,
-    samples: &[Sample],
-    files: RunFiles,
-    analysis: &Analysis,
-) -> Result<String> {
-    format
-        .exporter()
-        .render(&run_report(meta, samples, files, analysis))
 }
 
 /// A run directory's files, read and analysed.

@@ -51,7 +51,7 @@ impl Default for Terminal {
 /// A point not yet within the target, as the terminal names it: its key,
 /// its candidate when there are several, and where it stands.
 pub fn unresolved_point(p: &UnresolvedPoint) -> String {
-    let mut point = p.point.clone();
+    let mut point = p.point.to_string();
     if let Some(candidate) = &p.candidate {
         point.push_str(&format!(" ({candidate})"));
     }
@@ -388,7 +388,7 @@ mod tests {
             ..BootRecord::default()
         };
         let unresolved = [UnresolvedPoint {
-            point: "hackbench/time@2=8".into(),
+            point: "hackbench/time@2=8".parse().unwrap(),
             candidate: None,
             precision: PointPrecision {
                 half_width: Some(0.008),
@@ -492,7 +492,7 @@ mod tests {
             .on(&RunEvent::BlockAdded {
                 units: &added,
                 unresolved: &[UnresolvedPoint {
-                    point: "ping-flood/rtt@1=0".into(),
+                    point: "ping-flood/rtt@1=0".parse().unwrap(),
                     candidate: Some("b".into()),
                     precision: PointPrecision {
                         half_width: None,
@@ -514,7 +514,7 @@ mod tests {
     #[test]
     fn a_point_within_its_width_too_early_says_when_it_may_stop() {
         let point = UnresolvedPoint {
-            point: "hackbench/time@1=4".into(),
+            point: "hackbench/time@1=4".parse().unwrap(),
             candidate: None,
             precision: PointPrecision {
                 half_width: Some(0.004),
