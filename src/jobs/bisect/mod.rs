@@ -414,10 +414,13 @@ fn new_dir(request: &Request) -> Result<PathBuf> {
     match &request.out {
         Some(out) => {
             if input_file::present(&out.join(PLAN_FILE))? {
-                return Err(InputError::new(format!(
-                    "{}: already holds a bisection; continue it with --resume {0}",
-                    out.display()
-                ))
+                return Err(InputError::in_file(
+                    out,
+                    format_args!(
+                        "already holds a bisection; continue it with --resume {}",
+                        out.display()
+                    ),
+                )
                 .into());
             }
             std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;

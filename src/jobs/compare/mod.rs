@@ -89,10 +89,13 @@ fn refuse_what_this_host_cannot_run(run: &Resolved, options: &Options) -> Result
     if let Some(out) = options.out.as_ref().filter(|_| run.resumed.is_none()) {
         // A run there whose record cannot be looked at is not overwritten.
         if crate::base::input_file::present(&RunDir::new(out).meta())? {
-            return Err(InputError::new(format!(
-                "{}: already holds a run; continue it with --resume {0}, or give another --out",
-                out.display()
-            ))
+            return Err(InputError::in_file(
+                out,
+                format_args!(
+                    "already holds a run; continue it with --resume {}, or give another --out",
+                    out.display()
+                ),
+            )
             .into());
         }
     }
