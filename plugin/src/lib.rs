@@ -57,11 +57,15 @@
 //! the host compares the totals with icount's guest time to bound that.
 
 pub mod attribution;
+mod marks;
 pub mod model;
 pub mod throughput;
 pub mod translation;
 
+pub use marks::{Mark, PARTS};
+
 use attribution::{Attribution, Values};
+use marks::MARK_START;
 use model::{BlockEnd, Config, Counts, Mode, Model};
 use qemu_plugin_sys as sys;
 use std::cell::UnsafeCell;
@@ -76,72 +80,6 @@ use translation::Translations;
 /// plugin whose version is above its own (10.0 has 4) or below its minimum.
 #[no_mangle]
 pub static qemu_plugin_version: c_int = 4;
-
-/// The marker instructions: `0f 1f 80` + a 32-bit displacement.
-const MARK_START: [u8; 7] = [0x0f, 0x1f, 0x80, 0x01, 0x53, 0x42, 0x4d];
-const MARK_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x02, 0x53, 0x42, 0x4d];
-const MARK_PART_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x03, 0x53, 0x42, 0x4d];
-/// "Which vCPU runs this": with `check=vcpu` the plugin records the vCPU
-/// index QEMU gives its callback at every execution.
-const MARK_WHICH_VCPU: [u8; 7] = [0x0f, 0x1f, 0x80, 0x04, 0x53, 0x42, 0x4d];
-/// A part's start carries its number in the displacement's low byte.
-const PART_START_BYTE: u8 = 0x10;
-/// Parts are numbered 0 to 15.
-pub const PARTS: u8 = 16;
-
-/// What a marker instruction does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mark {
-    Start,
-    End,
-    PartStart(u8),
-    PartEnd,
-    WhichVcpu,
-}
-
-impl Mark {
-    /// The marker an instruction's bytes are, if they are one.
-    pub fn of(bytes: &[u8]) -> Option<Mark> {
-        let bytes: [u8; 7] = bytes.try_into().ok()?;
-        match bytes {
-            MARK_START => Some(Mark::Start),
-            MARK_END => Some(Mark::End),
-            MARK_PART_END => Some(Mark::PartEnd),
-            MARK_WHICH_VCPU => Some(Mark::WhichVcpu),
-            [0x0f, 0x1f, 0x80, n, 0x53, 0x42, 0x4d]
-                if (PART_START_BYTE..PART_START_BYTE + PARTS).contains(&n) =>
-            {
-                Some(Mark::PartStart(n - PART_START_BYTE))
-            }
-            _ => None,
-        }
-    }
-
-    /// The callback's user datum (never null, so no marker reads as none).
-    fn datum(self) -> *mut c_void {
-        let n: usize = match self {
-            Mark::Start => 1,
-            Mark::End => 2,
-            Mark::PartEnd => 3,
-            Mark::WhichVcpu => 4,
-            Mark::PartStart(k) => 0x100 + k as usize,
-        };
-        n as *mut c_void
-    }
-
-    fn from_datum(datum: *mut c_void) -> Option<Mark> {
-        match datum as usize {
-            1 => Some(Mark::Start),
-            2 => Some(Mark::End),
-            3 => Some(Mark::PartEnd),
-            4 => Some(Mark::WhichVcpu),
-            n if (0x100..0x100 + PARTS as usize).contains(&n) => {
-                Some(Mark::PartStart((n - 0x100) as u8))
-            }
-            _ => None,
-        }
-    }
-}
 
 /// The lowest address of the kernel half of the x86_64 address space.
 const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
@@ -179,9 +117,6 @@ struct Block {
     hits: Box<AtomicU64>,
 }
 
-/// Instructions executed in user space, when blocks call back.
-static USER_INSNS: AtomicU64 = AtomicU64::new(0);
-
 #[derive(Default)]
 struct Region {
     user: u64,
@@ -207,7 +142,48 @@ struct State {
 // lifetime; every access goes through the mutex.
 unsafe impl Send for State {}
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+/// Everything the plugin keeps between QEMU's callbacks, which are plain
+/// functions with no context of the plugin's own. What translation, the
+/// markers and the exit reach is behind a lock; what the callbacks of
+/// every block and memory access touch is atomic or the model's own lock,
+/// which those callbacks skip once it is safe (see [`ModelLock`]).
+struct Plugin {
+    /// The profile: its blocks, scoreboards and finished regions.
+    state: Mutex<Option<State>>,
+    /// The model, when the plugin runs it.
+    model: ModelLock,
+    /// The threads the vCPUs started on, as far as they have started.
+    vcpu_threads: Mutex<VcpuThreads>,
+    /// With `check=vcpu`: the vCPU index each execution of the which-vCPU
+    /// marker was given, in order. The guest agent runs the marker pinned
+    /// to each CPU in turn, one code path for all, so a block translated on
+    /// one vCPU runs on the others: where QEMU compiles the translating
+    /// vCPU's index into the block, the list says so.
+    which_vcpu: Mutex<Option<Vec<c_uint>>>,
+    /// Instructions executed in user space, when blocks call back.
+    user_insns: AtomicU64,
+    /// Data accesses QEMU gave no physical address for (the model takes
+    /// them by virtual address).
+    virtual_accesses: AtomicU64,
+}
+
+static PLUGIN: Plugin = Plugin {
+    state: Mutex::new(None),
+    model: ModelLock {
+        locked: AtomicBool::new(false),
+        one_thread: AtomicBool::new(false),
+        state: UnsafeCell::new(None),
+    },
+    vcpu_threads: Mutex::new(VcpuThreads {
+        announced: 1,
+        started: 0,
+        first: None,
+        apart: false,
+    }),
+    which_vcpu: Mutex::new(None),
+    user_insns: AtomicU64::new(0),
+    virtual_accesses: AtomicU64::new(0),
+};
 
 /// What the model needs of a translated block each time it runs, in 32
 /// bytes, aligned: the callback's first read of it misses the host's caches
@@ -344,24 +320,21 @@ fn between(start: &[Counts; 2], now: &[Counts; 2]) -> [Counts; 2] {
     [now[0].since(&start[0]), now[1].since(&start[1])]
 }
 
-/// The model, when the plugin runs it. Round-robin TCG (which icount
-/// implies) runs every vCPU on one thread, so the lock is never contended
-/// and the order of events is the guest's own; once that is known (see
-/// [`on_vcpu_init`]) the callbacks of every block and memory access skip
-/// it altogether.
-static MODEL: ModelLock = ModelLock {
-    locked: AtomicBool::new(false),
-    state: UnsafeCell::new(None),
-};
-
-/// A lock taken on every memory access and every block the guest runs
-/// until every vCPU is seen to run on one thread: uncontended, a
-/// compare-and-swap to take and a plain release store to give back, half
-/// what `std::sync::Mutex` costs there (its unlock is another atomic
-/// exchange). The plugin aborts on a panic (`panic = "abort"`), so there
-/// is no poisoning to track.
+/// The model's lock. Round-robin TCG (which icount implies) runs every
+/// vCPU on one thread, so the lock is never contended and the order of
+/// events is the guest's own; once that is known (see [`on_vcpu_init`])
+/// the callbacks of every block and memory access skip it altogether.
+///
+/// Until then it is taken on every memory access and every block the guest
+/// runs: uncontended, a compare-and-swap to take and a plain release store
+/// to give back, half what `std::sync::Mutex` costs there (its unlock is
+/// another atomic exchange). The plugin aborts on a panic (`panic =
+/// "abort"`), so there is no poisoning to track.
 struct ModelLock {
     locked: AtomicBool,
+    /// Whether every vCPU announced has started on one thread (round-robin
+    /// TCG), set by that thread and read only by vCPU callbacks.
+    one_thread: AtomicBool,
     state: UnsafeCell<Option<ModelState>>,
 }
 
@@ -390,7 +363,7 @@ impl ModelLock {
     /// translated code before it to drain.
     #[inline(always)]
     fn with_vcpu<R>(&self, f: impl FnOnce(&mut Option<ModelState>) -> R) -> R {
-        if ONE_THREAD.load(Ordering::Relaxed) {
+        if self.one_thread.load(Ordering::Relaxed) {
             // SAFETY: every vCPU's callbacks run on this thread, one after
             // the other, and nothing else reaches the model while vCPUs run
             // (translation runs on this thread too; QEMU pauses the vCPUs
@@ -402,10 +375,6 @@ impl ModelLock {
     }
 }
 
-/// Whether every vCPU announced has started on one thread (round-robin
-/// TCG), set by that thread and read only by vCPU callbacks.
-static ONE_THREAD: AtomicBool = AtomicBool::new(false);
-
 /// The threads the vCPUs started on, as far as they have started.
 struct VcpuThreads {
     announced: u32,
@@ -414,18 +383,14 @@ struct VcpuThreads {
     apart: bool,
 }
 
-static VCPU_THREADS: Mutex<VcpuThreads> = Mutex::new(VcpuThreads {
-    announced: 1,
-    started: 0,
-    first: None,
-    apart: false,
-});
-
 /// QEMU runs a vCPU's init callback on the thread that runs that vCPU: one
 /// thread for all under round-robin TCG, one per vCPU under multi-threaded
-/// TCG (which never sets [`ONE_THREAD`]).
+/// TCG (which never sets [`ModelLock::one_thread`]).
 unsafe extern "C" fn on_vcpu_init(_id: sys::qemu_plugin_id_t, _vcpu: c_uint) {
-    let mut threads = VCPU_THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut threads = PLUGIN
+        .vcpu_threads
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let me = std::thread::current().id();
     match threads.first {
         None => threads.first = Some(me),
@@ -434,7 +399,7 @@ unsafe extern "C" fn on_vcpu_init(_id: sys::qemu_plugin_id_t, _vcpu: c_uint) {
     }
     threads.started += 1;
     if !threads.apart && threads.started >= threads.announced {
-        ONE_THREAD.store(true, Ordering::Relaxed);
+        PLUGIN.model.one_thread.store(true, Ordering::Relaxed);
     }
 }
 
@@ -636,7 +601,7 @@ impl ModelState {
             out,
             "# model addresses: data by guest physical address ({} accesses without \
              one, by virtual address), instructions by virtual address",
-            VIRTUAL_ACCESSES.load(Ordering::Relaxed)
+            PLUGIN.virtual_accesses.load(Ordering::Relaxed)
         )?;
         // Said only when it happened: a file without it is as before.
         let contradicted = self.translations.contradicted();
@@ -728,7 +693,7 @@ impl State {
             for block in &self.blocks {
                 block.hits.store(0, Ordering::Relaxed);
             }
-            USER_INSNS.store(0, Ordering::Relaxed);
+            PLUGIN.user_insns.store(0, Ordering::Relaxed);
             return;
         }
         let vcpus = Self::vcpus();
@@ -758,7 +723,7 @@ impl State {
                     region.blocks.push((index as u32, n));
                 }
             }
-            region.user = USER_INSNS.load(Ordering::Relaxed);
+            region.user = PLUGIN.user_insns.load(Ordering::Relaxed);
             self.regions.push(region);
             return;
         }
@@ -823,13 +788,6 @@ impl State {
     }
 }
 
-/// With `check=vcpu`: the vCPU index each execution of the which-vCPU
-/// marker was given, in order. The guest agent runs the marker pinned to
-/// each CPU in turn, one code path for all, so a block translated on one
-/// vCPU runs on the others: where QEMU compiles the translating vCPU's
-/// index into the block, the list says so.
-static WHICH_VCPU: Mutex<Option<Vec<c_uint>>> = Mutex::new(None);
-
 /// The file `check=vcpu` writes: a header, then one vCPU index a line.
 fn write_which_vcpu(out: &str, seen: &[c_uint]) -> std::io::Result<()> {
     let mut text = String::from("# markbench-which-vcpu 1\n");
@@ -844,7 +802,8 @@ unsafe extern "C" fn on_mark(vcpu: c_uint, userdata: *mut c_void) {
         return;
     };
     if mark == Mark::WhichVcpu {
-        if let Some(seen) = WHICH_VCPU
+        if let Some(seen) = PLUGIN
+            .which_vcpu
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_mut()
@@ -853,9 +812,9 @@ unsafe extern "C" fn on_mark(vcpu: c_uint, userdata: *mut c_void) {
         }
         return;
     }
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = PLUGIN.state.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
-    MODEL.with(|model| match mark {
+    PLUGIN.model.with(|model| match mark {
         Mark::End => {
             state.end_region();
             if let Some(model) = model.as_mut() {
@@ -892,7 +851,7 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     // host one): the L1i holds them by virtual address.
     let lines = model::lines(b.pc, u64::from(b.bytes));
     let vcpu = vcpu as usize;
-    MODEL.with_vcpu(|m| {
+    PLUGIN.model.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         m.translations.block(vcpu);
         let instructions = u64::from(b.instructions);
@@ -919,10 +878,6 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
     });
 }
 
-/// Data accesses QEMU gave no physical address for (the model takes them
-/// by virtual address).
-static VIRTUAL_ACCESSES: AtomicU64 = AtomicU64::new(0);
-
 /// Bytes per guest page: an access that crosses a page boundary may go on
 /// at an unrelated physical address.
 const PAGE: u64 = 4096;
@@ -944,7 +899,7 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
     let in_page = PAGE - (vaddr & (PAGE - 1));
     // The caches are physically tagged: two processes' data at the same
     // virtual address are different lines, one page mapped twice is one.
-    MODEL.with_vcpu(|m| {
+    PLUGIN.model.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         let v = vcpu as usize;
         let ask = |address| physical(info, address);
@@ -964,7 +919,7 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
         match first {
             Some(address) => m.model.data(v, address, head, store),
             None => {
-                VIRTUAL_ACCESSES.fetch_add(1, Ordering::Relaxed);
+                PLUGIN.virtual_accesses.fetch_add(1, Ordering::Relaxed);
                 m.model.data_virtual(v, vaddr, head, store)
             }
         }
@@ -972,7 +927,7 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
             None => {}
             Some((_, Some(address))) => m.model.data(v, address, tail, store),
             Some((next, None)) => {
-                VIRTUAL_ACCESSES.fetch_add(1, Ordering::Relaxed);
+                PLUGIN.virtual_accesses.fetch_add(1, Ordering::Relaxed);
                 m.model.data_virtual(v, next, tail, store)
             }
         }
@@ -1006,7 +961,7 @@ unsafe fn model_string_access(
     store: bool,
 ) {
     let size = 1u64 << sys::qemu_plugin_mem_size_shift(info);
-    MODEL.with_vcpu(|m| {
+    PLUGIN.model.with_vcpu(|m| {
         let Some(m) = m.as_mut() else { return };
         let v = vcpu as usize;
         if m.attribution.is_some() {
@@ -1018,7 +973,9 @@ unsafe fn model_string_access(
             .model
             .string_data(v, vaddr, size, store, |at| unsafe { physical(info, at) });
         if by_virtual > 0 {
-            VIRTUAL_ACCESSES.fetch_add(u64::from(by_virtual), Ordering::Relaxed);
+            PLUGIN
+                .virtual_accesses
+                .fetch_add(u64::from(by_virtual), Ordering::Relaxed);
         }
     });
 }
@@ -1027,7 +984,7 @@ type MemCallback = unsafe extern "C" fn(c_uint, sys::qemu_plugin_meminfo_t, u64,
 
 /// Registers the model's callbacks on a block being translated.
 unsafe fn instrument_for_model(tb: *mut sys::qemu_plugin_tb) {
-    MODEL.with(|model| {
+    PLUGIN.model.with(|model| {
         if let Some(m) = model.as_mut() {
             instrument_block(tb, m);
         }
@@ -1119,7 +1076,7 @@ unsafe extern "C" fn on_kernel_block(_vcpu: c_uint, hits: *mut c_void) {
 
 unsafe extern "C" fn on_user_block(_vcpu: c_uint, insns: *mut c_void) {
     // The pointer-sized user datum is the block's instruction count.
-    USER_INSNS.fetch_add(insns as u64, Ordering::Relaxed);
+    PLUGIN.user_insns.fetch_add(insns as u64, Ordering::Relaxed);
 }
 
 unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu_plugin_tb) {
@@ -1136,11 +1093,12 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
             // markers get no callback, as before parts existed.
             let mark = Mark::of(&bytes).filter(|mark| match mark {
                 Mark::Start | Mark::End => true,
-                Mark::WhichVcpu => WHICH_VCPU
+                Mark::WhichVcpu => PLUGIN
+                    .which_vcpu
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .is_some(),
-                Mark::PartStart(_) | Mark::PartEnd => MODEL.with(|m| m.is_some()),
+                Mark::PartStart(_) | Mark::PartEnd => PLUGIN.model.with(|m| m.is_some()),
             });
             if let Some(mark) = mark {
                 sys::qemu_plugin_register_vcpu_insn_exec_cb(
@@ -1152,7 +1110,7 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
             }
         }
     }
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = PLUGIN.state.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
     if !state.profile {
         return;
@@ -1192,8 +1150,9 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
 }
 
 unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void) {
-    let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(seen) = WHICH_VCPU
+    let guard = PLUGIN.state.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(seen) = PLUGIN
+        .which_vcpu
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
@@ -1207,7 +1166,7 @@ unsafe extern "C" fn on_exit(_id: sys::qemu_plugin_id_t, _userdata: *mut c_void)
         return;
     }
     if let Some(state) = guard.as_ref() {
-        if let Err(e) = MODEL.with(|model| state.write(model.as_ref())) {
+        if let Err(e) = PLUGIN.model.with(|model| state.write(model.as_ref())) {
             let message = format!("markbench profile plugin: writing {}: {e}\n\0", state.out);
             sys::qemu_plugin_outs(message.as_ptr().cast());
         }
@@ -1243,7 +1202,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
             Some(("profile", "off")) => profile = false,
             Some(("check", "vcpu")) => {
                 // The check alone: it writes the vCPUs it saw, no profile.
-                *WHICH_VCPU.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
+                *PLUGIN.which_vcpu.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
                 profile = false;
             }
             Some(("weave", "off")) => weave = false,
@@ -1297,7 +1256,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
                 return -1;
             }
         };
-        MODEL.with(|model| {
+        PLUGIN.model.with(|model| {
             *model = Some(ModelState::new(
                 built,
                 // The profile's buckets get the model's counts too.
@@ -1312,7 +1271,7 @@ pub unsafe extern "C" fn qemu_plugin_install(
         Counting::Inline
     };
     let user_board = sys::qemu_plugin_scoreboard_new(8);
-    *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State {
+    *PLUGIN.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(State {
         out,
         profile,
         counting,
@@ -1325,7 +1284,8 @@ pub unsafe extern "C" fn qemu_plugin_install(
         open: false,
         regions: Vec::new(),
     });
-    VCPU_THREADS
+    PLUGIN
+        .vcpu_threads
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .announced = vcpus.max(1) as u32;
@@ -1338,34 +1298,6 @@ pub unsafe extern "C" fn qemu_plugin_install(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn marker_bytes_read_as_their_marks_and_other_nops_as_none() {
-        assert_eq!(Mark::of(&MARK_START), Some(Mark::Start));
-        assert_eq!(Mark::of(&MARK_END), Some(Mark::End));
-        assert_eq!(Mark::of(&MARK_PART_END), Some(Mark::PartEnd));
-        let part = |n: u8| [0x0f, 0x1f, 0x80, n, 0x53, 0x42, 0x4d];
-        assert_eq!(Mark::of(&part(0x10)), Some(Mark::PartStart(0)));
-        assert_eq!(Mark::of(&part(0x1f)), Some(Mark::PartStart(15)));
-        assert_eq!(Mark::of(&part(0x20)), None);
-        assert_eq!(Mark::of(&part(0x04)), Some(Mark::WhichVcpu));
-        assert_eq!(Mark::of(&part(0x05)), None);
-        // nopl 0x4d425301(%rbx): another register is another instruction.
-        assert_eq!(Mark::of(&[0x0f, 0x1f, 0x83, 0x01, 0x53, 0x42, 0x4d]), None);
-        assert_eq!(Mark::of(&MARK_START[..6]), None);
-        for mark in [
-            Mark::Start,
-            Mark::End,
-            Mark::PartEnd,
-            Mark::WhichVcpu,
-            Mark::PartStart(0),
-            Mark::PartStart(15),
-        ] {
-            assert!(!mark.datum().is_null());
-            assert_eq!(Mark::from_datum(mark.datum()), Some(mark));
-        }
-        assert_eq!(Mark::from_datum(std::ptr::null_mut()), None);
-    }
 
     fn state() -> ModelState {
         ModelState::new(Model::new(Config::default(), 1).unwrap(), None, true)

@@ -29,6 +29,7 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
         include_str!("../../../plugin/src/attribution.rs"),
     ),
     ("src/lib.rs", include_str!("../../../plugin/src/lib.rs")),
+    ("src/marks.rs", include_str!("../../../plugin/src/marks.rs")),
     (
         "src/model/caches.rs",
         include_str!("../../../plugin/src/model/caches.rs"),
