@@ -5,8 +5,8 @@ use super::Resolved;
 use crate::guest::images::kernel;
 use crate::record::{RunMeta, SkippedRun};
 use crate::stages::report::dry_run::{
-    role, Estimate, PlanSummary, PrecisionPlan, SlotsPlan, SmpQemuPlan, SourcePlan, UnitLine,
-    VariantPlan,
+    role, Estimate, ModelPlan, PlanSummary, PrecisionPlan, SlotsPlan, SmpQemuPlan, SourcePlan,
+    UnitLine, VariantPlan,
 };
 use crate::stages::suite::{AccelChoice, Suite, TimingChoice};
 use anyhow::Result;
@@ -51,7 +51,7 @@ pub(super) fn plan_summary(
     };
     let variants = variant_plans(suite)?;
     let (earlier_runs, skipped) = crate::record::scan_runs(reports);
-    let (estimate, plugin_lines) = estimate(run, earlier_runs);
+    let (estimate, profile, model) = estimate(run, earlier_runs);
     let host_cores = crate::base::host::cores() as u32;
     let max = run.max_cpus();
     let (jobs, slots) = slots_plan(run);
@@ -91,7 +91,8 @@ pub(super) fn plan_summary(
             .shard_meta()
             .map(|shard| (shard.index, shard.count, shard.pieces)),
         estimate,
-        plugin_lines,
+        profile,
+        model,
         precision: suite.precision.is_some(),
         order: suite.order,
         seed: suite.seed,
@@ -191,9 +192,16 @@ fn variant_plans(suite: &Suite) -> Result<Vec<VariantPlan>> {
 }
 
 /// How long the run will take, from an earlier complete run of the suite
-/// among `earlier_runs` when there is one, and the lines about the plugins'
-/// (the profiler's, the cycle model's) cost.
-fn estimate(run: &Resolved, earlier_runs: Vec<(PathBuf, RunMeta)>) -> (Estimate, Vec<String>) {
+/// among `earlier_runs` when there is one, and the plugins' (the
+/// profiler's, the cycle model's) plans and cost.
+fn estimate(
+    run: &Resolved,
+    earlier_runs: Vec<(PathBuf, RunMeta)>,
+) -> (
+    Estimate,
+    Option<crate::stages::profile::dry_run::ProfilePlan>,
+    Option<ModelPlan>,
+) {
     let suite = &run.suite;
     let earlier = earlier_seconds_per_boot(earlier_runs, suite, &run.overrides);
     let earlier_run =
@@ -205,10 +213,18 @@ fn estimate(run: &Resolved, earlier_runs: Vec<(PathBuf, RunMeta)>) -> (Estimate,
                     .is_ok_and(|m| m.is_some()),
             },
         );
-    let mut plugin_lines = crate::stages::profile::dry_run::describe(suite, earlier_run);
-    if let Some(model) = &suite.model {
-        plugin_lines.extend(model_lines(suite, model, earlier_run));
-    }
+    let profile = crate::stages::profile::dry_run::plan(suite, earlier_run);
+    let model = suite.model.as_ref().map(|model| ModelPlan {
+        geometry: model.geometry(),
+        profile: model.profile.clone(),
+        timeout: earlier_run.and_then(|e| {
+            crate::stages::profile::dry_run::timeout_risk(
+                suite,
+                crate::stages::profile::dry_run::EstimatedBoot::Timed,
+                e.timed_boot_s(suite),
+            )
+        }),
+    });
     let model_factor = earlier_run.map_or(1.0, |e| e.model_factor(suite));
     let estimate = match earlier {
         Some((seconds_per_boot, from)) => Estimate::Earlier {
@@ -221,7 +237,7 @@ fn estimate(run: &Resolved, earlier_runs: Vec<(PathBuf, RunMeta)>) -> (Estimate,
             kernel_base: suite.kernel_base.describe(),
         },
     };
-    (estimate, plugin_lines)
+    (estimate, profile, model)
 }
 
 /// The workloads whose iterations differ from the suite's: kind, measured,
@@ -236,43 +252,6 @@ fn own_iterations(suite: &Suite) -> Vec<(String, u32, u32)> {
                 .then(|| (w.kind().to_string(), iterations, warmup))
         })
         .collect()
-}
-
-/// The dry run's lines about the cycle model: what it adds, what it costs,
-/// and whether a timed boot at that cost outlasts the suite's timeout.
-fn model_lines(
-    suite: &Suite,
-    model: &crate::base::cycle_model::CycleModel,
-    earlier: Option<crate::stages::profile::dry_run::EarlierRun>,
-) -> Vec<String> {
-    let mut lines = vec![format!(
-        "cycle model: every boot under the plugin's cache and branch model ({}), up to ×{} a \
-         plain boot's wall time; each run also gets {} (docs/cycle-model.md)",
-        model.geometry(),
-        crate::base::cycle_model::WALL_TIME_FACTOR,
-        crate::base::cycle_model::METRICS
-            .iter()
-            .map(|(m, _)| *m)
-            .collect::<Vec<_>>()
-            .join(", ")
-    )];
-    lines.push(match &model.profile {
-        Some(p) => format!(
-            "cycle model settings: the profile of the {} measured on {} at {} ({})",
-            p.cpu, p.host, p.measured, p.file
-        ),
-        None => "cycle model settings: the generic core of the defaults or the suite's own \
-                 (no calibrated profile of this CPU: `markbench calibrate` makes one)"
-            .to_string(),
-    });
-    if let Some(e) = earlier {
-        lines.extend(crate::stages::profile::dry_run::timeout_warning(
-            suite,
-            "a timed boot",
-            e.timed_boot_s(suite),
-        ));
-    }
-    lines
 }
 
 /// Whether the run may build markbench's QEMU: an SMP point may boot it

@@ -2,7 +2,11 @@
 //! alone with `--dry-run`): `jobs::compare` computes and checks the plan
 //! into a [`PlanSummary`]; this module only words it.
 
+use crate::base::cycle_model::{ProfileNote, METRICS, WALL_TIME_FACTOR};
 use crate::base::prereq::{HostPlan, HostStep};
+use crate::stages::profile::dry_run::{
+    EstimatedBoot, ProfilePlan, ProfileTotal, TimeoutRisk, SLOWDOWN,
+};
 use crate::stages::suite::{RunOrder, TimingChoice};
 
 /// How the plan names a variant's role.
@@ -46,7 +50,10 @@ pub struct PlanSummary {
     /// Shard index, count and its pieces.
     pub shard: Option<(u32, u32, Vec<String>)>,
     pub estimate: Estimate,
-    pub plugin_lines: Vec<String>,
+    /// The profiled boots, when the suite profiles.
+    pub profile: Option<ProfilePlan>,
+    /// The cycle model, when the suite runs under it.
+    pub model: Option<ModelPlan>,
     pub precision: bool,
     pub order: RunOrder,
     pub seed: u64,
@@ -74,6 +81,137 @@ pub struct PlanSummary {
     pub kernels_cached: Option<Vec<(String, bool)>>,
     /// What the run's builds take on disk, when it builds anything.
     pub disk: Option<Disk>,
+}
+
+/// The cycle model a run boots under: its caches' and predictors'
+/// geometry, the calibrated profile of this CPU it takes its settings
+/// from (else the defaults or the suite's own), and whether a timed boot
+/// under it may outlast the suite's timeout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelPlan {
+    pub geometry: String,
+    pub profile: Option<ProfileNote>,
+    pub timeout: Option<TimeoutRisk>,
+}
+
+fn cpus_words(cpus: u32) -> String {
+    format!("{cpus} CPU{}", if cpus == 1 { "" } else { "s" })
+}
+
+/// The warning that a boot under the cycle model would be stopped as hung.
+pub fn timeout_line(risk: &TimeoutRisk) -> String {
+    let what = match &risk.boot {
+        EstimatedBoot::Timed => "a timed boot".to_string(),
+        EstimatedBoot::Profiled { variant, cpus } => {
+            format!("the profiled boot of {variant} on {}", cpus_words(*cpus))
+        }
+    };
+    format!(
+        "warning: {what} under the cycle model is estimated at {:.0} s, above the suite's \
+         boot_timeout_s = {} s: such a boot would be stopped as hung; raise boot_timeout_s",
+        risk.seconds, risk.boot_timeout_s
+    )
+}
+
+/// The plan's lines about the profiled boots.
+pub fn profile_lines(p: &ProfilePlan) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{} profiled boots after the timed ones, one per variant per CPU count, with markbench's \
+         TCG plugin (their runs count instructions by function and are not samples; they need \
+         icount timing):",
+        p.boots.len()
+    )];
+    for boot in &p.boots {
+        let points: Vec<String> = boot
+            .points
+            .iter()
+            .map(|pt| {
+                format!(
+                    "{} {} ({} measured + {} warm-up)",
+                    pt.kind, pt.param, pt.measured, pt.warmup
+                )
+            })
+            .collect();
+        lines.push(format!(
+            "  {} on {}: {}{}",
+            boot.variant,
+            cpus_words(boot.cpus),
+            points.join(", "),
+            boot.seconds
+                .map_or(String::new(), |s| format!(", about {s:.0} s"))
+        ));
+    }
+    let with_model = |adds_model: bool| {
+        if adds_model {
+            format!(", ×{WALL_TIME_FACTOR} for the cycle model, which it ran without")
+        } else {
+            String::new()
+        }
+    };
+    lines.push(match &p.total {
+        ProfileTotal::AsTheyTook {
+            seconds,
+            from,
+            adds_model,
+        } => format!(
+            "estimated time of the profiled boots: {:.1} min (as they took in {}{})",
+            seconds / 60.0,
+            from.display(),
+            with_model(*adds_model)
+        ),
+        ProfileTotal::FromTimedBoot {
+            seconds,
+            seconds_per_boot,
+            from,
+            adds_model,
+        } => format!(
+            "estimated time of the profiled boots: {:.1} min (×{SLOWDOWN} the {:.0} s of a timed \
+             boot in {}: the plugin's slow-down{})",
+            seconds / 60.0,
+            seconds_per_boot,
+            from.display(),
+            with_model(*adds_model)
+        ),
+        ProfileTotal::UnderModel => format!(
+            "estimated time of the profiled boots: about ×{:.1} a timed boot without the model \
+             each (×{SLOWDOWN} the plugin's slow-down, ×{WALL_TIME_FACTOR} the cycle model's)",
+            SLOWDOWN * WALL_TIME_FACTOR
+        ),
+        ProfileTotal::Unknown => format!(
+            "estimated time of the profiled boots: about ×{SLOWDOWN} a timed boot each (the \
+             plugin's slow-down)"
+        ),
+    });
+    lines.extend(p.timeout.as_ref().map(timeout_line));
+    lines
+}
+
+/// The plan's lines about the cycle model: what it adds, what it costs,
+/// its settings, and whether a timed boot at that cost outlasts the
+/// suite's timeout.
+pub fn model_lines(m: &ModelPlan) -> Vec<String> {
+    let mut lines = vec![format!(
+        "cycle model: every boot under the plugin's cache and branch model ({}), up to ×{} a \
+         plain boot's wall time; each run also gets {} (docs/cycle-model.md)",
+        m.geometry,
+        WALL_TIME_FACTOR,
+        METRICS
+            .iter()
+            .map(|(m, _)| *m)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )];
+    lines.push(match &m.profile {
+        Some(p) => format!(
+            "cycle model settings: the profile of the {} measured on {} at {} ({})",
+            p.cpu, p.host, p.measured, p.file
+        ),
+        None => "cycle model settings: the generic core of the defaults or the suite's own \
+                 (no calibrated profile of this CPU: `markbench calibrate` makes one)"
+            .to_string(),
+    });
+    lines.extend(m.timeout.as_ref().map(timeout_line));
+    lines
 }
 
 /// The kernel source a run builds from.
@@ -502,8 +640,9 @@ impl PlanSummary {
                  defconfig build's time)"
             ),
         });
-        for profile_line in &self.plugin_lines {
-            line(profile_line.clone());
+        let plugins = self.profile.iter().flat_map(profile_lines);
+        for plugin_line in plugins.chain(self.model.iter().flat_map(model_lines)) {
+            line(plugin_line);
         }
     }
 
@@ -628,7 +767,8 @@ mod tests {
                 from: "reports/x".into(),
                 model_factor: 1.0,
             },
-            plugin_lines: vec!["2 profiled boots".into()],
+            profile: None,
+            model: None,
             precision: false,
             order: RunOrder::Shuffled,
             seed: 7,
@@ -687,7 +827,6 @@ mod tests {
              overrides: boots=2\n\
              shard 0 of 2: every variant of hackbench@1\n\
              estimated time: 6 min of booting (90 s per boot in reports/x), plus kernel builds on a cold cache\n\
-             2 profiled boots\n\
              order (Shuffled blocks, seed 7):\n\
              \x20   0  a                    8 CPUs  boot 0\n\
              note: 8 vCPUs on a host with 2 cores: fine under icount (the vCPUs take turns on one \
@@ -795,5 +934,204 @@ mod tests {
         assert!(plan
             .render()
             .contains("a kernel on defconfig builds many times longer than a minimal one"));
+    }
+}
+
+/// The profiled boots' and the cycle model's lines, from the plans the
+/// profile stage makes of a suite.
+#[cfg(test)]
+mod profiled_boots {
+    use super::*;
+    use crate::stages::profile::boot::units;
+    use crate::stages::profile::dry_run::{plan, timeout_risk, EarlierRun};
+    use crate::stages::profile::store::{Manifest, ProfileBoot};
+    use crate::stages::suite::Suite;
+    use std::path::Path;
+
+    fn describe(suite: &Suite, earlier: Option<EarlierRun>) -> Vec<String> {
+        plan(suite, earlier).map_or_else(Vec::new, |p| profile_lines(&p))
+    }
+
+    fn timeout_warning(suite: &Suite, seconds: f64) -> Option<String> {
+        timeout_risk(suite, EstimatedBoot::Timed, seconds).map(|r| timeout_line(&r))
+    }
+
+    fn suite(profile: bool) -> Suite {
+        let text = crate::stages::suite::tests::GOOD.replace("cpus = [2]", "cpus = [1, 2]");
+        let text = if profile {
+            format!("profile = true\n{text}")
+        } else {
+            text
+        };
+        Suite::parse(
+            Path::new("t.toml"),
+            &text,
+            &crate::stages::suite::tests::lookup(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_profiled_boot_is_listed_with_its_points_and_an_estimate() {
+        assert!(describe(&suite(false), None).is_empty());
+
+        let s = suite(true);
+        let lines = describe(&s, None);
+        assert!(lines[0].starts_with("4 profiled boots"), "{lines:?}");
+        let boots: Vec<&String> = lines.iter().filter(|l| l.starts_with("  ")).collect();
+        assert_eq!(boots.len(), 4, "{lines:?}");
+        for (variant, cpus) in [("off", "1 CPU:"), ("on", "1 CPU:"), ("off", "2 CPUs:")] {
+            let line = format!("  {variant} on {cpus}");
+            assert!(
+                boots.iter().any(|l| l.starts_with(&line)),
+                "{line} in {lines:?}"
+            );
+        }
+        // GOOD: hackbench 2 and 4, 3 measured runs + 1 warm-up each.
+        assert!(
+            boots[0].contains("hackbench 2 (3 measured + 1 warm-up), hackbench 4"),
+            "{lines:?}"
+        );
+        assert!(lines.last().unwrap().contains("about ×1.2 a timed boot"));
+
+        let tmp = tempfile::tempdir().unwrap();
+        let earlier = EarlierRun {
+            seconds_per_boot: 50.0,
+            dir: tmp.path(),
+            under_model: false,
+        };
+        let lines = describe(&s, Some(earlier));
+        assert!(lines[1].ends_with(", about 60 s"), "{lines:?}");
+        assert!(
+            lines.last().unwrap().contains("4.0 min (×1.2 the 50 s"),
+            "{lines:?}"
+        );
+
+        // The earlier run's own profiled boots are better evidence.
+        let boots: Vec<ProfileBoot> = units(&s)
+            .iter()
+            .map(|u| ProfileBoot {
+                variant: u.variant.clone(),
+                side: u.side,
+                cpus: u.cpus,
+                guest_seed: None,
+                end: crate::record::BootEnd::Completed,
+                wall_s: 30.0 * u.cpus as f64,
+                console_log: String::new(),
+                file: String::new(),
+                model_file: None,
+                points: Vec::new(),
+            })
+            .collect();
+        Manifest {
+            plugin: "k".into(),
+            icount_shift: 4,
+            boots,
+        }
+        .write(tmp.path())
+        .unwrap();
+        let lines = describe(&s, Some(earlier));
+        let two = lines.iter().find(|l| l.contains("on 2 CPUs")).unwrap();
+        assert!(two.ends_with(", about 60 s"), "{lines:?}");
+        let one = lines.iter().find(|l| l.contains("on 1 CPU:")).unwrap();
+        assert!(one.ends_with(", about 30 s"), "{lines:?}");
+        assert!(
+            lines.last().unwrap().contains("3.0 min (as they took in"),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn under_the_model_a_profiled_boot_costs_the_models_factor_too_and_a_long_one_is_warned_of() {
+        let text = format!(
+            "model = \"cycles\"\nboot_timeout_s = 200\n{}",
+            crate::stages::suite::tests::GOOD
+        );
+        let model = Suite::parse(
+            Path::new("t.toml"),
+            &text,
+            &crate::stages::suite::tests::lookup(),
+        )
+        .unwrap();
+        assert!(model.model.is_some());
+        let factor = crate::base::cycle_model::WALL_TIME_FACTOR;
+        // No earlier run: the factors, no figure to warn of.
+        let lines = describe(&suite(true), None);
+        assert!(
+            lines.iter().all(|l| !l.contains("cycle model")),
+            "{lines:?}"
+        );
+        let profiled = Suite {
+            profile: true,
+            ..model.clone()
+        };
+        let lines = describe(&profiled, None);
+        let last = lines.last().unwrap();
+        assert!(
+            last.contains(&format!(
+                "about ×{:.1} a timed boot without the model",
+                SLOWDOWN * factor
+            )),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.starts_with("warning")), "{lines:?}");
+
+        // An earlier run of 30 s boots without the model: ×factor ×SLOWDOWN.
+        let tmp = tempfile::tempdir().unwrap();
+        let without = EarlierRun {
+            seconds_per_boot: 30.0,
+            dir: tmp.path(),
+            under_model: false,
+        };
+        let estimate = 30.0 * factor * SLOWDOWN;
+        assert!(estimate < 200.0);
+        let lines = describe(&profiled, Some(without));
+        assert!(
+            lines[1].ends_with(&format!(", about {estimate:.0} s")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.last().unwrap().contains(&format!(
+                "×{factor} for the cycle model, which it ran without"
+            )),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|l| l.starts_with("warning")), "{lines:?}");
+        assert_eq!(without.timed_boot_s(&profiled), 30.0 * factor);
+        // An earlier run under the model already paid its cost.
+        let under = EarlierRun {
+            under_model: true,
+            ..without
+        };
+        assert_eq!(under.timed_boot_s(&profiled), 30.0);
+        let lines = describe(&profiled, Some(under));
+        assert!(
+            lines[1].ends_with(&format!(", about {:.0} s", 30.0 * SLOWDOWN)),
+            "{lines:?}"
+        );
+
+        // Boots of 50 s: a profiled one under the model outlasts 200 s.
+        let longer = EarlierRun {
+            seconds_per_boot: 50.0,
+            ..without
+        };
+        let lines = describe(&profiled, Some(longer));
+        let warning = lines.last().unwrap();
+        assert!(
+            warning.starts_with(&format!(
+                "warning: the profiled boot of off on 2 CPUs under the cycle model is estimated \
+                 at {:.0} s, above the suite's boot_timeout_s = 200 s",
+                50.0 * factor * SLOWDOWN
+            )),
+            "{lines:?}"
+        );
+        // Without the model no such warning: the timeout is the suite's own business.
+        let plain = describe(&suite(true), Some(longer));
+        assert!(!plain.iter().any(|l| l.starts_with("warning")), "{plain:?}");
+        assert_eq!(timeout_warning(&suite(true), 1e6), None);
+        assert!(timeout_warning(&model, 201.0)
+            .unwrap()
+            .contains("a timed boot under the cycle model is estimated at 201 s"));
+        assert_eq!(timeout_warning(&model, 200.0), None);
     }
 }
