@@ -22,18 +22,20 @@ pub fn run(request: &Request) -> Result<ExitStatus> {
 /// Prints what a bisection shows as it goes.
 pub fn show(shown: BisectProgress<'_>) {
     match shown {
-        BisectProgress::Started { dir, plan } => {
-            println!("bisection directory: {}", dir.display());
-            println!(
-                "range: {} commits after {} up to {} ({}); point {}; threshold {:.2}%",
+        BisectProgress::Started { dir, plan } => print!(
+            "{}",
+            bisect::started(
+                dir,
                 plan.commits.len() - 1,
-                plan.commits[0].short_id(),
-                plan.commits.last().map_or("", |c| c.short_id()),
-                plan.tree.display(),
-                plan.point,
-                100.0 * plan.threshold
-            );
-        }
+                (
+                    plan.commits[0].short_id(),
+                    plan.commits.last().map_or("", |c| c.short_id()),
+                ),
+                &plan.tree,
+                &plan.point,
+                plan.threshold,
+            )
+        ),
         BisectProgress::Machine { machine, max_cpus } => {
             println!("{}", terminal::machine_line(machine, max_cpus))
         }
@@ -44,11 +46,7 @@ pub fn show(shown: BisectProgress<'_>) {
             elapsed,
         } => {
             println!("{}", summary(answer));
-            println!(
-                "answer: {}\n{:.0} s in all",
-                written.display(),
-                elapsed.as_secs_f64()
-            );
+            print!("{}", bisect::answered(written, elapsed.as_secs_f64()));
         }
         BisectProgress::BuiltInSuite { cwd } => message::note(terminal::built_in_suite(cwd)),
         BisectProgress::RoundStarted { what, boots, dir } => {

@@ -8,6 +8,7 @@ use crate::base::message;
 use crate::jobs::bisect::{point::PointSpec, Request};
 use crate::jobs::compare::Options;
 use crate::record::{tree_commits as revisions, RunMeta};
+use crate::stages::report::nightly::{self as words, Bisected};
 use anyhow::Result;
 
 /// Bisects the night's first regressed point, when it can be, and adds the
@@ -27,7 +28,8 @@ pub fn after(night: &Night, options: &Options, page: &JobPage) -> Result<()> {
     let (tree, good, bad) = match found {
         Ok(found) => found,
         Err(why) => {
-            return add_to_summary(tonight, &format!("\n**Not bisected**: {why}.\n"), page);
+            let text = words::bisected("", Bisected::NotTried { why: &why });
+            return add_to_summary(tonight, &text, page);
         }
     };
     let request = Request {
@@ -51,27 +53,28 @@ pub fn after(night: &Night, options: &Options, page: &JobPage) -> Result<()> {
         yes: options.yes,
         ..Request::default()
     };
-    message::note(format_args!(
-        "bisecting {} from {} to {} in {}",
-        request.point.as_deref().unwrap_or_default(),
+    let point = request.point.as_deref().unwrap_or_default();
+    message::note(words::bisecting(
+        point,
         crate::guest::images::source::short_commit(&good),
         crate::guest::images::source::short_commit(&bad),
-        tree.display()
+        &tree,
     ));
     let text = match crate::jobs::bisect::run(&request, &crate::commands::bisect::show) {
-        Ok((dir, answer)) => format!(
-            "\n**Bisected** {} between the baseline's commit and tonight's: {}. Answer: {}\n",
-            request.point.as_deref().unwrap_or_default(),
-            crate::stages::report::bisect::headline(&answer.facts()),
-            dir.join("bisect.md").display()
+        Ok((dir, answer)) => words::bisected(
+            point,
+            Bisected::Answered {
+                headline: &crate::stages::report::bisect::headline(&answer.facts()),
+                page: &dir.join("bisect.md"),
+            },
         ),
-        Err(e)
-            if ExitStatus::of_error(&e, crate::stages::vm::interrupted())
+        Err(error)
+            if ExitStatus::of_error(&error, crate::stages::vm::interrupted())
                 == ExitStatus::Interrupted =>
         {
-            format!("\n**Bisection interrupted**: {e:#}\n")
+            words::bisected(point, Bisected::Interrupted { error: &error })
         }
-        Err(e) => format!("\n**Bisection failed**: {e:#}\n"),
+        Err(error) => words::bisected(point, Bisected::Failed { error: &error }),
     };
     add_to_summary(tonight, &text, page)
 }

@@ -206,6 +206,31 @@ pub fn step_line(m: &Measured, unit: &str) -> String {
     )
 }
 
+/// What a bisection searches, before its first build: its directory, the
+/// range of `commits_after_good` commits from `good` up to `bad` in
+/// `tree`, the point and the threshold (a fraction).
+pub fn started(
+    dir: &Path,
+    commits_after_good: usize,
+    (good, bad): (&str, &str),
+    tree: &Path,
+    point: &str,
+    threshold: f64,
+) -> String {
+    format!(
+        "bisection directory: {}\nrange: {commits_after_good} commits after {good} up to {bad} \
+         ({}); point {point}; threshold {:.2}%\n",
+        dir.display(),
+        tree.display(),
+        100.0 * threshold
+    )
+}
+
+/// Where the answer was written, and the bisection's time in all.
+pub fn answered(written: &Path, seconds: f64) -> String {
+    format!("answer: {}\n{seconds:.0} s in all\n", written.display())
+}
+
 /// The note that a round of `boots` boots (`what`: of which commit, for
 /// what) starts in `dir`.
 pub fn round_started(what: &str, boots: usize, dir: &Path) -> String {

@@ -55,6 +55,48 @@ pub fn history_link(html: &Path, markdown: &Path) -> String {
     )
 }
 
+/// The night's note that its first regressed point is bisected between
+/// the baseline's commit and tonight's, in `tree`.
+pub fn bisecting(point: &str, good: &str, bad: &str, tree: &Path) -> String {
+    format!(
+        "bisecting {point} from {good} to {bad} in {}",
+        tree.display()
+    )
+}
+
+/// How the night's bisection of `point` ended, for its summary.
+pub enum Bisected<'a> {
+    /// Not tried, and why (the two runs are not two commits of one tree).
+    NotTried {
+        why: &'a str,
+    },
+    /// Answered (`headline`), with the answer's page.
+    Answered {
+        headline: &'a str,
+        page: &'a Path,
+    },
+    Interrupted {
+        error: &'a anyhow::Error,
+    },
+    Failed {
+        error: &'a anyhow::Error,
+    },
+}
+
+/// The summary's paragraph on the night's bisection of `point`.
+pub fn bisected(point: &str, how: Bisected<'_>) -> String {
+    match how {
+        Bisected::NotTried { why } => format!("\n**Not bisected**: {why}.\n"),
+        Bisected::Answered { headline, page } => format!(
+            "\n**Bisected** {point} between the baseline's commit and tonight's: {headline}. \
+             Answer: {}\n",
+            page.display()
+        ),
+        Bisected::Interrupted { error } => format!("\n**Bisection interrupted**: {error:#}\n"),
+        Bisected::Failed { error } => format!("\n**Bisection failed**: {error:#}\n"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
