@@ -1,6 +1,6 @@
 //! Progress of a run on a terminal: indicatif bars for the whole run (with
 //! ETA) and the current boot. Where stderr is not a terminal (CI logs) the
-//! run's observer (`events::Terminal`) writes plain lines instead.
+//! run's observer (`report::terminal::Terminal`) writes plain lines instead.
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::io::IsTerminal;

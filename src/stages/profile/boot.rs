@@ -80,6 +80,31 @@ fn unit_name(unit: &Unit) -> String {
     format!("{}-{}cpu", unit.variant, unit.cpus)
 }
 
+/// Writes, for each candidate against the baseline, the functions only
+/// one of the two kernels has (by their symbol maps `maps`, in the
+/// suite's order of variants) into the profiles' directory under `dir`.
+fn write_only_in(suite: &Suite, maps: &[SymbolMap], dir: &Path) -> Result<()> {
+    let names: Vec<BTreeSet<String>> = maps
+        .iter()
+        .map(|m| {
+            m.names()
+                .map(|n| super::symbols::function_name(n).to_string())
+                .collect()
+        })
+        .collect();
+    std::fs::create_dir_all(store::dir(dir))?;
+    // Each candidate is compared with the baseline.
+    let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
+    for candidate in 1..names.len() {
+        let files = store::only_in_files(&variants, candidate);
+        for (file, (side, other)) in files.iter().zip([(0, candidate), (candidate, 0)]) {
+            let only: BTreeSet<String> = names[side].difference(&names[other]).cloned().collect();
+            store::write_names(&store::dir(dir).join(file), &only)?;
+        }
+    }
+    Ok(())
+}
+
 impl Profiler {
     /// Runs every profiled boot not yet in `dir`'s manifest, as many at
     /// once as the run has slots.
@@ -102,25 +127,7 @@ impl Profiler {
         let mut manifest = Manifest::read(dir)?.unwrap_or_default();
         manifest.plugin = self.plugin.key.clone();
         manifest.icount_shift = self.icount_shift;
-        let names: Vec<BTreeSet<String>> = maps
-            .iter()
-            .map(|m| {
-                m.names()
-                    .map(|n| super::symbols::function_name(n).to_string())
-                    .collect()
-            })
-            .collect();
-        std::fs::create_dir_all(store::dir(dir))?;
-        // Each candidate is compared with the baseline.
-        let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
-        for candidate in 1..names.len() {
-            let files = store::only_in_files(&variants, candidate);
-            for (file, (side, other)) in files.iter().zip([(0, candidate), (candidate, 0)]) {
-                let only: BTreeSet<String> =
-                    names[side].difference(&names[other]).cloned().collect();
-                store::write_names(&store::dir(dir).join(file), &only)?;
-            }
-        }
+        write_only_in(suite, &maps, dir)?;
         let units = units(suite);
         let pending: Vec<(usize, &Unit)> = units
             .iter()

@@ -60,7 +60,7 @@ pub enum EstimatedBoot {
 /// The risk that `boot`, estimated at `seconds` under the cycle model,
 /// is stopped by the suite's `boot_timeout_s`; none within it.
 pub fn timeout_risk(suite: &Suite, boot: EstimatedBoot, seconds: f64) -> Option<TimeoutRisk> {
-    (suite.model.is_some() && seconds > suite.boot_timeout_s as f64).then(|| TimeoutRisk {
+    (suite.model.is_some() && seconds > suite.boot_timeout_s as f64).then_some(TimeoutRisk {
         boot,
         seconds,
         boot_timeout_s: suite.boot_timeout_s,

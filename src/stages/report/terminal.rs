@@ -529,4 +529,37 @@ mod tests {
             "hackbench/time@1=4 ±0.40% on 3 boots a side (stops from 5)"
         );
     }
+
+    #[test]
+    fn a_run_that_is_not_complete_says_how_to_go_on() {
+        let failed = BootRecord {
+            end: BootEnd::TimedOut { after_s: 60 },
+            ..BootRecord::default()
+        };
+        let ok = BootRecord {
+            end: BootEnd::Completed,
+            ..BootRecord::default()
+        };
+        let dir = std::path::Path::new("reports/r");
+        let mut meta = crate::record::RunMeta {
+            boots: vec![ok.clone(), failed],
+            complete: false,
+            ..crate::record::RunMeta::default()
+        };
+        assert_eq!(
+            run_ended(&dir.join("report.md"), &meta, 61.4),
+            "report: reports/r/report.md\n2 boots, 1 failed, 61 s in all\n"
+        );
+        assert_eq!(
+            run_not_complete(dir, &meta).unwrap(),
+            "the run is partial; continue it with: markbench compare --resume reports/r"
+        );
+        meta.complete = true;
+        assert_eq!(
+            run_not_complete(dir, &meta).unwrap(),
+            "1 boot(s) failed; see the Boots table in the report"
+        );
+        meta.boots = vec![ok];
+        assert_eq!(run_not_complete(dir, &meta), None);
+    }
 }
