@@ -79,6 +79,45 @@ fn unit_name(unit: &Unit) -> String {
     format!("{}-{}cpu", unit.variant, unit.cpus)
 }
 
+/// For each candidate, the functions only its kernel has and those only
+/// the baseline's has, written beside the profiles.
+fn write_functions_only_in(suite: &Suite, maps: &[SymbolMap], dir: &Path) -> Result<()> {
+    let names: Vec<BTreeSet<String>> = maps
+        .iter()
+        .map(|m| {
+            m.names()
+                .map(|n| super::symbols::function_name(n).to_string())
+                .collect()
+        })
+        .collect();
+    std::fs::create_dir_all(store::dir(dir))?;
+    // Each candidate is compared with the baseline.
+    let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
+    for candidate in 1..names.len() {
+        let files = store::only_in_files(&variants, candidate);
+        for (file, (side, other)) in files.iter().zip([(0, candidate), (candidate, 0)]) {
+            let only: BTreeSet<String> = names[side].difference(&names[other]).cloned().collect();
+            store::write_names(&store::dir(dir).join(file), &only)?;
+        }
+    }
+    Ok(())
+}
+
+/// The profiled boots `manifest` does not hold a completed one of, with
+/// their numbers among `units`.
+fn pending<'u>(units: &'u [Unit], manifest: &Manifest) -> Vec<(usize, &'u Unit)> {
+    units
+        .iter()
+        .enumerate()
+        .filter(|(_, unit)| {
+            !manifest
+                .boots
+                .iter()
+                .any(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus)
+        })
+        .collect()
+}
+
 impl Profiler {
     /// Runs every profiled boot not yet in `dir`'s manifest, as many at
     /// once as the run has slots.
@@ -101,36 +140,9 @@ impl Profiler {
         let mut manifest = Manifest::read(dir)?.unwrap_or_default();
         manifest.plugin = self.plugin.key.clone();
         manifest.icount_shift = self.icount_shift;
-        let names: Vec<BTreeSet<String>> = maps
-            .iter()
-            .map(|m| {
-                m.names()
-                    .map(|n| super::symbols::function_name(n).to_string())
-                    .collect()
-            })
-            .collect();
-        std::fs::create_dir_all(store::dir(dir))?;
-        // Each candidate is compared with the baseline.
-        let variants: Vec<String> = suite.variants.iter().map(|v| v.name.clone()).collect();
-        for candidate in 1..names.len() {
-            let files = store::only_in_files(&variants, candidate);
-            for (file, (side, other)) in files.iter().zip([(0, candidate), (candidate, 0)]) {
-                let only: BTreeSet<String> =
-                    names[side].difference(&names[other]).cloned().collect();
-                store::write_names(&store::dir(dir).join(file), &only)?;
-            }
-        }
+        write_functions_only_in(suite, &maps, dir)?;
         let units = units(suite);
-        let pending: Vec<(usize, &Unit)> = units
-            .iter()
-            .enumerate()
-            .filter(|(_, unit)| {
-                !manifest
-                    .boots
-                    .iter()
-                    .any(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus)
-            })
-            .collect();
+        let pending = pending(&units, &manifest);
         // Profiled boots count instructions, whatever runs beside them:
         // they share the timed boots' slots.
         for side_by_side in pending.chunks(slots.jobs.max(1)) {
