@@ -10,7 +10,7 @@
 
 use crate::base::error::Result;
 use crate::record::{GateRecord, RegressedPoint, RunMeta};
-pub use crate::stages::analysis::gate::{GateDecision, GatedVariant, Side, Unmeasured};
+pub use crate::stages::analysis::gate::{GateDecision, GatedVariant, Regression, Side, Unmeasured};
 use crate::stages::analysis::Analysis;
 use std::path::{Path, PathBuf};
 
@@ -75,10 +75,7 @@ pub fn decide(baseline: &Path, candidate: &Path, variant: Option<&str>) -> Resul
 
 /// The points of a diff's `analysis` of `variant` measured in one run only,
 /// and those that regressed beyond the analysis's margin with their change.
-fn judge(
-    analysis: &Analysis,
-    variant: &str,
-) -> Result<(Vec<Unmeasured>, Vec<(RegressedPoint, f64)>)> {
+fn judge(analysis: &Analysis, variant: &str) -> Result<(Vec<Unmeasured>, Vec<Regression>)> {
     let results = analysis
         .results
         .as_ref()

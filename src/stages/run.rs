@@ -346,14 +346,14 @@ enum ModelError {
     Samples(crate::base::error::Error),
 }
 
-/// How a unit's boot ended, all told: the runner's ending, unless the host
-/// could not read a run's figures (its reading says more than the agent's)
-/// or the guest saw other CPUs than the unit asked for.
 /// Seconds to a tenth, as boot records keep them.
 fn tenths(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 10.0).round() / 10.0
 }
 
+/// How a unit's boot ended, all told: the runner's ending, unless the host
+/// could not read a run's figures (its reading says more than the agent's)
+/// or the guest saw other CPUs than the unit asked for.
 fn unit_end(unit: &Unit, end: BootEnd, sample_error: Option<String>, guest_cpus: &str) -> BootEnd {
     // The host's reading of a failed run ("exited with status 3: …") says
     // more than the agent's ("command failed"), so it wins.
@@ -885,4 +885,110 @@ fn keep_fragments(images: &Images, dir: &Path) -> Result<()> {
         std::fs::write(&path, &f.text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn unit(variant: &str, cpus: u32, boot: u32) -> Unit {
+        Unit {
+            index: 0,
+            side: 0,
+            variant: variant.into(),
+            cpus,
+            boot,
+            steps: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_boot_record_keeps_seconds_to_a_tenth() {
+        assert_eq!(tenths(Duration::from_millis(1_249)), 1.2);
+        assert_eq!(tenths(Duration::from_millis(1_250)), 1.3);
+        assert_eq!(tenths(Duration::ZERO), 0.0);
+    }
+
+    #[test]
+    fn the_hosts_reading_of_a_failed_run_wins_over_the_agents() {
+        let one = unit("on", 1, 0);
+        let error = |message: &str| BootEnd::AgentError {
+            message: message.into(),
+        };
+        assert_eq!(
+            unit_end(&one, BootEnd::Completed, None, "0"),
+            BootEnd::Completed
+        );
+        let host = Some("exited with status 3: no such file".to_string());
+        assert_eq!(
+            unit_end(&one, BootEnd::Completed, host.clone(), "0"),
+            error("exited with status 3: no such file")
+        );
+        assert_eq!(
+            unit_end(&one, error("command failed"), host.clone(), "0"),
+            error("exited with status 3: no such file")
+        );
+        // A boot that never got so far keeps its own ending.
+        let timed_out = BootEnd::TimedOut { after_s: 60 };
+        assert_eq!(unit_end(&one, timed_out.clone(), host, "0"), timed_out);
+    }
+
+    #[test]
+    fn a_guest_that_saw_other_cpus_than_asked_for_failed() {
+        assert_eq!(
+            unit_end(&unit("on", 4, 0), BootEnd::Completed, None, "0-3"),
+            BootEnd::Completed
+        );
+        let BootEnd::AgentError { message } =
+            unit_end(&unit("on", 4, 0), BootEnd::Completed, None, "0-1")
+        else {
+            panic!("a guest on 2 CPUs of 4 completed");
+        };
+        assert_eq!(message, r#"guest saw CPUs "0-1", expected "0-3""#);
+        assert!(!unit_end(&unit("on", 1, 0), BootEnd::Completed, None, "0-1").is_ok());
+        // A boot that failed is not also blamed for its CPUs.
+        let panic = BootEnd::KernelPanic {
+            detail: "oops".into(),
+        };
+        assert_eq!(unit_end(&unit("on", 2, 0), panic.clone(), None, ""), panic);
+    }
+
+    #[test]
+    fn a_unit_names_its_boot() {
+        assert_eq!(
+            unit_key(&unit("markers-on", 2, 3)),
+            BootKey {
+                variant: "markers-on".into(),
+                cpus: 2,
+                boot: 3,
+            }
+        );
+    }
+
+    #[test]
+    fn a_variant_boots_in_the_free_slot_that_booted_it_least() {
+        assert_eq!(slot_for(&[], "on", &[]), None);
+        assert_eq!(slot_for(&[2, 0, 1], "on", &[]), Some(0));
+        let booted = [("on".to_string(), 0), ("off".to_string(), 1)];
+        assert_eq!(slot_for(&[0, 1], "on", &booted), Some(1));
+        assert_eq!(slot_for(&[0, 1], "off", &booted), Some(0));
+        // Every free slot booted it as often: the lowest.
+        let twice = [("on".to_string(), 0), ("on".to_string(), 1)];
+        assert_eq!(slot_for(&[1, 0], "on", &twice), Some(0));
+        assert_eq!(slot_for(&[1], "on", &twice), Some(1));
+    }
+
+    #[test]
+    fn a_run_directory_has_one_writer_at_a_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let held = RunLock::acquire(tmp.path()).unwrap();
+        assert_eq!(held.dir(), tmp.path());
+        assert!(RunLock::acquire(tmp.path()).is_err());
+        drop(held);
+        assert!(!RunDir::new(tmp.path()).lock().exists());
+        // A lock whose process is gone is taken over.
+        std::fs::write(RunDir::new(tmp.path()).lock(), "4294967295").unwrap();
+        assert!(RunLock::acquire(tmp.path()).is_ok());
+    }
 }

@@ -890,6 +890,89 @@ mod tests {
         format!("{e:#}")
     }
 
+    /// The quick suite as `bisect` reads it.
+    fn quick() -> Suite {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quick.toml");
+        std::fs::write(&path, include_str!("../../../suites/quick.toml")).unwrap();
+        Suite::load(
+            &path,
+            &crate::stages::suite::FragmentLookup::FromCwd {
+                cwd: dir.path().to_path_buf(),
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_round_is_the_suites_boots_or_a_precision_runs_least() {
+        let suite = quick();
+        assert!(suite.precision.is_some());
+        let request = |boots, max_boots| Request {
+            boots,
+            max_boots,
+            ..Request::default()
+        };
+        // A suite run to a precision stops on no fewer boots than this.
+        let least = crate::base::stats::sequential::MIN_BOOTS as u32;
+        assert_eq!(rounds(&suite, &request(None, None)).unwrap(), (least, 3));
+        let fixed = Suite {
+            precision: None,
+            ..suite.clone()
+        };
+        assert_eq!(rounds(&fixed, &request(None, None)).unwrap(), (2, 3));
+        assert_eq!(rounds(&suite, &request(Some(4), Some(13))).unwrap(), (4, 3));
+        for (boots, max_boots, says) in [
+            (Some(1), None, "at least two boots"),
+            (Some(4), Some(3), "fewer than one round of 4 boots"),
+        ] {
+            let e = rounds(&suite, &request(boots, max_boots)).unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{e:#}");
+        }
+    }
+
+    #[test]
+    fn each_commit_is_built_as_the_variant_asked_for_or_the_baseline() {
+        let suite = quick();
+        let names: Vec<&str> = suite.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(chosen_variant(&suite, None).unwrap(), names[0]);
+        assert_eq!(chosen_variant(&suite, Some(names[1])).unwrap(), names[1]);
+        let e = format!("{:#}", chosen_variant(&suite, Some("nope")).unwrap_err());
+        assert!(
+            e.contains("--variant nope") && e.contains(&names.join(", ")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_commit_measures_the_point_alone_in_the_plans_rounds() {
+        let suite = quick();
+        let plan = Plan {
+            point: PointSpec::parse("hackbench@2=2").unwrap(),
+            boots: 6,
+            iterations: Some(7),
+            ..plan(2)
+        };
+        let only = restricted(&suite, &plan).unwrap();
+        assert_eq!(only.workloads.len(), 1);
+        assert_eq!(only.workloads[0].label(), "hackbench");
+        assert_eq!(only.workloads[0].params, [2]);
+        assert_eq!(only.cpus, [2]);
+        assert_eq!(only.boots, 6);
+        assert_eq!((only.iterations, only.workloads[0].iterations), (7, None));
+        // The bisection decides the rounds: no precision target, no profile.
+        assert!(only.precision.is_none() && !only.profile);
+    }
+
+    #[test]
+    fn a_commit_is_kept_under_its_short_id() {
+        let plan = plan(2);
+        assert_eq!(
+            commit_dir(Path::new("/b"), &plan.commits[1]),
+            Path::new("/b/commits").join(&plan.commits[1].id[..12])
+        );
+    }
+
     #[test]
     fn a_plan_as_written_resumes() {
         let dir = tempfile::tempdir().unwrap();

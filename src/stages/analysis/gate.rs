@@ -33,9 +33,12 @@ pub struct GatedVariant {
     pub report: PathBuf,
     /// The points measured in one run only.
     pub unmeasured: Vec<Unmeasured>,
-    /// The points that regressed beyond the margin, with their change.
-    pub regressions: Vec<(RegressedPoint, f64)>,
+    /// The points that regressed beyond the margin.
+    pub regressions: Vec<Regression>,
 }
+
+/// A point that regressed beyond the margin, with its relative change.
+pub type Regression = (RegressedPoint, f64);
 
 /// A point measured in one of the two runs only.
 #[derive(Debug, Clone, PartialEq)]

@@ -105,6 +105,21 @@ fn write_only_in(suite: &Suite, maps: &[SymbolMap], dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The profiled boots `manifest` does not hold a completed one of, with
+/// their numbers among `units`.
+fn pending<'u>(units: &'u [Unit], manifest: &Manifest) -> Vec<(usize, &'u Unit)> {
+    units
+        .iter()
+        .enumerate()
+        .filter(|(_, unit)| {
+            !manifest
+                .boots
+                .iter()
+                .any(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus)
+        })
+        .collect()
+}
+
 impl Profiler {
     /// Runs every profiled boot not yet in `dir`'s manifest, as many at
     /// once as the run has slots.
@@ -129,16 +144,7 @@ impl Profiler {
         manifest.icount_shift = self.icount_shift;
         write_only_in(suite, &maps, dir)?;
         let units = units(suite);
-        let pending: Vec<(usize, &Unit)> = units
-            .iter()
-            .enumerate()
-            .filter(|(_, unit)| {
-                !manifest
-                    .boots
-                    .iter()
-                    .any(|b| b.ok() && b.variant == unit.variant && b.cpus == unit.cpus)
-            })
-            .collect();
+        let pending = pending(&units, &manifest);
         // Profiled boots count instructions, whatever runs beside them:
         // they share the timed boots' slots.
         for side_by_side in pending.chunks(slots.jobs.max(1)) {

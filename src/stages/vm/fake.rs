@@ -311,6 +311,23 @@ impl FakeRunner {
         })
     }
 
+    /// The agent's first message: the fake kernel, and the CPUs the guest
+    /// sees (the boot's, unless the runner is told otherwise).
+    fn hello(&self, r: &BootRequest) -> Message {
+        Message::Hello {
+            kernel_release: "6.1.0-fake".into(),
+            kernel_version: "#1 fake".into(),
+            online_cpus: if let Some(cpus) = &self.online_cpus {
+                cpus.clone()
+            } else if r.cpus == 1 {
+                "0".into()
+            } else {
+                format!("0-{}", r.cpus - 1)
+            },
+            cmdline: r.extra_cmdline.clone(),
+        }
+    }
+
     /// What every run of this boot's time is multiplied by: the slow
     /// factor for `slow` boots, and the boot's own spread.
     fn timing_factor(&self, r: &BootRequest, slow: bool) -> f64 {
@@ -354,6 +371,69 @@ fn regions_header(model: bool, model_blocks: bool) -> String {
     regions
 }
 
+/// What a timed run prints: the micro-benchmark's counts, or hackbench's
+/// time and a ping flood's summary (each workload's parser finds its own).
+fn run_output(micro: Option<&FakeMicro>, seconds: f64) -> String {
+    match micro {
+        Some(micro) => micro.output(),
+        None => format!(
+            "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
+        ),
+    }
+}
+
+/// The plugin's file as the plugin would write it: one region per timed
+/// run, with as many instructions as icount's 16 ns each give the run's
+/// time (`fake_region`); version 2 with the cycle model, 3 with the
+/// profile on as well.
+struct PluginFile {
+    text: String,
+    /// The next region's number.
+    next: usize,
+    model: bool,
+    model_blocks: bool,
+    /// A `slow` boot (its command line says so).
+    slow: bool,
+    shape: Option<FakeCounts>,
+}
+
+impl PluginFile {
+    /// The file of boot `r`; with `slow_memory_accesses`, its counts
+    /// shaped as [`FakeCounts`] says.
+    fn for_boot(r: &BootRequest, slow_memory_accesses: Option<f64>) -> PluginFile {
+        let (model, model_blocks) = plugin_output_kind(r);
+        let slow = r.extra_cmdline.contains("slow");
+        PluginFile {
+            text: regions_header(model, model_blocks),
+            next: 0,
+            model,
+            model_blocks,
+            slow,
+            shape: slow_memory_accesses.map(|per_instruction| FakeCounts {
+                memory_per_instruction: if slow { per_instruction } else { 0.0 },
+                costs: r
+                    .plugin
+                    .as_ref()
+                    .map(|p| p.args.clone())
+                    .unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// The region of a run that took `seconds`.
+    fn push(&mut self, seconds: f64, micro: Option<&FakeMicro>) {
+        let instructions = (seconds * 1e9 / 16.0) as u64;
+        self.text.push_str(&fake_region(
+            self.next,
+            instructions,
+            self.model.then_some(self.model_blocks),
+            micro,
+            self.shape.as_ref(),
+        ));
+        self.next += 1;
+    }
+}
+
 impl Runner for FakeRunner {
     fn load_beside_own(&self) -> f64 {
         self.other_load
@@ -374,36 +454,10 @@ impl Runner for FakeRunner {
             .ok()
             .and_then(|b| job_in_initrd(&b))
             .unwrap_or_default();
-        on_message(Message::Hello {
-            kernel_release: "6.1.0-fake".into(),
-            kernel_version: "#1 fake".into(),
-            online_cpus: if let Some(cpus) = &self.online_cpus {
-                cpus.clone()
-            } else if r.cpus == 1 {
-                "0".into()
-            } else {
-                format!("0-{}", r.cpus - 1)
-            },
-            cmdline: r.extra_cmdline.clone(),
-        });
+        on_message(self.hello(r));
         let hangs = self.hanging_boots.contains(&number);
-        // As the plugin would: one region per timed run, with as many
-        // instructions as icount's 16 ns each give the run's time
-        // (`fake_region`); version 2 with the cycle model, 3 with the
-        // profile on as well.
-        let (model, model_blocks) = plugin_output_kind(r);
-        let mut regions = regions_header(model, model_blocks);
-        let mut region = 0usize;
-        let slow = r.extra_cmdline.contains("slow");
-        let factor = self.timing_factor(r, slow);
-        let shape = self.slow_memory_accesses.map(|per_instruction| FakeCounts {
-            memory_per_instruction: if slow { per_instruction } else { 0.0 },
-            costs: r
-                .plugin
-                .as_ref()
-                .map(|p| p.args.clone())
-                .unwrap_or_default(),
-        });
+        let mut plugin_file = PluginFile::for_boot(r, self.slow_memory_accesses);
+        let factor = self.timing_factor(r, plugin_file.slow);
         for line in job.lines() {
             match Directive::parse_line(line) {
                 Ok(Some(Directive::Run {
@@ -427,22 +481,9 @@ impl Runner for FakeRunner {
                             elapsed_ns: (seconds * 1e9) as u64,
                             user_ns: 0,
                             sys_ns: 0,
-                            output: match &micro {
-                                Some(micro) => micro.output(),
-                                None => format!(
-                                    "Time: {seconds:.3}\n2000 packets transmitted, 2000 received, 0% packet loss, time 1ms\n"
-                                ),
-                            },
+                            output: run_output(micro.as_ref(), seconds),
                         }));
-                        let instructions = (seconds * 1e9 / 16.0) as u64;
-                        regions.push_str(&fake_region(
-                            region,
-                            instructions,
-                            model.then_some(model_blocks),
-                            micro.as_ref(),
-                            shape.as_ref(),
-                        ));
-                        region += 1;
+                        plugin_file.push(seconds, micro.as_ref());
                         if self.panicking_boots.contains(&number) {
                             panic!("the fake runner's boot {number} panics, as asked");
                         }
@@ -468,7 +509,7 @@ impl Runner for FakeRunner {
         }
         on_message(Message::Done);
         if let Some(plugin) = &r.plugin {
-            let _ = std::fs::write(&plugin.output, regions);
+            let _ = std::fs::write(&plugin.output, plugin_file.text);
         }
         BootOutcome {
             end: BootEnd::Completed,
