@@ -49,7 +49,10 @@ pub struct KernelMeta {
     pub variant: String,
     pub kernel: String,
     pub cmdline: String,
-    pub source: String,
+    /// The source as the build identified it (runs before format 5: its
+    /// words, `tarball FILE sha256 HEX` or `tree PATH HEAD COMMIT changes
+    /// KEY`).
+    pub source: super::Recorded<super::SourceRecord>,
     /// The source path, revision, resolved commit and subject, and patch
     /// names and hashes (absent in runs made before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -59,7 +59,11 @@
 //!   writes the workload's settings as the suite gives them (`kind`,
 //!   `params`, …);
 //! - `smp_qemu.patches` were `name short-hash`, where format 5 writes each
-//!   patch's name and whole hash.
+//!   patch's name and whole hash;
+//! - `kernels[].source` was the source's identity in words (`tarball FILE
+//!   sha256 HEX`, `tree PATH HEAD COMMIT changes KEY`), where format 5
+//!   writes its kind and values; the text report cuts the hashes of the
+//!   words to 16 digits as it always did, and those of the data by field.
 //!
 //! Each of those sentences is read as the value's `Recorded::Legacy`, as
 //! the value is parsed: no data can be read back out of it, and it renders

@@ -5,8 +5,8 @@
 
 use crate::guest::workloads::WorkloadSpec;
 use crate::record::{
-    Accel, AccelReason, PatchRecord, Recorded, RunMeta, SlotsReason, SlotsWanted, TimingDecision,
-    TimingReason, ICOUNT_RTC_BASE,
+    Accel, AccelReason, PatchRecord, Recorded, RunMeta, SlotsReason, SlotsWanted, SourceRecord,
+    TimingDecision, TimingReason, ICOUNT_RTC_BASE,
 };
 use std::fmt::{self, Display, Formatter};
 
@@ -136,6 +136,40 @@ impl Display for PatchRecord {
     /// Its name and the first 16 digits of its hash.
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.name, self.sha256.short())
+    }
+}
+
+impl Display for SourceRecord {
+    /// As the build identified it, every hash whole.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceRecord::Tarball { file, sha256 } => write!(f, "tarball {file} sha256 {sha256}"),
+            SourceRecord::Tree {
+                path,
+                head,
+                changes,
+            } => write!(f, "tree {path} HEAD {head} changes {changes}"),
+        }
+    }
+}
+
+impl SourceRecord {
+    /// As the build identified it, every hash cut to its first 16 digits.
+    pub fn short(&self) -> String {
+        match self {
+            SourceRecord::Tarball { file, sha256 } => {
+                format!("tarball {file} sha256 {}", sha256.short())
+            }
+            SourceRecord::Tree {
+                path,
+                head,
+                changes,
+            } => format!(
+                "tree {path} HEAD {} changes {}",
+                crate::base::sha256::short(head),
+                changes.short()
+            ),
+        }
     }
 }
 
@@ -271,6 +305,25 @@ mod tests {
         }
         let legacy: Recorded<SlotsReason> = "as recorded".into();
         assert_eq!(legacy.to_string(), "as recorded");
+    }
+
+    #[test]
+    fn a_source_is_worded_as_its_build_identified_it_and_shortened_for_a_line() {
+        let head = "0123456789abcdef0123456789abcdef01234567";
+        let tree = SourceRecord::Tree {
+            path: "/src/my linux".into(),
+            head: head.into(),
+            changes: "5eed5eed5eed5eed".into(),
+        };
+        assert_eq!(
+            tree.to_string(),
+            format!("tree /src/my linux HEAD {head} changes 5eed5eed5eed5eed")
+        );
+        assert_eq!(
+            tree.short(),
+            "tree /src/my linux HEAD 0123456789abcdef changes 5eed5eed5eed5eed"
+        );
+        assert_eq!(SourceRecord::of_identity(&tree.to_string()), Some(tree));
     }
 
     #[test]

@@ -323,7 +323,7 @@ fn what_was_compared(run: &RunReport) -> String {
     }
     r.push_str(&row("kernel fragments", &fragments_cell));
     r.push_str(&row("extra command line", &|k| or_dash(&k.cmdline)));
-    r.push_str(&row("source", &|k| k.source.clone()));
+    r.push_str(&row("source", &|k| k.source.to_string()));
     r.push_str(&row("build key", &|k| k.build_key.short().to_string()));
     r.push_str(&row("final .config sha256", &|k| {
         k.config_sha256.short().to_string()
