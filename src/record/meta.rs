@@ -59,10 +59,11 @@ pub struct KernelMeta {
     pub origin: Option<super::OriginRecord>,
     pub build_key: Digest,
     /// The configuration the kernel started from: `tinyconfig`,
-    /// `defconfig`, or a `.config`'s path and hash (empty in runs made
-    /// before there was a choice, all of them on tinyconfig).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub config_base: String,
+    /// `defconfig`, or a `.config`'s path and hash (runs before format 5:
+    /// in words; none in runs made before there was a choice, all of them
+    /// on tinyconfig).
+    #[serde(default, skip_serializing_if = "super::Recorded::is_none")]
+    pub config_base: super::Recorded<super::ConfigBase>,
     pub config_sha256: Digest,
     pub compiler: String,
     /// Each fragment's hash, by file name.
@@ -807,8 +808,9 @@ pub struct ShardRecord {
     pub failed_boots: usize,
     pub wall_s: f64,
     pub accel: String,
-    /// The shard's timing as its report words it.
-    pub timing: String,
+    /// How the shard's guest time ran, and why (runs before format 5: the
+    /// sentence its report gave it).
+    pub timing: super::Recorded<TimingDecision>,
     /// Its mode alone (`icount shift=4`, `wall`; format 0 wrote none, read
     /// from `timing`).
     #[serde(default)]

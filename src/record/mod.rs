@@ -16,7 +16,8 @@ pub use reasons::{
     AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, TimingReason,
 };
 pub use schema::{
-    CompileScope, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection, SourceRecord,
+    CompileScope, ConfigBase, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection,
+    SourceRecord,
 };
 pub use upgrade::{profiled_boot_end, scan_runs, SkippedRun};
 pub use warning::Warning;

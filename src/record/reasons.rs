@@ -34,6 +34,12 @@ impl<T> From<String> for Recorded<T> {
 }
 
 impl<T> Recorded<T> {
+    /// Nothing recorded: no data and no words (a value older runs did not
+    /// record reads so).
+    pub fn is_none(&self) -> bool {
+        matches!(self, Recorded::Legacy(words) if words.is_empty())
+    }
+
     /// The data, unless the run recorded words.
     pub fn data(&self) -> Option<&T> {
         match self {

@@ -51,6 +51,32 @@ impl From<&images::source::OriginRecord> for OriginRecord {
     }
 }
 
+/// The configuration a kernel started from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ConfigBase {
+    Tinyconfig,
+    Defconfig,
+    /// A full `.config`: its path and the key of its text.
+    File {
+        path: String,
+        sha256: Sha256,
+    },
+}
+
+impl From<&images::kernel::KernelBase> for ConfigBase {
+    fn from(base: &images::kernel::KernelBase) -> ConfigBase {
+        match base {
+            images::kernel::KernelBase::Tinyconfig => ConfigBase::Tinyconfig,
+            images::kernel::KernelBase::Defconfig => ConfigBase::Defconfig,
+            images::kernel::KernelBase::File { path, text } => ConfigBase::File {
+                path: path.display().to_string(),
+                sha256: images::key_of(&[("file", text.as_bytes())]),
+            },
+        }
+    }
+}
+
 /// A kernel's source as its build identified it: what the build key is
 /// made of when no commit is named.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

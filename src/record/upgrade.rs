@@ -60,6 +60,10 @@
 //!   `params`, …);
 //! - `smp_qemu.patches` were `name short-hash`, where format 5 writes each
 //!   patch's name and whole hash;
+//! - `kernels[].config_base` was the base's words (`tinyconfig`, or a
+//!   path with its short hash), where format 5 writes its kind and values;
+//! - `shards[].timing` was the shard's timing sentence, where format 5
+//!   writes its timing decision;
 //! - `kernels[].source` was the source's identity in words (`tarball FILE
 //!   sha256 HEX`, `tree PATH HEAD COMMIT changes KEY`), where format 5
 //!   writes its kind and values; the text report cuts the hashes of the
@@ -329,7 +333,9 @@ fn from_format_0(meta: &mut RunMeta, older: &OlderKeys) {
             });
     }
     for shard in &mut meta.shards {
-        shard.timing_mode = mode_of_sentence(&shard.timing);
+        if let Recorded::Legacy(sentence) = &shard.timing {
+            shard.timing_mode = mode_of_sentence(sentence);
+        }
     }
 }
 

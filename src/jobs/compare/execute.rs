@@ -235,7 +235,7 @@ fn kernel_metas(run: &Resolved, images: &Images) -> Vec<KernelMeta> {
             },
             origin: (!k.origin.source.is_empty()).then(|| (&k.origin).into()),
             build_key: k.key.clone(),
-            config_base: suite.kernel_base.describe(),
+            config_base: crate::record::Recorded::Data((&suite.kernel_base).into()),
             config_sha256: k.config_sha256.clone(),
             compiler: k.compiler.clone(),
             fragments: fragments

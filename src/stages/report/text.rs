@@ -218,18 +218,14 @@ fn what_was_compared(run: &RunReport) -> String {
 /// The configuration a kernel was built from: its base and fragments, the
 /// base fragment first, as the build applies them.
 fn config_of(k: &KernelMeta) -> String {
-    let base = if k.config_base.is_empty() {
-        "tinyconfig"
-    } else {
-        k.config_base.as_str()
-    };
+    let base = k.config_base_words();
     let first = crate::guest::images::fragments::BASE;
     let fragments = k
         .fragments
         .keys()
         .filter(|f| f.as_str() == first)
         .chain(k.fragments.keys().filter(|f| f.as_str() != first));
-    std::iter::once(base)
+    std::iter::once(base.as_str())
         .chain(fragments.map(String::as_str))
         .collect::<Vec<_>>()
         .join(" + ")

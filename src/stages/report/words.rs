@@ -5,8 +5,8 @@
 
 use crate::guest::workloads::WorkloadSpec;
 use crate::record::{
-    Accel, AccelReason, PatchRecord, Recorded, RunMeta, SlotsReason, SlotsWanted, SourceRecord,
-    TimingDecision, TimingReason, ICOUNT_RTC_BASE,
+    Accel, AccelReason, ConfigBase, KernelMeta, PatchRecord, Recorded, RunMeta, SlotsReason,
+    SlotsWanted, SourceRecord, TimingDecision, TimingReason, ICOUNT_RTC_BASE,
 };
 use std::fmt::{self, Display, Formatter};
 
@@ -136,6 +136,29 @@ impl Display for PatchRecord {
     /// Its name and the first 16 digits of its hash.
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.name, self.sha256.short())
+    }
+}
+
+impl Display for ConfigBase {
+    /// `tinyconfig`, `defconfig`, or a `.config`'s path and short hash.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigBase::Tinyconfig => f.write_str("tinyconfig"),
+            ConfigBase::Defconfig => f.write_str("defconfig"),
+            ConfigBase::File { path, sha256 } => write!(f, "{path} (sha256 {})", sha256.short()),
+        }
+    }
+}
+
+impl KernelMeta {
+    /// The configuration the kernel started from, as the report names it:
+    /// tinyconfig when the run recorded none (there was no other then).
+    pub fn config_base_words(&self) -> String {
+        if self.config_base.is_none() {
+            "tinyconfig".into()
+        } else {
+            self.config_base.to_string()
+        }
     }
 }
 
@@ -303,6 +326,15 @@ mod tests {
         for (words, expected) in cases {
             assert_eq!(words, expected);
         }
+        let base = crate::guest::images::kernel::KernelBase::File {
+            path: "/my/.config".into(),
+            text: "CONFIG_X=y\n".into(),
+        };
+        assert_eq!(
+            crate::record::ConfigBase::from(&base).to_string(),
+            base.describe(),
+            "a suite's base is shown as the dry run names it"
+        );
         let legacy: Recorded<SlotsReason> = "as recorded".into();
         assert_eq!(legacy.to_string(), "as recorded");
     }
