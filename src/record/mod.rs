@@ -13,7 +13,7 @@ mod warning;
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
 pub use reasons::{
-    AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, TimingReason,
+    AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, SmpTrial, TimingReason,
 };
 pub use schema::{
     CompileScope, ConfigBase, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection,

@@ -78,7 +78,7 @@ pub enum TimingReason {
     /// the SMP trial boot saw, for a run of more than one vCPU.
     AskedIcount {
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        smp_trial: Option<String>,
+        smp_trial: Option<Recorded<SmpTrial>>,
     },
     /// `auto` under KVM, where the guest's clock is the host's.
     AutoKvm,
@@ -87,7 +87,7 @@ pub enum TimingReason {
     AutoSmpIcountFails {
         qemu_version: String,
         qemu_path: String,
-        smp_trial: String,
+        smp_trial: Recorded<SmpTrial>,
     },
     /// `auto` under TCG: instruction counting, on one vCPU.
     AutoIcount,
@@ -96,7 +96,39 @@ pub enum TimingReason {
     AutoIcountSmp {
         max_cpus: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        smp_trial: Option<String>,
+        smp_trial: Option<Recorded<SmpTrial>>,
+    },
+}
+
+/// What the trial boot of an SMP guest under icount saw: whether the QEMU
+/// runs one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SmpTrial {
+    /// The guest of `cpus` vCPUs reached the agent with `online` CPUs
+    /// online, in `wall_s` seconds.
+    Reached {
+        cpus: u32,
+        online: String,
+        wall_s: f64,
+    },
+    /// The guest came up with other CPUs online than `expected`.
+    OtherCpus {
+        cpus: u32,
+        online: String,
+        expected: String,
+    },
+    /// The guest never reached the agent: how the boot ended, and its
+    /// console log.
+    NoAgent {
+        cpus: u32,
+        end: BootEnd,
+        console_log: String,
+    },
+    /// An earlier trial's, kept in `path`.
+    Remembered {
+        trial: Box<Recorded<SmpTrial>>,
+        path: String,
     },
 }
 

@@ -6,7 +6,7 @@
 use crate::guest::workloads::WorkloadSpec;
 use crate::record::{
     Accel, AccelReason, ConfigBase, KernelMeta, PatchRecord, Recorded, RunMeta, SlotsReason,
-    SlotsWanted, SourceRecord, TimingDecision, TimingReason, ICOUNT_RTC_BASE,
+    SlotsWanted, SmpTrial, SourceRecord, TimingDecision, TimingReason, ICOUNT_RTC_BASE,
 };
 use std::fmt::{self, Display, Formatter};
 
@@ -74,8 +74,46 @@ impl Display for TimingReason {
             } => write!(
                 f,
                 "auto: instruction counting under TCG, with up to {max_cpus} vCPUs: {}",
-                smp_trial.as_deref().unwrap_or("not tried")
+                smp_trial
+                    .as_ref()
+                    .map_or_else(|| "not tried".to_string(), ToString::to_string)
             ),
+        }
+    }
+}
+
+impl Display for SmpTrial {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            SmpTrial::Reached {
+                cpus,
+                online,
+                wall_s,
+            } => write!(
+                f,
+                "a {cpus}-vCPU icount trial boot reached the guest agent with CPUs {online} online \
+                 in {wall_s:.1} s"
+            ),
+            SmpTrial::OtherCpus {
+                cpus,
+                online,
+                expected,
+            } => write!(
+                f,
+                "a {cpus}-vCPU icount trial boot came up with CPUs {online:?} online, not \
+                 {expected}"
+            ),
+            SmpTrial::NoAgent {
+                cpus,
+                end,
+                console_log,
+            } => write!(
+                f,
+                "a {cpus}-vCPU icount trial boot did not reach the guest agent ({}; console in \
+                 {console_log})",
+                end.describe()
+            ),
+            SmpTrial::Remembered { trial, path } => write!(f, "{trial} (remembered in {path})"),
         }
     }
 }

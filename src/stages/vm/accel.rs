@@ -10,7 +10,7 @@ use crate::base::protocol::Message;
 use crate::guest::images::{key_of, Cache};
 /// The decision's recorded form belongs to the run directory (`record`).
 pub use crate::record::TimingDecision;
-use crate::record::{Accel, AccelReason, Recorded, TimingReason};
+use crate::record::{Accel, AccelReason, Recorded, SmpTrial, TimingReason};
 use crate::stages::suite::AccelChoice;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccelDecision {
     pub accel: Accel,
+    /// In words when an older markbench remembered the verdict.
     pub reason: Recorded<AccelReason>,
 }
 
@@ -32,8 +33,9 @@ pub struct AccelDecision {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SmpIcountVerdict {
     pub works: bool,
-    /// What the trial saw, for the report.
-    pub detail: String,
+    /// What the trial saw, for the report (in words, when an older
+    /// markbench remembered the verdict).
+    pub detail: Recorded<SmpTrial>,
 }
 
 /// vCPUs of the trial boot: the smallest SMP guest, which is where QEMU 7.2 hangs.
@@ -67,7 +69,10 @@ pub fn smp_icount_trial(
     {
         return SmpIcountVerdict {
             works: v.works,
-            detail: format!("{} (remembered in {})", v.detail, path.display()),
+            detail: Recorded::Data(SmpTrial::Remembered {
+                trial: Box::new(v.detail),
+                path: path.display().to_string(),
+            }),
         };
     }
     let verdict = run_smp_icount_trial(runner, (qemu, turn), kernel, initrd, trial_log);
@@ -111,24 +116,27 @@ fn run_smp_icount_trial(
     match (&outcome.end, online) {
         (BootEnd::Completed, Some(cpus)) if cpus == expected => SmpIcountVerdict {
             works: true,
-            detail: format!(
-                "a {TRIAL_CPUS}-vCPU icount trial boot reached the guest agent with CPUs {cpus} online in {:.1} s",
-                outcome.wall.as_secs_f64()
-            ),
+            detail: Recorded::Data(SmpTrial::Reached {
+                cpus: TRIAL_CPUS,
+                online: cpus,
+                wall_s: outcome.wall.as_secs_f64(),
+            }),
         },
         (_, Some(cpus)) if cpus != expected => SmpIcountVerdict {
             works: false,
-            detail: format!(
-                "a {TRIAL_CPUS}-vCPU icount trial boot came up with CPUs {cpus:?} online, not {expected}"
-            ),
+            detail: Recorded::Data(SmpTrial::OtherCpus {
+                cpus: TRIAL_CPUS,
+                online: cpus,
+                expected,
+            }),
         },
         (end, _) => SmpIcountVerdict {
             works: false,
-            detail: format!(
-                "a {TRIAL_CPUS}-vCPU icount trial boot did not reach the guest agent ({}; console in {})",
-                end.describe(),
-                trial_log.display()
-            ),
+            detail: Recorded::Data(SmpTrial::NoAgent {
+                cpus: TRIAL_CPUS,
+                end: end.clone(),
+                console_log: trial_log.display().to_string(),
+            }),
         },
     }
 }
@@ -569,18 +577,30 @@ mod tests {
             ..FakeRunner::default()
         };
         let v = trial_with(&mut hang);
-        assert!(!v.works && v.detail.contains("timed out"), "{}", v.detail);
+        assert!(
+            !v.works && v.detail.to_string().contains("timed out"),
+            "{}",
+            v.detail
+        );
         let mut missing = FakeRunner {
             fail_to_start: Some("No such file or directory".into()),
             ..FakeRunner::default()
         };
         let v = trial_with(&mut missing);
-        assert!(!v.works && v.detail.contains("QEMU failed"), "{}", v.detail);
+        assert!(
+            !v.works && v.detail.to_string().contains("QEMU failed"),
+            "{}",
+            v.detail
+        );
         let mut short = FakeRunner {
             online_cpus: Some("0".into()),
             ..FakeRunner::default()
         };
         let v = trial_with(&mut short);
-        assert!(!v.works && v.detail.contains("\"0\""), "{}", v.detail);
+        assert!(
+            !v.works && v.detail.to_string().contains("\"0\""),
+            "{}",
+            v.detail
+        );
     }
 }
