@@ -661,9 +661,9 @@ pub struct SmpQemuRecord {
     /// instructions; 0 when turns ran to the next timer deadline.
     pub turn: u32,
     /// What the which-vCPU trial saw, when the run needed it (the cycle
-    /// model on more than one vCPU).
+    /// model on more than one vCPU); runs before format 5: in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub which_vcpu: Option<String>,
+    pub which_vcpu: Option<super::Recorded<super::WhichVcpuTrial>>,
 }
 
 /// The boot loop's slots, decided once before the first boot (`stages::slots`).

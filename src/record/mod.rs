@@ -13,7 +13,8 @@ mod warning;
 pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
 pub use reasons::{
-    AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, SmpTrial, TimingReason,
+    AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, SmpTrial,
+    TimingReason, WhichVcpuTrial,
 };
 pub use schema::{
     CompileScope, ConfigBase, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection,

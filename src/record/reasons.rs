@@ -132,6 +132,14 @@ pub enum SmpTrial {
     },
 }
 
+/// What the plugin was told in the which-vCPU trial: the vCPU index at each
+/// execution of the marker (`seen`) and the vCPU that ran it (`expected`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WhichVcpuTrial {
+    pub seen: Vec<u32>,
+    pub expected: Vec<u32>,
+}
+
 /// Who asked for a number of guests at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -59,7 +59,9 @@
 //!   writes the workload's settings as the suite gives them (`kind`,
 //!   `params`, …);
 //! - `smp_qemu.patches` were `name short-hash`, where format 5 writes each
-//!   patch's name and whole hash;
+//!   patch's name and whole hash, and `smp_qemu.which_vcpu` what the
+//!   which-vCPU trial saw in words, where format 5 writes the vCPUs the
+//!   plugin was told and those that ran;
 //! - `kernels[].config_base` was the base's words (`tinyconfig`, or a
 //!   path with its short hash), where format 5 writes its kind and values;
 //! - `shards[].timing` was the shard's timing sentence, where format 5

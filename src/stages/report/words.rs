@@ -6,7 +6,8 @@
 use crate::guest::workloads::WorkloadSpec;
 use crate::record::{
     Accel, AccelReason, ConfigBase, KernelMeta, PatchRecord, Recorded, RunMeta, SlotsReason,
-    SlotsWanted, SmpTrial, SourceRecord, TimingDecision, TimingReason, ICOUNT_RTC_BASE,
+    SlotsWanted, SmpTrial, SourceRecord, TimingDecision, TimingReason, WhichVcpuTrial,
+    ICOUNT_RTC_BASE,
 };
 use std::fmt::{self, Display, Formatter};
 
@@ -115,6 +116,34 @@ impl Display for SmpTrial {
             ),
             SmpTrial::Remembered { trial, path } => write!(f, "{trial} (remembered in {path})"),
         }
+    }
+}
+
+impl Display for WhichVcpuTrial {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let (seen, expected) = (&self.seen, &self.expected);
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+        if seen == expected {
+            return write!(
+                f,
+                "the plugin was told the running vCPU at all {} executions of the marker ({})",
+                seen.len(),
+                list(seen)
+            );
+        }
+        let wrong = seen.iter().zip(expected).filter(|(s, e)| s != e).count();
+        write!(
+            f,
+            "the plugin was told vCPUs {} where the marker ran on {} ({wrong} of {} wrong{})",
+            list(seen),
+            list(expected),
+            expected.len(),
+            if seen.len() != expected.len() {
+                format!(", {} executions seen", seen.len())
+            } else {
+                String::new()
+            }
+        )
     }
 }
 

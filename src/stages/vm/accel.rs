@@ -10,7 +10,7 @@ use crate::base::protocol::Message;
 use crate::guest::images::{key_of, Cache};
 /// The decision's recorded form belongs to the run directory (`record`).
 pub use crate::record::TimingDecision;
-use crate::record::{Accel, AccelReason, Recorded, SmpTrial, TimingReason};
+use crate::record::{Accel, AccelReason, Recorded, SmpTrial, TimingReason, WhichVcpuTrial};
 use crate::stages::suite::AccelChoice;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -151,8 +151,9 @@ fn run_smp_icount_trial(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WhichVcpuVerdict {
     pub right: bool,
-    /// What the trial saw, in words.
-    pub detail: String,
+    /// What the trial saw (in words, when an older markbench remembered
+    /// the verdict).
+    pub detail: Recorded<WhichVcpuTrial>,
 }
 
 /// Rounds of the which-vCPU trial: each CPU runs the marker this often.
@@ -183,32 +184,12 @@ pub fn read_which_vcpu(text: &str) -> Result<Vec<u32>, String> {
 
 /// The verdict from what the plugin saw against what it should have.
 pub fn which_vcpu_verdict(seen: &[u32], expected: &[u32]) -> WhichVcpuVerdict {
-    let wrong = seen.iter().zip(expected).filter(|(s, e)| s != e).count();
-    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
-    if seen == expected {
-        WhichVcpuVerdict {
-            right: true,
-            detail: format!(
-                "the plugin was told the running vCPU at all {} executions of the marker ({})",
-                seen.len(),
-                list(seen)
-            ),
-        }
-    } else {
-        WhichVcpuVerdict {
-            right: false,
-            detail: format!(
-                "the plugin was told vCPUs {} where the marker ran on {} ({wrong} of {} wrong{})",
-                list(seen),
-                list(expected),
-                expected.len(),
-                if seen.len() != expected.len() {
-                    format!(", {} executions seen", seen.len())
-                } else {
-                    String::new()
-                }
-            ),
-        }
+    WhichVcpuVerdict {
+        right: seen == expected,
+        detail: Recorded::Data(WhichVcpuTrial {
+            seen: seen.to_vec(),
+            expected: expected.to_vec(),
+        }),
     }
 }
 
@@ -532,14 +513,21 @@ mod tests {
         let expected = which_vcpu_expected(2);
         assert_eq!(expected, vec![0, 1, 0, 1, 0, 1, 0, 1]);
         let right = read_which_vcpu("# markbench-which-vcpu 1\n0\n1\n0\n1\n0\n1\n0\n1\n").unwrap();
-        assert!(which_vcpu_verdict(&right, &expected).right);
+        let verdict = which_vcpu_verdict(&right, &expected);
+        assert!(verdict.right);
+        assert_eq!(
+            verdict.detail.to_string(),
+            "the plugin was told the running vCPU at all 8 executions of the marker \
+             (0 1 0 1 0 1 0 1)"
+        );
         // What stock QEMU gives: the translating vCPU, every time.
         let stock = vec![0; 8];
         let v = which_vcpu_verdict(&stock, &expected);
         assert!(!v.right);
-        assert!(v.detail.contains("4 of 8 wrong"), "{}", v.detail);
+        let words = v.detail.to_string();
+        assert!(words.contains("4 of 8 wrong"), "{words}");
         let short = which_vcpu_verdict(&[0, 1], &expected);
-        assert!(!short.right && short.detail.contains("2 executions seen"));
+        assert!(!short.right && short.detail.to_string().contains("2 executions seen"));
         assert!(read_which_vcpu("0\n1\n").is_err());
         let e = read_which_vcpu("# markbench-which-vcpu 1\n0\nx\n").unwrap_err();
         assert!(e.contains("line 3"), "{e}");
