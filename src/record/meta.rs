@@ -62,7 +62,7 @@ pub struct KernelMeta {
     /// `defconfig`, or a `.config`'s path and hash (runs before format 5:
     /// in words; none in runs made before there was a choice, all of them
     /// on tinyconfig).
-    #[serde(default, skip_serializing_if = "super::Recorded::is_none")]
+    #[serde(default, skip_serializing_if = "super::Recorded::is_unrecorded")]
     pub config_base: super::Recorded<super::ConfigBase>,
     pub config_sha256: Digest,
     pub compiler: String,

@@ -36,7 +36,7 @@ impl<T> From<String> for Recorded<T> {
 impl<T> Recorded<T> {
     /// Nothing recorded: no data and no words (a value older runs did not
     /// record reads so).
-    pub fn is_none(&self) -> bool {
+    pub fn is_unrecorded(&self) -> bool {
         matches!(self, Recorded::Legacy(words) if words.is_empty())
     }
 

@@ -172,11 +172,7 @@ fn what_was_compared(run: &RunReport) -> String {
         ));
     }
     if same_source {
-        if let Some(k) = meta
-            .kernels
-            .first()
-            .filter(|k| k.source != Recorded::default())
-        {
+        if let Some(k) = meta.kernels.first().filter(|k| !k.source.is_unrecorded()) {
             r.push_str(&plain::wrap_hanging(
                 &short_source(&k.source),
                 &format!("{:<width$}", "source:"),

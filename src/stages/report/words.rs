@@ -221,7 +221,7 @@ impl KernelMeta {
     /// The configuration the kernel started from, as the report names it:
     /// tinyconfig when the run recorded none (there was no other then).
     pub fn config_base_words(&self) -> String {
-        if self.config_base.is_none() {
+        if self.config_base.is_unrecorded() {
             "tinyconfig".into()
         } else {
             self.config_base.to_string()
