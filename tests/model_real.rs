@@ -57,8 +57,8 @@ fn the_model_counts_every_run_and_leaves_guest_time_alone() {
     let smp = meta.smp_qemu.as_ref().expect("the SMP boots' QEMU");
     assert!(
         smp.which_vcpu
-            .as_deref()
-            .is_some_and(|d| d.contains("the running vCPU")),
+            .as_ref()
+            .is_some_and(|d| d.to_string().contains("the running vCPU")),
         "{smp:?}"
     );
     for run in runs {

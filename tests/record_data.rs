@@ -6,7 +6,7 @@
 mod common;
 
 use common::{execute, images, load, run_dir, SUITE};
-use markbench::record::META_FILE;
+use markbench::record::{Recorded, SmpTrial, META_FILE};
 use markbench::stages::suite::{AccelChoice, TimingChoice};
 use markbench::stages::vm::accel;
 use markbench::stages::vm::fake::FakeRunner;
@@ -56,8 +56,14 @@ fn sentences(value: &toml::Value, at: &str, found: &mut Vec<String>) {
     }
 }
 
-#[test]
-fn a_new_run_s_meta_toml_holds_no_sentence() {
+/// The sentences of the `meta.toml` of a run of the fake guest, its
+/// accelerator decided as `accel` asks and its timing as `timing` asks,
+/// `smp_trial` the SMP trial's verdict.
+fn sentences_of_a_run(
+    accel: AccelChoice,
+    timing: TimingChoice,
+    smp_trial: Option<accel::SmpIcountVerdict>,
+) -> Vec<String> {
     let tmp = tempfile::tempdir().unwrap();
     let suite = load(
         tmp.path(),
@@ -71,7 +77,7 @@ fn a_new_run_s_meta_toml_holds_no_sentence() {
     // The decisions as a run makes them, with the reasons they give.
     let mut runner = FakeRunner::default();
     machine.accel = accel::decide(
-        AccelChoice::Tcg,
+        accel,
         &mut runner,
         &machine.qemu,
         &images.kernels[0].bzimage,
@@ -79,27 +85,50 @@ fn a_new_run_s_meta_toml_holds_no_sentence() {
         &tmp.path().join("trial.log"),
     );
     machine.timing = accel::timing_for(
-        TimingChoice::Wall,
+        timing,
         4,
         machine.accel.accel,
         suite.cpus.iter().copied().max().unwrap_or(1),
-        None,
+        smp_trial.as_ref(),
         &machine.qemu,
     )
     .unwrap();
     execute(&suite, &images, &machine, &mut runner, &dir, None).unwrap();
     let text = std::fs::read_to_string(dir.join(META_FILE)).unwrap();
     let meta: toml::Value = toml::from_str(&text).unwrap();
+    // The user's own text is there, and is not counted.
+    assert!(!meta["description"].as_str().unwrap().is_empty());
     let mut found = Vec::new();
     sentences(&meta, "meta", &mut found);
+    found
+}
+
+#[test]
+fn a_new_run_s_meta_toml_holds_no_sentence() {
+    let found = sentences_of_a_run(AccelChoice::Tcg, TimingChoice::Wall, None);
     assert!(
         found.is_empty(),
         "sentences in meta.toml:\n{}",
         found.join("\n")
     );
-    // The user's own text is there, and is not counted.
-    let description = meta["description"].as_str().unwrap();
-    assert!(!description.is_empty());
+}
+
+#[test]
+fn a_new_run_counting_instructions_on_several_vcpus_records_no_sentence() {
+    let trial = accel::SmpIcountVerdict {
+        works: true,
+        detail: Recorded::Data(SmpTrial::Reached {
+            cpus: 2,
+            online: "0-1".into(),
+            wall_s: 13.8,
+        }),
+    };
+    let found = sentences_of_a_run(AccelChoice::Tcg, TimingChoice::Auto, Some(trial));
+    assert!(
+        found.is_empty(),
+        "sentences in meta.toml:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

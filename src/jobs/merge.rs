@@ -401,7 +401,7 @@ fn add_shard(meta: &mut RunMeta, run: &ShardRun, out: &Path) -> Result<()> {
         failed_boots: run.meta.boots.iter().filter(|b| !b.ok()).count(),
         wall_s: run.meta.wall_s,
         accel: run.meta.accel.as_str().into(),
-        timing: run.meta.timing_sentence(),
+        timing: crate::record::Recorded::Data(run.meta.timing.clone()),
         timing_mode: run.meta.timing_mode(),
         complete: run.meta.complete,
     });

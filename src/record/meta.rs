@@ -49,17 +49,21 @@ pub struct KernelMeta {
     pub variant: String,
     pub kernel: String,
     pub cmdline: String,
-    pub source: String,
+    /// The source as the build identified it (runs before format 5: its
+    /// words, `tarball FILE sha256 HEX` or `tree PATH HEAD COMMIT changes
+    /// KEY`).
+    pub source: super::Recorded<super::SourceRecord>,
     /// The source path, revision, resolved commit and subject, and patch
     /// names and hashes (absent in runs made before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<super::OriginRecord>,
     pub build_key: Digest,
     /// The configuration the kernel started from: `tinyconfig`,
-    /// `defconfig`, or a `.config`'s path and hash (empty in runs made
-    /// before there was a choice, all of them on tinyconfig).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub config_base: String,
+    /// `defconfig`, or a `.config`'s path and hash (runs before format 5:
+    /// in words; none in runs made before there was a choice, all of them
+    /// on tinyconfig).
+    #[serde(default, skip_serializing_if = "super::Recorded::is_unrecorded")]
+    pub config_base: super::Recorded<super::ConfigBase>,
     pub config_sha256: Digest,
     pub compiler: String,
     /// Each fragment's hash, by file name.
@@ -657,9 +661,9 @@ pub struct SmpQemuRecord {
     /// instructions; 0 when turns ran to the next timer deadline.
     pub turn: u32,
     /// What the which-vCPU trial saw, when the run needed it (the cycle
-    /// model on more than one vCPU).
+    /// model on more than one vCPU); runs before format 5: in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub which_vcpu: Option<String>,
+    pub which_vcpu: Option<super::Recorded<super::WhichVcpuTrial>>,
 }
 
 /// The boot loop's slots, decided once before the first boot (`stages::slots`).
@@ -804,8 +808,9 @@ pub struct ShardRecord {
     pub failed_boots: usize,
     pub wall_s: f64,
     pub accel: String,
-    /// The shard's timing as its report words it.
-    pub timing: String,
+    /// How the shard's guest time ran, and why (runs before format 5: the
+    /// sentence its report gave it).
+    pub timing: super::Recorded<TimingDecision>,
     /// Its mode alone (`icount shift=4`, `wall`; format 0 wrote none, read
     /// from `timing`).
     #[serde(default)]

@@ -15,9 +15,13 @@ pub use conditions::{Both, ConditionChange};
 pub use gate::{GateRecord, RegressedPoint};
 pub use point::{MalformedPointKey, PointKey};
 pub use reasons::{
-    AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, TimingReason,
+    AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, SmpTrial,
+    TimingReason, WhichVcpuTrial,
 };
-pub use schema::{CompileScope, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection};
+pub use schema::{
+    CompileScope, ConfigBase, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection,
+    SourceRecord,
+};
 pub use upgrade::{profiled_boot_end, scan_runs, SkippedRun};
 pub use warning::Warning;
 

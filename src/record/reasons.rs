@@ -34,6 +34,12 @@ impl<T> From<String> for Recorded<T> {
 }
 
 impl<T> Recorded<T> {
+    /// Nothing recorded: no data and no words (a value older runs did not
+    /// record reads so).
+    pub fn is_unrecorded(&self) -> bool {
+        matches!(self, Recorded::Legacy(words) if words.is_empty())
+    }
+
     /// The data, unless the run recorded words.
     pub fn data(&self) -> Option<&T> {
         match self {
@@ -72,7 +78,7 @@ pub enum TimingReason {
     /// the SMP trial boot saw, for a run of more than one vCPU.
     AskedIcount {
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        smp_trial: Option<String>,
+        smp_trial: Option<Recorded<SmpTrial>>,
     },
     /// `auto` under KVM, where the guest's clock is the host's.
     AutoKvm,
@@ -81,7 +87,7 @@ pub enum TimingReason {
     AutoSmpIcountFails {
         qemu_version: String,
         qemu_path: String,
-        smp_trial: String,
+        smp_trial: Recorded<SmpTrial>,
     },
     /// `auto` under TCG: instruction counting, on one vCPU.
     AutoIcount,
@@ -90,8 +96,48 @@ pub enum TimingReason {
     AutoIcountSmp {
         max_cpus: u32,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        smp_trial: Option<String>,
+        smp_trial: Option<Recorded<SmpTrial>>,
     },
+}
+
+/// What the trial boot of an SMP guest under icount saw: whether the QEMU
+/// runs one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SmpTrial {
+    /// The guest of `cpus` vCPUs reached the agent with `online` CPUs
+    /// online, in `wall_s` seconds.
+    Reached {
+        cpus: u32,
+        online: String,
+        wall_s: f64,
+    },
+    /// The guest came up with other CPUs online than `expected`.
+    OtherCpus {
+        cpus: u32,
+        online: String,
+        expected: String,
+    },
+    /// The guest never reached the agent: how the boot ended, and its
+    /// console log.
+    NoAgent {
+        cpus: u32,
+        end: BootEnd,
+        console_log: String,
+    },
+    /// An earlier trial's, kept in `path`.
+    Remembered {
+        trial: Box<Recorded<SmpTrial>>,
+        path: String,
+    },
+}
+
+/// What the plugin was told in the which-vCPU trial: the vCPU index at each
+/// execution of the marker (`seen`) and the vCPU that ran it (`expected`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WhichVcpuTrial {
+    pub seen: Vec<u32>,
+    pub expected: Vec<u32>,
 }
 
 /// Who asked for a number of guests at once.

@@ -51,6 +51,71 @@ impl From<&images::source::OriginRecord> for OriginRecord {
     }
 }
 
+/// The configuration a kernel started from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ConfigBase {
+    Tinyconfig,
+    Defconfig,
+    /// A full `.config`: its path and the key of its text.
+    File {
+        path: String,
+        sha256: Sha256,
+    },
+}
+
+impl From<&images::kernel::KernelBase> for ConfigBase {
+    fn from(base: &images::kernel::KernelBase) -> ConfigBase {
+        match base {
+            images::kernel::KernelBase::Tinyconfig => ConfigBase::Tinyconfig,
+            images::kernel::KernelBase::Defconfig => ConfigBase::Defconfig,
+            images::kernel::KernelBase::File { path, text } => ConfigBase::File {
+                path: path.display().to_string(),
+                sha256: images::key_of(&[("file", text.as_bytes())]),
+            },
+        }
+    }
+}
+
+/// A kernel's source as its build identified it: what the build key is
+/// made of when no commit is named.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SourceRecord {
+    /// A tarball: its file name and content hash.
+    Tarball { file: String, sha256: Digest },
+    /// A git tree: its path, the commit checked out, and the hash of its
+    /// uncommitted changes (`git diff HEAD`).
+    Tree {
+        path: String,
+        head: String,
+        changes: Digest,
+    },
+}
+
+impl SourceRecord {
+    /// The source of the identity `KernelSource::identity` gives
+    /// (`tarball FILE sha256 HEX`, `tree PATH HEAD COMMIT changes KEY`);
+    /// `None` for any other words.
+    pub fn of_identity(identity: &str) -> Option<SourceRecord> {
+        if let Some(rest) = identity.strip_prefix("tarball ") {
+            let (file, sha256) = rest.rsplit_once(" sha256 ")?;
+            return Some(SourceRecord::Tarball {
+                file: file.to_string(),
+                sha256: sha256.into(),
+            });
+        }
+        let rest = identity.strip_prefix("tree ")?;
+        let (rest, changes) = rest.rsplit_once(" changes ")?;
+        let (path, head) = rest.rsplit_once(" HEAD ")?;
+        Some(SourceRecord::Tree {
+            path: path.to_string(),
+            head: head.to_string(),
+            changes: changes.into(),
+        })
+    }
+}
+
 /// What a kernel compile compiles, as a run's overrides record it (the
 /// command line's `--compile-scope`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,6 +322,29 @@ mod tests {
                 .get_name()
                 .to_string();
             assert_eq!(CompileScope::from(scope).name(), name);
+        }
+    }
+
+    #[test]
+    fn a_source_s_identity_is_read_as_data_and_other_words_are_not() {
+        let hash = "ab".repeat(32);
+        assert_eq!(
+            SourceRecord::of_identity(&format!("tarball linux 6.1.tar.xz sha256 {hash}")),
+            Some(SourceRecord::Tarball {
+                file: "linux 6.1.tar.xz".into(),
+                sha256: hash.as_str().into(),
+            })
+        );
+        assert_eq!(
+            SourceRecord::of_identity("tree /src/my tree HEAD 0123abcd changes 5eed"),
+            Some(SourceRecord::Tree {
+                path: "/src/my tree".into(),
+                head: "0123abcd".into(),
+                changes: "5eed".into(),
+            })
+        );
+        for other in ["test", "tree /src HEAD x", "tarball x.tar"] {
+            assert_eq!(SourceRecord::of_identity(other), None, "{other}");
         }
     }
 

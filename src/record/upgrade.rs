@@ -59,7 +59,17 @@
 //!   writes the workload's settings as the suite gives them (`kind`,
 //!   `params`, …);
 //! - `smp_qemu.patches` were `name short-hash`, where format 5 writes each
-//!   patch's name and whole hash.
+//!   patch's name and whole hash, and `smp_qemu.which_vcpu` what the
+//!   which-vCPU trial saw in words, where format 5 writes the vCPUs the
+//!   plugin was told and those that ran;
+//! - `kernels[].config_base` was the base's words (`tinyconfig`, or a
+//!   path with its short hash), where format 5 writes its kind and values;
+//! - `shards[].timing` was the shard's timing sentence, where format 5
+//!   writes its timing decision;
+//! - `kernels[].source` was the source's identity in words (`tarball FILE
+//!   sha256 HEX`, `tree PATH HEAD COMMIT changes KEY`), where format 5
+//!   writes its kind and values; the text report cuts the hashes of the
+//!   words to 16 digits as it always did, and those of the data by field.
 //!
 //! Each of those sentences is read as the value's `Recorded::Legacy`, as
 //! the value is parsed: no data can be read back out of it, and it renders
@@ -325,7 +335,9 @@ fn from_format_0(meta: &mut RunMeta, older: &OlderKeys) {
             });
     }
     for shard in &mut meta.shards {
-        shard.timing_mode = mode_of_sentence(&shard.timing);
+        if let Recorded::Legacy(sentence) = &shard.timing {
+            shard.timing_mode = mode_of_sentence(sentence);
+        }
     }
 }
 

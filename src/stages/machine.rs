@@ -125,7 +125,7 @@ fn check_which_vcpu(
     (qemu, turn): (&crate::stages::vm::qemu::QemuBinary, Option<u32>),
     kernel: &std::path::Path,
     base: &initramfs::BaseImage,
-) -> Result<String> {
+) -> Result<crate::record::Recorded<crate::record::WhichVcpuTrial>> {
     use crate::guest::images::{key_of, plugin, Cache};
     use crate::stages::vm::accel::{which_vcpu_trial, WhichVcpuVerdict};
     let plugin = plugin::ensure_plugin()?;

@@ -232,10 +232,13 @@ fn kernel_metas(run: &Resolved, images: &Images) -> Vec<KernelMeta> {
             variant: v.name.clone(),
             kernel: v.kernel.clone(),
             cmdline: v.cmdline.clone(),
-            source: k.source_identity.clone(),
+            source: match crate::record::SourceRecord::of_identity(&k.source_identity) {
+                Some(source) => crate::record::Recorded::Data(source),
+                None => k.source_identity.as_str().into(),
+            },
             origin: (!k.origin.source.is_empty()).then(|| (&k.origin).into()),
             build_key: k.key.clone(),
-            config_base: suite.kernel_base.describe(),
+            config_base: crate::record::Recorded::Data((&suite.kernel_base).into()),
             config_sha256: k.config_sha256.clone(),
             compiler: k.compiler.clone(),
             fragments: fragments

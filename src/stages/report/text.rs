@@ -8,7 +8,7 @@ use super::format::{relative, signed, value};
 use super::plain::{self, Align};
 use super::{Export, RunReport, REPORT_TEXT_FILE};
 use crate::base::stats::{Interval, PointAnalysis, Verdict};
-use crate::record::{KernelMeta, RunMeta};
+use crate::record::{KernelMeta, Recorded, RunMeta, SourceRecord};
 use crate::stages::analysis::{param_label, Analysis, Comparison, Point, TableKey};
 use std::fmt::Write as _;
 
@@ -162,7 +162,7 @@ fn what_was_compared(run: &RunReport) -> String {
             let _ = write!(what, ", command line {}", k.cmdline);
         }
         if !same_source {
-            let _ = write!(what, ", source {}", short_hashes(&k.source));
+            let _ = write!(what, ", source {}", short_source(&k.source));
         }
         what.push(')');
         r.push_str(&plain::wrap_hanging(
@@ -172,9 +172,9 @@ fn what_was_compared(run: &RunReport) -> String {
         ));
     }
     if same_source {
-        if let Some(k) = meta.kernels.first().filter(|k| !k.source.is_empty()) {
+        if let Some(k) = meta.kernels.first().filter(|k| !k.source.is_unrecorded()) {
             r.push_str(&plain::wrap_hanging(
-                &short_hashes(&k.source),
+                &short_source(&k.source),
                 &format!("{:<width$}", "source:"),
                 &" ".repeat(width),
             ));
@@ -214,25 +214,31 @@ fn what_was_compared(run: &RunReport) -> String {
 /// The configuration a kernel was built from: its base and fragments, the
 /// base fragment first, as the build applies them.
 fn config_of(k: &KernelMeta) -> String {
-    let base = if k.config_base.is_empty() {
-        "tinyconfig"
-    } else {
-        k.config_base.as_str()
-    };
+    let base = k.config_base_words();
     let first = crate::guest::images::fragments::BASE;
     let fragments = k
         .fragments
         .keys()
         .filter(|f| f.as_str() == first)
         .chain(k.fragments.keys().filter(|f| f.as_str() != first));
-    std::iter::once(base)
+    std::iter::once(base.as_str())
         .chain(fragments.map(String::as_str))
         .collect::<Vec<_>>()
         .join(" + ")
 }
 
+/// A kernel's source with its hashes cut to their first 16 digits: a
+/// 64-digit sha256 does not fit a line.
+fn short_source(source: &Recorded<SourceRecord>) -> String {
+    match source {
+        Recorded::Data(source) => source.short(),
+        Recorded::Legacy(words) => short_hashes(words),
+    }
+}
+
 /// `text` with every long hexadecimal hash cut to its first 16 digits, as
-/// the markdown report shows them: a 64-digit sha256 does not fit a line.
+/// the markdown report shows them: a run before format 5 recorded its
+/// kernels' sources in words.
 fn short_hashes(text: &str) -> String {
     static HASH: std::sync::LazyLock<regex::Regex> =
         std::sync::LazyLock::new(|| regex::Regex::new(r"\b([0-9a-f]{16})[0-9a-f]{16,}\b").unwrap());

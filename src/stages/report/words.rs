@@ -5,8 +5,9 @@
 
 use crate::guest::workloads::WorkloadSpec;
 use crate::record::{
-    Accel, AccelReason, PatchRecord, Recorded, RunMeta, SlotsReason, SlotsWanted, TimingDecision,
-    TimingReason, ICOUNT_RTC_BASE,
+    Accel, AccelReason, ConfigBase, KernelMeta, PatchRecord, Recorded, RunMeta, SlotsReason,
+    SlotsWanted, SmpTrial, SourceRecord, TimingDecision, TimingReason, WhichVcpuTrial,
+    ICOUNT_RTC_BASE,
 };
 use std::fmt::{self, Display, Formatter};
 
@@ -74,9 +75,75 @@ impl Display for TimingReason {
             } => write!(
                 f,
                 "auto: instruction counting under TCG, with up to {max_cpus} vCPUs: {}",
-                smp_trial.as_deref().unwrap_or("not tried")
+                smp_trial
+                    .as_ref()
+                    .map_or_else(|| "not tried".to_string(), ToString::to_string)
             ),
         }
+    }
+}
+
+impl Display for SmpTrial {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            SmpTrial::Reached {
+                cpus,
+                online,
+                wall_s,
+            } => write!(
+                f,
+                "a {cpus}-vCPU icount trial boot reached the guest agent with CPUs {online} online \
+                 in {wall_s:.1} s"
+            ),
+            SmpTrial::OtherCpus {
+                cpus,
+                online,
+                expected,
+            } => write!(
+                f,
+                "a {cpus}-vCPU icount trial boot came up with CPUs {online:?} online, not \
+                 {expected}"
+            ),
+            SmpTrial::NoAgent {
+                cpus,
+                end,
+                console_log,
+            } => write!(
+                f,
+                "a {cpus}-vCPU icount trial boot did not reach the guest agent ({}; console in \
+                 {console_log})",
+                end.describe()
+            ),
+            SmpTrial::Remembered { trial, path } => write!(f, "{trial} (remembered in {path})"),
+        }
+    }
+}
+
+impl Display for WhichVcpuTrial {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let (seen, expected) = (&self.seen, &self.expected);
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
+        if seen == expected {
+            return write!(
+                f,
+                "the plugin was told the running vCPU at all {} executions of the marker ({})",
+                seen.len(),
+                list(seen)
+            );
+        }
+        let wrong = seen.iter().zip(expected).filter(|(s, e)| s != e).count();
+        write!(
+            f,
+            "the plugin was told vCPUs {} where the marker ran on {} ({wrong} of {} wrong{})",
+            list(seen),
+            list(expected),
+            expected.len(),
+            if seen.len() != expected.len() {
+                format!(", {} executions seen", seen.len())
+            } else {
+                String::new()
+            }
+        )
     }
 }
 
@@ -136,6 +203,63 @@ impl Display for PatchRecord {
     /// Its name and the first 16 digits of its hash.
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.name, self.sha256.short())
+    }
+}
+
+impl Display for ConfigBase {
+    /// `tinyconfig`, `defconfig`, or a `.config`'s path and short hash.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigBase::Tinyconfig => f.write_str("tinyconfig"),
+            ConfigBase::Defconfig => f.write_str("defconfig"),
+            ConfigBase::File { path, sha256 } => write!(f, "{path} (sha256 {})", sha256.short()),
+        }
+    }
+}
+
+impl KernelMeta {
+    /// The configuration the kernel started from, as the report names it:
+    /// tinyconfig when the run recorded none (there was no other then).
+    pub fn config_base_words(&self) -> String {
+        if self.config_base.is_unrecorded() {
+            "tinyconfig".into()
+        } else {
+            self.config_base.to_string()
+        }
+    }
+}
+
+impl Display for SourceRecord {
+    /// As the build identified it, every hash whole.
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceRecord::Tarball { file, sha256 } => write!(f, "tarball {file} sha256 {sha256}"),
+            SourceRecord::Tree {
+                path,
+                head,
+                changes,
+            } => write!(f, "tree {path} HEAD {head} changes {changes}"),
+        }
+    }
+}
+
+impl SourceRecord {
+    /// As the build identified it, every hash cut to its first 16 digits.
+    pub fn short(&self) -> String {
+        match self {
+            SourceRecord::Tarball { file, sha256 } => {
+                format!("tarball {file} sha256 {}", sha256.short())
+            }
+            SourceRecord::Tree {
+                path,
+                head,
+                changes,
+            } => format!(
+                "tree {path} HEAD {} changes {}",
+                crate::base::sha256::short(head),
+                changes.short()
+            ),
+        }
     }
 }
 
@@ -269,8 +393,36 @@ mod tests {
         for (words, expected) in cases {
             assert_eq!(words, expected);
         }
+        let base = crate::guest::images::kernel::KernelBase::File {
+            path: "/my/.config".into(),
+            text: "CONFIG_X=y\n".into(),
+        };
+        assert_eq!(
+            crate::record::ConfigBase::from(&base).to_string(),
+            base.describe(),
+            "a suite's base is shown as the dry run names it"
+        );
         let legacy: Recorded<SlotsReason> = "as recorded".into();
         assert_eq!(legacy.to_string(), "as recorded");
+    }
+
+    #[test]
+    fn a_source_is_worded_as_its_build_identified_it_and_shortened_for_a_line() {
+        let head = "0123456789abcdef0123456789abcdef01234567";
+        let tree = SourceRecord::Tree {
+            path: "/src/my linux".into(),
+            head: head.into(),
+            changes: "5eed5eed5eed5eed".into(),
+        };
+        assert_eq!(
+            tree.to_string(),
+            format!("tree /src/my linux HEAD {head} changes 5eed5eed5eed5eed")
+        );
+        assert_eq!(
+            tree.short(),
+            "tree /src/my linux HEAD 0123456789abcdef changes 5eed5eed5eed5eed"
+        );
+        assert_eq!(SourceRecord::of_identity(&tree.to_string()), Some(tree));
     }
 
     #[test]

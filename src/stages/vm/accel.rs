@@ -10,7 +10,7 @@ use crate::base::protocol::Message;
 use crate::guest::images::{key_of, Cache};
 /// The decision's recorded form belongs to the run directory (`record`).
 pub use crate::record::TimingDecision;
-use crate::record::{Accel, AccelReason, Recorded, TimingReason};
+use crate::record::{Accel, AccelReason, Recorded, SmpTrial, TimingReason, WhichVcpuTrial};
 use crate::stages::suite::AccelChoice;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccelDecision {
     pub accel: Accel,
+    /// In words when an older markbench remembered the verdict.
     pub reason: Recorded<AccelReason>,
 }
 
@@ -32,8 +33,9 @@ pub struct AccelDecision {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SmpIcountVerdict {
     pub works: bool,
-    /// What the trial saw, for the report.
-    pub detail: String,
+    /// What the trial saw, for the report (in words, when an older
+    /// markbench remembered the verdict).
+    pub detail: Recorded<SmpTrial>,
 }
 
 /// vCPUs of the trial boot: the smallest SMP guest, which is where QEMU 7.2 hangs.
@@ -67,7 +69,10 @@ pub fn smp_icount_trial(
     {
         return SmpIcountVerdict {
             works: v.works,
-            detail: format!("{} (remembered in {})", v.detail, path.display()),
+            detail: Recorded::Data(SmpTrial::Remembered {
+                trial: Box::new(v.detail),
+                path: path.display().to_string(),
+            }),
         };
     }
     let verdict = run_smp_icount_trial(runner, (qemu, turn), kernel, initrd, trial_log);
@@ -111,24 +116,27 @@ fn run_smp_icount_trial(
     match (&outcome.end, online) {
         (BootEnd::Completed, Some(cpus)) if cpus == expected => SmpIcountVerdict {
             works: true,
-            detail: format!(
-                "a {TRIAL_CPUS}-vCPU icount trial boot reached the guest agent with CPUs {cpus} online in {:.1} s",
-                outcome.wall.as_secs_f64()
-            ),
+            detail: Recorded::Data(SmpTrial::Reached {
+                cpus: TRIAL_CPUS,
+                online: cpus,
+                wall_s: outcome.wall.as_secs_f64(),
+            }),
         },
         (_, Some(cpus)) if cpus != expected => SmpIcountVerdict {
             works: false,
-            detail: format!(
-                "a {TRIAL_CPUS}-vCPU icount trial boot came up with CPUs {cpus:?} online, not {expected}"
-            ),
+            detail: Recorded::Data(SmpTrial::OtherCpus {
+                cpus: TRIAL_CPUS,
+                online: cpus,
+                expected,
+            }),
         },
         (end, _) => SmpIcountVerdict {
             works: false,
-            detail: format!(
-                "a {TRIAL_CPUS}-vCPU icount trial boot did not reach the guest agent ({}; console in {})",
-                end.describe(),
-                trial_log.display()
-            ),
+            detail: Recorded::Data(SmpTrial::NoAgent {
+                cpus: TRIAL_CPUS,
+                end: end.clone(),
+                console_log: trial_log.display().to_string(),
+            }),
         },
     }
 }
@@ -143,8 +151,9 @@ fn run_smp_icount_trial(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WhichVcpuVerdict {
     pub right: bool,
-    /// What the trial saw, in words.
-    pub detail: String,
+    /// What the trial saw (in words, when an older markbench remembered
+    /// the verdict).
+    pub detail: Recorded<WhichVcpuTrial>,
 }
 
 /// Rounds of the which-vCPU trial: each CPU runs the marker this often.
@@ -175,32 +184,12 @@ pub fn read_which_vcpu(text: &str) -> Result<Vec<u32>, String> {
 
 /// The verdict from what the plugin saw against what it should have.
 pub fn which_vcpu_verdict(seen: &[u32], expected: &[u32]) -> WhichVcpuVerdict {
-    let wrong = seen.iter().zip(expected).filter(|(s, e)| s != e).count();
-    let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
-    if seen == expected {
-        WhichVcpuVerdict {
-            right: true,
-            detail: format!(
-                "the plugin was told the running vCPU at all {} executions of the marker ({})",
-                seen.len(),
-                list(seen)
-            ),
-        }
-    } else {
-        WhichVcpuVerdict {
-            right: false,
-            detail: format!(
-                "the plugin was told vCPUs {} where the marker ran on {} ({wrong} of {} wrong{})",
-                list(seen),
-                list(expected),
-                expected.len(),
-                if seen.len() != expected.len() {
-                    format!(", {} executions seen", seen.len())
-                } else {
-                    String::new()
-                }
-            ),
-        }
+    WhichVcpuVerdict {
+        right: seen == expected,
+        detail: Recorded::Data(WhichVcpuTrial {
+            seen: seen.to_vec(),
+            expected: expected.to_vec(),
+        }),
     }
 }
 
@@ -524,14 +513,21 @@ mod tests {
         let expected = which_vcpu_expected(2);
         assert_eq!(expected, vec![0, 1, 0, 1, 0, 1, 0, 1]);
         let right = read_which_vcpu("# markbench-which-vcpu 1\n0\n1\n0\n1\n0\n1\n0\n1\n").unwrap();
-        assert!(which_vcpu_verdict(&right, &expected).right);
+        let verdict = which_vcpu_verdict(&right, &expected);
+        assert!(verdict.right);
+        assert_eq!(
+            verdict.detail.to_string(),
+            "the plugin was told the running vCPU at all 8 executions of the marker \
+             (0 1 0 1 0 1 0 1)"
+        );
         // What stock QEMU gives: the translating vCPU, every time.
         let stock = vec![0; 8];
         let v = which_vcpu_verdict(&stock, &expected);
         assert!(!v.right);
-        assert!(v.detail.contains("4 of 8 wrong"), "{}", v.detail);
+        let words = v.detail.to_string();
+        assert!(words.contains("4 of 8 wrong"), "{words}");
         let short = which_vcpu_verdict(&[0, 1], &expected);
-        assert!(!short.right && short.detail.contains("2 executions seen"));
+        assert!(!short.right && short.detail.to_string().contains("2 executions seen"));
         assert!(read_which_vcpu("0\n1\n").is_err());
         let e = read_which_vcpu("# markbench-which-vcpu 1\n0\nx\n").unwrap_err();
         assert!(e.contains("line 3"), "{e}");
@@ -569,18 +565,30 @@ mod tests {
             ..FakeRunner::default()
         };
         let v = trial_with(&mut hang);
-        assert!(!v.works && v.detail.contains("timed out"), "{}", v.detail);
+        assert!(
+            !v.works && v.detail.to_string().contains("timed out"),
+            "{}",
+            v.detail
+        );
         let mut missing = FakeRunner {
             fail_to_start: Some("No such file or directory".into()),
             ..FakeRunner::default()
         };
         let v = trial_with(&mut missing);
-        assert!(!v.works && v.detail.contains("QEMU failed"), "{}", v.detail);
+        assert!(
+            !v.works && v.detail.to_string().contains("QEMU failed"),
+            "{}",
+            v.detail
+        );
         let mut short = FakeRunner {
             online_cpus: Some("0".into()),
             ..FakeRunner::default()
         };
         let v = trial_with(&mut short);
-        assert!(!v.works && v.detail.contains("\"0\""), "{}", v.detail);
+        assert!(
+            !v.works && v.detail.to_string().contains("\"0\""),
+            "{}",
+            v.detail
+        );
     }
 }

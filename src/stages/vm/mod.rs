@@ -138,7 +138,7 @@ pub struct SmpQemu {
     pub turn: u32,
     /// What the which-vCPU trial saw, when the run needed it (the cycle
     /// model on more than one vCPU).
-    pub which_vcpu: Option<String>,
+    pub which_vcpu: Option<crate::record::Recorded<crate::record::WhichVcpuTrial>>,
 }
 
 impl Machine {

@@ -311,19 +311,13 @@ fn what_was_compared(run: &RunReport) -> String {
     if meta
         .kernels
         .iter()
-        .any(|k| !k.config_base.is_empty() && k.config_base != "tinyconfig")
+        .any(|k| k.config_base_words() != "tinyconfig")
     {
-        r.push_str(&row("configuration base", &|k| {
-            if k.config_base.is_empty() {
-                "tinyconfig".into()
-            } else {
-                k.config_base.clone()
-            }
-        }));
+        r.push_str(&row("configuration base", &|k| k.config_base_words()));
     }
     r.push_str(&row("kernel fragments", &fragments_cell));
     r.push_str(&row("extra command line", &|k| or_dash(&k.cmdline)));
-    r.push_str(&row("source", &|k| k.source.clone()));
+    r.push_str(&row("source", &|k| k.source.to_string()));
     r.push_str(&row("build key", &|k| k.build_key.short().to_string()));
     r.push_str(&row("final .config sha256", &|k| {
         k.config_sha256.short().to_string()
