@@ -128,12 +128,20 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
             .into());
         }
     }
-    // The same run named twice (a directory and a run in it) counts once.
-    runs.sort_by(|a, b| a.dir.cmp(&b.dir));
-    runs.dedup_by(|a, b| a.dir.canonicalize().ok() == b.dir.canonicalize().ok());
-    skipped.sort_by(|a, b| a.dir.cmp(&b.dir));
-    skipped.dedup_by(|a, b| a.dir.canonicalize().ok() == b.dir.canonicalize().ok());
+    // The same run named twice (a directory and a run in it, or two
+    // spellings of one path) counts once; two runs whose paths cannot be
+    // resolved stay two.
+    runs.sort_by_cached_key(|r| same_run_key(&r.dir));
+    runs.dedup_by(|a, b| same_run_key(&a.dir) == same_run_key(&b.dir));
+    skipped.sort_by_cached_key(|s| same_run_key(&s.dir));
+    skipped.dedup_by(|a, b| same_run_key(&a.dir) == same_run_key(&b.dir));
     Ok((runs, skipped))
+}
+
+/// What tells two names of one run directory apart from two runs: the
+/// resolved path, or the path as given where it cannot be resolved.
+fn same_run_key(dir: &Path) -> PathBuf {
+    dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())
 }
 
 /// Input error unless `dir`, a directory `history` was given, is one; a
@@ -364,6 +372,21 @@ fn shell_word(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_run_named_two_ways_is_one_and_two_unresolvable_runs_stay_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        std::fs::create_dir(dir.path().join("x")).unwrap();
+        assert_eq!(same_run_key(&run), same_run_key(&run.join(".")));
+        assert_eq!(
+            same_run_key(&run),
+            same_run_key(&dir.path().join("x/../run"))
+        );
+        let gone = |name: &str| dir.path().join("gone").join(name);
+        assert_ne!(same_run_key(&gone("a")), same_run_key(&gone("b")));
+    }
     use crate::record::Both;
 
     #[test]
