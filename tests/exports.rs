@@ -720,3 +720,22 @@ fn every_format_prints_what_report_writes() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+#[test]
+fn a_plots_directory_the_disk_fails_to_stat_is_an_error_not_no_plots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let variants = ["off", "on"];
+    let m = synthetic_meta(&variants);
+    let samples = synthetic_samples(&variants, |_, _| 1.0);
+    let dir = run_dir(tmp.path(), "run", &m, &samples);
+    // A link to itself: stat fails with ELOOP, as root or not.
+    std::os::unix::fs::symlink("plots", dir.join("plots")).unwrap();
+    let e = match report::render_dir(&dir, Format::Markdown) {
+        Ok(_) => panic!("rendered past a plots directory it could not look at"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(e.contains("plots"), "{e}");
+    assert!(e.contains("symbolic links"), "{e}");
+    std::fs::remove_file(dir.join("plots")).unwrap();
+    assert!(report::render_dir(&dir, Format::Markdown).is_ok());
+}

@@ -268,7 +268,14 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
 /// written nowhere (`markbench report DIR --format`).
 pub fn render_dir(dir: &Path, format: Format) -> Result<String> {
     let loaded = Loaded::read(dir)?;
-    // The markdown links the plots where a report was written before.
-    let run = loaded.run(dir.join(PLOTS_DIR).is_dir());
+    // The markdown links the plots where a report was written before; a
+    // plots directory the disk fails to stat is that failure, not "no plots".
+    let plots = dir.join(PLOTS_DIR);
+    let with_plots = match std::fs::metadata(&plots) {
+        Ok(m) => m.is_dir(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(e).with_context(|| format!("looking at {}", plots.display())),
+    };
+    let run = loaded.run(with_plots);
     format.exporter().render(&run)
 }
