@@ -131,11 +131,21 @@ pub fn collect(dirs: &[PathBuf]) -> Result<(Vec<Run>, Vec<SkippedRun>)> {
     // The same run named twice (a directory and a run in it, or two
     // spellings of one path) counts once; two runs whose paths cannot be
     // resolved stay two.
-    runs.sort_by_cached_key(|r| same_run_key(&r.dir));
-    runs.dedup_by(|a, b| same_run_key(&a.dir) == same_run_key(&b.dir));
-    skipped.sort_by_cached_key(|s| same_run_key(&s.dir));
-    skipped.dedup_by(|a, b| same_run_key(&a.dir) == same_run_key(&b.dir));
+    let runs = once_each(runs, |r| &r.dir);
+    let skipped = once_each(skipped, |s| &s.dir);
     Ok((runs, skipped))
+}
+
+/// `items` in the order of their runs' resolved paths, each run once; each
+/// path is resolved once.
+fn once_each<T>(items: Vec<T>, dir: impl Fn(&T) -> &PathBuf) -> Vec<T> {
+    let mut keyed: Vec<(PathBuf, T)> = items
+        .into_iter()
+        .map(|item| (same_run_key(dir(&item)), item))
+        .collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed.dedup_by(|a, b| a.0 == b.0);
+    keyed.into_iter().map(|(_, item)| item).collect()
 }
 
 /// What tells two names of one run directory apart from two runs: the
