@@ -1,28 +1,30 @@
 #!/bin/sh
-# What the cap on a vCPU's turn costs the host: the quick suite's 2-vCPU
-# point alone (scripts/smp-turns.sh writes the suite), one boot of each
-# kernel at a time, booted with markbench's own QEMU at each turn given,
+# What the cap on a vCPU's turn costs the host: the quick suite's SMP
+# hackbench point alone (2 groups), one boot of each kernel at a time,
+# booted with markbench's own QEMU at each vCPU count and turn given,
 # ROUNDS times in turn, and the host CPU time (user + system) of markbench
 # and its QEMU per boot, which a loaded host inflates less than wall time.
 # Needs the quick suite's kernels and markbench's QEMU in the cache.
 #
-#   scripts/smp-turn-cost.sh [MARKBENCH] [OUT_DIR] [TURNS] [ROUNDS]
+#   scripts/smp-turn-cost.sh [MARKBENCH] [OUT_DIR] [TURNS] [ROUNDS] [CPUS]
 #
-# TURNS defaults to 0,10000,1000 (0: turns to the next timer deadline).
+# TURNS defaults to 0,10000,1000 (0: turns to the next timer deadline),
+# CPUS to 2 (e.g. 2,4,8).
 set -eu
 markbench=${1:-target/release/markbench}
 out=${2:-$(mktemp -d)}
 turns=${3:-0,10000,1000}
 rounds=${4:-2}
+cpus_list=${5:-2}
 mkdir -p "$out"
 suite=$out/smp-point.toml
-cat >"$suite" <<'TOML'
+cat >"$suite" <<TOML
 name = "smp-point"
-description = "the quick suite's 2-vCPU hackbench point alone, one boot a side"
+description = "the quick suite's SMP hackbench point alone, one boot a side"
 boots = 1
 iterations = 12
 warmup = 1
-cpus = [2]
+cpus = [$cpus_list]
 memory_mib = 512
 boot_timeout_s = 1800
 seed = 48
@@ -39,11 +41,13 @@ loops = 5
 TOML
 round=1
 while [ "$round" -le "$rounds" ]; do
-    for turn in $(echo "$turns" | tr ',' ' '); do
-        dir=$out/r$round-$turn
-        /usr/bin/time -f "%e %U %S" -o "$dir.time" "$markbench" compare --suite "$suite" \
-            --smp-turn "$turn" --jobs 1 --out "$dir" >"$dir.log" 2>&1
-        echo "$turn $(cat "$dir.time")" >>"$out/times"
+    for cpus in $(echo "$cpus_list" | tr ',' ' '); do
+        for turn in $(echo "$turns" | tr ',' ' '); do
+            dir=$out/r$round-$cpus-$turn
+            /usr/bin/time -f "%e %U %S" -o "$dir.time" "$markbench" compare --suite "$suite" \
+                --cpus "$cpus" --smp-turn "$turn" --jobs 1 --out "$dir" >"$dir.log" 2>&1
+            echo "$cpus $turn $(cat "$dir.time")" >>"$out/times"
+        done
     done
     round=$((round + 1))
 done
@@ -51,14 +55,16 @@ python3 - "$out/times" <<'PY'
 import collections, statistics, sys
 by = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    turn, wall, user, sys_ = line.split()
-    by[turn].append((float(wall), float(user) + float(sys_)))
-base = statistics.mean(c for _, c in by["0"]) / 2 if "0" in by else None
-print("| turn | runs | host CPU time a boot | against turns to the deadline | wall time a boot |")
-print("|---|---:|---:|---:|---:|")
-for turn, v in by.items():
-    cpu = statistics.mean(c for _, c in v) / 2
+    cpus, turn, wall, user, sys_ = line.split()
+    by[(int(cpus), turn)].append((float(wall), float(user) + float(sys_)))
+print("| vCPUs | turn | runs | host CPU time a boot (min–max) | against turns to the deadline | wall time a boot |")
+print("|---:|---|---:|---:|---:|---:|")
+for (cpus, turn), v in sorted(by.items()):
+    # Each run boots one guest of each kernel: halve for a boot.
+    cpu = [c / 2 for _, c in v]
     wall = statistics.mean(w for w, _ in v) / 2
-    rel = f"{cpu / base - 1:+.1%}" if base else "–"
-    print(f"| {turn} | {len(v)} | {cpu:.1f} s | {rel} | {wall:.1f} s |")
+    uncapped = by.get((cpus, "0"))
+    base = statistics.mean(c for _, c in uncapped) / 2 if uncapped else None
+    rel = f"{statistics.mean(cpu) / base - 1:+.1%}" if base else "–"
+    print(f"| {cpus} | {turn} | {len(v)} | {statistics.mean(cpu):.1f} s ({min(cpu):.1f}–{max(cpu):.1f}) | {rel} | {wall:.1f} s |")
 PY
