@@ -1,9 +1,10 @@
 //! SMP guests under instruction counting, for real: a 2-vCPU guest boots
 //! under `-icount`, sees both CPUs, and a run repeated with the same seed
 //! gives the same samples to the nanosecond, its pair of boots booted one
-//! at a time or side by side. Needs a QEMU that passes the
-//! SMP icount trial (8.1 or later; `markbench setup` installs one on
-//! Debian 12); with one that fails it, the run is refused as input to fix.
+//! at a time or side by side. The boots of more than one vCPU under icount
+//! run on markbench's own QEMU (built into the cache's `qemu-builds/`)
+//! with each vCPU's turn capped; the run's `meta.toml` must say so, or the
+//! test would pass on the host's QEMU and prove nothing about the cap.
 
 mod real;
 
@@ -30,6 +31,7 @@ fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
             meta.timing_sentence()
         );
         assert!(!meta.host.qemu_path.is_empty(), "{:?}", meta.host);
+        assert_ran_on_markbench_qemu_with_the_turn_cap(&meta, dir);
         assert_eq!(meta.boots.len(), 2);
         for b in &meta.boots {
             assert!(b.ok(), "{b:?}");
@@ -62,4 +64,39 @@ fn two_vcpu_icount_guests_see_both_cpus_and_repeat_exactly_with_their_seeds() {
             .collect()
     };
     assert_ne!(side("markers-off"), side("markers-off-again"));
+}
+
+/// The run's SMP boots ran on markbench's own QEMU, a build in the cache,
+/// not the host's, with the suite's turn cap, and the report says so.
+fn assert_ran_on_markbench_qemu_with_the_turn_cap(
+    meta: &markbench::record::RunMeta,
+    dir: &std::path::Path,
+) {
+    let smp = meta
+        .smp_qemu
+        .as_ref()
+        .expect("2-vCPU icount boots run on markbench's own QEMU");
+    assert!(
+        std::path::Path::new(&smp.path)
+            .components()
+            .any(|c| c.as_os_str() == "qemu-builds"),
+        "not a build of markbench's: {smp:?}"
+    );
+    assert_ne!(smp.path, meta.host.qemu_path, "{smp:?}");
+    assert!(!smp.patches.is_empty(), "{smp:?}");
+    // The fixture leaves the turn at the suite's default.
+    assert_eq!(
+        smp.turn,
+        markbench::stages::suite::DEFAULT_SMP_TURN,
+        "{smp:?}"
+    );
+    assert!(smp.turn > 0);
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!(
+            "each vCPU's turn at most {} instructions",
+            smp.turn
+        )),
+        "{report}"
+    );
 }

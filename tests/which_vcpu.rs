@@ -1,7 +1,8 @@
 //! The trial that proves markbench's own QEMU tells the profile plugin
 //! which vCPU runs a block: a 2-vCPU icount guest whose agent runs one
-//! marker pinned to each CPU in turn while the plugin writes down the vCPU
-//! index it was given. The distribution's QEMU 10.0 fails it (it compiles
+//! marker and a store after it pinned to each CPU in turn while the plugin
+//! writes down the vCPU index the marker's callback and the store's memory
+//! callback were given. The distribution's QEMU 10.0 fails it (it compiles
 //! the translating vCPU's index into the block); markbench's own passes,
 //! with its turns capped and without. Builds markbench's QEMU into the
 //! cache the first time (about 4 minutes on 2 cores); the kernel is the
@@ -55,6 +56,15 @@ fn the_own_qemu_names_the_running_vcpu_where_the_distributions_names_the_transla
     assert!(capped.right, "{}", capped.detail);
     let uncapped = trial(&own, Some(0), "own-uncapped");
     assert!(uncapped.right, "{}", uncapped.detail);
+    // Both checked the memory callbacks: a store after every marker.
+    for verdict in [&capped, &uncapped] {
+        match &verdict.detail {
+            markbench::record::Recorded::Data(t) => {
+                assert_eq!(t.stores.as_ref(), Some(&t.expected), "{}", verdict.detail)
+            }
+            other => panic!("not data: {other}"),
+        }
+    }
     let distribution = trial(&stock, None, "stock");
     eprintln!("{}: {}", stock.version, distribution.detail);
     // The stock QEMU's fault is known of the version the patches were

@@ -65,7 +65,7 @@ pub mod translation;
 pub use marks::{Mark, PARTS};
 
 use attribution::{Attribution, Values};
-use marks::MARK_START;
+use marks::{WhichVcpuSeen, MARK_START};
 use model::{BlockEnd, Config, Counts, Mode, Model};
 use qemu_plugin_sys as sys;
 use std::cell::UnsafeCell;
@@ -158,8 +158,10 @@ struct Plugin {
     /// marker was given, in order. The guest agent runs the marker pinned
     /// to each CPU in turn, one code path for all, so a block translated on
     /// one vCPU runs on the others: where QEMU compiles the translating
-    /// vCPU's index into the block, the list says so.
-    which_vcpu: Mutex<Option<Vec<c_uint>>>,
+    /// vCPU's index into the block, the list says so. The store after each
+    /// marker is seen by its memory callback, which feeds the model's
+    /// caches: its vCPU index is checked the same way.
+    which_vcpu: Mutex<Option<Vec<WhichVcpuSeen>>>,
     /// Instructions executed in user space, when blocks call back.
     user_insns: AtomicU64,
     /// Data accesses QEMU gave no physical address for (the model takes
@@ -788,13 +790,32 @@ impl State {
     }
 }
 
-/// The file `check=vcpu` writes: a header, then one vCPU index a line.
-fn write_which_vcpu(out: &str, seen: &[c_uint]) -> std::io::Result<()> {
-    let mut text = String::from("# markbench-which-vcpu 1\n");
-    for vcpu in seen {
-        text.push_str(&format!("{vcpu}\n"));
+/// The file `check=vcpu` writes ([`marks::which_vcpu_text`]).
+fn write_which_vcpu(out: &str, seen: &[WhichVcpuSeen]) -> std::io::Result<()> {
+    std::fs::write(out, marks::which_vcpu_text(seen))
+}
+
+/// Notes a callback of the which-vCPU check, when the check is on.
+fn which_vcpu_seen(seen: WhichVcpuSeen) {
+    if let Some(list) = PLUGIN
+        .which_vcpu
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+    {
+        list.push(seen);
     }
-    std::fs::write(out, text)
+}
+
+/// The memory callback of the store the guest puts after the which-vCPU
+/// marker.
+unsafe extern "C" fn on_which_vcpu_store(
+    vcpu: c_uint,
+    _info: sys::qemu_plugin_meminfo_t,
+    _vaddr: u64,
+    _userdata: *mut c_void,
+) {
+    which_vcpu_seen(WhichVcpuSeen::Store(vcpu));
 }
 
 unsafe extern "C" fn on_mark(vcpu: c_uint, userdata: *mut c_void) {
@@ -802,14 +823,7 @@ unsafe extern "C" fn on_mark(vcpu: c_uint, userdata: *mut c_void) {
         return;
     };
     if mark == Mark::WhichVcpu {
-        if let Some(seen) = PLUGIN
-            .which_vcpu
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
-            seen.push(vcpu);
-        }
+        which_vcpu_seen(WhichVcpuSeen::Mark(vcpu));
         return;
     }
     let mut guard = PLUGIN.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -1106,6 +1120,17 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
                     Some(on_mark),
                     sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                     mark.datum(),
+                );
+            }
+            // The store right after the which-vCPU marker: a marker last in
+            // its block has none here, and the check sees a store missing.
+            if mark == Some(Mark::WhichVcpu) && i + 1 < n {
+                sys::qemu_plugin_register_vcpu_mem_cb(
+                    sys::qemu_plugin_tb_get_insn(tb, i + 1),
+                    Some(on_which_vcpu_store),
+                    sys::qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                    sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_W,
+                    std::ptr::null_mut(),
                 );
             }
         }

@@ -9,7 +9,8 @@ pub(crate) const MARK_START: [u8; 7] = [0x0f, 0x1f, 0x80, 0x01, 0x53, 0x42, 0x4d
 const MARK_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x02, 0x53, 0x42, 0x4d];
 const MARK_PART_END: [u8; 7] = [0x0f, 0x1f, 0x80, 0x03, 0x53, 0x42, 0x4d];
 /// "Which vCPU runs this": with `check=vcpu` the plugin records the vCPU
-/// index QEMU gives its callback at every execution.
+/// index QEMU gives its callback at every execution, and the index its
+/// memory callback is given at the store the guest puts right after it.
 const MARK_WHICH_VCPU: [u8; 7] = [0x0f, 0x1f, 0x80, 0x04, 0x53, 0x42, 0x4d];
 /// A part's start carries its number in the displacement's low byte.
 const PART_START_BYTE: u8 = 0x10;
@@ -70,9 +71,47 @@ impl Mark {
     }
 }
 
+/// What the which-vCPU check saw, in order: the marker's instruction
+/// callback or the memory callback of the store after it, each with the
+/// vCPU index QEMU gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhichVcpuSeen {
+    Mark(u32),
+    Store(u32),
+}
+
+/// The file `check=vcpu` writes: a header, then one callback a line, its
+/// kind and its vCPU index (`mark 1`, `store 1`).
+pub fn which_vcpu_text(seen: &[WhichVcpuSeen]) -> String {
+    let mut text = String::from("# markbench-which-vcpu 2\n");
+    for s in seen {
+        let line = match s {
+            WhichVcpuSeen::Mark(vcpu) => format!("mark {vcpu}\n"),
+            WhichVcpuSeen::Store(vcpu) => format!("store {vcpu}\n"),
+        };
+        text.push_str(&line);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_which_vcpu_file_names_each_callback_and_its_vcpu_in_order() {
+        let seen = [
+            WhichVcpuSeen::Mark(0),
+            WhichVcpuSeen::Store(0),
+            WhichVcpuSeen::Mark(1),
+            WhichVcpuSeen::Store(1),
+        ];
+        assert_eq!(
+            which_vcpu_text(&seen),
+            "# markbench-which-vcpu 2\nmark 0\nstore 0\nmark 1\nstore 1\n"
+        );
+        assert_eq!(which_vcpu_text(&[]), "# markbench-which-vcpu 2\n");
+    }
 
     #[test]
     fn marker_bytes_read_as_their_marks_and_other_nops_as_none() {

@@ -167,7 +167,7 @@ fn run_agent(results: &mut Box<dyn Write>) -> Result<(), String> {
                 for _ in 0..rounds {
                     for &cpu in &cpus {
                         pin_to(cpu)?;
-                        mark_which_vcpu();
+                        mark_which_vcpu(cpu);
                     }
                 }
             }
@@ -242,16 +242,25 @@ fn mark_end() {
     };
 }
 
-/// The marker whose callback tells the plugin which vCPU runs it: one
-/// function for every CPU, so the block holding it is translated once and
-/// run by all.
+/// Where the which-vCPU marker's store goes.
+static WHICH_VCPU_STORE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The marker whose callback tells the plugin which vCPU runs it, and right
+/// after it a store (of the CPU's number) whose memory callback the plugin
+/// checks too, since the cycle model's caches are fed by memory callbacks:
+/// one function for every CPU, so the block holding them is translated
+/// once and run by all.
 #[inline(never)]
-fn mark_which_vcpu() {
-    // SAFETY: as mark_start.
+fn mark_which_vcpu(cpu: u32) {
+    // SAFETY: the marker is a NOP; the store writes a static of the agent's
+    // own, eight bytes, aligned; no stack or flags touched.
     unsafe {
         std::arch::asm!(
             ".byte 0x0f, 0x1f, 0x80, 0x04, 0x53, 0x42, 0x4d",
-            options(nomem, nostack, preserves_flags)
+            "mov qword ptr [{slot}], {cpu}",
+            slot = in(reg) WHICH_VCPU_STORE.as_ptr(),
+            cpu = in(reg) u64::from(cpu),
+            options(nostack, preserves_flags)
         )
     };
 }

@@ -640,6 +640,11 @@ pub struct RunMeta {
     /// host's QEMU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smp_qemu: Option<SmpQemuRecord>,
+    /// The published table the suite sets the run's figures beside (its
+    /// `reference`); absent in runs of suites without one and in runs
+    /// from before suites named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<super::ReferenceTable>,
 }
 
 /// markbench's own QEMU as a run used it for its SMP boots.

@@ -7,6 +7,7 @@ mod gate;
 mod meta;
 mod point;
 mod reasons;
+mod reference;
 mod schema;
 mod upgrade;
 mod warning;
@@ -18,6 +19,7 @@ pub use reasons::{
     AccelReason, JobsAskedBy, MemoryFit, Recorded, SlotsReason, SlotsWanted, SmpTrial,
     TimingReason, WhichVcpuTrial,
 };
+pub use reference::{ReferenceRow, ReferenceTable};
 pub use schema::{
     CompileScope, ConfigBase, ImageFile, ImageRecord, OriginRecord, PatchRecord, RevSelection,
     SourceRecord,

@@ -133,11 +133,25 @@ pub enum SmpTrial {
 }
 
 /// What the plugin was told in the which-vCPU trial: the vCPU index at each
-/// execution of the marker (`seen`) and the vCPU that ran it (`expected`).
+/// execution of the marker (`seen`), at each store after it (`stores`) and
+/// the vCPU that ran both (`expected`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WhichVcpuTrial {
     pub seen: Vec<u32>,
     pub expected: Vec<u32>,
+    /// The vCPU index the plugin's memory callback was given at the store
+    /// after each marker; absent in runs from before the trial checked
+    /// memory callbacks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stores: Option<Vec<u32>>,
+}
+
+impl WhichVcpuTrial {
+    /// Whether the plugin was told the running vCPU at every marker and,
+    /// where the trial checked them, at every store.
+    pub fn right(&self) -> bool {
+        self.seen == self.expected && self.stores.as_ref().is_none_or(|s| *s == self.expected)
+    }
 }
 
 /// Who asked for a number of guests at once.

@@ -79,6 +79,9 @@ pub struct Suite {
     /// Keep adding balanced blocks of boots after the planned ones until
     /// every point is resolved to this precision, within a budget.
     pub precision: Option<Precision>,
+    /// The published table the report sets the run's figures beside
+    /// (`reference = "aoki-2008"`).
+    pub reference: Option<crate::record::ReferenceTable>,
 }
 
 /// A run that stops at a stated precision: after the suite's boots, blocks
@@ -274,6 +277,9 @@ struct SuiteFile {
     /// Boots of a run with a precision target, planned and added.
     #[serde(default)]
     max_boots: Option<Spanned<u32>>,
+    /// A published table to set the run's figures beside.
+    #[serde(default)]
+    reference: Option<Spanned<crate::record::ReferenceTable>>,
 }
 
 /// The suite's `model`: the model's name, or a table of its settings
@@ -528,6 +534,7 @@ impl Suite {
         };
         let variants = at.variants(file.variant, &fragments, file.kernel.source.as_ref())?;
         let workloads = at.workloads(file.workload, &settings, &file.cpus, &file.memory_mib)?;
+        let reference = at.reference(file.reference, &workloads)?;
         let objects = at.objects(file.objects)?;
         let name = file.name.get_ref().clone();
         if name.trim().is_empty() || name.contains(['/', '\\']) {
@@ -572,6 +579,7 @@ impl Suite {
             profile: file.profile,
             model,
             precision,
+            reference,
         })
     }
 }
@@ -593,6 +601,29 @@ struct At<'a> {
 }
 
 impl At<'_> {
+    /// The suite's reference table, which must be of a workload it runs.
+    fn reference(
+        &self,
+        reference: Option<Spanned<crate::record::ReferenceTable>>,
+        workloads: &[WorkloadSpec],
+    ) -> Result<Option<crate::record::ReferenceTable>, InputError> {
+        let Some(reference) = reference else {
+            return Ok(None);
+        };
+        let table = *reference.get_ref();
+        let (kind, _) = table.workload();
+        if !workloads.iter().any(|w| w.kind() == kind) {
+            return Err(self.err(
+                reference.span(),
+                format!(
+                    "reference {:?} is a table of {kind}, and the suite runs no {kind} workload",
+                    table.name()
+                ),
+            ));
+        }
+        Ok(Some(table))
+    }
+
     /// `msg` as an error at `span`'s `file:line:col`.
     fn err(&self, span: std::ops::Range<usize>, msg: String) -> InputError {
         InputError::at(self.path, self.text, span.start, msg)
@@ -1172,6 +1203,26 @@ loops = 10
             .unwrap_err()
             .to_string();
         assert!(e.contains("add precision = PCT"), "{e}");
+    }
+
+    #[test]
+    fn a_reference_table_is_named_and_must_be_of_a_workload_the_suite_runs() {
+        assert_eq!(parse(GOOD).unwrap().reference, None);
+        let named = GOOD.replace("warmup = 1", "warmup = 1\nreference = \"aoki-2008\"");
+        assert_eq!(
+            parse(&named).unwrap().reference,
+            Some(crate::record::ReferenceTable::Aoki2008)
+        );
+        let e = parse(&GOOD.replace("warmup = 1", "warmup = 1\nreference = \"aoki-2009\""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("s.toml:6:") && e.contains("aoki-2008"), "{e}");
+        let no_hackbench = named
+            .replace("kind = \"hackbench\"", "kind = \"ping-flood\"")
+            .replace("loops = 10\n", "");
+        let e = parse(&no_hackbench).unwrap_err().to_string();
+        assert!(e.starts_with("s.toml:6:13:"), "{e}");
+        assert!(e.contains("runs no hackbench workload"), "{e}");
     }
 
     #[test]

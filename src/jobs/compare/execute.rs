@@ -211,6 +211,7 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         precision: run.precision_record(),
         slots: None,
         smp_qemu: machine.smp.as_ref().map(smp_qemu_record),
+        reference: suite.reference,
         workloads: suite
             .workloads
             .iter()

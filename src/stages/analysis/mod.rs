@@ -14,6 +14,7 @@
 //! - [`comparison`]: which variant is compared with which;
 //! - [`sweep`]: the statistics of every comparison and point ([`Analysis`]);
 //! - [`precision`]: where each point stands against a run's precision target;
+//! - [`reference`]: the run's points beside the published table its suite names;
 //! - [`weights`]: whether a verdict on the cycle model's estimate rests on its weights;
 //! - [`gate`]: what the nightly gate decided of two runs' comparison.
 //!
@@ -23,6 +24,7 @@ pub mod comparison;
 pub mod gate;
 pub mod point;
 pub mod precision;
+pub mod reference;
 pub mod sweep;
 pub mod table;
 pub mod weights;

@@ -22,7 +22,8 @@
 //! [`plots`] draws `plots/`, the metric and relative-difference plots;
 //! [`format`] and [`plain`] format numbers and text for all of them;
 //! [`sizes`] and [`profile`] are the sections made from `sizes.toml` and
-//! `profiles/`.
+//! `profiles/`; [`reference`] the section setting a run beside the
+//! published table its suite names, in both `report.md` and `report.txt`.
 
 pub mod bisect;
 mod bmf;
@@ -41,6 +42,7 @@ pub mod noise;
 pub mod plain;
 mod plots;
 pub mod profile;
+mod reference;
 pub mod sizes;
 pub mod terminal;
 mod text;

@@ -36,6 +36,11 @@ pub(super) fn render(run: &RunReport) -> String {
     r.push('\n');
     r.push_str(&results(run.analysis));
     r.push('\n');
+    let beside = super::reference::text(run);
+    if !beside.is_empty() {
+        r.push_str(&beside);
+        r.push('\n');
+    }
     r.push_str(&size_line(run));
     r.push('\n');
     r.push_str(&method(run));

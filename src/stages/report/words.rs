@@ -122,29 +122,54 @@ impl Display for SmpTrial {
 impl Display for WhichVcpuTrial {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let (seen, expected) = (&self.seen, &self.expected);
-        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ");
         if seen == expected {
-            return write!(
+            write!(
                 f,
                 "the plugin was told the running vCPU at all {} executions of the marker ({})",
                 seen.len(),
-                list(seen)
-            );
+                vcpu_list(seen)
+            )?;
+        } else {
+            write!(
+                f,
+                "the plugin was told vCPUs {} where the marker ran on {} ({})",
+                vcpu_list(seen),
+                vcpu_list(expected),
+                wrong_of(seen, expected, "executions")
+            )?;
         }
-        let wrong = seen.iter().zip(expected).filter(|(s, e)| s != e).count();
-        write!(
-            f,
-            "the plugin was told vCPUs {} where the marker ran on {} ({wrong} of {} wrong{})",
-            list(seen),
-            list(expected),
-            expected.len(),
-            if seen.len() != expected.len() {
-                format!(", {} executions seen", seen.len())
-            } else {
-                String::new()
+        match &self.stores {
+            None => Ok(()),
+            Some(stores) if stores == expected && seen == expected => {
+                f.write_str(" and at the store after each")
             }
-        )
+            Some(stores) if stores == expected => {
+                f.write_str("; its memory callbacks were told the running vCPU at every store")
+            }
+            Some(stores) => write!(
+                f,
+                "{} its memory callbacks were told vCPUs {} at the stores after them ({})",
+                if seen == expected { ", but" } else { ";" },
+                vcpu_list(stores),
+                wrong_of(stores, expected, "stores")
+            ),
+        }
     }
+}
+
+/// vCPU indexes as a list: "0 1 0 1".
+fn vcpu_list(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// "4 of 8 wrong", with how many were seen when not as many as expected.
+fn wrong_of(seen: &[u32], expected: &[u32], what: &str) -> String {
+    let wrong = seen.iter().zip(expected).filter(|(s, e)| s != e).count();
+    let mut r = format!("{wrong} of {} wrong", expected.len());
+    if seen.len() != expected.len() {
+        r.push_str(&format!(", {} {what} seen", seen.len()));
+    }
+    r
 }
 
 fn plural(n: usize) -> &'static str {

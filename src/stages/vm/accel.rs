@@ -142,12 +142,14 @@ fn run_smp_icount_trial(
 }
 
 /// Whether the profile plugin is told the vCPU that runs a block, found by
-/// a trial boot: a 2-vCPU icount guest whose agent runs one marker pinned
-/// to each CPU in turn, [`WHICH_VCPU_ROUNDS`] times, while the plugin
-/// (`check=vcpu`) writes down the vCPU index each execution was given.
-/// Stock QEMU 10.0 compiles the index of the vCPU that translated the
-/// marker's block into it, so every execution names the same vCPU;
-/// markbench's own QEMU names the one running.
+/// a trial boot: a 2-vCPU icount guest whose agent runs one marker and a
+/// store right after it pinned to each CPU in turn, [`WHICH_VCPU_ROUNDS`]
+/// times, while the plugin (`check=vcpu`) writes down the vCPU index each
+/// execution of the marker and each store's memory callback was given
+/// (the model's caches are fed by memory callbacks). Stock QEMU 10.0
+/// compiles the index of the vCPU that translated the marker's block into
+/// it, so every execution names the same vCPU; markbench's own QEMU names
+/// the one running.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WhichVcpuVerdict {
     pub right: bool,
@@ -165,31 +167,47 @@ pub fn which_vcpu_expected(cpus: u32) -> Vec<u32> {
     (0..WHICH_VCPU_ROUNDS).flat_map(|_| 0..cpus).collect()
 }
 
-/// Reads the file the plugin writes under `check=vcpu`.
-pub fn read_which_vcpu(text: &str) -> Result<Vec<u32>, String> {
-    let mut lines = text.lines();
-    match lines.next() {
-        Some("# markbench-which-vcpu 1") => {}
-        other => return Err(format!("not a which-vCPU file (first line {other:?})")),
-    }
-    lines
-        .enumerate()
-        .map(|(i, l)| {
-            l.trim()
-                .parse()
-                .map_err(|_| format!("line {}: {l:?} is no vCPU index", i + 2))
-        })
-        .collect()
+/// What the plugin wrote under `check=vcpu`: the vCPU index of each
+/// marker's callback and of each store's memory callback, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WhichVcpuSeen {
+    pub marks: Vec<u32>,
+    pub stores: Vec<u32>,
 }
 
-/// The verdict from what the plugin saw against what it should have.
-pub fn which_vcpu_verdict(seen: &[u32], expected: &[u32]) -> WhichVcpuVerdict {
+/// Reads the file the plugin writes under `check=vcpu` (`mark N` and
+/// `store N` lines after the header).
+pub fn read_which_vcpu(text: &str) -> Result<WhichVcpuSeen, String> {
+    let mut lines = text.lines();
+    match lines.next() {
+        Some("# markbench-which-vcpu 2") => {}
+        other => return Err(format!("not a which-vCPU file (first line {other:?})")),
+    }
+    let mut seen = WhichVcpuSeen::default();
+    for (i, l) in lines.enumerate() {
+        let bad = || format!("line {}: {l:?} is no callback and vCPU index", i + 2);
+        let (kind, index) = l.trim().split_once(' ').ok_or_else(bad)?;
+        let index: u32 = index.parse().map_err(|_| bad())?;
+        match kind {
+            "mark" => seen.marks.push(index),
+            "store" => seen.stores.push(index),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(seen)
+}
+
+/// The verdict from what the plugin saw against what it should have: the
+/// running vCPU at every marker and at every store after one.
+pub fn which_vcpu_verdict(seen: &WhichVcpuSeen, expected: &[u32]) -> WhichVcpuVerdict {
+    let detail = WhichVcpuTrial {
+        seen: seen.marks.clone(),
+        expected: expected.to_vec(),
+        stores: Some(seen.stores.clone()),
+    };
     WhichVcpuVerdict {
-        right: seen == expected,
-        detail: Recorded::Data(WhichVcpuTrial {
-            seen: seen.to_vec(),
-            expected: expected.to_vec(),
-        }),
+        right: detail.right(),
+        detail: Recorded::Data(detail),
     }
 }
 
@@ -508,29 +526,89 @@ mod tests {
         assert!(timing_for(TimingChoice::Icount, 4, Accel::Kvm, 1, None, &qemu()).is_err());
     }
 
+    /// The plugin's file of a trial that saw `marks` and `stores`, each
+    /// store after its marker.
+    fn which_vcpu_file(marks: &[u32], stores: &[u32]) -> String {
+        let mut text = String::from("# markbench-which-vcpu 2\n");
+        for i in 0..marks.len().max(stores.len()) {
+            if let Some(m) = marks.get(i) {
+                text.push_str(&format!("mark {m}\n"));
+            }
+            if let Some(s) = stores.get(i) {
+                text.push_str(&format!("store {s}\n"));
+            }
+        }
+        text
+    }
+
     #[test]
     fn the_which_vcpu_file_reads_and_a_constant_index_is_the_wrong_verdict() {
         let expected = which_vcpu_expected(2);
         assert_eq!(expected, vec![0, 1, 0, 1, 0, 1, 0, 1]);
-        let right = read_which_vcpu("# markbench-which-vcpu 1\n0\n1\n0\n1\n0\n1\n0\n1\n").unwrap();
+        let right = read_which_vcpu(&which_vcpu_file(&expected, &expected)).unwrap();
+        assert_eq!((&right.marks, &right.stores), (&expected, &expected));
         let verdict = which_vcpu_verdict(&right, &expected);
         assert!(verdict.right);
         assert_eq!(
             verdict.detail.to_string(),
             "the plugin was told the running vCPU at all 8 executions of the marker \
-             (0 1 0 1 0 1 0 1)"
+             (0 1 0 1 0 1 0 1) and at the store after each"
         );
         // What stock QEMU gives: the translating vCPU, every time.
         let stock = vec![0; 8];
-        let v = which_vcpu_verdict(&stock, &expected);
+        let v = which_vcpu_verdict(
+            &read_which_vcpu(&which_vcpu_file(&stock, &stock)).unwrap(),
+            &expected,
+        );
         assert!(!v.right);
         let words = v.detail.to_string();
         assert!(words.contains("4 of 8 wrong"), "{words}");
-        let short = which_vcpu_verdict(&[0, 1], &expected);
+        let short = which_vcpu_verdict(
+            &read_which_vcpu(&which_vcpu_file(&[0, 1], &[0, 1])).unwrap(),
+            &expected,
+        );
         assert!(!short.right && short.detail.to_string().contains("2 executions seen"));
         assert!(read_which_vcpu("0\n1\n").is_err());
-        let e = read_which_vcpu("# markbench-which-vcpu 1\n0\nx\n").unwrap_err();
+        assert!(read_which_vcpu("# markbench-which-vcpu 1\n0\n1\n").is_err());
+        let e = read_which_vcpu("# markbench-which-vcpu 2\nmark 0\nmark x\n").unwrap_err();
         assert!(e.contains("line 3"), "{e}");
+        let e = read_which_vcpu("# markbench-which-vcpu 2\nload 0\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn a_memory_callback_told_another_vcpu_fails_the_trial_though_every_marker_is_right() {
+        let expected = which_vcpu_expected(2);
+        // The markers right, the stores' callbacks given the translating vCPU.
+        let file = which_vcpu_file(&expected, &[0; 8]);
+        let v = which_vcpu_verdict(&read_which_vcpu(&file).unwrap(), &expected);
+        assert!(!v.right);
+        let words = v.detail.to_string();
+        assert!(
+            words.contains("at all 8 executions of the marker (0 1 0 1 0 1 0 1), but its memory callbacks were told vCPUs 0 0 0 0 0 0 0 0 at the stores after them (4 of 8 wrong)"),
+            "{words}"
+        );
+        // A store the plugin never saw (its marker last in its block).
+        let file = which_vcpu_file(&expected, &expected[..7]);
+        let v = which_vcpu_verdict(&read_which_vcpu(&file).unwrap(), &expected);
+        assert!(!v.right);
+        assert!(
+            v.detail.to_string().contains("7 stores seen"),
+            "{}",
+            v.detail
+        );
+        // A trial recorded before stores were checked is judged by its markers.
+        let old = WhichVcpuTrial {
+            seen: expected.clone(),
+            expected: expected.clone(),
+            stores: None,
+        };
+        assert!(old.right());
+        assert_eq!(
+            old.to_string(),
+            "the plugin was told the running vCPU at all 8 executions of the marker \
+             (0 1 0 1 0 1 0 1)"
+        );
     }
 
     fn trial_with(runner: &mut FakeRunner) -> SmpIcountVerdict {

@@ -66,6 +66,7 @@ pub(super) fn render(run: &RunReport) -> String {
     r.push_str(&sizes::section(run.files.sizes));
     r.push_str(&where_and_how(run));
     r.push_str(&results::section(run));
+    r.push_str(&super::reference::markdown(run));
     r.push_str(&precision::section(run));
     r.push_str(&series::section(run));
     r.push_str(&significance::section(run));
