@@ -33,12 +33,14 @@ mod reference;
 mod strings;
 #[cfg(test)]
 mod testing;
+mod tlb;
 mod weave;
 
 pub use caches::{Cache, Geometry, Lookup, LINE, VIRTUAL};
 pub use config::{Config, CONFIG_KEYS};
 pub use counts::Counts;
 pub use predictors::ENTRY_POINTS;
+pub use tlb::{flush_of, Flush, TlbGeometry};
 pub use weave::{Replayed, WeaveStats};
 
 use caches::{EMPTY, LINE_BITS};
@@ -47,6 +49,7 @@ use predictors::ENTRY_SLOTS;
 use prefetcher::Prefetcher;
 use std::ops::Range;
 use strings::{StringTrail, NO_TRAIL};
+use tlb::Tlb;
 use weave::{Kind, Weave};
 
 // The straightforward model (`reference`) is written against these.
@@ -122,6 +125,8 @@ struct Core {
     owned: Box<[u64]>,
     /// The L2's stream prefetcher, if any.
     prefetcher: Option<Prefetcher>,
+    /// Its TLBs, when the model has them (`tlb-walk-cycles` above 0).
+    tlb: Option<Tlb>,
 }
 
 /// The whole machine's model.
@@ -163,6 +168,10 @@ impl Model {
             owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
             prefetcher: (config.prefetch_streams > 0)
                 .then(|| Prefetcher::new(config.prefetch_streams)),
+            tlb: match config.tlb_walk_cycles {
+                0 => None,
+                _ => Some(Tlb::new(config.tlb)?),
+            },
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
@@ -300,6 +309,41 @@ impl Model {
         if last != first {
             self.data_line(v, last, store);
         }
+    }
+}
+
+/// The TLBs: the plugin gives them the accesses' virtual addresses, apart
+/// from the caches' physical ones, and the flushes its blocks end with.
+impl Model {
+    /// A data access by `vcpu` at (virtual) `vaddr`, in a large page or
+    /// not, counted in the mode of its block.
+    #[inline(always)]
+    pub fn tlb_data(&mut self, vcpu: usize, vaddr: u64, large: bool) {
+        let v = self.index(vcpu);
+        let core = &mut self.cores[v];
+        if let Some(tlb) = core.tlb.as_mut() {
+            if tlb.data(vaddr, large) {
+                core.counts[core.mode as usize].tlb_misses += 1;
+            }
+        }
+    }
+
+    /// The block [`Model::block`] just started on `vcpu` fetches from the
+    /// pages of `first` and `last` (its first and last bytes; `large`
+    /// says whether they are in large pages), and ends in `flush`; the
+    /// flush the block before ended in is done first.
+    pub fn tlb_block(&mut self, vcpu: usize, first: u64, last: u64, large: bool, flush: Flush) {
+        let v = self.index(vcpu);
+        let core = &mut self.cores[v];
+        let Some(tlb) = core.tlb.as_mut() else {
+            return;
+        };
+        let mut walks = tlb.block(flush);
+        walks += u64::from(tlb.fetch(first, large));
+        if (last ^ first) >> 12 != 0 {
+            walks += u64::from(tlb.fetch(last, large));
+        }
+        core.counts[core.mode as usize].tlb_misses += walks;
     }
 }
 
