@@ -67,7 +67,24 @@ fn words(profile: &Profile, path: &Path) -> String {
         ),
         (
             "memory-cycles",
-            "a load memory serves, page walks included (64 MiB or twice the LLC chased)",
+            "a load memory serves, without its page walk (64 MiB or twice the LLC chased, \
+             less the walk)",
+        ),
+        (
+            "memory-cycles-with-walks",
+            "a load memory serves, its page walk included (the chase in small pages)",
+        ),
+        (
+            "tlb-walk-cycles",
+            "a page walk (the chase in small pages against one in large pages)",
+        ),
+        (
+            "tlb-walk-cached-cycles",
+            "a page walk its entries the caches serve (16384 pages, a line each)",
+        ),
+        (
+            "stlb-entries",
+            "pages a chase of a line a page went over without walking",
         ),
         ("mispredict-cycles", "a mispredicted branch"),
         (
