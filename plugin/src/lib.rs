@@ -629,6 +629,13 @@ impl ModelState {
                  loads from the L1d {} cycles",
                 c.issue_width, c.load_cycles
             )?;
+            if c.special_costs == 1 {
+                writeln!(
+                    out,
+                    "# model core: privileged and serializing instructions at their class, \
+                     a serializing one ending the overlap"
+                )?;
+            }
         }
         writeln!(
             out,
@@ -1100,6 +1107,7 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
         let core = throughput::Core {
             width,
             load: m.model.config.load_cycles,
+            special: m.model.config.special_costs == 1,
         };
         let cost = throughput::block_cost(&code, pc, core);
         record.cost = u16::try_from(cost).unwrap_or(u16::MAX);

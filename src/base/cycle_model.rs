@@ -144,6 +144,15 @@ pub const SETTINGS: &[Setting] = &[
         4,
         "cycles of a load the L1d serves, within a block's own cost",
     ),
+    // Read only while issue-width is above 0.
+    part(
+        "special-costs",
+        1,
+        0,
+        "1: privileged and serializing instructions (swapgs, sysret, iret, wrmsr, CR3 \
+         writes, fences, cpuid, rdtsc) cost their class in a block, a serializing one ending \
+         the overlap",
+    ),
     part(
         "tlb-walk-cycles",
         30,
@@ -276,7 +285,12 @@ impl CycleModel {
                 return Err(format!("model: {key} = {} is above {most}", self.get(key)));
             }
         }
-        for key in ["skip-entries", "string-nontemporal", "llc-victim"] {
+        for key in [
+            "skip-entries",
+            "string-nontemporal",
+            "llc-victim",
+            "special-costs",
+        ] {
             if self.get(key) > 1 {
                 return Err(format!(
                     "model: {key} = {} is neither 0 (off) nor 1 (on)",

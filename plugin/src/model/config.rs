@@ -55,6 +55,11 @@ pub struct Config {
     /// Cycles of a load served by the L1d, within a block's cost (read only
     /// while `issue_width` is above 0).
     pub load_cycles: u32,
+    /// 1: privileged and serializing instructions cost their class within
+    /// a block's cost, a serializing one ending the overlap
+    /// (`throughput::special_cost`); 0: they are instructions like others
+    /// (read only while `issue_width` is above 0).
+    pub special_costs: u32,
     /// Cycles a page walk adds (an access that missed both levels of the
     /// TLBs); 0 for no TLB, with no `tlb-misses`.
     pub tlb_walk_cycles: u64,
@@ -100,6 +105,7 @@ impl Default for Config {
             llc_victim: true,
             issue_width: 4,
             load_cycles: 4,
+            special_costs: 1,
             // A walk whose page-table entries the caches serve; the host's
             // own comes from `markbench calibrate`.
             tlb_walk_cycles: 30,
@@ -143,6 +149,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "llc-victim",
     "issue-width",
     "load-cycles",
+    "special-costs",
     "tlb-walk-cycles",
     "dtlb-entries",
     "dtlb-ways",
@@ -186,6 +193,7 @@ impl Config {
             "prefetch-streams" => self.prefetch_streams = small()?,
             "issue-width" => self.issue_width = small()?,
             "load-cycles" => self.load_cycles = small()?,
+            "special-costs" => self.special_costs = small()?,
             "tlb-walk-cycles" => self.tlb_walk_cycles = n,
             "dtlb-entries" => self.tlb.dtlb.0 = small()?,
             "dtlb-ways" => self.tlb.dtlb.1 = small()?,
@@ -229,6 +237,7 @@ impl Config {
         for (name, flag) in [
             ("skip-entries", self.skip_entries),
             ("string-nontemporal", self.string_nontemporal),
+            ("special-costs", self.special_costs),
         ] {
             if flag > 1 {
                 return Err(format!("{name}={flag} is neither 0 nor 1"));
