@@ -568,6 +568,11 @@ mod tests {
                 let list: Vec<u64> = range.clone().collect();
                 fast.block(vcpu, pc, mode, bytes / 3, range, end);
                 slow.block(vcpu, pc, mode, bytes / 3, &list, end);
+                // The TLBs see the block and now and then a flush; they
+                // change no other count.
+                let flush =
+                    [Flush::None, Flush::AddressSpace, Flush::Page][(next() % 24).min(2) as usize];
+                fast.tlb_block(vcpu, pc, pc + bytes - 1, false, flush);
             } else if string && config.string_bytes_per_cycle > 0 {
                 // An element: mostly forward, now and then backward, of
                 // 1, 2, 4 or 8 bytes; a move loads it first.
@@ -610,6 +615,7 @@ mod tests {
                 let size = 1 << (next() % 5);
                 let store = next() % 5 < 2;
                 // Data by virtual address meets the instructions' lines.
+                fast.tlb_data(vcpu, address << 6, address >= 0x1_0000 && next() % 2 == 0);
                 if next() % 2 == 0 {
                     fast.data(vcpu, address, size, store);
                     slow.data(vcpu, address, size, store, 0);
@@ -618,8 +624,14 @@ mod tests {
                     slow.data(vcpu, address, size, store, VIRTUAL);
                 }
             }
-            assert_eq!(fast.counts(), slow.counts());
+            let mut counts = fast.counts();
+            for c in &mut counts {
+                c.tlb_misses = 0;
+            }
+            assert_eq!(counts, slow.counts());
         }
+        let walks: u64 = fast.counts().iter().map(|c| c.tlb_misses).sum();
+        assert_eq!(walks > 0, config.tlb_walk_cycles > 0);
         let [user, kernel] = fast.counts();
         assert!(user.l1i_misses > 0 && kernel.l2_misses > 0 && user.llc_misses > 0);
         assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);
