@@ -114,14 +114,19 @@ fn words(profile: &Profile, path: &Path) -> String {
                 .get(key)
                 .map_or("-".to_string(), u64::to_string);
             text.push_str(&format!(
-                "  {means}: {measured} cycles → {key} = {setting}\n"
+                "  {means}: {measured} {} → {key} = {setting}\n",
+                if key == "stlb-entries" {
+                    "pages"
+                } else {
+                    "cycles"
+                }
             ));
         }
     }
     let caches: Vec<String> = profile
         .settings
         .iter()
-        .filter(|(k, _)| k.ends_with("-bytes") || k.ends_with("-ways"))
+        .filter(|(k, _)| (k.ends_with("-bytes") || k.ends_with("-ways")) && !k.starts_with("stlb-"))
         .map(|(k, v)| format!("{k} = {v}"))
         .collect();
     text.push_str(&format!("  caches (sysfs): {}\n", caches.join(", ")));
