@@ -562,6 +562,36 @@ impl ModelState {
         Ok(())
     }
 
+    /// The settings comments of the TLBs and the blocks' throughput, each
+    /// only when on.
+    fn write_core_settings(out: &mut impl Write, c: &Config) -> std::io::Result<()> {
+        if c.tlb_walk_cycles > 0 {
+            let t = c.tlb;
+            writeln!(
+                out,
+                "# model tlb: dtlb {}/{}w itlb {}/{}w stlb {}/{}w, walk {} cycles, 4 KiB pages \
+                 and 2 MiB ones in linearly mapped kernel regions",
+                t.dtlb.0, t.dtlb.1, t.itlb.0, t.itlb.1, t.stlb.0, t.stlb.1, c.tlb_walk_cycles
+            )?;
+        }
+        if c.issue_width > 0 {
+            writeln!(
+                out,
+                "# model core: blocks at their throughput, {} instructions a cycle, \
+                 loads from the L1d {} cycles",
+                c.issue_width, c.load_cycles
+            )?;
+            if c.special_costs == 1 {
+                writeln!(
+                    out,
+                    "# model core: privileged and serializing instructions at their class, \
+                     a serializing one ending the overlap"
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     fn write_settings(&self, out: &mut impl Write) -> std::io::Result<()> {
         let c = &self.model.config;
         writeln!(
@@ -613,30 +643,7 @@ impl ModelState {
         if c.llc_victim {
             writeln!(out, "# model llc: a victim cache of the L2s")?;
         }
-        if c.tlb_walk_cycles > 0 {
-            let t = c.tlb;
-            writeln!(
-                out,
-                "# model tlb: dtlb {}/{}w itlb {}/{}w stlb {}/{}w, walk {} cycles, 4 KiB pages \
-                 and 2 MiB ones in linearly mapped kernel regions",
-                t.dtlb.0, t.dtlb.1, t.itlb.0, t.itlb.1, t.stlb.0, t.stlb.1, c.tlb_walk_cycles
-            )?;
-        }
-        if c.issue_width > 0 {
-            writeln!(
-                out,
-                "# model core: blocks at their throughput, {} instructions a cycle, \
-                 loads from the L1d {} cycles",
-                c.issue_width, c.load_cycles
-            )?;
-            if c.special_costs == 1 {
-                writeln!(
-                    out,
-                    "# model core: privileged and serializing instructions at their class, \
-                     a serializing one ending the overlap"
-                )?;
-            }
-        }
+        Self::write_core_settings(out, c)?;
         writeln!(
             out,
             "# model addresses: data by guest physical address ({} accesses without \

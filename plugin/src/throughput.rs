@@ -194,33 +194,14 @@ fn overlapped_cost(code: &[u8], pc: u64, core: Core) -> u64 {
         let zeroing = is_zero_idiom(&instruction);
         let mut sources: Vec<(usize, u32)> = Vec::new();
         let mut writes: Vec<usize> = Vec::new();
-        for m in info.used_memory() {
-            let (base, index) = (m.base(), m.index());
-            // Only an address the same on every run of the block names
-            // one place: no address register changes in it.
-            let fixed = [base, index]
-                .iter()
-                .all(|r| *r == Register::None || !written.contains(&key(*r)))
-                && base != Register::RIP;
-            if !fixed {
-                continue;
-            }
-            let place = (base, index, m.scale(), m.displacement());
-            let at = match places.iter().position(|p| *p == place) {
-                Some(at) => at,
-                None if places.len() < PLACES => {
-                    places.push(place);
-                    places.len() - 1
-                }
-                None => continue,
-            };
-            if reads(m.access()) {
-                sources.push((KEYS + at, latency + core.load));
-            }
-            if writes_to(m.access()) {
-                writes.push(KEYS + at);
-            }
-        }
+        places_used(
+            info.used_memory(),
+            &written,
+            &mut places,
+            latency + core.load,
+            &mut sources,
+            &mut writes,
+        );
         for used in info.used_registers() {
             let register = used.register();
             let k = key(register);
@@ -252,22 +233,77 @@ fn overlapped_cost(code: &[u8], pc: u64, core: Core) -> u64 {
         if writes.is_empty() {
             continue;
         }
-        let mut chain: Chain = Vec::new();
-        for (k, cycles) in sources {
-            let from: Chain = chains[k].clone().unwrap_or_else(|| vec![(k as u16, 0)]);
-            for (start, d) in from {
-                let d = d + cycles;
-                match chain.iter_mut().find(|(s, _)| *s == start) {
-                    Some((_, longest)) => *longest = (*longest).max(d),
-                    None => chain.push((start, d)),
-                }
-            }
-        }
+        let chain = joined(&chains, sources);
         for k in writes {
             chains[k] = Some(chain.clone());
         }
     }
-    let carried = chains
+    let carried = longest_carried(&chains);
+    let issue = (instructions * PARTS).div_ceil(u64::from(core.width.max(1)));
+    let least = if whole { PARTS } else { 1 };
+    issue.max(carried * PARTS).max(least)
+}
+
+/// The places in memory among `used` (an address no register of the
+/// block moves) as chain keys: a read is a source of `load` cycles, a
+/// write a write.
+fn places_used(
+    used: &[iced_x86::UsedMemory],
+    written: &[usize],
+    places: &mut Vec<(Register, Register, u32, u64)>,
+    load: u32,
+    sources: &mut Vec<(usize, u32)>,
+    writes: &mut Vec<usize>,
+) {
+    for m in used {
+        let (base, index) = (m.base(), m.index());
+        // Only an address the same on every run of the block names
+        // one place: no address register changes in it.
+        let fixed = [base, index]
+            .iter()
+            .all(|r| *r == Register::None || !written.contains(&key(*r)))
+            && base != Register::RIP;
+        if !fixed {
+            continue;
+        }
+        let place = (base, index, m.scale(), m.displacement());
+        let at = match places.iter().position(|p| *p == place) {
+            Some(at) => at,
+            None if places.len() < PLACES => {
+                places.push(place);
+                places.len() - 1
+            }
+            None => continue,
+        };
+        if reads(m.access()) {
+            sources.push((KEYS + at, load));
+        }
+        if writes_to(m.access()) {
+            writes.push(KEYS + at);
+        }
+    }
+}
+
+/// The chain of a value made from `sources` (keys and their latencies).
+fn joined(chains: &[Option<Chain>], sources: Vec<(usize, u32)>) -> Chain {
+    let mut chain: Chain = Vec::new();
+    for (k, cycles) in sources {
+        let from: Chain = chains[k].clone().unwrap_or_else(|| vec![(k as u16, 0)]);
+        for (start, d) in from {
+            let d = d + cycles;
+            match chain.iter_mut().find(|(s, _)| *s == start) {
+                Some((_, longest)) => *longest = (*longest).max(d),
+                None => chain.push((start, d)),
+            }
+        }
+    }
+    chain
+}
+
+/// The longest chain from a key's value at the block's start to its own
+/// value at the end, in cycles.
+fn longest_carried(chains: &[Option<Chain>]) -> u64 {
+    chains
         .iter()
         .enumerate()
         .filter_map(|(k, chain)| {
@@ -278,10 +314,7 @@ fn overlapped_cost(code: &[u8], pc: u64, core: Core) -> u64 {
                 .map(|(_, d)| u64::from(*d))
         })
         .max()
-        .unwrap_or(0);
-    let issue = (instructions * PARTS).div_ceil(u64::from(core.width.max(1)));
-    let least = if whole { PARTS } else { 1 };
-    issue.max(carried * PARTS).max(least)
+        .unwrap_or(0)
 }
 
 /// The keys of the registers the block's instructions write.
