@@ -433,7 +433,7 @@ fn a_verdict_on_the_estimate_that_the_second_weights_turn_is_marked_weight_sensi
         table.contains(
             "*weight-sensitive* (groups 2): *regression* with the model's weights, \
              *improvement* with the second (an access served by the L2 or the LLC 5, by memory \
-             35, by another core 35, a branch mispredict 10 cycles)."
+             35, by another core 35, a branch mispredict 10, a page walk 20 cycles)."
         ),
         "{table}"
     );

@@ -66,7 +66,7 @@ pub use marks::{Mark, PARTS};
 
 use attribution::{Attribution, Values};
 use marks::{WhichVcpuSeen, MARK_START};
-use model::{BlockEnd, Config, Counts, Mode, Model};
+use model::{BlockEnd, Config, Counts, Flush, Mode, Model};
 use qemu_plugin_sys as sys;
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -205,6 +205,8 @@ struct ModelBlock {
     cost: u16,
     end: EndKind,
     last_bytes: u8,
+    /// What its last instruction flushes of the vCPU's TLBs.
+    flush: Flush,
     /// Its index in the attribution, when there is one.
     index: u32,
 }
@@ -247,6 +249,7 @@ impl ModelBlock {
             cost: 0,
             end: kind,
             last_bytes: next.wrapping_sub(at) as u8,
+            flush: Flush::None,
             index: u32::MAX,
         }
     }
@@ -436,6 +439,27 @@ impl ModelState {
 
     /// Gives the attribution the counts of the events the model replayed
     /// (with the weave, a block's cache counts come after the block).
+    /// The TLBs' side of a block that started on `vcpu`: its fetches, its
+    /// flush. Its pages are large where its first byte's 2 MiB region is
+    /// linearly mapped.
+    #[inline(always)]
+    fn block_tlb(&mut self, vcpu: usize, b: &ModelBlock) {
+        if self.model.config.tlb_walk_cycles == 0 {
+            return;
+        }
+        let last = b.pc.wrapping_add(u64::from(b.bytes.max(1)) - 1);
+        let large = self.translations.large(b.pc);
+        self.model.tlb_block(vcpu, b.pc, last, large, b.flush);
+    }
+
+    /// A data access's TLB look-up, in a large page where its 2 MiB
+    /// region is linearly mapped.
+    #[inline(always)]
+    fn data_tlb(&mut self, vcpu: usize, vaddr: u64) {
+        let large = self.translations.large(vaddr);
+        self.model.tlb_data(vcpu, vaddr, large);
+    }
+
     fn drain_replayed(&mut self) {
         if let Some(a) = self.attribution.as_mut() {
             self.model.drain_replayed(|r| {
@@ -540,6 +564,36 @@ impl ModelState {
         Ok(())
     }
 
+    /// The settings comments of the TLBs and the blocks' throughput, each
+    /// only when on.
+    fn write_core_settings(out: &mut impl Write, c: &Config) -> std::io::Result<()> {
+        if c.tlb_walk_cycles > 0 {
+            let t = c.tlb;
+            writeln!(
+                out,
+                "# model tlb: dtlb {}/{}w itlb {}/{}w stlb {}/{}w, walk {} cycles, 4 KiB pages \
+                 and 2 MiB ones in linearly mapped kernel regions",
+                t.dtlb.0, t.dtlb.1, t.itlb.0, t.itlb.1, t.stlb.0, t.stlb.1, c.tlb_walk_cycles
+            )?;
+        }
+        if c.issue_width > 0 {
+            writeln!(
+                out,
+                "# model core: blocks at their throughput, {} instructions a cycle, \
+                 loads from the L1d {} cycles",
+                c.issue_width, c.load_cycles
+            )?;
+            if c.special_costs == 1 {
+                writeln!(
+                    out,
+                    "# model core: privileged and serializing instructions at their class, \
+                     a serializing one ending the overlap"
+                )?;
+            }
+        }
+        Ok(())
+    }
+
     fn write_settings(&self, out: &mut impl Write) -> std::io::Result<()> {
         let c = &self.model.config;
         writeln!(
@@ -591,14 +645,7 @@ impl ModelState {
         if c.llc_victim {
             writeln!(out, "# model llc: a victim cache of the L2s")?;
         }
-        if c.issue_width > 0 {
-            writeln!(
-                out,
-                "# model core: blocks at their throughput, {} instructions a cycle, \
-                 loads from the L1d {} cycles",
-                c.issue_width, c.load_cycles
-            )?;
-        }
+        Self::write_core_settings(out, c)?;
         writeln!(
             out,
             "# model addresses: data by guest physical address ({} accesses without \
@@ -873,6 +920,7 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
             m.model
                 .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
             m.model.block_cost(vcpu, u64::from(b.cost));
+            m.block_tlb(vcpu, &b);
             return;
         }
         // A turn that closes a round replays it: those counts belong to
@@ -880,15 +928,15 @@ unsafe extern "C" fn on_model_block(vcpu: c_uint, block: *mut c_void) {
         m.model.turn(vcpu);
         m.drain_replayed();
         m.model.tag(vcpu, b.index);
-        let Some(a) = m.attribution.as_mut() else {
-            return;
-        };
         let before = attribution::values(&m.model.vcpu_counts(vcpu));
         m.model
             .block(vcpu, b.pc, b.mode(), instructions, lines, b.end());
         m.model.block_cost(vcpu, u64::from(b.cost));
+        m.block_tlb(vcpu, &b);
         let after = attribution::values(&m.model.vcpu_counts(vcpu));
-        a.enter(vcpu, b.index, &before, &after);
+        if let Some(a) = m.attribution.as_mut() {
+            a.enter(vcpu, b.index, &before, &after);
+        }
     });
 }
 
@@ -925,6 +973,12 @@ unsafe fn model_access(vcpu: c_uint, info: sys::qemu_plugin_meminfo_t, vaddr: u6
         if m.attribution.is_some() {
             m.model.turn(v);
             m.drain_replayed();
+        }
+        if m.model.config.tlb_walk_cycles > 0 {
+            m.data_tlb(v, vaddr);
+            if let Some((next, _)) = rest {
+                m.data_tlb(v, next);
+            }
         }
         let (head, tail) = match rest {
             None => (size, 0),
@@ -982,6 +1036,9 @@ unsafe fn model_string_access(
             m.model.turn(v);
             m.drain_replayed();
         }
+        if m.model.config.tlb_walk_cycles > 0 {
+            m.data_tlb(v, vaddr);
+        }
         // SAFETY: `info` is the access QEMU is calling back for.
         let by_virtual = m
             .model
@@ -1010,6 +1067,7 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
     let pc = sys::qemu_plugin_tb_vaddr(tb);
     let mut bytes_end = pc;
     let mut end = BlockEnd::Other;
+    let mut flush = Flush::None;
     let width = m.model.config.issue_width;
     let mut code = Vec::new();
     for i in 0..n {
@@ -1029,6 +1087,7 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
             let size = size.min(bytes.len());
             sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), size);
             end = model::classify(address, &bytes[..size]);
+            flush = model::flush_of(&bytes[..size]);
         }
         // Only a block's last instruction can be a string instruction
         // (QEMU ends the block after one).
@@ -1064,10 +1123,12 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
         .map_or(u32::MAX, Attribution::add_block);
     let mut record = ModelBlock::new(pc, n, bytes_end.wrapping_sub(pc), end);
     record.index = index;
+    record.flush = flush;
     if width > 0 {
         let core = throughput::Core {
             width,
             load: m.model.config.load_cycles,
+            special: m.model.config.special_costs == 1,
         };
         let cost = throughput::block_cost(&code, pc, core);
         record.cost = u16::try_from(cost).unwrap_or(u16::MAX);
@@ -1418,6 +1479,7 @@ mod tests {
             prefetch_streams: 0,
             llc_victim: false,
             issue_width: 0,
+            tlb_walk_cycles: 0,
             ..Config::default()
         };
         // The settings comments, then the counts.
@@ -1431,7 +1493,7 @@ mod tests {
             (String::from_utf8(settings).unwrap(), written(&s))
         };
         let (settings, counts) = file(off);
-        for name in Counts::STRING.iter().chain(&["base-cycles"]) {
+        for name in Counts::STRING.iter().chain(&["base-cycles", "tlb-misses"]) {
             assert!(!counts.contains(name), "{counts}");
         }
         assert_eq!(count(&counts, "kernel:instructions"), [10]);

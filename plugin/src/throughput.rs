@@ -26,10 +26,17 @@
 //! branch taken when it is reached (a jump, call or return, or a
 //! conditional branch backwards, as a loop's is) costs at least a cycle,
 //! as a core takes one such branch a cycle, and so does an execution of a
-//! string instruction. Misses add their penalties beyond this, as before. What is not
-//! modelled: ports (every instruction may go anywhere), the front end,
-//! chains through memory (a store then a load of the same address), and
-//! serializing instructions' drains (they cost their latency class).
+//! string instruction. Misses add their penalties beyond this, as before.
+//!
+//! The privileged and serializing instructions a system call is made of
+//! (`swapgs`, `sysret`, `iret`, `wrmsr`, `rdmsr`, CR3 writes, `lfence`,
+//! `mfence`, `cpuid`, `rdtsc(p)`, `syscall`, `invlpg`) cost their class
+//! ([`special_cost`]) on top; a serializing one waits for every
+//! instruction before it and holds back every one after it, so the
+//! block's cost is then the sum of its parts before and after, not their
+//! overlap. What is not modelled: ports (every instruction may go
+//! anywhere), the front end, and chains through memory (a store then a
+//! load of the same address).
 
 use iced_x86::{
     Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess,
@@ -47,6 +54,9 @@ pub struct Core {
     /// A load served by the L1d, from its address to its value (the
     /// misses' penalties come on top of it).
     pub load: u32,
+    /// Whether privileged and serializing instructions cost their class
+    /// ([`special_cost`]); without, they are instructions like others.
+    pub special: bool,
 }
 
 /// Registers are followed by their full register (EAX and AL are RAX),
@@ -65,8 +75,77 @@ type Chain = Vec<(u16, u32)>;
 /// on `core` each time it runs, in [`PARTS`] of a cycle: at least one
 /// part, and a whole cycle when it ends in a branch taken when reached or
 /// holds a string instruction. Bytes that do not decode count as an
-/// instruction.
+/// instruction. Its privileged and serializing instructions add their
+/// class, and a serializing one splits the block into parts that do not
+/// overlap.
 pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
+    if !core.special {
+        return overlapped_cost(code, pc, core);
+    }
+    let mut decoder = Decoder::with_ip(64, code, pc, DecoderOptions::NONE);
+    let mut instruction = Instruction::default();
+    let (mut start, mut special, mut total) = (0usize, false, 0u64);
+    while decoder.can_decode() {
+        let offset = decoder.position();
+        decoder.decode_out(&mut instruction);
+        let Some((cycles, serializing)) = special_cost(&instruction) else {
+            continue;
+        };
+        special = true;
+        total += u64::from(cycles) * PARTS;
+        if serializing {
+            if offset > start {
+                total += overlapped_cost(&code[start..offset], pc + start as u64, core);
+            }
+            start = decoder.position();
+        }
+    }
+    if !special {
+        return overlapped_cost(code, pc, core);
+    }
+    if start < code.len() {
+        total += overlapped_cost(&code[start..], pc + start as u64, core);
+    }
+    total.max(1)
+}
+
+/// What a privileged or serializing instruction costs, in cycles, and
+/// whether it serializes (the Intel SDM's serializing instructions, 9.3
+/// of volume 3A: `cpuid`, `iret`, `wrmsr`, a write to a control register,
+/// `invlpg`; and the fences and `rdtscp`, which wait for the instructions
+/// before them). User-mode figures are Agner Fog's instruction tables
+/// (Skylake; reciprocal throughputs): `cpuid` 100–250 (100 taken),
+/// `rdtsc` 25, `rdtscp` 32, `lfence` 4, `mfence` 33. The privileged ones
+/// fault in user mode, where those tables and uops.info measure, and have
+/// no published figure of their own: the serializing ones are given
+/// `cpuid`'s 100 (the same drain and microcode), the others (`swapgs`,
+/// `rdmsr`, `syscall`, `sysenter`, `sysret`) `rdtsc`'s 25, a microcoded
+/// instruction of some tens of micro-operations. `None` for every other
+/// instruction.
+pub fn special_cost(i: &Instruction) -> Option<(u32, bool)> {
+    use Mnemonic::*;
+    match i.mnemonic() {
+        Cpuid => Some((100, true)),
+        Rdtsc => Some((25, false)),
+        Rdtscp => Some((32, true)),
+        Lfence => Some((4, true)),
+        Mfence => Some((33, true)),
+        Iret | Iretd | Iretq | Wrmsr | Invlpg => Some((100, true)),
+        Mov if i.op0_kind() == OpKind::Register
+            && matches!(
+                i.op0_register(),
+                Register::CR0 | Register::CR3 | Register::CR4
+            ) =>
+        {
+            Some((100, true))
+        }
+        Swapgs | Rdmsr | Syscall | Sysenter | Sysret | Sysretq => Some((25, false)),
+        _ => None,
+    }
+}
+
+/// [`block_cost`] of instructions that overlap as a core runs them.
+fn overlapped_cost(code: &[u8], pc: u64, core: Core) -> u64 {
     let mut decoder = Decoder::with_ip(64, code, pc, DecoderOptions::NONE);
     let mut info = InstructionInfoFactory::new();
     // `None`: the register still holds its value from the block's start.
@@ -115,33 +194,14 @@ pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
         let zeroing = is_zero_idiom(&instruction);
         let mut sources: Vec<(usize, u32)> = Vec::new();
         let mut writes: Vec<usize> = Vec::new();
-        for m in info.used_memory() {
-            let (base, index) = (m.base(), m.index());
-            // Only an address the same on every run of the block names
-            // one place: no address register changes in it.
-            let fixed = [base, index]
-                .iter()
-                .all(|r| *r == Register::None || !written.contains(&key(*r)))
-                && base != Register::RIP;
-            if !fixed {
-                continue;
-            }
-            let place = (base, index, m.scale(), m.displacement());
-            let at = match places.iter().position(|p| *p == place) {
-                Some(at) => at,
-                None if places.len() < PLACES => {
-                    places.push(place);
-                    places.len() - 1
-                }
-                None => continue,
-            };
-            if reads(m.access()) {
-                sources.push((KEYS + at, latency + core.load));
-            }
-            if writes_to(m.access()) {
-                writes.push(KEYS + at);
-            }
-        }
+        places_used(
+            info.used_memory(),
+            &written,
+            &mut places,
+            latency + core.load,
+            &mut sources,
+            &mut writes,
+        );
         for used in info.used_registers() {
             let register = used.register();
             let k = key(register);
@@ -173,22 +233,77 @@ pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
         if writes.is_empty() {
             continue;
         }
-        let mut chain: Chain = Vec::new();
-        for (k, cycles) in sources {
-            let from: Chain = chains[k].clone().unwrap_or_else(|| vec![(k as u16, 0)]);
-            for (start, d) in from {
-                let d = d + cycles;
-                match chain.iter_mut().find(|(s, _)| *s == start) {
-                    Some((_, longest)) => *longest = (*longest).max(d),
-                    None => chain.push((start, d)),
-                }
-            }
-        }
+        let chain = joined(&chains, sources);
         for k in writes {
             chains[k] = Some(chain.clone());
         }
     }
-    let carried = chains
+    let carried = longest_carried(&chains);
+    let issue = (instructions * PARTS).div_ceil(u64::from(core.width.max(1)));
+    let least = if whole { PARTS } else { 1 };
+    issue.max(carried * PARTS).max(least)
+}
+
+/// The places in memory among `used` (an address no register of the
+/// block moves) as chain keys: a read is a source of `load` cycles, a
+/// write a write.
+fn places_used(
+    used: &[iced_x86::UsedMemory],
+    written: &[usize],
+    places: &mut Vec<(Register, Register, u32, u64)>,
+    load: u32,
+    sources: &mut Vec<(usize, u32)>,
+    writes: &mut Vec<usize>,
+) {
+    for m in used {
+        let (base, index) = (m.base(), m.index());
+        // Only an address the same on every run of the block names
+        // one place: no address register changes in it.
+        let fixed = [base, index]
+            .iter()
+            .all(|r| *r == Register::None || !written.contains(&key(*r)))
+            && base != Register::RIP;
+        if !fixed {
+            continue;
+        }
+        let place = (base, index, m.scale(), m.displacement());
+        let at = match places.iter().position(|p| *p == place) {
+            Some(at) => at,
+            None if places.len() < PLACES => {
+                places.push(place);
+                places.len() - 1
+            }
+            None => continue,
+        };
+        if reads(m.access()) {
+            sources.push((KEYS + at, load));
+        }
+        if writes_to(m.access()) {
+            writes.push(KEYS + at);
+        }
+    }
+}
+
+/// The chain of a value made from `sources` (keys and their latencies).
+fn joined(chains: &[Option<Chain>], sources: Vec<(usize, u32)>) -> Chain {
+    let mut chain: Chain = Vec::new();
+    for (k, cycles) in sources {
+        let from: Chain = chains[k].clone().unwrap_or_else(|| vec![(k as u16, 0)]);
+        for (start, d) in from {
+            let d = d + cycles;
+            match chain.iter_mut().find(|(s, _)| *s == start) {
+                Some((_, longest)) => *longest = (*longest).max(d),
+                None => chain.push((start, d)),
+            }
+        }
+    }
+    chain
+}
+
+/// The longest chain from a key's value at the block's start to its own
+/// value at the end, in cycles.
+fn longest_carried(chains: &[Option<Chain>]) -> u64 {
+    chains
         .iter()
         .enumerate()
         .filter_map(|(k, chain)| {
@@ -199,10 +314,7 @@ pub fn block_cost(code: &[u8], pc: u64, core: Core) -> u64 {
                 .map(|(_, d)| u64::from(*d))
         })
         .max()
-        .unwrap_or(0);
-    let issue = (instructions * PARTS).div_ceil(u64::from(core.width.max(1)));
-    let least = if whole { PARTS } else { 1 };
-    issue.max(carried * PARTS).max(least)
+        .unwrap_or(0)
 }
 
 /// The keys of the registers the block's instructions write.
@@ -307,7 +419,11 @@ fn latency(i: &Instruction) -> u32 {
 mod tests {
     use super::*;
 
-    const CORE: Core = Core { width: 4, load: 4 };
+    const CORE: Core = Core {
+        width: 4,
+        load: 4,
+        special: true,
+    };
 
     /// The block's cost in cycles.
     fn block_cycles(code: &[u8], pc: u64, core: Core) -> f64 {
@@ -418,6 +534,71 @@ mod tests {
             0x75, 0xf0,
         ];
         assert_eq!(block_cycles(&code, 0x1000, CORE), 1.25);
+    }
+
+    #[test]
+    fn a_serializing_instruction_ends_the_overlap_and_costs_its_class() {
+        // add rax, rdi ×4 (a chain of 4) and xor ecx, ecx; then cpuid;
+        // then the same: the two halves do not overlap.
+        let half: Vec<u8> = [0x48, 0x01, 0xf8]
+            .repeat(4)
+            .into_iter()
+            .chain([0x31, 0xc9])
+            .collect();
+        let cpuid = [0x0f, 0xa2];
+        let code: Vec<u8> = half.iter().chain(&cpuid).chain(&half).copied().collect();
+        let alone = block_cycles(&half, 0x1000, CORE);
+        assert_eq!(alone, 4.0);
+        // The halves' chains through rax would overlap into 8 at most,
+        // the issue width into 11/4: apart they are 4 + 100 + 4.
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 108.0);
+        // lfence between them: 4 + 4 + 4; mov cr3, rax: 4 + 100 + 4.
+        let fenced: Vec<u8> = half
+            .iter()
+            .chain(&[0x0f, 0xae, 0xe8])
+            .chain(&half)
+            .copied()
+            .collect();
+        assert_eq!(block_cycles(&fenced, 0x1000, CORE), 12.0);
+        let plain = Core {
+            special: false,
+            ..CORE
+        };
+        // Without the classes cpuid is one more link of rax's chain.
+        assert_eq!(block_cycles(&code, 0x1000, plain), 9.0);
+        let cr3: Vec<u8> = half
+            .iter()
+            .chain(&[0x0f, 0x22, 0xd8])
+            .chain(&half)
+            .copied()
+            .collect();
+        assert_eq!(block_cycles(&cr3, 0x1000, CORE), 108.0);
+    }
+
+    #[test]
+    fn a_system_calls_instructions_cost_their_class() {
+        // swapgs; then 4 independent movs of immediates: 25 + 1.
+        let code = [
+            0x0f, 0x01, 0xf8, 0xb8, 1, 0, 0, 0, 0xb9, 1, 0, 0, 0, 0xba, 1, 0, 0, 0, 0xbe, 1, 0, 0,
+            0,
+        ];
+        assert_eq!(block_cycles(&code, 0x1000, CORE), 26.25);
+        // sysretq, iretq, wrmsr, rdmsr, rdtsc, rdtscp, mfence, syscall,
+        // invlpg (rax) alone: their class, and those that do not serialize
+        // their issue slot too (a whole cycle where they branch).
+        for (bytes, cycles) in [
+            (&[0x48, 0x0f, 0x07][..], 26.0),
+            (&[0x48, 0xcf], 100.0),
+            (&[0x0f, 0x30], 100.0),
+            (&[0x0f, 0x32], 25.25),
+            (&[0x0f, 0x31], 25.25),
+            (&[0x0f, 0x01, 0xf9], 32.0),
+            (&[0x0f, 0xae, 0xf0], 33.0),
+            (&[0x0f, 0x05], 26.0),
+            (&[0x0f, 0x01, 0x38], 100.0),
+        ] {
+            assert_eq!(block_cycles(bytes, 0x1000, CORE), cycles, "{bytes:x?}");
+        }
     }
 
     #[test]

@@ -128,6 +128,19 @@ impl Translations {
         Some(physical)
     }
 
+    /// Whether `vaddr` is in a 2 MiB region of the kernel's half found
+    /// linearly mapped, which the guest maps with large pages (QEMU's
+    /// plugin API gives no page size: this is inferred).
+    #[inline(always)]
+    pub fn large(&self, vaddr: u64) -> bool {
+        if !self.linear || vaddr < KERNEL_HALF {
+            return false;
+        }
+        let number = vaddr >> REGION_BITS;
+        let slot = &self.regions[number as usize % REGION_SLOTS];
+        slot.number == number && matches!(slot.trust, Trust::Linear { .. })
+    }
+
     #[inline(never)]
     fn linear_physical(&mut self, vaddr: u64, ask: impl FnOnce(u64) -> Option<u64>) -> Option<u64> {
         let number = vaddr >> REGION_BITS;

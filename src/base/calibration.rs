@@ -12,8 +12,11 @@
 //! What the profile holds: the clock; the issue width (independent adds a
 //! cycle); a load served by the L1d, the L2, the last level and memory
 //! (pointer chases over buffers sized to sit in each, lines in a random
-//! order so no prefetcher helps; memory's figure includes the page walks
-//! a chase over a large buffer makes, which the model has no TLB for); a
+//! order so no prefetcher helps); the TLB's reach and a page walk's cost
+//! (chases of one line a page over growing counts of pages, each against a
+//! chase of as many lines packed in few pages; memory without the walks
+//! from a chase over large pages where the host gives them, so that the
+//! model's walks are not paid twice); a
 //! mispredicted branch (a branch on random bits against one always
 //! taken); a line passed between two cores (two threads pinned apart,
 //! taking turns on one counter). What it does not measure keeps the
@@ -182,6 +185,35 @@ pub struct Figures {
     /// once under way (from copies of two lengths).
     pub string_startup: f64,
     pub string_bytes_per_cycle: f64,
+    /// The TLB's figures, where they were measured; `memory` is then
+    /// without the walks.
+    pub tlb: Option<TlbFigures>,
+}
+
+/// What the chases across pages measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlbFigures {
+    /// Cycles a page walk adds to a load served by memory (memory's
+    /// chase over small pages against one over large pages), or where the
+    /// host gave no large pages, to a load the caches serve.
+    pub walk: f64,
+    /// Cycles a walk adds to a load the caches serve, its page-table
+    /// entries in the caches too.
+    pub walk_cached: f64,
+    /// The most pages a chase of one line a page went over without
+    /// walking (at half a walk's cost at most).
+    pub reach: u64,
+    /// A load served by memory, walks included (the chase over small
+    /// pages).
+    pub memory_walked: f64,
+}
+
+/// Ways of a second-level TLB of `entries` entries, as near a current
+/// core's 12 or 16 as makes a power-of-two number of sets.
+fn stlb_ways(entries: u64) -> Option<u64> {
+    [12, 16, 8, 6, 24, 4, 32]
+        .into_iter()
+        .find(|&w| entries.is_multiple_of(w) && (entries / w).is_power_of_two())
 }
 
 impl Figures {
@@ -201,6 +233,9 @@ impl Figures {
         ];
         if let Some(transfer) = self.transfer {
             m.push(("coherence-cycles", transfer, true));
+        }
+        if let Some(tlb) = &self.tlb {
+            m.push(("tlb-walk-cycles", tlb.walk, false));
         }
         m
     }
@@ -223,6 +258,13 @@ impl Figures {
             };
             s.insert(format!("{prefix}-bytes"), bytes);
             s.insert(format!("{prefix}-ways"), cache.ways);
+        }
+        if let Some(ways) = self.tlb.as_ref().and_then(|t| stlb_ways(t.reach)) {
+            s.insert(
+                "stlb-entries".into(),
+                self.tlb.as_ref().map_or(0, |t| t.reach),
+            );
+            s.insert("stlb-ways".into(), ways);
         }
         // A geometry the model cannot build (sets not a power of two)
         // keeps the default's.
@@ -252,6 +294,15 @@ impl Figures {
             .map(|(key, figure, _)| (key.to_string(), (figure * 100.0).round() / 100.0))
             .collect();
         f.insert("llc-bytes".into(), self.llc_holds as f64);
+        if let Some(tlb) = &self.tlb {
+            let hundredths = |x: f64| (x * 100.0).round() / 100.0;
+            f.insert("stlb-entries".into(), tlb.reach as f64);
+            f.insert("tlb-walk-cached-cycles".into(), hundredths(tlb.walk_cached));
+            f.insert(
+                "memory-cycles-with-walks".into(),
+                hundredths(tlb.memory_walked),
+            );
+        }
         f
     }
 }
@@ -424,6 +475,187 @@ fn chase(bytes: usize, loads: usize) -> Duration {
     elapsed
 }
 
+/// Bytes of a small page, and of a large one.
+const SMALL_PAGE: usize = 4 << 10;
+const LARGE_PAGE: usize = 2 << 20;
+
+/// An anonymous mapping aligned to a large page, advised to be in large
+/// pages or not to be; unmapped on drop.
+#[cfg(target_arch = "x86_64")]
+struct Pages {
+    raw: *mut libc::c_void,
+    raw_bytes: usize,
+    start: *mut usize,
+    bytes: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Pages {
+    fn new(bytes: usize, large: bool) -> Option<Pages> {
+        let bytes = bytes.div_ceil(LARGE_PAGE) * LARGE_PAGE;
+        let raw_bytes = bytes + LARGE_PAGE;
+        // SAFETY: a fresh private anonymous mapping, no file.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                raw_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return None;
+        }
+        let offset = (raw as usize).next_multiple_of(LARGE_PAGE) - raw as usize;
+        // SAFETY: `offset + bytes` is within the mapping.
+        let start = unsafe { raw.cast::<u8>().add(offset) }.cast::<usize>();
+        let advice = if large {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: advice on our own mapping; refused advice only leaves
+        // the kernel's default.
+        unsafe { libc::madvise(start.cast(), bytes, advice) };
+        Some(Pages {
+            raw,
+            raw_bytes,
+            start,
+            bytes,
+        })
+    }
+
+    fn words(&mut self) -> &mut [usize] {
+        // SAFETY: the mapping holds `bytes` bytes from `start`, zeroed,
+        // and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.start, self.bytes / 8) }
+    }
+
+    /// Whether the kernel gave most of it large pages (its mapping's
+    /// `AnonHugePages` in `/proc/self/smaps`).
+    fn in_large_pages(&self) -> bool {
+        let Ok(smaps) = std::fs::read_to_string("/proc/self/smaps") else {
+            return false;
+        };
+        let at = self.start as usize;
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((from, to)) = range.split_once('-') {
+                    if let (Ok(from), Ok(to)) = (
+                        usize::from_str_radix(from, 16),
+                        usize::from_str_radix(to, 16),
+                    ) {
+                        inside = from <= at && at < to;
+                        continue;
+                    }
+                }
+            }
+            if let Some(kb) = line.strip_prefix("AnonHugePages:").filter(|_| inside) {
+                let kb: usize = kb.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                return kb * 1024 >= self.bytes / 2;
+            }
+        }
+        false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `new` made, unmapped once.
+        unsafe { libc::munmap(self.raw, self.raw_bytes) };
+    }
+}
+
+/// The least time of `repeats` chases of `loads` loads through `words`
+/// along `slots` (word indices, the cycle's order), after a round to fill
+/// the caches and map the pages.
+#[cfg(target_arch = "x86_64")]
+fn chase_slots(words: &mut [usize], slots: &[usize], loads: usize, repeats: usize) -> Duration {
+    for (i, &slot) in slots.iter().enumerate() {
+        words[slot] = slots[(i + 1) % slots.len()];
+    }
+    let mut at = slots[0];
+    for _ in 0..slots.len() {
+        at = words[at];
+    }
+    least(repeats, || {
+        let (elapsed, end) = loops::chase(words, at, loads);
+        at = end;
+        elapsed
+    })
+}
+
+/// `0..n` in a random order (the same every time).
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    order
+}
+
+/// The TLB's reach and walk cost, and memory's latency with and without
+/// walks over `memory_bytes`: `cycles` turns a time of some loads into
+/// cycles a load. `None` where the host would not map the buffers.
+#[cfg(target_arch = "x86_64")]
+fn measure_tlb(
+    cycles: impl Fn(Duration, f64) -> f64,
+    loads: usize,
+    repeats: usize,
+    memory_bytes: usize,
+) -> Option<TlbFigures> {
+    // One line a page, each page's at another offset so that the lines
+    // spread over the caches' sets, against a chase of as many lines packed
+    // in few pages: the difference is what the pages cost.
+    let mut extra = Vec::new();
+    for pages in [256, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384] {
+        let mut buffer = Pages::new(pages * SMALL_PAGE, false)?;
+        let slots: Vec<usize> = shuffled(pages, 3)
+            .into_iter()
+            .map(|p| (p * SMALL_PAGE + (p % 64) * 64) / 8)
+            .collect();
+        let spread = cycles(
+            chase_slots(buffer.words(), &slots, loads, repeats),
+            loads as f64,
+        );
+        let packed = cycles(least(repeats, || chase(pages * 64, loads)), loads as f64);
+        extra.push((pages as u64, spread - packed));
+    }
+    let walk_cached = extra.last().map_or(0.0, |(_, e)| *e).max(1.0);
+    let reach = extra
+        .iter()
+        .take_while(|(_, e)| *e < walk_cached / 2.0)
+        .last()
+        .map_or(0, |(pages, _)| *pages);
+    // Memory in small pages, and where the host gives them in large ones.
+    let lines = memory_bytes / 64;
+    let slots: Vec<usize> = shuffled(lines, 4).into_iter().map(|l| l * 8).collect();
+    let memory_loads = (loads / 8).max(1000);
+    let mut small = Pages::new(memory_bytes, false)?;
+    let memory_walked = cycles(
+        chase_slots(small.words(), &slots, memory_loads, repeats),
+        memory_loads as f64,
+    );
+    drop(small);
+    let mut large = Pages::new(memory_bytes, true)?;
+    let large_time = chase_slots(large.words(), &slots, memory_loads, repeats);
+    let walk = if large.in_large_pages() {
+        memory_walked - cycles(large_time, memory_loads as f64)
+    } else {
+        walk_cached
+    };
+    Some(TlbFigures {
+        walk: walk.max(1.0),
+        walk_cached,
+        reach,
+        memory_walked,
+    })
+}
+
 /// Nanoseconds a line takes to pass between CPUs 0 and 1: two threads
 /// pinned apart take turns adding to one counter, each waiting for the
 /// other's value; `None` with fewer than two CPUs or where pinning fails.
@@ -545,6 +777,11 @@ pub fn measure(caches: &[(&str, CacheLevel)], quick: bool) -> Figures {
     let (short_cycles, long_cycles) = (copy(short), copy(long));
     let string_bytes_per_cycle = (long - short) as f64 / (long_cycles - short_cycles).max(1.0);
     let string_startup = (short_cycles - short as f64 / string_bytes_per_cycle).max(1.0);
+    let tlb = measure_tlb(cycles, loads, repeats.min(3), memory_bytes);
+    // The model charges the walks apart: memory's own cost is without them.
+    let memory = tlb
+        .as_ref()
+        .map_or(memory, |t| (t.memory_walked - t.walk).max(llc));
     Figures {
         clock_ghz: 1.0 / ns_per_cycle,
         adds_per_cycle,
@@ -557,6 +794,7 @@ pub fn measure(caches: &[(&str, CacheLevel)], quick: bool) -> Figures {
         transfer,
         string_startup,
         string_bytes_per_cycle,
+        tlb,
     }
 }
 
@@ -589,6 +827,7 @@ mod tests {
             transfer: Some(80.0),
             string_startup: 30.4,
             string_bytes_per_cycle: 31.6,
+            tlb: None,
         }
     }
 
@@ -710,5 +949,49 @@ mod tests {
         assert!((2.0..12.0).contains(&f.l1), "{f:?}");
         assert!(f.l2 > f.l1 && f.memory > f.l2, "{f:?}");
         assert!(f.mispredict > 3.0, "{f:?}");
+        // Every current x86 core walks past a few thousand pages, and a
+        // walk costs.
+        let tlb = f.tlb.as_ref().expect("the chases across pages ran");
+        assert!(tlb.reach < 16384 && tlb.walk >= 1.0, "{f:?}");
+        assert!(tlb.memory_walked > f.l2, "{f:?}");
+    }
+
+    #[test]
+    fn the_tlbs_figures_give_its_settings_and_memory_without_the_walks() {
+        let f = Figures {
+            memory: 300.0,
+            tlb: Some(TlbFigures {
+                walk: 120.6,
+                walk_cached: 25.0,
+                reach: 1536,
+                memory_walked: 420.6,
+            }),
+            ..figures()
+        };
+        let s = f.settings(&[]);
+        assert_eq!(s["tlb-walk-cycles"], 121);
+        assert_eq!(s["memory-cycles"], 296);
+        assert_eq!((s["stlb-entries"], s["stlb-ways"]), (1536, 12));
+        let model = Profile {
+            cpu: "x".into(),
+            host: "h".into(),
+            measured: "m".into(),
+            clock_ghz: 3.0,
+            figures: f.by_setting(),
+            settings: s,
+        }
+        .model()
+        .unwrap();
+        assert!(model.models_tlb());
+        assert_eq!(f.by_setting()["memory-cycles-with-walks"], 420.6);
+        // A reach no power-of-two number of sets makes keeps the default.
+        let odd = Figures {
+            tlb: Some(TlbFigures {
+                reach: 1000,
+                ..f.tlb.clone().unwrap()
+            }),
+            ..f
+        };
+        assert!(!odd.settings(&[]).contains_key("stlb-entries"));
     }
 }

@@ -144,6 +144,38 @@ pub const SETTINGS: &[Setting] = &[
         4,
         "cycles of a load the L1d serves, within a block's own cost",
     ),
+    // Read only while issue-width is above 0.
+    part(
+        "special-costs",
+        1,
+        0,
+        "1: privileged and serializing instructions (swapgs, sysret, iret, wrmsr, CR3 \
+         writes, fences, cpuid, rdtsc) cost their class in a block, a serializing one ending \
+         the overlap",
+    ),
+    part(
+        "tlb-walk-cycles",
+        30,
+        0,
+        "cycles of a page walk (an access that missed both TLB levels; 0: no TLB)",
+    ),
+    // Read only while tlb-walk-cycles is above 0. Intel's Skylake server
+    // core (the Optimization Reference Manual's TLB table); Ice Lake and
+    // later have a 2048-entry STLB.
+    setting("dtlb-entries", 64, "first-level data TLB entries per vCPU"),
+    setting("dtlb-ways", 4, "its associativity"),
+    setting(
+        "itlb-entries",
+        128,
+        "first-level instruction TLB entries per vCPU",
+    ),
+    setting("itlb-ways", 8, "its associativity"),
+    setting(
+        "stlb-entries",
+        1536,
+        "second-level TLB entries per vCPU, data and instructions",
+    ),
+    setting("stlb-ways", 12, "its associativity"),
 ];
 
 /// The setting named `key`.
@@ -236,6 +268,16 @@ impl CycleModel {
                 return Err(format!("model: {key} = {} is above 24", self.get(key)));
             }
         }
+        for level in ["dtlb", "itlb", "stlb"] {
+            let entries = self.get(&format!("{level}-entries"));
+            let ways = self.get(&format!("{level}-ways"));
+            if !entries.is_multiple_of(ways) || !(entries / ways).is_power_of_two() {
+                return Err(format!(
+                    "model: {level}-entries = {entries} with {level}-ways = {ways} does not \
+                     make a power-of-two number of sets"
+                ));
+            }
+        }
         // The plugin's own bounds: it refuses more, and a suite should be
         // told before any boot.
         for (key, most) in [("rsb-depth", 1024), ("prefetch-streams", 256)] {
@@ -243,7 +285,12 @@ impl CycleModel {
                 return Err(format!("model: {key} = {} is above {most}", self.get(key)));
             }
         }
-        for key in ["skip-entries", "string-nontemporal", "llc-victim"] {
+        for key in [
+            "skip-entries",
+            "string-nontemporal",
+            "llc-victim",
+            "special-costs",
+        ] {
             if self.get(key) > 1 {
                 return Err(format!(
                     "model: {key} = {} is neither 0 (off) nor 1 (on)",
@@ -286,6 +333,12 @@ impl CycleModel {
         self.get("issue-width") > 0
     }
 
+    /// Whether each vCPU has TLBs whose page walks cost (the `tlb-misses`
+    /// count).
+    pub fn models_tlb(&self) -> bool {
+        self.get("tlb-walk-cycles") > 0
+    }
+
     /// The estimate's formula with this model's figures, for the report;
     /// with `several_vcpus` the reads for ownership too (one vCPU has none).
     pub fn formula(&self, several_vcpus: bool) -> String {
@@ -313,6 +366,9 @@ impl CycleModel {
             self.get("coherence-cycles"),
             self.get("mispredict-cycles")
         );
+        if self.models_tlb() {
+            text.push_str(&format!(" + {}·TLB misses", self.get("tlb-walk-cycles")));
+        }
         if several_vcpus {
             text.push_str(&format!(
                 " + {}·reads for ownership",
@@ -327,6 +383,10 @@ impl CycleModel {
     pub fn second_weights(&self) -> CycleModel {
         let mut other = self.clone();
         for (key, cycles) in SECOND_WEIGHTS {
+            // A part the run was without stays off.
+            if setting_named(key).and_then(|s| s.off) == Some(self.get(key)) {
+                continue;
+            }
             other.settings.insert(key.to_string(), *cycles);
         }
         other
@@ -348,6 +408,21 @@ impl CycleModel {
             of("coherence-cycles"),
             of("mispredict-cycles")
         )
+    }
+
+    /// What the second weights charge the parts of this model that a run
+    /// may lack, in words after [`CycleModel::second_weights_text`]'s
+    /// (empty when it has none of them).
+    pub fn second_weights_parts_text(&self) -> String {
+        let walk = SECOND_WEIGHTS
+            .iter()
+            .find(|(k, _)| *k == "tlb-walk-cycles")
+            .map_or(0, |(_, v)| *v);
+        if self.models_tlb() {
+            format!(", a page walk {walk}")
+        } else {
+            String::new()
+        }
     }
 
     /// The estimate under these settings' costs from the points of one
@@ -382,7 +457,8 @@ impl CycleModel {
                 + c("llc-cycles") * (l2 - llc)
                 + c("memory-cycles") * llc
                 + c("coherence-cycles") * (coherence + optional("rfo-misses"))
-                + c("mispredict-cycles") * point("branch-mispredicts")?,
+                + c("mispredict-cycles") * point("branch-mispredicts")?
+                + c("tlb-walk-cycles") * optional("tlb-misses"),
         )
     }
 
@@ -395,7 +471,7 @@ impl CycleModel {
                 format!("{} KiB", bytes >> 10)
             }
         };
-        format!(
+        let mut text = format!(
             "per vCPU L1i {} {}-way, L1d {} {}-way, L2 {} {}-way; LLC {} {}-way shared; \
              64-byte lines, LRU; gshare of 2^{} counters, BTB of 2^{} entries",
             size(self.get("l1i-bytes")),
@@ -408,7 +484,21 @@ impl CycleModel {
             self.get("llc-ways"),
             self.get("gshare-bits"),
             self.get("btb-bits")
-        )
+        );
+        if self.models_tlb() {
+            text.push_str(&format!(
+                "; per vCPU L1 dTLB {} entries {}-way, iTLB {} {}-way, STLB {} {}-way, a page \
+                 walk {} cycles",
+                self.get("dtlb-entries"),
+                self.get("dtlb-ways"),
+                self.get("itlb-entries"),
+                self.get("itlb-ways"),
+                self.get("stlb-entries"),
+                self.get("stlb-ways"),
+                self.get("tlb-walk-cycles")
+            ));
+        }
+        text
     }
 
     /// Writes the settings into a run directory.
@@ -464,14 +554,15 @@ pub const SMP_METRICS: &[(&str, &str)] = &[("rfo-misses", "misses")];
 /// instructions, their iterations and the bytes they move (with
 /// `string-bytes-per-cycle` above 0), and the lines the L2's prefetcher
 /// brought (with `prefetch-streams` above 0), and the blocks' own cycles (with
-/// `issue-width` above 0). A region without a count has
-/// no such point.
+/// `issue-width` above 0), and the page walks (with `tlb-walk-cycles` above
+/// 0). A region without a count has no such point.
 pub const PART_METRICS: &[(&str, &str)] = &[
     ("string-instructions", "instructions"),
     ("string-iterations", "iterations"),
     ("string-bytes", "bytes"),
     ("l2-prefetches", "prefetches"),
     ("base-cycles", "cycles"),
+    ("tlb-misses", "misses"),
 ];
 
 /// The points a region has only where the plugin wrote their counts.
@@ -493,13 +584,16 @@ pub fn is_model_metric(metric: &str) -> bool {
 /// iai-callgrind's estimate gives a last-level hit, one served by memory
 /// what it gives a RAM access, one served by another core the same as
 /// memory (that estimate knows no other core), a misprediction what
-/// KCachegrind's cycle estimate gives one. Strings keep the model's figures.
+/// KCachegrind's cycle estimate gives one, a page walk its four levels of
+/// paging entries each at a cached access's weight (4·5). Strings keep the
+/// model's figures.
 pub const SECOND_WEIGHTS: &[(&str, u64)] = &[
     ("l2-cycles", 5),
     ("llc-cycles", 5),
     ("memory-cycles", 35),
     ("coherence-cycles", 35),
     ("mispredict-cycles", 10),
+    ("tlb-walk-cycles", 20),
 ];
 
 /// The point of [`METRICS`] that a count of the plugin's goes to (both
@@ -795,7 +889,14 @@ region\tkind\taddress\tinstructions
             let formula = read.formula(several);
             assert!(formula.starts_with("estimated-cycles = instructions + 14·"));
             assert!(!formula.contains("string"), "{formula}");
+            assert!(!formula.contains("TLB"), "{formula}");
         }
+        assert!(!read.models_tlb());
+        assert!(!read.second_weights().models_tlb());
+        assert_eq!(read.second_weights_parts_text(), "");
+        assert!(CycleModel::default()
+            .formula(false)
+            .ends_with(" + 30·TLB misses"));
         let strings = CycleModel::default().formula(false);
         assert!(
             strings.starts_with(
@@ -858,6 +959,20 @@ region\tkind\taddress\tinstructions
             + c("coherence-cycles") * (5.0 + 3.0)
             + c("mispredict-cycles") * 90.0;
         assert_eq!(m.estimate(point), Some(10_000.0 + strings + memory));
+        // The page walks where the run counted them.
+        let walked = |name: &str| match name {
+            "tlb-misses" => Some(11.0),
+            other => point(other),
+        };
+        assert_eq!(
+            m.estimate(walked),
+            Some(10_000.0 + strings + memory + c("tlb-walk-cycles") * 11.0)
+        );
+        assert_eq!(
+            m.second_weights().estimate(walked).unwrap()
+                - m.second_weights().estimate(point).unwrap(),
+            20.0 * 11.0
+        );
         // Strings off: each iteration an instruction, as the counts say.
         let mut off = m.clone();
         off.set("string-bytes-per-cycle", 0).unwrap();

@@ -67,7 +67,24 @@ fn words(profile: &Profile, path: &Path) -> String {
         ),
         (
             "memory-cycles",
-            "a load memory serves, page walks included (64 MiB or twice the LLC chased)",
+            "a load memory serves, without its page walk (64 MiB or twice the LLC chased, \
+             less the walk)",
+        ),
+        (
+            "memory-cycles-with-walks",
+            "a load memory serves, its page walk included (the chase in small pages)",
+        ),
+        (
+            "tlb-walk-cycles",
+            "a page walk (the chase in small pages against one in large pages)",
+        ),
+        (
+            "tlb-walk-cached-cycles",
+            "a page walk its entries the caches serve (16384 pages, a line each)",
+        ),
+        (
+            "stlb-entries",
+            "pages a chase of a line a page went over without walking",
         ),
         ("mispredict-cycles", "a mispredicted branch"),
         (
@@ -97,14 +114,19 @@ fn words(profile: &Profile, path: &Path) -> String {
                 .get(key)
                 .map_or("-".to_string(), u64::to_string);
             text.push_str(&format!(
-                "  {means}: {measured} cycles → {key} = {setting}\n"
+                "  {means}: {measured} {} → {key} = {setting}\n",
+                if key == "stlb-entries" {
+                    "pages"
+                } else {
+                    "cycles"
+                }
             ));
         }
     }
     let caches: Vec<String> = profile
         .settings
         .iter()
-        .filter(|(k, _)| k.ends_with("-bytes") || k.ends_with("-ways"))
+        .filter(|(k, _)| (k.ends_with("-bytes") || k.ends_with("-ways")) && !k.starts_with("stlb-"))
         .map(|(k, v)| format!("{k} = {v}"))
         .collect();
     text.push_str(&format!("  caches (sysfs): {}\n", caches.join(", ")));

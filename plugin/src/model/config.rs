@@ -2,6 +2,7 @@
 //! plugin's arguments give them, and their checks.
 
 use super::prefetcher::MAX_STREAMS;
+use super::tlb::TlbGeometry;
 use super::{Counts, Geometry};
 
 /// Everything the model is made of: geometry, predictor sizes, and the cost
@@ -54,6 +55,17 @@ pub struct Config {
     /// Cycles of a load served by the L1d, within a block's cost (read only
     /// while `issue_width` is above 0).
     pub load_cycles: u32,
+    /// 1: privileged and serializing instructions cost their class within
+    /// a block's cost, a serializing one ending the overlap
+    /// (`throughput::special_cost`); 0: they are instructions like others
+    /// (read only while `issue_width` is above 0).
+    pub special_costs: u32,
+    /// Cycles a page walk adds (an access that missed both levels of the
+    /// TLBs); 0 for no TLB, with no `tlb-misses`.
+    pub tlb_walk_cycles: u64,
+    /// Each vCPU's TLBs: the first level's data and instruction TLBs and
+    /// the second level both share, entries and ways.
+    pub tlb: TlbGeometry,
 }
 
 impl Default for Config {
@@ -93,6 +105,20 @@ impl Default for Config {
             llc_victim: true,
             issue_width: 4,
             load_cycles: 4,
+            special_costs: 1,
+            // A walk whose page-table entries the caches serve; the host's
+            // own comes from `markbench calibrate`.
+            tlb_walk_cycles: 30,
+            // Intel's Skylake server core for 4 KiB pages: 64-entry 4-way
+            // L1 dTLB, 128-entry 8-way L1 iTLB, 1536-entry 12-way shared
+            // STLB (Intel 64 and IA-32 Architectures Optimization Reference
+            // Manual, the Skylake chapter's TLB table; Ice Lake and later
+            // have a 2048-entry STLB).
+            tlb: TlbGeometry {
+                dtlb: (64, 4),
+                itlb: (128, 8),
+                stlb: (1536, 12),
+            },
         }
     }
 }
@@ -123,6 +149,14 @@ pub const CONFIG_KEYS: &[&str] = &[
     "llc-victim",
     "issue-width",
     "load-cycles",
+    "special-costs",
+    "tlb-walk-cycles",
+    "dtlb-entries",
+    "dtlb-ways",
+    "itlb-entries",
+    "itlb-ways",
+    "stlb-entries",
+    "stlb-ways",
 ];
 
 /// Return stack buffer entries at most.
@@ -159,6 +193,14 @@ impl Config {
             "prefetch-streams" => self.prefetch_streams = small()?,
             "issue-width" => self.issue_width = small()?,
             "load-cycles" => self.load_cycles = small()?,
+            "special-costs" => self.special_costs = small()?,
+            "tlb-walk-cycles" => self.tlb_walk_cycles = n,
+            "dtlb-entries" => self.tlb.dtlb.0 = small()?,
+            "dtlb-ways" => self.tlb.dtlb.1 = small()?,
+            "itlb-entries" => self.tlb.itlb.0 = small()?,
+            "itlb-ways" => self.tlb.itlb.1 = small()?,
+            "stlb-entries" => self.tlb.stlb.0 = small()?,
+            "stlb-ways" => self.tlb.stlb.1 = small()?,
             "llc-victim" => {
                 self.llc_victim = match n {
                     0 => false,
@@ -195,6 +237,7 @@ impl Config {
         for (name, flag) in [
             ("skip-entries", self.skip_entries),
             ("string-nontemporal", self.string_nontemporal),
+            ("special-costs", self.special_costs),
         ] {
             if flag > 1 {
                 return Err(format!("{name}={flag} is neither 0 nor 1"));
@@ -205,6 +248,9 @@ impl Config {
                 "prefetch-streams={} is more than {MAX_STREAMS}",
                 self.prefetch_streams
             ));
+        }
+        if self.tlb_walk_cycles > 0 {
+            super::tlb::Tlb::new(self.tlb)?;
         }
         Ok(())
     }
@@ -218,7 +264,8 @@ impl Config {
     pub fn makes(&self, name: &str) -> bool {
         !(self.string_bytes_per_cycle == 0 && Counts::STRING.contains(&name)
             || self.prefetch_streams == 0 && name == "l2-prefetches"
-            || self.issue_width == 0 && name == "base-cycles")
+            || self.issue_width == 0 && name == "base-cycles"
+            || self.tlb_walk_cycles == 0 && name == "tlb-misses")
     }
 }
 

@@ -39,11 +39,15 @@ pub struct Counts {
     /// (`Config::issue_width`) before any miss: what replaces one cycle
     /// an instruction in the estimate.
     pub base_cycles: u64,
+    /// Accesses (data or instruction fetches) that missed both levels of
+    /// the vCPU's TLBs and walked the page tables, and the `invlpg`s run
+    /// (each the walk its page's next use makes).
+    pub tlb_misses: u64,
 }
 
 impl Counts {
     /// The counts' names, in the order [`Counts::values`] gives them.
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 17] = [
         "instructions",
         "l1i-misses",
         "l1d-misses",
@@ -60,6 +64,7 @@ impl Counts {
         "string-bytes",
         "l2-prefetches",
         "base-cycles",
+        "tlb-misses",
     ];
 
     /// The counts of string instructions costed apart
@@ -72,7 +77,7 @@ impl Counts {
     /// counted.
     pub const SEVERAL_VCPUS_ONLY: [&'static str; 1] = ["rfo-misses"];
 
-    pub fn values(&self) -> [u64; 16] {
+    pub fn values(&self) -> [u64; 17] {
         [
             self.instructions,
             self.l1i_misses,
@@ -90,11 +95,12 @@ impl Counts {
             self.string_bytes,
             self.l2_prefetches,
             self.base_cycles,
+            self.tlb_misses,
         ]
     }
 
     /// The counts of [`Counts::values`]' order.
-    pub fn from_values(v: [u64; 16]) -> Counts {
+    pub fn from_values(v: [u64; 17]) -> Counts {
         Counts {
             instructions: v[0],
             l1i_misses: v[1],
@@ -112,6 +118,7 @@ impl Counts {
             string_bytes: v[13],
             l2_prefetches: v[14],
             base_cycles: v[15],
+            tlb_misses: v[16],
         }
     }
 
@@ -134,7 +141,8 @@ impl Counts {
     /// invalidation), plus the mispredictions' cost:
     /// `B − string_iterations + string_startup·string_instructions +
     /// ceil(string_bytes / string_bytes_per_cycle) + l2·(L1 − coh − L2) +
-    /// llc·(L2 − LLC) + mem·LLC + coh_c·(coh + rfo) + bp·mispredicts`.
+    /// llc·(L2 − LLC) + mem·LLC + coh_c·(coh + rfo) + bp·mispredicts +
+    /// walk·tlb_misses`.
     pub fn estimated_cycles(&self, c: &Config) -> u64 {
         let l1 = self.l1i_misses + self.l1d_misses;
         let from_l2 = l1 - self.coherence_misses - self.l2_misses;
@@ -158,6 +166,7 @@ impl Counts {
             + c.memory_cycles * self.llc_misses
             + c.coherence_cycles * (self.coherence_misses + self.rfo_misses)
             + c.mispredict_cycles * (self.conditional_mispredicts + self.indirect_mispredicts)
+            + c.tlb_walk_cycles * self.tlb_misses
     }
 }
 

@@ -33,12 +33,14 @@ mod reference;
 mod strings;
 #[cfg(test)]
 mod testing;
+mod tlb;
 mod weave;
 
 pub use caches::{Cache, Geometry, Lookup, LINE, VIRTUAL};
 pub use config::{Config, CONFIG_KEYS};
 pub use counts::Counts;
 pub use predictors::ENTRY_POINTS;
+pub use tlb::{flush_of, Flush, TlbGeometry};
 pub use weave::{Replayed, WeaveStats};
 
 use caches::{EMPTY, LINE_BITS};
@@ -47,6 +49,7 @@ use predictors::ENTRY_SLOTS;
 use prefetcher::Prefetcher;
 use std::ops::Range;
 use strings::{StringTrail, NO_TRAIL};
+use tlb::Tlb;
 use weave::{Kind, Weave};
 
 // The straightforward model (`reference`) is written against these.
@@ -122,6 +125,8 @@ struct Core {
     owned: Box<[u64]>,
     /// The L2's stream prefetcher, if any.
     prefetcher: Option<Prefetcher>,
+    /// Its TLBs, when the model has them (`tlb-walk-cycles` above 0).
+    tlb: Option<Tlb>,
 }
 
 /// The whole machine's model.
@@ -163,6 +168,10 @@ impl Model {
             owned: vec![EMPTY; OWNED_SLOTS].into_boxed_slice(),
             prefetcher: (config.prefetch_streams > 0)
                 .then(|| Prefetcher::new(config.prefetch_streams)),
+            tlb: match config.tlb_walk_cycles {
+                0 => None,
+                _ => Some(Tlb::new(config.tlb)?),
+            },
         };
         Ok(Model {
             cores: vec![core; vcpus.max(1)],
@@ -300,6 +309,41 @@ impl Model {
         if last != first {
             self.data_line(v, last, store);
         }
+    }
+}
+
+/// The TLBs: the plugin gives them the accesses' virtual addresses, apart
+/// from the caches' physical ones, and the flushes its blocks end with.
+impl Model {
+    /// A data access by `vcpu` at (virtual) `vaddr`, in a large page or
+    /// not, counted in the mode of its block.
+    #[inline(always)]
+    pub fn tlb_data(&mut self, vcpu: usize, vaddr: u64, large: bool) {
+        let v = self.index(vcpu);
+        let core = &mut self.cores[v];
+        if let Some(tlb) = core.tlb.as_mut() {
+            if tlb.data(vaddr, large) {
+                core.counts[core.mode as usize].tlb_misses += 1;
+            }
+        }
+    }
+
+    /// The block [`Model::block`] just started on `vcpu` fetches from the
+    /// pages of `first` and `last` (its first and last bytes; `large`
+    /// says whether they are in large pages), and ends in `flush`; the
+    /// flush the block before ended in is done first.
+    pub fn tlb_block(&mut self, vcpu: usize, first: u64, last: u64, large: bool, flush: Flush) {
+        let v = self.index(vcpu);
+        let core = &mut self.cores[v];
+        let Some(tlb) = core.tlb.as_mut() else {
+            return;
+        };
+        let mut walks = tlb.block(flush);
+        walks += u64::from(tlb.fetch(first, large));
+        if (last ^ first) >> 12 != 0 {
+            walks += u64::from(tlb.fetch(last, large));
+        }
+        core.counts[core.mode as usize].tlb_misses += walks;
     }
 }
 
@@ -524,6 +568,11 @@ mod tests {
                 let list: Vec<u64> = range.clone().collect();
                 fast.block(vcpu, pc, mode, bytes / 3, range, end);
                 slow.block(vcpu, pc, mode, bytes / 3, &list, end);
+                // The TLBs see the block and now and then a flush; they
+                // change no other count.
+                let flush =
+                    [Flush::None, Flush::AddressSpace, Flush::Page][(next() % 24).min(2) as usize];
+                fast.tlb_block(vcpu, pc, pc + bytes - 1, false, flush);
             } else if string && config.string_bytes_per_cycle > 0 {
                 // An element: mostly forward, now and then backward, of
                 // 1, 2, 4 or 8 bytes; a move loads it first.
@@ -566,6 +615,7 @@ mod tests {
                 let size = 1 << (next() % 5);
                 let store = next() % 5 < 2;
                 // Data by virtual address meets the instructions' lines.
+                fast.tlb_data(vcpu, address << 6, address >= 0x1_0000 && next() % 2 == 0);
                 if next() % 2 == 0 {
                     fast.data(vcpu, address, size, store);
                     slow.data(vcpu, address, size, store, 0);
@@ -574,8 +624,14 @@ mod tests {
                     slow.data(vcpu, address, size, store, VIRTUAL);
                 }
             }
-            assert_eq!(fast.counts(), slow.counts());
+            let mut counts = fast.counts();
+            for c in &mut counts {
+                c.tlb_misses = 0;
+            }
+            assert_eq!(counts, slow.counts());
         }
+        let walks: u64 = fast.counts().iter().map(|c| c.tlb_misses).sum();
+        assert_eq!(walks > 0, config.tlb_walk_cycles > 0);
         let [user, kernel] = fast.counts();
         assert!(user.l1i_misses > 0 && kernel.l2_misses > 0 && user.llc_misses > 0);
         assert!(user.conditional_branches > 0 && kernel.indirect_mispredicts > 0);

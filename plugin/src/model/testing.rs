@@ -59,6 +59,7 @@ pub(super) fn parts_off(config: Config) -> Config {
         rsb_depth: 0,
         skip_entries: 0,
         string_bytes_per_cycle: 0,
+        tlb_walk_cycles: 0,
         ..config
     }
 }

@@ -71,6 +71,10 @@ const PLUGIN_SOURCES: &[(&str, &str)] = &[
         include_str!("../../../plugin/src/model/testing.rs"),
     ),
     (
+        "src/model/tlb.rs",
+        include_str!("../../../plugin/src/model/tlb.rs"),
+    ),
+    (
         "src/model/weave.rs",
         include_str!("../../../plugin/src/model/weave.rs"),
     ),

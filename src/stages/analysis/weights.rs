@@ -90,6 +90,9 @@ pub struct WeightCheck {
     pub verdicts: usize,
     /// Those the second weights change.
     pub sensitive: Vec<WeightSensitive>,
+    /// The second weights in words, with those of the parts the run's
+    /// model had.
+    pub weights_text: String,
 }
 
 impl WeightCheck {
@@ -123,7 +126,14 @@ pub fn check(
     let (Ok(first), Ok(other)) = (&analysis.results, &second.results) else {
         return WeightCheck::default();
     };
-    let mut out = WeightCheck::default();
+    let mut out = WeightCheck {
+        weights_text: format!(
+            "{}{}",
+            CycleModel::second_weights_text(),
+            model.second_weights_parts_text()
+        ),
+        ..WeightCheck::default()
+    };
     for (result, (first, other)) in first.iter().zip(other).enumerate() {
         for (key, analyses) in first {
             if estimate_prefix(&key.metric).is_none() {

@@ -325,7 +325,7 @@ fn weight_sensitive_lines(
             w.param,
             w.verdict.as_str(),
             w.second.as_str(),
-            crate::base::cycle_model::CycleModel::second_weights_text()
+            weights.weights_text
         );
     }
     r

@@ -49,6 +49,8 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpu
             model.models_strings()
         } else if *m == "base-cycles" {
             model.models_throughput()
+        } else if *m == "tlb-misses" {
+            model.models_tlb()
         } else {
             prefetches
         }
@@ -115,7 +117,7 @@ fn second_weights(weights: &crate::stages::analysis::weights::WeightCheck) -> St
          costs in cycles ({}; iai-callgrind's and KCachegrind's estimates, \
          docs/cycle-model.md) and tested as above: {found}. A verdict that changes with the \
          weights rests on how the misses are priced rather than on the counts alone.\n\n",
-        crate::base::cycle_model::CycleModel::second_weights_text()
+        weights.weights_text
     )
 }
 
