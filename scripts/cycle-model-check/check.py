@@ -33,13 +33,20 @@ plugin count the vCPUs' turns one after the other instead of interleaved.
 `--native` instead holds the model's estimated cycles against this
 machine's own CPU: each pattern (and the sharing pair, with `--qemu` a
 QEMU that runs 2 vCPUs under icount, markbench's own) is timed natively
-(the least of `--repeats` runs) and its time turned into cycles by the
-dependent add chain's (`adds`: one cycle an add on any current x86 core,
-measured in the same run), then booted under the model. It prints each
-pattern's cycles per operation on the CPU and in the model, their ratio,
-and the geometric-mean error exp(mean |ln(model / CPU)|) - 1 over the
-patterns; the sharing pair adds the false-sharing ratio (one line / a
-line apart) on the CPU (the median of the runs) and in the model.
+and booted under the model. Natively each run times its own clock: the
+program runs short add chains (one cycle an add on any current x86 core)
+just before and after its region, in the same process; runs are
+real-time FIFO where allowed (`chrt`; `--no-realtime` not), the one-vCPU
+patterns pinned to `--cpu`, in `--repeats` rounds of every pattern. It
+prints each pattern's cycles per operation on the CPU (the least over the
+rounds, their min-max and median) and in the model, their ratio, and the
+geometric-mean error exp(mean |ln(model / CPU)|) - 1 over the patterns;
+the sharing pair adds the false-sharing ratio (one line / a line apart)
+on the CPU (the median over the rounds where the two processes counted
+side by side) and in the model. `--cpu-only` times the native side
+alone. `--record` (with `--profile FILE`) writes the figures into FILE as
+its `[check]` table, which runs under the profile then record and the
+report states.
 
 Also: `--plain` boots each pattern a second time without the plugin and
 checks the guest time of the region is the same (icount: the plugin does
@@ -171,13 +178,23 @@ NATIVE = [
 SHARING_OPS = 200_000
 
 
-def native_run(binary, args, cpu):
+# `chrt -f 10`: natively the patterns run first-in first-out in real
+# time where the script may (root, or CAP_SYS_NICE), so that the host's
+# other processes do not interrupt them (a VM's host still can).
+REALTIME = ["chrt", "-f", "10"]
+
+
+def realtime_allowed():
+    return subprocess.run([*REALTIME, "true"], capture_output=True).returncode == 0
+
+
+def native_run(binary, args, cpu, realtime=False):
     """One native run of a pattern: the region's time and the cycle's
     length (ns an add) from the add chains the program runs just before
     and just after the region (the least of several short chains each
     side; the mean of the two sides). On `cpu` when it is not None."""
     pin = [] if cpu is None else ["taskset", "-c", str(cpu)]
-    p = subprocess.run([*pin, binary, *args], capture_output=True, text=True, check=True,
+    p = subprocess.run([*(REALTIME if realtime else []), *pin, binary, *args], capture_output=True, text=True, check=True,
                        env={**os.environ, "PATTERNS_CLOCK": "1"})
     region = int(re.search(r"region (\d+) ns", p.stdout).group(1))
     m = re.search(r"clock: (\d+) adds (\d+) ns before, (\d+) ns after", p.stdout)
@@ -196,7 +213,7 @@ def native_run(binary, args, cpu):
     return region, (before + after) / 2 / adds, None
 
 
-def native_rounds(binary, patterns, rounds, cpu):
+def native_rounds(binary, patterns, rounds, cpu, realtime):
     """Each pattern's cycles per operation over `rounds` native runs,
     by pattern: every round runs each pattern once, so that a spell of
     other work on the host falls on one round of every pattern rather
@@ -205,7 +222,7 @@ def native_rounds(binary, patterns, rounds, cpu):
     clocks = []
     for _ in range(rounds):
         for args, ops in patterns:
-            region, ns_an_add, _ = native_run(binary, args, cpu)
+            region, ns_an_add, _ = native_run(binary, args, cpu, realtime)
             cycles[" ".join(args)].append(region / ns_an_add / ops)
             clocks.append(1 / ns_an_add)
     return cycles, clocks
@@ -215,7 +232,7 @@ def spread(values):
     return f"{min(values):.2f}-{max(values):.2f}"
 
 
-def native_sharing(binary, rounds):
+def native_sharing(binary, rounds, realtime):
     """The sharing pair's cycles per increment by round (the program
     pins its two processes to CPUs 0 and 1 itself), and the false-sharing
     ratio (one line / apart) of each round. Only the rounds where the two
@@ -224,15 +241,15 @@ def native_sharing(binary, rounds):
     runs = {"shared": [], "apart": []}
     for _ in range(rounds):
         for pattern in runs:
-            region, ns_an_add, together = native_run(binary, [pattern], None)
+            region, ns_an_add, together = native_run(binary, [pattern], None, realtime)
             runs[pattern].append((region / ns_an_add, together))
     both = [i for i in range(rounds) if all(runs[p][i][1] >= 0.5 for p in runs)]
-    print(f"sharing pair: the two processes counted side by side (half the time or more) in "
-          f"{len(both)} of {rounds} rounds" + ("" if both else "; all rounds kept"))
+    said = (f"the two processes counted side by side (half the time or more) in {len(both)} "
+            f"of {rounds} rounds" + ("" if both else "; all rounds kept"))
     both = both or list(range(rounds))
     cycles = {p: [runs[p][i][0] for i in both] for p in runs}
     ratios = [s / a for s, a in zip(cycles["shared"], cycles["apart"])]
-    return cycles, ratios
+    return cycles, ratios, said
 
 
 def median(values):
@@ -246,11 +263,13 @@ def native(a, binary, initrd, out):
     wanted = [p.split() for p in a.pattern]
     patterns = [(args, ops) for args, ops in NATIVE if not wanted or args in wanted]
     with_sharing = not wanted and (a.cpu_only or a.qemu != "qemu-system-x86_64")
-    cpu, clocks = native_rounds(binary, patterns, a.repeats, a.cpu)
+    realtime = a.realtime and realtime_allowed()
+    cpu, clocks = native_rounds(binary, patterns, a.repeats, a.cpu, realtime)
     if with_sharing:
-        shared, ratios = native_sharing(binary, a.repeats)
+        shared, ratios, side_by_side = native_sharing(binary, a.repeats, realtime)
     print(f"native: {a.repeats} rounds, each pattern once a round"
-          f"{'' if a.cpu is None else f' on CPU {a.cpu}'}; a run's cycles from add chains "
+          f"{'' if a.cpu is None else f' on CPU {a.cpu}'}"
+          f"{', real-time FIFO (chrt)' if realtime else ', at normal priority'}; a run's cycles from add chains "
           f"timed in its own process just before and after its region (the clock "
           f"{min(clocks):.3f}-{max(clocks):.3f} GHz over the runs); the CPU's figure is the "
           f"least over rounds (other work on the host only slows a run), min-max the spread")
@@ -284,7 +303,7 @@ def native(a, binary, initrd, out):
                   flush=True)
         model_ratio = model["shared"] / model["apart"] if model else None
         print(f"false sharing, one line / apart: CPU x{median(ratios):.2f} (median of "
-              f"{len(ratios)} rounds, x{spread(ratios)})"
+              f"{len(ratios)} rounds, x{spread(ratios)}; {side_by_side})"
               + ("" if model_ratio is None else f", model x{model_ratio:.2f}"))
     if not rows:
         return None
@@ -411,6 +430,9 @@ def main():
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
                     help="the CPU the one-vCPU patterns run on natively (taskset; -1: any; "
                     "default: the highest this process may use)")
+    ap.add_argument("--no-realtime", dest="realtime", action="store_false",
+                    help="natively, run at normal priority (by default FIFO real time where "
+                    "allowed, so other processes on the host do not interrupt a run)")
     ap.add_argument("--cpu-only", action="store_true",
                     help="with --native: time the patterns natively only, no guest")
     ap.add_argument("--record", action="store_true",
