@@ -930,7 +930,6 @@ region\tkind\taddress\tinstructions
     #[test]
     fn a_runs_profile_keeps_its_check_and_one_recorded_without_reads_as_before() {
         let dir = tempfile::tempdir().unwrap();
-        let mut m = CycleModel::default();
         let note = ProfileNote {
             cpu: "Intel(R) Xeon(R) Processor".into(),
             host: "vm".into(),
@@ -939,7 +938,10 @@ region\tkind\taddress\tinstructions
             check: None,
         };
         // As a run recorded it before profiles had a check.
-        m.profile = Some(note.clone());
+        let mut m = CycleModel {
+            profile: Some(note.clone()),
+            ..CycleModel::default()
+        };
         m.write(dir.path()).unwrap();
         let text = std::fs::read_to_string(dir.path().join(SETTINGS_FILE)).unwrap();
         assert!(

@@ -502,8 +502,10 @@ mod tests {
 
     #[test]
     fn a_checked_profile_states_its_cpu_and_the_checks_figures() {
-        let mut model = CycleModel::default();
-        model.profile = Some(note(Some(check())));
+        let model = CycleModel {
+            profile: Some(note(Some(check()))),
+            ..CycleModel::default()
+        };
         let text = cycle_model_method(&model, true);
         for part in [
             "the profile of the Intel(R) Xeon(R) Processor measured natively on vm",
