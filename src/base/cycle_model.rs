@@ -202,7 +202,7 @@ pub struct ProfileCheck {
     pub error_with_sharing: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patterns_with_sharing: Option<u32>,
-    /// The program the model is furthest from, and its model / CPU.
+    /// The one-vCPU program the model is furthest from, and its model / CPU.
     pub worst_pattern: String,
     pub worst_ratio: f64,
     /// The false-sharing ratio (one line / a line apart) on the CPU (the
