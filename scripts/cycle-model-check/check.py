@@ -33,13 +33,20 @@ plugin count the vCPUs' turns one after the other instead of interleaved.
 `--native` instead holds the model's estimated cycles against this
 machine's own CPU: each pattern (and the sharing pair, with `--qemu` a
 QEMU that runs 2 vCPUs under icount, markbench's own) is timed natively
-(the least of `--repeats` runs) and its time turned into cycles by the
-dependent add chain's (`adds`: one cycle an add on any current x86 core,
-measured in the same run), then booted under the model. It prints each
-pattern's cycles per operation on the CPU and in the model, their ratio,
-and the geometric-mean error exp(mean |ln(model / CPU)|) - 1 over the
-patterns; the sharing pair adds the false-sharing ratio (one line / a
-line apart) on the CPU (the median of the runs) and in the model.
+and booted under the model. Natively each run times its own clock: the
+program runs short add chains (one cycle an add on any current x86 core)
+just before and after its region, in the same process; runs are
+real-time FIFO where allowed (`chrt`; `--no-realtime` not), the one-vCPU
+patterns pinned to `--cpu`, in `--repeats` rounds of every pattern. It
+prints each pattern's cycles per operation on the CPU (the least over the
+rounds, their min-max and median) and in the model, their ratio, and the
+geometric-mean error exp(mean |ln(model / CPU)|) - 1 over the patterns;
+the sharing pair adds the false-sharing ratio (one line / a line apart)
+on the CPU (the median over the rounds where the two processes counted
+side by side) and in the model. `--cpu-only` times the native side
+alone. `--record` (with `--profile FILE`) writes the figures into FILE as
+its `[check]` table, which runs under the profile then record and the
+report states.
 
 Also: `--plain` boots each pattern a second time without the plugin and
 checks the guest time of the region is the same (icount: the plugin does
@@ -171,68 +178,215 @@ NATIVE = [
 SHARING_OPS = 200_000
 
 
-def native_ns(binary, args, repeats):
-    """The region's times over `repeats` native runs, sorted."""
-    times = []
-    for _ in range(repeats):
-        p = subprocess.run([binary, *args], capture_output=True, text=True, check=True)
-        times.append(int(re.search(r"region (\d+) ns", p.stdout).group(1)))
-    return sorted(times)
+# `chrt -f 10`: natively the patterns run first-in first-out in real
+# time where the script may (root, or CAP_SYS_NICE), so that the host's
+# other processes do not interrupt them (a VM's host still can).
+REALTIME = ["chrt", "-f", "10"]
 
 
-def native_cycles(binary, args, repeats):
-    """The region's cycles over `repeats` native runs, sorted: each run
-    timed right after a run of the add chain, whose time per add is that
-    run's cycle (the host's clock moves with its other work)."""
-    cycles = []
-    for _ in range(repeats):
-        adds = native_ns(binary, ["adds"], 1)[0] / NATIVE[0][1]
-        cycles.append(native_ns(binary, args, 1)[0] / adds)
-    return sorted(cycles)
+def realtime_allowed():
+    return subprocess.run([*REALTIME, "true"], capture_output=True).returncode == 0
+
+
+def native_run(binary, args, cpu, realtime=False):
+    """One native run of a pattern: the region's time and the cycle's
+    length (ns an add) from the add chains the program runs just before
+    and just after the region (the least of several short chains each
+    side; the mean of the two sides). On `cpu` when it is not None."""
+    pin = [] if cpu is None else ["taskset", "-c", str(cpu)]
+    p = subprocess.run([*(REALTIME if realtime else []), *pin, binary, *args], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PATTERNS_CLOCK": "1"})
+    region = int(re.search(r"region (\d+) ns", p.stdout).group(1))
+    m = re.search(r"clock: (\d+) adds (\d+) ns before, (\d+) ns after", p.stdout)
+    adds, before, after = (int(g) for g in m.groups())
+    # The sharing pair: the longer of the two processes' counting, the
+    # fork and the wait around it left out (the model's figure is user
+    # space's, where they cost little), and how much of it the two spent
+    # counting at the same time.
+    counted = [(int(c), int(n), int(f)) for c, n, f in re.findall(
+        r"(?:parent|child) counted (\d+) in (\d+) ns, from (\d+)", p.stdout)]
+    if len(counted) == 2:
+        # Natively the pair counts more than in a guest: per increment.
+        region = max(n for _, n, _ in counted) / counted[0][0]
+        together = min(f + n for _, n, f in counted) - max(f for _, _, f in counted)
+        return region, (before + after) / 2 / adds, max(together, 0) / max(n for _, n, _ in counted)
+    return region, (before + after) / 2 / adds, None
+
+
+def native_rounds(binary, patterns, rounds, cpu, realtime):
+    """Each pattern's cycles per operation over `rounds` native runs,
+    by pattern: every round runs each pattern once, so that a spell of
+    other work on the host falls on one round of every pattern rather
+    than on every round of one."""
+    cycles = {" ".join(args): [] for args, _ in patterns}
+    clocks = []
+    for _ in range(rounds):
+        for args, ops in patterns:
+            region, ns_an_add, _ = native_run(binary, args, cpu, realtime)
+            cycles[" ".join(args)].append(region / ns_an_add / ops)
+            clocks.append(1 / ns_an_add)
+    return cycles, clocks
+
+
+def spread(values):
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def native_sharing(binary, rounds, realtime):
+    """The sharing pair's cycles per increment by round (the program
+    pins its two processes to CPUs 0 and 1 itself), and the false-sharing
+    ratio (one line / apart) of each round. Only the rounds where the two
+    processes counted side by side for at least half the time, in both
+    cases, count (all of them where none did, said so)."""
+    runs = {"shared": [], "apart": []}
+    for _ in range(rounds):
+        for pattern in runs:
+            region, ns_an_add, together = native_run(binary, [pattern], None, realtime)
+            runs[pattern].append((region / ns_an_add, together))
+    both = [i for i in range(rounds) if all(runs[p][i][1] >= 0.5 for p in runs)]
+    said = (f"the two processes counted side by side (half the time or more) in {len(both)} "
+            f"of {rounds} rounds" + ("" if both else "; all rounds kept"))
+    both = both or list(range(rounds))
+    cycles = {p: [runs[p][i][0] for i in both] for p in runs}
+    ratios = [s / a for s, a in zip(cycles["shared"], cycles["apart"])]
+    return cycles, ratios, said
+
+
+def median(values):
+    v = sorted(values)
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
 
 
 def native(a, binary, initrd, out):
-    """Prints the model against this CPU, pattern by pattern."""
-    adds = native_ns(binary, ["adds"], a.repeats)[0]
-    ghz = NATIVE[0][1] / adds
-    print(f"clock from the add chain: {ghz:.3f} GHz ({adds / NATIVE[0][1]:.4f} ns an add, "
-          f"least of {a.repeats} runs; each pattern's runs take the clock of a run of the "
-          f"chain just before)")
-    print(f"{'pattern':14} {'CPU cyc/op':>11} {'model cyc/op':>12} {'model/CPU':>10}")
+    """Prints the model against this CPU, pattern by pattern, and returns
+    the figures `--record` keeps."""
     wanted = [p.split() for p in a.pattern]
-    logs = []
-    for args, ops in NATIVE:
-        if wanted and args not in wanted:
+    patterns = [(args, ops) for args, ops in NATIVE if not wanted or args in wanted]
+    with_sharing = not wanted and (a.cpu_only or a.qemu != "qemu-system-x86_64")
+    realtime = a.realtime and realtime_allowed()
+    cpu, clocks = native_rounds(binary, patterns, a.repeats, a.cpu, realtime)
+    if with_sharing:
+        shared, ratios, side_by_side = native_sharing(binary, a.repeats, realtime)
+    print(f"native: {a.repeats} rounds, each pattern once a round"
+          f"{'' if a.cpu is None else f' on CPU {a.cpu}'}"
+          f"{', real-time FIFO (chrt)' if realtime else ', at normal priority'}; a run's cycles from add chains "
+          f"timed in its own process just before and after its region (the clock "
+          f"{min(clocks):.3f}-{max(clocks):.3f} GHz over the runs); the CPU's figure is the "
+          f"least over rounds (other work on the host only slows a run), min-max the spread")
+    print(f"{'pattern':14} {'CPU cyc/op':>11} {'min-max':>15} {'median':>9} "
+          f"{'model cyc/op':>12} {'model/CPU':>10}")
+    rows = []
+    for args, ops in patterns:
+        name = " ".join(args)
+        line = f"{name:14} {min(cpu[name]):>11.2f} {spread(cpu[name]):>15} {median(cpu[name]):>9.2f}"
+        if a.cpu_only:
+            print(line, flush=True)
             continue
-        cpu = native_cycles(binary, args, a.repeats)[0] / ops
         boot(a.kernel, initrd, args, a.plugin, out, sets=a.set)
         model = model_counts(out)["cycles"] / ops
-        ratio = model / cpu
-        logs.append(abs(math.log(ratio)))
-        print(f"{' '.join(args):14} {cpu:>11.2f} {model:>12.2f} {ratio:>9.2f}x", flush=True)
-    one_vcpu = len(logs)
-    if a.qemu != "qemu-system-x86_64" and not wanted:
-        cpu, model = {}, {}
+        rows.append((name, model / min(cpu[name])))
+        print(f"{line} {model:>12.2f} {model / min(cpu[name]):>9.2f}x", flush=True)
+    one_vcpu = len(rows)
+    if with_sharing:
+        model = {}
         for pattern in ("shared", "apart"):
-            # Both processes count at once: the region's time is one's.
-            runs = native_cycles(binary, [pattern], a.repeats)
-            cpu[pattern] = runs[len(runs) // 2] / SHARING_OPS
+            values = shared[pattern]
+            line = f"{pattern:14} {median(values):>11.2f} {spread(values):>15} {median(values):>9.2f}"
+            if a.cpu_only:
+                print(line + "  (median; 2 CPUs, pinned apart)", flush=True)
+                continue
             boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=2, qemu=a.qemu,
                  firmware=a.firmware, sets=a.set)
             model[pattern] = model_counts(out)["cycles"] / 2 / SHARING_OPS
-            ratio = model[pattern] / cpu[pattern]
-            logs.append(abs(math.log(ratio)))
-            print(f"{pattern:14} {cpu[pattern]:>11.2f} {model[pattern]:>12.2f} {ratio:>9.2f}x "
-                  f"(median of {a.repeats} native runs; 2 vCPUs)", flush=True)
-        print(f"false sharing, one line / apart: CPU x{cpu['shared'] / cpu['apart']:.2f}, "
-              f"model x{model['shared'] / model['apart']:.2f}")
-    def summary(logs, what):
-        error = math.exp(sum(logs) / len(logs)) - 1
-        print(f"geometric-mean error over {len(logs)} {what}: {error * 100:.0f}% "
-              f"(x{error + 1:.2f}); the worst x{math.exp(max(logs)):.2f} off")
-    summary(logs[:one_vcpu], "one-vCPU patterns")
-    if len(logs) > one_vcpu:
-        summary(logs, "patterns with the sharing pair")
+            rows.append((pattern, model[pattern] / median(values)))
+            print(f"{line} {model[pattern]:>12.2f} {rows[-1][1]:>9.2f}x  (median; 2 vCPUs)",
+                  flush=True)
+        model_ratio = model["shared"] / model["apart"] if model else None
+        print(f"false sharing, one line / apart: CPU x{median(ratios):.2f} (median of "
+              f"{len(ratios)} rounds, x{spread(ratios)}; {side_by_side})"
+              + ("" if model_ratio is None else f", model x{model_ratio:.2f}"))
+    if not rows:
+        return None
+    figures = summary(rows, one_vcpu)
+    if with_sharing:
+        figures["sharing-cpu"] = median(ratios)
+        figures["sharing-model"] = model_ratio
+    return figures
+
+
+def summary(rows, one_vcpu):
+    """Prints the geometric-mean errors and returns the figures of the check."""
+    def error(rows):
+        return math.exp(sum(abs(math.log(r)) for _, r in rows) / len(rows)) - 1
+    def line(rows, what):
+        worst = max(rows, key=lambda r: abs(math.log(r[1])))
+        print(f"geometric-mean error over {len(rows)} {what}: {error(rows) * 100:.0f}% "
+              f"(x{error(rows) + 1:.2f}); the worst {worst[0]}, x{worst[1]:.2f}")
+    line(rows[:one_vcpu], "one-vCPU patterns")
+    if len(rows) > one_vcpu:
+        line(rows, "patterns with the sharing pair")
+    # The sharing pair has figures of its own: the worst kept is the
+    # one-vCPU patterns', whose error it is.
+    worst = max(rows[:one_vcpu], key=lambda r: abs(math.log(r[1])))
+    figures = {"error": error(rows[:one_vcpu]), "patterns": one_vcpu,
+               "worst-pattern": worst[0], "worst-ratio": worst[1]}
+    if len(rows) > one_vcpu:
+        figures["error-with-sharing"] = error(rows)
+        figures["patterns-with-sharing"] = len(rows)
+    return figures
+
+
+def refuse_record(a):
+    """`--record` keeps the figure of the profile's own check only: the
+    whole set of patterns, the profile's settings alone, under the model."""
+    if not (a.native and a.profile) or a.cpu_only:
+        sys.exit("--record needs --native and --profile FILE, and a model (not --cpu-only)")
+    if a.pattern or a.set:
+        sys.exit("--record keeps the check of the whole set under the profile's own settings: "
+                 "no patterns named, no --set")
+    import tomllib
+    with open(a.profile, "rb") as f:
+        cpu = tomllib.load(f).get("cpu")
+    here = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                 if l.startswith("model name")), "unknown")
+    if cpu != here:
+        sys.exit(f"--record: the profile is of the {cpu}, this host's CPU is the {here}")
+
+
+def toml_value(v):
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)
+
+
+def record(path, figures):
+    """Writes the check's figures into the profile as its [check] table,
+    in place of any earlier one (the rest of the file kept as it is)."""
+    commit = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty", "--abbrev=12"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    table = {
+        **{k: v for k, v in figures.items() if v is not None},
+        "checked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join(["scripts/cycle-model-check/check.py", *sys.argv[1:]]),
+        "commit": commit,
+    }
+    kept, inside = [], False
+    for line in open(path).read().splitlines():
+        if line.strip().startswith("["):
+            inside = line.strip() == "[check]"
+        if not inside:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    kept += ["", "[check]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
+    partial = path + ".partial"
+    with open(partial, "w") as f:
+        f.write("\n".join(kept) + "\n")
+    os.replace(partial, path)
+    print(f"recorded in {path}: [check] error = {figures['error']:.4f} over "
+          f"{figures['patterns']} patterns")
 
 
 def sharing(a, initrd, out):
@@ -268,14 +422,24 @@ def sharing(a, initrd, out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kernel", default=sorted(glob.glob(os.path.expanduser(
-        "~/.cache/markbench/kernels/markers-off-*/bzImage")))[-1])
+    ap.add_argument("--kernel", help="a bzImage (default: the newest cached markers-off kernel)")
     ap.add_argument("--plugin", default=os.path.join(ROOT, "plugin/target/release/libmarkbench_profile_plugin.so"))
     ap.add_argument("--plain", action="store_true")
     ap.add_argument("--sharing", action="store_true")
     ap.add_argument("--native", action="store_true",
                     help="hold the model's cycles against this CPU's, timed natively")
-    ap.add_argument("--repeats", type=int, default=5, help="native runs of each pattern")
+    ap.add_argument("--repeats", type=int, default=9, help="native rounds (runs of each pattern)")
+    ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
+                    help="the CPU the one-vCPU patterns run on natively (taskset; -1: any; "
+                    "default: the highest this process may use)")
+    ap.add_argument("--no-realtime", dest="realtime", action="store_false",
+                    help="natively, run at normal priority (by default FIFO real time where "
+                    "allowed, so other processes on the host do not interrupt a run)")
+    ap.add_argument("--cpu-only", action="store_true",
+                    help="with --native: time the patterns natively only, no guest")
+    ap.add_argument("--record", action="store_true",
+                    help="with --native --profile FILE: write the check's figures into FILE "
+                    "as its [check] table")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--rr-turn", help="caps of a vCPU's round-robin turn, comma-separated (2 vCPUs)")
     ap.add_argument("--weave", choices=["on", "off"])
@@ -288,6 +452,15 @@ def main():
                     "its settings for the plugin, before any --set")
     ap.add_argument("pattern", nargs="*")
     a = ap.parse_args()
+    a.cpu = None if a.cpu < 0 else a.cpu
+    if a.record:
+        refuse_record(a)
+    if a.kernel is None and not a.cpu_only:
+        kernels = sorted(glob.glob(os.path.expanduser(
+            "~/.cache/markbench/kernels/markers-off-*/bzImage")))
+        if not kernels:
+            sys.exit("no cached markers-off kernel: name one with --kernel")
+        a.kernel = kernels[-1]
     if a.profile:
         import tomllib
         with open(a.profile, "rb") as f:
@@ -307,7 +480,9 @@ def main():
             sharing(a, initrd, out)
             return
         if a.native:
-            native(a, binary, initrd, out)
+            figures = native(a, binary, initrd, out)
+            if a.record:
+                record(a.profile, figures)
             return
         print(f"{'pattern':16} {'':4} {'instr':>10} {'L1d miss':>10} {'LL miss':>10} {'cond br':>10} {'mispred':>10}")
         for args in patterns:

@@ -47,6 +47,10 @@ pub struct Profile {
     /// The model settings, by name, that differ from the defaults or were
     /// measured.
     pub settings: BTreeMap<String, u64>,
+    /// The profile's check against this CPU, once one has been recorded
+    /// (`[check]`; a profile is written without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<crate::base::cycle_model::ProfileCheck>,
 }
 
 impl Profile {
@@ -70,6 +74,7 @@ impl Profile {
             host: self.host.clone(),
             measured: self.measured.clone(),
             file: file.display().to_string(),
+            check: self.check.clone(),
         });
         Ok(())
     }
@@ -807,6 +812,7 @@ pub fn profile(figures: &Figures, caches: &[(&'static str, CacheLevel)]) -> Prof
         clock_ghz: (figures.clock_ghz * 1000.0).round() / 1000.0,
         figures: figures.by_setting(),
         settings: figures.settings(caches),
+        check: None,
     }
 }
 
@@ -877,6 +883,7 @@ mod tests {
             clock_ghz: 3.0,
             figures: figures().by_setting(),
             settings: s,
+            check: None,
         };
         let model = profile.model().unwrap();
         assert_eq!(model.get("memory-cycles"), 416);
@@ -896,8 +903,60 @@ mod tests {
             clock_ghz: 1.0,
             figures: BTreeMap::new(),
             settings,
+            check: None,
         };
         assert!(profile.model().unwrap_err().contains("tlb-entries"));
+    }
+
+    /// A profile as `markbench calibrate` writes it, then with the
+    /// `[check]` table `check.py --native --record` appends.
+    const WRITTEN: &str = "cpu = \"Intel(R) Xeon(R) Processor\"\nhost = \"vm\"\n\
+        measured = \"2026-12-07T19:00:00Z\"\nclock-ghz = 3.6\n\n[figures]\n\
+        memory-cycles = 420.6\n\n[settings]\nmemory-cycles = 421\n";
+    const CHECK: &str = "\n[check]\nerror = 0.4123\npatterns = 13\n\
+        worst-pattern = \"chase 32768\"\nworst-ratio = 0.3100\nerror-with-sharing = 0.5000\n\
+        patterns-with-sharing = 15\nsharing-cpu = 1.1400\nsharing-model = 3.2000\n\
+        checked = \"2026-12-07T20:40:00Z\"\n\
+        command = \"scripts/cycle-model-check/check.py --native --profile p.toml --record\"\n\
+        commit = \"0123456789ab\"\n";
+
+    #[test]
+    fn a_profile_reads_with_its_check_or_without_and_a_run_keeps_the_check() {
+        let plain: Profile = toml::from_str(WRITTEN).unwrap();
+        assert_eq!(plain.check, None);
+        let mut model = CycleModel::default();
+        plain
+            .apply(&mut model, std::path::Path::new("p.toml"))
+            .unwrap();
+        assert_eq!(model.profile.as_ref().unwrap().check, None);
+        let checked: Profile = toml::from_str(&format!("{WRITTEN}{CHECK}")).unwrap();
+        let check = checked.check.clone().unwrap();
+        assert_eq!((check.error, check.patterns), (0.4123, 13));
+        assert_eq!(check.worst_pattern, "chase 32768");
+        assert_eq!(check.error_with_sharing, Some(0.5));
+        assert_eq!(check.commit, "0123456789ab");
+        // The settings are the same with the check as without.
+        assert_eq!(
+            checked.model().unwrap().settings,
+            plain.model().unwrap().settings
+        );
+        let mut model = CycleModel::default();
+        checked
+            .apply(&mut model, std::path::Path::new("p.toml"))
+            .unwrap();
+        assert_eq!(model.profile.as_ref().unwrap().check, Some(check));
+        // A check without the sharing pair leaves its figures out.
+        let one_vcpu = CHECK
+            .lines()
+            .filter(|l| !l.contains("sharing"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let partial: Profile = toml::from_str(&format!("{WRITTEN}{one_vcpu}")).unwrap();
+        let partial = partial.check.unwrap();
+        assert_eq!(
+            (partial.error_with_sharing, partial.sharing_cpu),
+            (None, None)
+        );
     }
 
     #[test]

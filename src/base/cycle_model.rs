@@ -212,7 +212,47 @@ pub struct ProfileNote {
     pub measured: String,
     /// The profile's file as the run found it.
     pub file: String,
+    /// The profile's check against its CPU, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<ProfileCheck>,
 }
+
+/// A calibrated profile held against the CPU it was measured on: a set of
+/// programs apart from calibration's, timed natively and under the model
+/// with the profile's settings (`scripts/cycle-model-check/check.py
+/// --native --profile FILE --record`, which writes it as the profile's
+/// `[check]` table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ProfileCheck {
+    /// The geometric-mean error exp(mean |ln(model / CPU)|) - 1 over the
+    /// programs that run on one vCPU, as a fraction, and their number.
+    pub error: f64,
+    pub patterns: u32,
+    /// The same over those and the sharing pair (two vCPUs), when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_with_sharing: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patterns_with_sharing: Option<u32>,
+    /// The one-vCPU program the model is furthest from, and its model / CPU.
+    pub worst_pattern: String,
+    pub worst_ratio: f64,
+    /// The false-sharing ratio (one line / a line apart) on the CPU (the
+    /// median over native runs) and in the model, when the pair ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing_cpu: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing_model: Option<f64>,
+    /// When (RFC 3339, UTC), by what command and at which commit of
+    /// markbench the check ran.
+    pub checked: String,
+    pub command: String,
+    pub commit: String,
+}
+
+// The figures are finite (a check writes no NaN), so equality is total:
+// a run's model compares whole, its profile's check with it.
+impl Eq for ProfileCheck {}
 
 impl Default for CycleModel {
     fn default() -> Self {
@@ -998,6 +1038,48 @@ region\tkind\taddress\tinstructions
         assert_eq!(CycleModel::read(dir.path()).unwrap(), None);
         let mut m = CycleModel::default();
         m.set("memory-cycles", 300).unwrap();
+        m.write(dir.path()).unwrap();
+        assert_eq!(CycleModel::read(dir.path()).unwrap(), Some(m));
+    }
+
+    #[test]
+    fn a_runs_profile_keeps_its_check_and_one_recorded_without_reads_as_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let note = ProfileNote {
+            cpu: "Intel(R) Xeon(R) Processor".into(),
+            host: "vm".into(),
+            measured: "2026-12-07T19:00:00Z".into(),
+            file: "p.toml".into(),
+            check: None,
+        };
+        // As a run recorded it before profiles had a check.
+        let mut m = CycleModel {
+            profile: Some(note.clone()),
+            ..CycleModel::default()
+        };
+        m.write(dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(SETTINGS_FILE)).unwrap();
+        assert!(
+            text.contains("[profile]") && !text.contains("check"),
+            "{text}"
+        );
+        assert_eq!(CycleModel::read(dir.path()).unwrap(), Some(m.clone()));
+        m.profile = Some(ProfileNote {
+            check: Some(ProfileCheck {
+                error: 0.25,
+                patterns: 13,
+                error_with_sharing: None,
+                patterns_with_sharing: None,
+                worst_pattern: "chase 32768".into(),
+                worst_ratio: 0.5,
+                sharing_cpu: None,
+                sharing_model: None,
+                checked: "2026-12-07T20:40:00Z".into(),
+                command: "scripts/cycle-model-check/check.py --native --record".into(),
+                commit: "0123456789ab".into(),
+            }),
+            ..note
+        });
         m.write(dir.path()).unwrap();
         assert_eq!(CycleModel::read(dir.path()).unwrap(), Some(m));
     }

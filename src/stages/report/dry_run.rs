@@ -204,8 +204,22 @@ pub fn model_lines(m: &ModelPlan) -> Vec<String> {
     )];
     lines.push(match &m.profile {
         Some(p) => format!(
-            "cycle model settings: the profile of the {} measured on {} at {} ({})",
-            p.cpu, p.host, p.measured, p.file
+            "cycle model settings: the profile of the {} measured on {} at {} ({}); {}",
+            p.cpu,
+            p.host,
+            p.measured,
+            p.file,
+            p.check.as_ref().map_or(
+                "never checked against its CPU (scripts/cycle-model-check/check.py --native \
+                 --profile FILE --record)"
+                    .to_string(),
+                |c| format!(
+                    "checked against it at {}: {:.0}% off on geometric mean over {} programs",
+                    c.checked,
+                    c.error * 100.0,
+                    c.patterns
+                )
+            )
         ),
         None => "cycle model settings: the generic core of the defaults or the suite's own \
                  (no calibrated profile of this CPU: `markbench calibrate` makes one)"
@@ -718,6 +732,43 @@ impl PlanSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_plan_says_whether_the_profile_was_checked_against_its_cpu() {
+        let note = ProfileNote {
+            cpu: "Intel(R) Xeon(R) Processor".into(),
+            host: "vm".into(),
+            measured: "2026-12-07T20:53:25Z".into(),
+            file: "p.toml".into(),
+            check: None,
+        };
+        let plan = |profile| ModelPlan {
+            geometry: String::new(),
+            profile: Some(profile),
+            timeout: None,
+        };
+        let lines = model_lines(&plan(note.clone()));
+        assert!(
+            lines[1].contains("never checked against its CPU"),
+            "{lines:?}"
+        );
+        let check: crate::base::cycle_model::ProfileCheck = toml::from_str(
+            "error = 0.3449\npatterns = 13\nworst-pattern = \"sweep 32768\"\n\
+             worst-ratio = 2.35\nchecked = \"2026-12-07T20:54:51Z\"\ncommand = \"c\"\n\
+             commit = \"c954d3fa9d64\"\n",
+        )
+        .unwrap();
+        let lines = model_lines(&plan(ProfileNote {
+            check: Some(check),
+            ..note
+        }));
+        assert!(
+            lines[1].contains(
+                "checked against it at 2026-12-07T20:54:51Z: 34% off on geometric mean over 13"
+            ),
+            "{lines:?}"
+        );
+    }
 
     /// A plan with every optional part: an own origin, a command line to
     /// quote, a workload of its own iterations, overrides, a shard, an

@@ -72,16 +72,7 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpu
     } else {
         String::new()
     };
-    let profile = match &model.profile {
-        Some(p) => format!(
-            " The settings are the profile of the {} measured natively on {} at {} \
-             (`markbench calibrate`, {}).",
-            p.cpu, p.host, p.measured, p.file
-        ),
-        None => " The settings are the generic core of the defaults (no calibrated profile \
-                  of the host's CPU)."
-            .to_string(),
-    };
+    let profile = profile_words(model.profile.as_ref());
     format!(
         "Cycle model: every boot ran under markbench's TCG plugin simulating caches and \
          branch prediction ({}), so each timed run has, beside its time, the model's counts \
@@ -95,6 +86,60 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpu
         model.formula(several_vcpus),
         if prefetches { "" } else { "no prefetchers, " }
     )
+}
+
+/// Which profile the model's settings are, the CPU it was measured on, and
+/// how far the model was from that CPU when the profile was checked.
+fn profile_words(profile: Option<&crate::base::cycle_model::ProfileNote>) -> String {
+    let Some(p) = profile else {
+        return " The settings are not a calibrated profile: the generic core of the \
+                defaults (or the suite's own), no CPU's measured figures, so the estimates \
+                are in no particular CPU's cycles (`markbench calibrate` measures the \
+                host's)."
+            .to_string();
+    };
+    let measured = format!(
+        " The settings are the profile of the {} measured natively on {} at {} \
+         (`markbench calibrate`, {}).",
+        p.cpu, p.host, p.measured, p.file
+    );
+    let Some(c) = &p.check else {
+        return format!(
+            "{measured} The profile was never checked against its CPU \
+             (`scripts/cycle-model-check/check.py --native --profile {} --record` on the {} \
+             checks it and keeps the figure in the profile).",
+            p.file, p.cpu
+        );
+    };
+    let sharing = match (c.error_with_sharing, c.patterns_with_sharing) {
+        (Some(e), Some(n)) => format!(", {} over {n} with the two-vCPU sharing pair", pct(e)),
+        _ => String::new(),
+    };
+    let false_sharing = match (c.sharing_cpu, c.sharing_model) {
+        (Some(cpu), Some(model)) => format!(
+            "; false sharing (one line ÷ a line apart) ×{cpu:.2} on the CPU, ×{model:.2} in the \
+             model"
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{measured} Checked against that CPU at {} (markbench {}): programs apart from \
+         calibration's, timed natively and under the model, put the model's cycles {} off on \
+         geometric mean over {} one-vCPU programs{sharing}, the worst {} at ×{:.2} of the \
+         CPU's{false_sharing} (`{}`, docs/cycle-model.md).",
+        c.checked,
+        c.commit,
+        pct(c.error),
+        c.patterns,
+        escape_md(&c.worst_pattern),
+        c.worst_ratio,
+        c.command
+    )
+}
+
+/// A fraction as a whole percentage.
+fn pct(fraction: f64) -> String {
+    format!("{:.0}%", fraction * 100.0)
 }
 
 /// How the estimates' verdicts fare under the second weights.
@@ -423,5 +468,85 @@ fn outliers(analysis: &Analysis, names: &PointNames) -> String {
             "Outliers (modified z-score above 3.5), flagged and kept in every figure above:\n\n{}\n\n",
             lines.join("\n")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::cycle_model::{CycleModel, ProfileCheck, ProfileNote};
+
+    fn note(check: Option<ProfileCheck>) -> ProfileNote {
+        ProfileNote {
+            cpu: "Intel(R) Xeon(R) Processor".into(),
+            host: "vm".into(),
+            measured: "2026-12-07T19:00:00Z".into(),
+            file: "/cache/model-profiles/intel-r-xeon-r-processor.toml".into(),
+            check,
+        }
+    }
+
+    fn check() -> ProfileCheck {
+        ProfileCheck {
+            error: 0.4123,
+            patterns: 13,
+            error_with_sharing: Some(0.5),
+            patterns_with_sharing: Some(15),
+            worst_pattern: "chase 32768".into(),
+            worst_ratio: 0.31,
+            sharing_cpu: Some(1.14),
+            sharing_model: Some(3.2),
+            checked: "2026-12-07T20:40:00Z".into(),
+            command: "scripts/cycle-model-check/check.py --native --record".into(),
+            commit: "0123456789ab".into(),
+        }
+    }
+
+    #[test]
+    fn a_checked_profile_states_its_cpu_and_the_checks_figures() {
+        let model = CycleModel {
+            profile: Some(note(Some(check()))),
+            ..CycleModel::default()
+        };
+        let text = cycle_model_method(&model, true);
+        for part in [
+            "the profile of the Intel(R) Xeon(R) Processor measured natively on vm",
+            "Checked against that CPU at 2026-12-07T20:40:00Z (markbench 0123456789ab)",
+            "41% off on geometric mean over 13 one-vCPU programs, 50% over 15 with",
+            "the worst chase 32768 at ×0.31 of the CPU's",
+            "×1.14 on the CPU, ×3.20 in the model",
+            "`scripts/cycle-model-check/check.py --native --record`",
+        ] {
+            assert!(text.contains(part), "{part:?} not in {text}");
+        }
+        assert!(!text.contains("never checked"), "{text}");
+        // Without the sharing pair, neither of its figures.
+        let mut one_vcpu = check();
+        one_vcpu.error_with_sharing = None;
+        one_vcpu.patterns_with_sharing = None;
+        one_vcpu.sharing_cpu = None;
+        one_vcpu.sharing_model = None;
+        let text = profile_words(Some(&note(Some(one_vcpu))));
+        assert!(text.contains("13 one-vCPU programs, the worst"), "{text}");
+        assert!(!text.contains("sharing"), "{text}");
+    }
+
+    #[test]
+    fn an_unchecked_profile_says_so_with_the_command_and_the_defaults_are_no_profile() {
+        let text = profile_words(Some(&note(None)));
+        assert!(text.contains("measured natively on vm"), "{text}");
+        assert!(
+            text.contains(
+                "never checked against its CPU (`scripts/cycle-model-check/check.py --native \
+                 --profile /cache/model-profiles/intel-r-xeon-r-processor.toml --record`"
+            ),
+            "{text}"
+        );
+        let text = cycle_model_method(&CycleModel::default(), false);
+        assert!(
+            text.contains("not a calibrated profile: the generic core"),
+            "{text}"
+        );
+        assert!(!text.contains("Checked against") && !text.contains("never checked"));
     }
 }
