@@ -1,8 +1,10 @@
 //! The weave of several vCPUs' cache events: each vCPU's turn held back
 //! and the round's turns replayed side by side.
 
-use super::caches::Lookup;
-use super::{Counts, Mode, Model};
+use super::caches::{Lookup, EMPTY};
+use super::coherence::OWNED_SLOTS;
+use super::{Config, Counts, Mode, Model};
+use crate::throughput::PARTS;
 
 /// How far apart the instructions the vCPUs ran in a round may be for it
 /// to close: a quarter of the most, or this many where that is less.
@@ -12,6 +14,10 @@ const SLACK: u64 = 1024;
 /// idle, so no turn changes) has its events replayed in rounds of this
 /// many rather than kept without bound.
 const ROUND_EVENTS: usize = 1 << 20;
+
+/// Events a vCPU's buffer keeps room for after a long round (24 bytes
+/// each): beyond it, a buffer a round used a quarter of at most shrinks.
+const KEEP_EVENTS: usize = 1 << 14;
 
 /// What a held-back event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,10 +98,38 @@ pub(super) struct Weave {
     rounds: u64,
     turns: u64,
     pub(super) instructions: u64,
+    /// Whether the clock counts estimated cycles, in `throughput::PARTS`
+    /// of a cycle (`Config::weave_cycles`), rather than instructions; and
+    /// then whether the blocks' costs advance it (an issue width) or their
+    /// instructions do, at a cycle each.
+    pub(super) cycles: bool,
+    pub(super) costed: bool,
+    /// How far apart the vCPUs' clocks may be for a round to close even,
+    /// at least ([`SLACK`] in the clock's unit).
+    slack: u64,
+    /// The most a vCPU's clock runs in a round (`u64::MAX`: no bound).
+    span: u64,
+    /// Per vCPU, at the replay: its stall so far in the round (the misses
+    /// charged to it, with `cycles`, and the transfers it waited for), in
+    /// the clock's unit, which its events' stamps are ordered by with.
+    stall: Vec<u64>,
+    /// A line's transfer from another core, in the clock's unit, when a
+    /// line stays with its writer for a burst (`Config::burst_ownership`).
+    burst: Option<u64>,
+    /// Per vCPU, at the replay: the stall its next event already waited
+    /// for its line (0 where it has not been put off).
+    prepaid: Vec<u64>,
+    /// Per vCPU, at the replay: the line of its last store and when, for
+    /// its store buffer.
+    stored: Vec<(u64, u64)>,
+    /// The latest stamp of any event replayed.
+    pub(super) widest: u64,
 }
 
 impl Weave {
-    fn new(vcpus: usize) -> Weave {
+    fn new(vcpus: usize, config: &Config) -> Weave {
+        let cycles = config.weave_cycles == 1;
+        let unit = if cycles { PARTS } else { 1 };
         Weave {
             current: usize::MAX,
             taken: vec![false; vcpus],
@@ -111,6 +145,19 @@ impl Weave {
             rounds: 0,
             turns: 0,
             instructions: 0,
+            cycles,
+            costed: config.issue_width > 0,
+            slack: SLACK * unit,
+            span: match config.weave_span {
+                0 => u64::MAX,
+                span => span.saturating_mul(unit),
+            },
+            stall: vec![0; vcpus],
+            burst: (config.burst_ownership == 1 && config.coherence_cycles > 0)
+                .then_some(config.coherence_cycles * unit),
+            prepaid: vec![0; vcpus],
+            stored: vec![(EMPTY, 0); vcpus],
+            widest: 0,
         }
     }
 
@@ -121,7 +168,9 @@ impl Weave {
         if self.asleep[v] {
             self.asleep[v] = false;
             if let Some(&before) = self.clock.get(self.current) {
-                self.clock[v] = self.clock[v].max(before);
+                // Within the round's span, which the vCPU before it may
+                // have reached.
+                self.clock[v] = self.clock[v].max(before).min(self.span - 1);
             }
         }
         self.taken[v] = true;
@@ -138,7 +187,7 @@ impl Weave {
                 .map(|v| self.clock[v])
         };
         let (most, least) = (ran().max().unwrap_or(0), ran().min().unwrap_or(0));
-        most - least <= (most / 4).max(SLACK)
+        most - least <= (most / 4).max(self.slack)
     }
 
     #[inline(always)]
@@ -182,7 +231,8 @@ impl Model {
     /// held is replayed first).
     pub fn set_weave(&mut self, on: bool) {
         self.flush();
-        self.weave = (on && self.cores.len() > 1).then(|| Box::new(Weave::new(self.cores.len())));
+        self.weave = (on && self.cores.len() > 1)
+            .then(|| Box::new(Weave::new(self.cores.len(), &self.config)));
     }
 
     /// Whether events are held back for the weave.
@@ -211,8 +261,12 @@ impl Model {
     /// in the order of the replay.
     pub fn drain_replayed(&mut self, mut f: impl FnMut(&Replayed)) {
         if let Some(w) = self.weave.as_mut() {
+            let kept = w.replayed.len();
             for r in w.replayed.drain(..) {
                 f(&r);
+            }
+            if w.replayed.capacity() > KEEP_EVENTS && kept < w.replayed.capacity() / 4 {
+                w.replayed.shrink_to(KEEP_EVENTS.max(2 * kept));
             }
         }
     }
@@ -236,7 +290,7 @@ impl Model {
     pub fn turn(&mut self, vcpu: usize) {
         let v = self.index(vcpu);
         if let Some(w) = self.weave.as_ref() {
-            if w.current != v || w.held >= ROUND_EVENTS {
+            if w.current != v || w.held >= ROUND_EVENTS || w.clock[v] >= w.span {
                 self.next_turn(v);
             }
         }
@@ -246,15 +300,16 @@ impl Model {
     fn next_turn(&mut self, v: usize) {
         let Some(w) = self.weave.as_mut() else { return };
         if w.current != v {
-            if w.taken[v] && w.balanced() {
+            let spent = w.clock.iter().any(|&c| c >= w.span);
+            if w.taken[v] && w.balanced() || spent {
                 self.replay_round();
             }
             let w = self.weave.as_mut().expect("weaving");
             w.begin(v);
             w.turns += 1;
         } else {
-            // A vCPU alone with too many events: its turn goes on in a new
-            // round.
+            // A vCPU alone with too many events, or past the round's span:
+            // its turn goes on in a new round.
             self.replay_round();
             self.weave.as_mut().expect("weaving").begin(v);
         }
@@ -275,7 +330,8 @@ impl Model {
     }
 
     /// Replays the round's events of every vCPU merged by their stamps
-    /// (the lower vCPU first where they are equal), then begins a new round.
+    /// (the lower vCPU first where they are equal), each vCPU's stamps
+    /// moved on by its stall so far, then begins a new round.
     fn replay_round(&mut self) {
         let Some(mut w) = self.weave.take() else {
             return;
@@ -284,18 +340,28 @@ impl Model {
             w.rounds += 1;
         }
         let n = w.events.len();
-        w.at.iter_mut().for_each(|a| *a = 0);
+        for v in 0..n {
+            w.at[v] = 0;
+            w.stall[v] = 0;
+            w.prepaid[v] = 0;
+            w.stored[v] = (EMPTY, 0);
+            if let Some(last) = w.events[v].last() {
+                w.widest = w.widest.max(last.time);
+            }
+        }
+        let timed = w.cycles || w.burst.is_some();
         loop {
             // The vCPU with the earliest next event, and the next earliest
             // of the others: the first one's events are replayed in a run
-            // until they pass the second's.
+            // until they pass the second's (a vCPU's stall only grows as
+            // its own events are replayed).
             let mut first: Option<(u64, usize)> = None;
             let mut second: Option<(u64, usize)> = None;
             for v in 0..n {
                 let Some(e) = w.events[v].get(w.at[v]) else {
                     continue;
                 };
-                let key = (e.time, v);
+                let key = (e.time + w.stall[v], v);
                 if first.is_none_or(|f| key < f) {
                     second = first;
                     first = Some(key);
@@ -307,22 +373,81 @@ impl Model {
             let events = std::mem::take(&mut w.events[v]);
             let mut i = w.at[v];
             while let Some(&e) = events.get(i) {
-                if second.is_some_and(|s| (e.time, v) > s) {
+                let at = e.time + w.stall[v];
+                if second.is_some_and(|s| (at, v) > s) {
                     break;
                 }
-                self.replay(v, e, &mut w);
+                if !timed {
+                    self.replay(v, e, &mut w);
+                } else if !self.replay_timed(v, e, at, &mut w) {
+                    // Put off until its line comes: the others go first.
+                    break;
+                }
                 i += 1;
             }
             w.at[v] = i;
             w.events[v] = events;
         }
         for events in &mut w.events {
+            let held = events.len();
             events.clear();
+            // A long round's buffer is given back once rounds are short.
+            if events.capacity() > KEEP_EVENTS && held < events.capacity() / 4 {
+                events.shrink_to(KEEP_EVENTS.max(2 * held));
+            }
         }
         w.taken.iter_mut().for_each(|t| *t = false);
         w.clock.iter_mut().for_each(|c| *c = 0);
         w.held = 0;
         self.weave = Some(w);
+    }
+
+    /// One held-back event of vCPU `v` at `at` (its stamp and its stall so
+    /// far), through the caches, with the cycles of its misses added to
+    /// the vCPU's stall; `false` where it is put off instead: a data
+    /// access to a line another vCPU holds modified waits for the line's
+    /// transfer, while that vCPU's own accesses go on.
+    fn replay_timed(&mut self, v: usize, e: Event, at: u64, w: &mut Weave) -> bool {
+        let data = matches!(e.kind, Kind::Load | Kind::Store | Kind::Claim);
+        if let (Some(transfer), true) = (w.burst, data) {
+            let (line, when) = w.stored[v];
+            if e.kind == Kind::Load && line == e.line && at < when + transfer {
+                // Served by the store buffer: the store is waiting for
+                // its line still, or just was.
+                return true;
+            }
+            if w.prepaid[v] == 0 && self.modified_elsewhere(v, e.line) {
+                w.stall[v] += transfer;
+                w.prepaid[v] = transfer;
+                return false;
+            }
+        }
+        let mode = e.mode as usize;
+        let before = w
+            .cycles
+            .then(|| self.cores[v].counts[mode].miss_cycles(&self.config));
+        self.replay(v, e, w);
+        if let Some(before) = before {
+            let after = self.cores[v].counts[mode].miss_cycles(&self.config);
+            let charged = after.wrapping_sub(before) * PARTS;
+            w.stall[v] += charged.saturating_sub(w.prepaid[v]);
+        }
+        w.prepaid[v] = 0;
+        if matches!(e.kind, Kind::Store | Kind::Claim) {
+            w.stored[v] = (e.line, at);
+        }
+        true
+    }
+
+    /// Whether a vCPU other than `v` holds `line` modified: it stored to
+    /// the line and no other vCPU has brought it in since (as far as the
+    /// table of the lines each vCPU owns remembers).
+    fn modified_elsewhere(&self, v: usize, line: u64) -> bool {
+        let slot = line as usize % OWNED_SLOTS;
+        self.cores
+            .iter()
+            .enumerate()
+            .any(|(other, core)| other != v && core.owned[slot] == line)
     }
 
     /// One held-back event of vCPU `v`, through the caches.
