@@ -434,7 +434,8 @@ impl Model {
         }
         w.prepaid[v] = 0;
         if matches!(e.kind, Kind::Store | Kind::Claim) {
-            w.stored[v] = (e.line, at);
+            // From when the store had its line, the vCPU having waited.
+            w.stored[v] = (e.line, e.time + w.stall[v]);
         }
         true
     }
@@ -500,6 +501,9 @@ mod tests {
             for (v, address) in [(0, a), (1, b)] {
                 for _ in done..(done + turn).min(increments) {
                     m.block(v, 0x1000, Mode::User, 5, lines.clone(), end);
+                    if m.config.issue_width > 0 {
+                        m.block_cost(v, 5 * PARTS);
+                    }
                     m.data(v, address, 8, false);
                     m.data(v, address, 8, true);
                 }
@@ -537,6 +541,98 @@ mod tests {
         );
         let c = Config::default();
         assert!(shared.estimated_cycles(&c) > 10 * apart.estimated_cycles(&c));
+    }
+
+    /// `small` with the weave's parts as given: by cycles (with blocks
+    /// costed, so `block_cost` moves the clock), a line kept for a burst,
+    /// and a round's span.
+    fn timed(cycles: bool, burst: bool, span: u64) -> Config {
+        Config {
+            issue_width: if cycles { 4 } else { 0 },
+            weave_cycles: u32::from(cycles),
+            burst_ownership: u32::from(burst),
+            weave_span: span,
+            ..small()
+        }
+    }
+
+    #[test]
+    fn a_vcpu_a_miss_stalls_falls_behind_the_others_in_the_weave() {
+        // vCPU 0 loads a line from memory, then stores the line vCPU 1
+        // reads in each of its blocks; every block a cycle.
+        let ran = |cycles| {
+            let mut m = user_model(timed(cycles, false, 0), 2);
+            m.set_weave(true);
+            // vCPU 1 has the line, in a round before (the round vCPU 0
+            // goes on in).
+            m.data(1, 0x4000, 8, false);
+            m.data(0, 0x8000, 8, false);
+            m.flush();
+            let block = |m: &mut Model, v| {
+                m.block(v, 0x1000, Mode::User, 1, 0..0, BlockEnd::Other);
+                m.block_cost(v, PARTS);
+            };
+            block(&mut m, 0);
+            m.data(0, 0x10_0000, 8, false);
+            block(&mut m, 0);
+            m.data(0, 0x4000, 8, true);
+            for _ in 0..10 {
+                block(&mut m, 1);
+                m.data(1, 0x4000, 8, false);
+            }
+            m.flush();
+            m.vcpu_counts(1)[Mode::User as usize]
+        };
+        // By instructions the store comes at vCPU 1's second read, which
+        // finds its copy gone.
+        assert_eq!(ran(false).coherence_misses, 1);
+        // By cycles the store waits for the memory's 200 cycles: vCPU 1
+        // reads the line ten times before it, all hits.
+        let c = ran(true);
+        assert_eq!((c.coherence_misses, c.l1d_misses), (0, 1), "{c:?}");
+    }
+
+    #[test]
+    fn a_line_stays_with_its_writer_for_the_accesses_before_the_request_arrives() {
+        // Side by side, each vCPU's increments of its counter in the shared
+        // line go on hitting while the other's request is on its way: a
+        // transfer a burst (of 70 cycles, at 5 a block: 14 increments),
+        // not an increment.
+        for cycles in [false, true] {
+            let woven = |a, b| {
+                let mut m = user_model(timed(cycles, true, 0), 2);
+                m.set_weave(true);
+                counters(&mut m, a, b, 10_000, 1000);
+                user(&m)
+            };
+            let shared = woven(0x4000, 0x4008);
+            let transfers = shared.coherence_misses + shared.rfo_misses;
+            assert!((200..=20_000 / 14).contains(&transfers), "{shared:?}");
+            let apart = woven(0x4000, 0x4040);
+            assert_eq!((apart.coherence_misses, apart.rfo_misses), (0, 0));
+        }
+    }
+
+    #[test]
+    fn a_load_of_a_line_just_stored_is_served_by_the_store_buffer() {
+        // vCPU 0 stores the line at 0 and 50 and loads it at `load`;
+        // vCPU 1 stores it at 0, and has it from 70 on (a transfer later).
+        let coherence = |load: u64| {
+            let mut m = user_model(timed(false, true, 0), 2);
+            m.set_weave(true);
+            for (n, store) in [(50, true), (load - 50, true), (1, false)] {
+                m.block(0, 0x1000, Mode::User, n, 0..0, BlockEnd::Other);
+                m.data(0, 0x4000, 8, store);
+            }
+            m.block(1, 0x1000, Mode::User, 1, 0..0, BlockEnd::Other);
+            m.data(1, 0x4000, 8, true);
+            m.flush();
+            m.vcpu_counts(0)[Mode::User as usize].coherence_misses
+        };
+        // Within a transfer of its store at 50, the load needs no line.
+        assert_eq!(coherence(100), 0);
+        // Later it waits for the line vCPU 1 took.
+        assert_eq!(coherence(121), 1);
     }
 
     #[test]
@@ -588,6 +684,68 @@ mod tests {
         // (stamped from its turn's start it would have come first, a hit).
         let c = m.vcpu_counts(1)[Mode::User as usize];
         assert_eq!(c.coherence_misses, 1, "{c:?}");
+    }
+
+    /// A random stream of turns of 4 or 8 vCPUs, long and short, some
+    /// sleeping, each block costed: the counts, and the latest stamp of a
+    /// round.
+    fn random_turns(config: Config, vcpus: usize) -> ([Counts; 2], u64) {
+        let mut m = Model::new(config, vcpus).unwrap();
+        m.set_weave(true);
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ vcpus as u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..3000 {
+            let v = (next() % vcpus as u64) as usize;
+            let blocks = if next() % 4 == 0 {
+                next() % 300
+            } else {
+                next() % 20
+            };
+            for _ in 0..blocks {
+                let pc = 0xc000 + next() % 0x4000;
+                let end = if next() % 50 == 0 {
+                    BlockEnd::Halt
+                } else {
+                    BlockEnd::Other
+                };
+                let n = 1 + next() % 30;
+                m.block(v, pc, Mode::User, n, lines(pc, 3 * n), end);
+                m.block_cost(v, n * PARTS / 2 + next() % PARTS);
+                for _ in 0..next() % 4 {
+                    let address = match next() % 4 {
+                        // Lines every vCPU reads and writes.
+                        0 | 1 => 0x1_0000 + next() % 0x400,
+                        _ => next() % 0x10_0000,
+                    };
+                    m.data(v, address, 8, next() % 3 == 0);
+                }
+            }
+        }
+        m.flush();
+        (m.counts(), m.weave.as_ref().unwrap().widest)
+    }
+
+    #[test]
+    fn rounds_bounded_in_span_stay_within_it_and_the_same_stream_counts_the_same() {
+        let span = 2000;
+        for vcpus in [4, 8] {
+            for (cycles, burst) in [(false, false), (true, false), (true, true)] {
+                let (counts, widest) = random_turns(timed(cycles, burst, span), vcpus);
+                let unit = if cycles { PARTS } else { 1 };
+                assert!(widest < span * unit, "{vcpus} vCPUs: {widest}");
+                // Same stream, same counts.
+                assert_eq!(random_turns(timed(cycles, burst, span), vcpus).0, counts);
+                assert!(counts[0].coherence_misses > 0);
+                // Unbounded, the rounds run further.
+                let (_, unbounded) = random_turns(timed(cycles, burst, 0), vcpus);
+                assert!(unbounded >= span * unit, "{vcpus} vCPUs: {unbounded}");
+            }
+        }
     }
 
     #[test]
