@@ -144,6 +144,35 @@ pub const SETTINGS: &[Setting] = &[
         4,
         "cycles of a load the L1d serves, within a block's own cost",
     ),
+    // The next four act on several vCPUs only, under the weave.
+    part(
+        "weave-cycles",
+        0,
+        0,
+        "1: the weave orders the vCPUs' accesses by their estimated cycles, each \
+         vCPU's misses delaying its later ones; 0: by their instructions",
+    ),
+    part(
+        "burst-ownership",
+        0,
+        0,
+        "1: a line another vCPU holds modified comes a transfer after the request, \
+         the holder's accesses until then still hitting; a load of a line the vCPU \
+         stored to within that time needs no line",
+    ),
+    part(
+        "locked-rfo",
+        0,
+        0,
+        "1: a locked read-modify-write is one read for ownership, not a load and a store",
+    ),
+    part(
+        "weave-span",
+        0,
+        0,
+        "the most a round of the weave spans of each vCPU's progress, in cycles with \
+         weave-cycles, else instructions (0: no bound)",
+    ),
 ];
 
 /// The setting named `key`.
@@ -243,7 +272,14 @@ impl CycleModel {
                 return Err(format!("model: {key} = {} is above {most}", self.get(key)));
             }
         }
-        for key in ["skip-entries", "string-nontemporal", "llc-victim"] {
+        for key in [
+            "skip-entries",
+            "string-nontemporal",
+            "llc-victim",
+            "weave-cycles",
+            "burst-ownership",
+            "locked-rfo",
+        ] {
             if self.get(key) > 1 {
                 return Err(format!(
                     "model: {key} = {} is neither 0 (off) nor 1 (on)",
