@@ -35,8 +35,9 @@ pub(super) enum Kind {
 /// One cache event of a vCPU's turn, held back for the weave.
 #[derive(Debug, Clone, Copy)]
 struct Event {
-    /// The vCPU's instructions in its turn before the block it is of
-    /// started: where the event falls in the turn.
+    /// The vCPU's progress in the round before the block it is of
+    /// started (its instructions, or with `Config::weave_cycles` its
+    /// blocks' cycles in `throughput::PARTS`): where the event falls.
     time: u64,
     /// Its line, or a block's first line.
     line: u64,
@@ -71,6 +72,13 @@ pub struct Replayed {
 /// other way round), and closing at every vCPU's second turn would pair a
 /// long turn with a short one. Instructions and branch prediction, each
 /// vCPU's own, are counted at once.
+///
+/// With `Config::weave_cycles` the stamps are the vCPU's blocks' cycles
+/// and each vCPU's misses delay its later events at the replay (ZSim's
+/// weave delays a core by its contention); with `Config::burst_ownership`
+/// a line another vCPU holds modified comes a transfer after it is asked
+/// for; with `Config::weave_span` a round closes once a vCPU's progress in
+/// it reaches the span.
 #[derive(Debug, Clone)]
 pub(super) struct Weave {
     /// The vCPU whose turn it is, `usize::MAX` before the first.
