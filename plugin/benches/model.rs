@@ -174,13 +174,18 @@ fn trace(vcpus: usize, events: usize) -> Trace {
     }
 }
 
+/// Replays `trace` through `model`, each block with its own cost as the
+/// plugin adds it (here its instructions at the issue width) when `costed`.
 #[inline(never)]
-fn replay(model: &mut Model, trace: &Trace) {
+fn replay(model: &mut Model, trace: &Trace, costed: bool) {
     for event in &trace.events {
         match *event {
             Event::Block { vcpu, block } => {
                 let b = &trace.blocks[block];
                 model.block(vcpu, b.pc, b.mode, b.instructions, b.lines.clone(), b.end);
+                if costed {
+                    model.block_cost(vcpu, b.instructions * 16 / 4);
+                }
             }
             Event::Data {
                 vcpu,
@@ -198,20 +203,39 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(EVENTS as u64));
     group.sample_size(20);
     // The 2-vCPU scenario as events come, turn after turn, and woven (its
-    // turns interleaved before the caches, as the plugin does).
-    for (vcpus, weave) in [(1, false), (2, false), (2, true)] {
+    // turns interleaved before the caches, as the plugin does), and woven
+    // by cycles with lines kept for a burst and rounds bounded in span.
+    let timed = Config {
+        weave_cycles: 1,
+        burst_ownership: 1,
+        weave_span: 20_000,
+        ..Config::default()
+    };
+    for (vcpus, weave, config) in [
+        (1, false, Config::default()),
+        (2, false, Config::default()),
+        (2, true, Config::default()),
+        (2, true, timed),
+    ] {
         let trace = trace(vcpus, EVENTS);
-        let mut model = Model::new(Config::default(), vcpus).unwrap();
+        let costed = config.weave_cycles == 1;
+        let mut model = Model::new(config, vcpus).unwrap();
         model.set_weave(weave);
-        let name = format!("{vcpus}-vcpu{}", if weave { "-woven" } else { "" });
+        let name = format!(
+            "{vcpus}-vcpu{}{}",
+            if weave { "-woven" } else { "" },
+            if costed { "-timed" } else { "" }
+        );
         // One pass from cold, whose counts are printed (they must not move
         // when the model is made faster), then the timed passes from the
         // warm state it leaves, each the same steady state.
-        replay(&mut model, &trace);
+        replay(&mut model, &trace, costed);
         model.flush();
         let counts = model.counts()[Mode::Kernel as usize];
         println!("model/{name} one pass from cold: {counts:?}");
-        group.bench_function(name, |b| b.iter(|| replay(black_box(&mut model), &trace)));
+        group.bench_function(name, |b| {
+            b.iter(|| replay(black_box(&mut model), &trace, costed))
+        });
     }
     group.finish();
 }

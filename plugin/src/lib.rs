@@ -646,6 +646,14 @@ impl ModelState {
             writeln!(out, "# model llc: a victim cache of the L2s")?;
         }
         Self::write_core_settings(out, c)?;
+        if c.weave_cycles + c.burst_ownership + c.locked_rfo > 0 || c.weave_span > 0 {
+            writeln!(
+                out,
+                "# model coherence: weave by cycles {}, burst ownership {}, locked \
+                 read for ownership {}, round span {}",
+                c.weave_cycles, c.burst_ownership, c.locked_rfo, c.weave_span
+            )?;
+        }
         writeln!(
             out,
             "# model addresses: data by guest physical address ({} accesses without \
@@ -1093,21 +1101,32 @@ unsafe fn instrument_block(tb: *mut sys::qemu_plugin_tb, m: &mut ModelState) {
         // (QEMU ends the block after one).
         let string =
             matches!(end, BlockEnd::String { .. }) && m.model.config.string_bytes_per_cycle > 0;
-        let (load, store): (MemCallback, MemCallback) = if string {
+        // A locked read-modify-write is one read for ownership: its load
+        // is counted as a store, its store not again.
+        let locked = m.model.config.locked_rfo == 1 && {
+            let mut bytes = [0u8; 16];
+            let size = size.min(bytes.len());
+            sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), size);
+            model::locked(&bytes[..size])
+        };
+        let (load, store): (MemCallback, Option<MemCallback>) = if string {
             (
                 on_model_access::<false, true>,
-                on_model_access::<true, true>,
+                Some(on_model_access::<true, true>),
             )
+        } else if locked {
+            (on_model_access::<true, false>, None)
         } else {
             (
                 on_model_access::<false, false>,
-                on_model_access::<true, false>,
+                Some(on_model_access::<true, false>),
             )
         };
         for (callback, rw) in [
-            (load, sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_R),
+            (Some(load), sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_R),
             (store, sys::qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_W),
         ] {
+            let Some(callback) = callback else { continue };
             sys::qemu_plugin_register_vcpu_mem_cb(
                 insn,
                 Some(callback),

@@ -176,6 +176,35 @@ pub const SETTINGS: &[Setting] = &[
         "second-level TLB entries per vCPU, data and instructions",
     ),
     setting("stlb-ways", 12, "its associativity"),
+    // The next four act on several vCPUs only, under the weave.
+    part(
+        "weave-cycles",
+        0,
+        0,
+        "1: the weave orders the vCPUs' accesses by their estimated cycles, each \
+         vCPU's misses delaying its later ones; 0: by their instructions",
+    ),
+    part(
+        "burst-ownership",
+        0,
+        0,
+        "1: a line another vCPU holds modified comes a transfer after the request, \
+         the holder's accesses until then still hitting; a load of a line the vCPU \
+         stored to within that time needs no line",
+    ),
+    part(
+        "locked-rfo",
+        0,
+        0,
+        "1: a locked read-modify-write is one read for ownership, not a load and a store",
+    ),
+    part(
+        "weave-span",
+        0,
+        0,
+        "the most a round of the weave spans of each vCPU's progress, in cycles with \
+         weave-cycles, else instructions (0: no bound)",
+    ),
 ];
 
 /// The setting named `key`.
@@ -330,6 +359,9 @@ impl CycleModel {
             "string-nontemporal",
             "llc-victim",
             "special-costs",
+            "weave-cycles",
+            "burst-ownership",
+            "locked-rfo",
         ] {
             if self.get(key) > 1 {
                 return Err(format!(

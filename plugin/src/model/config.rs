@@ -66,6 +66,24 @@ pub struct Config {
     /// Each vCPU's TLBs: the first level's data and instruction TLBs and
     /// the second level both share, entries and ways.
     pub tlb: TlbGeometry,
+    /// 1: the weave orders the vCPUs' events by each vCPU's estimated
+    /// cycles (its blocks' own cost, in `throughput::PARTS` of a cycle,
+    /// plus the misses charged to it as the round is replayed) rather than
+    /// by its instructions.
+    pub weave_cycles: u32,
+    /// 1: under the weave a line another vCPU holds modified passes to the
+    /// vCPU that asks for it only a transfer (`coherence_cycles`) after the
+    /// request, the holder's own accesses in between still hitting; and a
+    /// load of a line the vCPU stored to within that time is served by its
+    /// store buffer.
+    pub burst_ownership: u32,
+    /// 1: a locked read-modify-write (a `lock` prefix, `xchg` with memory)
+    /// is one store, a read for ownership, rather than a load and a store.
+    pub locked_rfo: u32,
+    /// The most a round of the weave spans of each vCPU's progress, in the
+    /// weave's unit (cycles with `weave_cycles`, else instructions); 0: no
+    /// bound but the even turns and the events held.
+    pub weave_span: u64,
 }
 
 impl Default for Config {
@@ -119,6 +137,10 @@ impl Default for Config {
                 itlb: (128, 8),
                 stlb: (1536, 12),
             },
+            weave_cycles: 0,
+            burst_ownership: 0,
+            locked_rfo: 0,
+            weave_span: 0,
         }
     }
 }
@@ -157,6 +179,10 @@ pub const CONFIG_KEYS: &[&str] = &[
     "itlb-ways",
     "stlb-entries",
     "stlb-ways",
+    "weave-cycles",
+    "burst-ownership",
+    "locked-rfo",
+    "weave-span",
 ];
 
 /// Return stack buffer entries at most.
@@ -201,6 +227,10 @@ impl Config {
             "itlb-ways" => self.tlb.itlb.1 = small()?,
             "stlb-entries" => self.tlb.stlb.0 = small()?,
             "stlb-ways" => self.tlb.stlb.1 = small()?,
+            "weave-cycles" => self.weave_cycles = small()?,
+            "burst-ownership" => self.burst_ownership = small()?,
+            "locked-rfo" => self.locked_rfo = small()?,
+            "weave-span" => self.weave_span = n,
             "llc-victim" => {
                 self.llc_victim = match n {
                     0 => false,
@@ -238,6 +268,9 @@ impl Config {
             ("skip-entries", self.skip_entries),
             ("string-nontemporal", self.string_nontemporal),
             ("special-costs", self.special_costs),
+            ("weave-cycles", self.weave_cycles),
+            ("burst-ownership", self.burst_ownership),
+            ("locked-rfo", self.locked_rfo),
         ] {
             if flag > 1 {
                 return Err(format!("{name}={flag} is neither 0 nor 1"));

@@ -168,6 +168,25 @@ impl Counts {
             + c.mispredict_cycles * (self.conditional_mispredicts + self.indirect_mispredicts)
             + c.tlb_walk_cycles * self.tlb_misses
     }
+
+    /// The part of [`Counts::estimated_cycles`] the caches' misses and the
+    /// reads for ownership make, in wrapping arithmetic: the difference of
+    /// two is that of the counts between them, all the same.
+    pub fn miss_cycles(&self, c: &Config) -> u64 {
+        let l1 = self.l1i_misses.wrapping_add(self.l1d_misses);
+        let from_l2 = l1
+            .wrapping_sub(self.coherence_misses)
+            .wrapping_sub(self.l2_misses);
+        let from_llc = self.l2_misses.wrapping_sub(self.llc_misses);
+        c.l2_cycles
+            .wrapping_mul(from_l2)
+            .wrapping_add(c.llc_cycles.wrapping_mul(from_llc))
+            .wrapping_add(c.memory_cycles.wrapping_mul(self.llc_misses))
+            .wrapping_add(
+                c.coherence_cycles
+                    .wrapping_mul(self.coherence_misses.wrapping_add(self.rfo_misses)),
+            )
+    }
 }
 
 #[cfg(test)]

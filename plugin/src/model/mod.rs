@@ -252,7 +252,15 @@ impl Model {
         if let Some(w) = self.weave.as_mut() {
             let time = w.clock[v];
             w.now[v] = time;
-            w.clock[v] = time + instructions;
+            // In cycles, the block's cost moves the clock on
+            // (`block_cost`), or without one its instructions at a cycle
+            // each.
+            w.clock[v] = time
+                + match (w.cycles, w.costed) {
+                    (false, _) => instructions,
+                    (true, true) => 0,
+                    (true, false) => instructions * crate::throughput::PARTS,
+                };
             w.instructions += instructions;
             if !lines.is_empty() {
                 // A block spans at most two pages: its lines fit.
@@ -279,9 +287,12 @@ impl Model {
     pub fn block_cost(&mut self, vcpu: usize, parts: u64) {
         let v = self.index(vcpu);
         let core = &mut self.cores[v];
-        let parts = core.parts + parts;
-        core.counts[core.mode as usize].base_cycles += parts / crate::throughput::PARTS;
-        core.parts = parts % crate::throughput::PARTS;
+        let all = core.parts + parts;
+        core.counts[core.mode as usize].base_cycles += all / crate::throughput::PARTS;
+        core.parts = all % crate::throughput::PARTS;
+        if let Some(w) = self.weave.as_mut().filter(|w| w.cycles) {
+            w.clock[v] += parts;
+        }
     }
 
     /// A data access of `size` bytes at (physical) `address` by `vcpu`.
@@ -430,10 +441,57 @@ pub fn classify(pc: u64, bytes: &[u8]) -> BlockEnd {
     }
 }
 
+/// Whether an instruction, from its bytes (x86-64), is a locked
+/// read-modify-write: one with a `lock` prefix, or `xchg` with memory,
+/// which locks without one.
+pub fn locked(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    let mut lock = false;
+    while i < bytes.len()
+        && matches!(
+            bytes[i],
+            0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3
+        )
+    {
+        lock |= bytes[i] == 0xf0;
+        i += 1;
+    }
+    if i < bytes.len() && (0x40..=0x4f).contains(&bytes[i]) {
+        i += 1;
+    }
+    lock || matches!(&bytes[i..], [0x86 | 0x87, modrm, ..] if modrm >> 6 != 3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::testing::*;
+
+    #[test]
+    fn locked_read_modify_writes_are_told_from_their_bytes() {
+        // lock addq $1,(%rax); lock xadd %eax,(%rdx); lock cmpxchg %rcx,(%rdi)
+        for bytes in [
+            &[0xf0, 0x48, 0x83, 0x00, 0x01][..],
+            &[0xf0, 0x0f, 0xc1, 0x02],
+            &[0xf0, 0x48, 0x0f, 0xb1, 0x0f],
+            // xchg %eax,(%rdx); xchg %r8,0x8(%rbx)
+            &[0x87, 0x02],
+            &[0x4c, 0x87, 0x43, 0x08],
+            // xchg %al,(%rcx) with a segment override
+            &[0x65, 0x86, 0x01],
+        ] {
+            assert!(locked(bytes), "{bytes:x?}");
+        }
+        // addq $1,(%rax); xchg %eax,%edx (registers); mov (%rax),%eax; none
+        for bytes in [
+            &[0x48, 0x83, 0x00, 0x01][..],
+            &[0x87, 0xc2],
+            &[0x8b, 0x00],
+            &[],
+        ] {
+            assert!(!locked(bytes), "{bytes:x?}");
+        }
+    }
 
     /// A long random stream on 1 to 4 vCPUs (and a vCPU index beyond
     /// them), with caches small enough that lines are evicted, invalidated

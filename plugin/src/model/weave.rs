@@ -1,8 +1,10 @@
 //! The weave of several vCPUs' cache events: each vCPU's turn held back
 //! and the round's turns replayed side by side.
 
-use super::caches::Lookup;
-use super::{Counts, Mode, Model};
+use super::caches::{Lookup, EMPTY};
+use super::coherence::OWNED_SLOTS;
+use super::{Config, Counts, Mode, Model};
+use crate::throughput::PARTS;
 
 /// How far apart the instructions the vCPUs ran in a round may be for it
 /// to close: a quarter of the most, or this many where that is less.
@@ -12,6 +14,10 @@ const SLACK: u64 = 1024;
 /// idle, so no turn changes) has its events replayed in rounds of this
 /// many rather than kept without bound.
 const ROUND_EVENTS: usize = 1 << 20;
+
+/// Events a vCPU's buffer keeps room for after a long round (24 bytes
+/// each): beyond it, a buffer a round used a quarter of at most shrinks.
+const KEEP_EVENTS: usize = 1 << 14;
 
 /// What a held-back event does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +35,9 @@ pub(super) enum Kind {
 /// One cache event of a vCPU's turn, held back for the weave.
 #[derive(Debug, Clone, Copy)]
 struct Event {
-    /// The vCPU's instructions in its turn before the block it is of
-    /// started: where the event falls in the turn.
+    /// The vCPU's progress in the round before the block it is of
+    /// started (its instructions, or with `Config::weave_cycles` its
+    /// blocks' cycles in `throughput::PARTS`): where the event falls.
     time: u64,
     /// Its line, or a block's first line.
     line: u64,
@@ -65,6 +72,13 @@ pub struct Replayed {
 /// other way round), and closing at every vCPU's second turn would pair a
 /// long turn with a short one. Instructions and branch prediction, each
 /// vCPU's own, are counted at once.
+///
+/// With `Config::weave_cycles` the stamps are the vCPU's blocks' cycles
+/// and each vCPU's misses delay its later events at the replay (ZSim's
+/// weave delays a core by its contention); with `Config::burst_ownership`
+/// a line another vCPU holds modified comes a transfer after it is asked
+/// for; with `Config::weave_span` a round closes once a vCPU's progress in
+/// it reaches the span.
 #[derive(Debug, Clone)]
 pub(super) struct Weave {
     /// The vCPU whose turn it is, `usize::MAX` before the first.
@@ -92,10 +106,38 @@ pub(super) struct Weave {
     rounds: u64,
     turns: u64,
     pub(super) instructions: u64,
+    /// Whether the clock counts estimated cycles, in `throughput::PARTS`
+    /// of a cycle (`Config::weave_cycles`), rather than instructions; and
+    /// then whether the blocks' costs advance it (an issue width) or their
+    /// instructions do, at a cycle each.
+    pub(super) cycles: bool,
+    pub(super) costed: bool,
+    /// How far apart the vCPUs' clocks may be for a round to close even,
+    /// at least ([`SLACK`] in the clock's unit).
+    slack: u64,
+    /// The most a vCPU's clock runs in a round (`u64::MAX`: no bound).
+    span: u64,
+    /// Per vCPU, at the replay: its stall so far in the round (the misses
+    /// charged to it, with `cycles`, and the transfers it waited for), in
+    /// the clock's unit, which its events' stamps are ordered by with.
+    stall: Vec<u64>,
+    /// A line's transfer from another core, in the clock's unit, when a
+    /// line stays with its writer for a burst (`Config::burst_ownership`).
+    burst: Option<u64>,
+    /// Per vCPU, at the replay: the stall its next event already waited
+    /// for its line (0 where it has not been put off).
+    prepaid: Vec<u64>,
+    /// Per vCPU, at the replay: the line of its last store and when, for
+    /// its store buffer.
+    stored: Vec<(u64, u64)>,
+    /// The latest stamp of any event replayed.
+    pub(super) widest: u64,
 }
 
 impl Weave {
-    fn new(vcpus: usize) -> Weave {
+    fn new(vcpus: usize, config: &Config) -> Weave {
+        let cycles = config.weave_cycles == 1;
+        let unit = if cycles { PARTS } else { 1 };
         Weave {
             current: usize::MAX,
             taken: vec![false; vcpus],
@@ -111,6 +153,19 @@ impl Weave {
             rounds: 0,
             turns: 0,
             instructions: 0,
+            cycles,
+            costed: config.issue_width > 0,
+            slack: SLACK * unit,
+            span: match config.weave_span {
+                0 => u64::MAX,
+                span => span.saturating_mul(unit),
+            },
+            stall: vec![0; vcpus],
+            burst: (config.burst_ownership == 1 && config.coherence_cycles > 0)
+                .then_some(config.coherence_cycles * unit),
+            prepaid: vec![0; vcpus],
+            stored: vec![(EMPTY, 0); vcpus],
+            widest: 0,
         }
     }
 
@@ -121,7 +176,9 @@ impl Weave {
         if self.asleep[v] {
             self.asleep[v] = false;
             if let Some(&before) = self.clock.get(self.current) {
-                self.clock[v] = self.clock[v].max(before);
+                // Within the round's span, which the vCPU before it may
+                // have reached.
+                self.clock[v] = self.clock[v].max(before).min(self.span - 1);
             }
         }
         self.taken[v] = true;
@@ -138,7 +195,7 @@ impl Weave {
                 .map(|v| self.clock[v])
         };
         let (most, least) = (ran().max().unwrap_or(0), ran().min().unwrap_or(0));
-        most - least <= (most / 4).max(SLACK)
+        most - least <= (most / 4).max(self.slack)
     }
 
     #[inline(always)]
@@ -182,7 +239,8 @@ impl Model {
     /// held is replayed first).
     pub fn set_weave(&mut self, on: bool) {
         self.flush();
-        self.weave = (on && self.cores.len() > 1).then(|| Box::new(Weave::new(self.cores.len())));
+        self.weave = (on && self.cores.len() > 1)
+            .then(|| Box::new(Weave::new(self.cores.len(), &self.config)));
     }
 
     /// Whether events are held back for the weave.
@@ -211,8 +269,12 @@ impl Model {
     /// in the order of the replay.
     pub fn drain_replayed(&mut self, mut f: impl FnMut(&Replayed)) {
         if let Some(w) = self.weave.as_mut() {
+            let kept = w.replayed.len();
             for r in w.replayed.drain(..) {
                 f(&r);
+            }
+            if w.replayed.capacity() > KEEP_EVENTS && kept < w.replayed.capacity() / 4 {
+                w.replayed.shrink_to(KEEP_EVENTS.max(2 * kept));
             }
         }
     }
@@ -236,7 +298,7 @@ impl Model {
     pub fn turn(&mut self, vcpu: usize) {
         let v = self.index(vcpu);
         if let Some(w) = self.weave.as_ref() {
-            if w.current != v || w.held >= ROUND_EVENTS {
+            if w.current != v || w.held >= ROUND_EVENTS || w.clock[v] >= w.span {
                 self.next_turn(v);
             }
         }
@@ -246,15 +308,16 @@ impl Model {
     fn next_turn(&mut self, v: usize) {
         let Some(w) = self.weave.as_mut() else { return };
         if w.current != v {
-            if w.taken[v] && w.balanced() {
+            let spent = w.clock.iter().any(|&c| c >= w.span);
+            if w.taken[v] && w.balanced() || spent {
                 self.replay_round();
             }
             let w = self.weave.as_mut().expect("weaving");
             w.begin(v);
             w.turns += 1;
         } else {
-            // A vCPU alone with too many events: its turn goes on in a new
-            // round.
+            // A vCPU alone with too many events, or past the round's span:
+            // its turn goes on in a new round.
             self.replay_round();
             self.weave.as_mut().expect("weaving").begin(v);
         }
@@ -275,7 +338,8 @@ impl Model {
     }
 
     /// Replays the round's events of every vCPU merged by their stamps
-    /// (the lower vCPU first where they are equal), then begins a new round.
+    /// (the lower vCPU first where they are equal), each vCPU's stamps
+    /// moved on by its stall so far, then begins a new round.
     fn replay_round(&mut self) {
         let Some(mut w) = self.weave.take() else {
             return;
@@ -284,18 +348,28 @@ impl Model {
             w.rounds += 1;
         }
         let n = w.events.len();
-        w.at.iter_mut().for_each(|a| *a = 0);
+        for v in 0..n {
+            w.at[v] = 0;
+            w.stall[v] = 0;
+            w.prepaid[v] = 0;
+            w.stored[v] = (EMPTY, 0);
+            if let Some(last) = w.events[v].last() {
+                w.widest = w.widest.max(last.time);
+            }
+        }
+        let timed = w.cycles || w.burst.is_some();
         loop {
             // The vCPU with the earliest next event, and the next earliest
             // of the others: the first one's events are replayed in a run
-            // until they pass the second's.
+            // until they pass the second's (a vCPU's stall only grows as
+            // its own events are replayed).
             let mut first: Option<(u64, usize)> = None;
             let mut second: Option<(u64, usize)> = None;
             for v in 0..n {
                 let Some(e) = w.events[v].get(w.at[v]) else {
                     continue;
                 };
-                let key = (e.time, v);
+                let key = (e.time + w.stall[v], v);
                 if first.is_none_or(|f| key < f) {
                     second = first;
                     first = Some(key);
@@ -307,22 +381,82 @@ impl Model {
             let events = std::mem::take(&mut w.events[v]);
             let mut i = w.at[v];
             while let Some(&e) = events.get(i) {
-                if second.is_some_and(|s| (e.time, v) > s) {
+                let at = e.time + w.stall[v];
+                if second.is_some_and(|s| (at, v) > s) {
                     break;
                 }
-                self.replay(v, e, &mut w);
+                if !timed {
+                    self.replay(v, e, &mut w);
+                } else if !self.replay_timed(v, e, at, &mut w) {
+                    // Put off until its line comes: the others go first.
+                    break;
+                }
                 i += 1;
             }
             w.at[v] = i;
             w.events[v] = events;
         }
         for events in &mut w.events {
+            let held = events.len();
             events.clear();
+            // A long round's buffer is given back once rounds are short.
+            if events.capacity() > KEEP_EVENTS && held < events.capacity() / 4 {
+                events.shrink_to(KEEP_EVENTS.max(2 * held));
+            }
         }
         w.taken.iter_mut().for_each(|t| *t = false);
         w.clock.iter_mut().for_each(|c| *c = 0);
         w.held = 0;
         self.weave = Some(w);
+    }
+
+    /// One held-back event of vCPU `v` at `at` (its stamp and its stall so
+    /// far), through the caches, with the cycles of its misses added to
+    /// the vCPU's stall; `false` where it is put off instead: a data
+    /// access to a line another vCPU holds modified waits for the line's
+    /// transfer, while that vCPU's own accesses go on.
+    fn replay_timed(&mut self, v: usize, e: Event, at: u64, w: &mut Weave) -> bool {
+        let data = matches!(e.kind, Kind::Load | Kind::Store | Kind::Claim);
+        if let (Some(transfer), true) = (w.burst, data) {
+            let (line, when) = w.stored[v];
+            if e.kind == Kind::Load && line == e.line && at < when + transfer {
+                // Served by the store buffer: the store is waiting for
+                // its line still, or just was.
+                return true;
+            }
+            if w.prepaid[v] == 0 && self.modified_elsewhere(v, e.line) {
+                w.stall[v] += transfer;
+                w.prepaid[v] = transfer;
+                return false;
+            }
+        }
+        let mode = e.mode as usize;
+        let before = w
+            .cycles
+            .then(|| self.cores[v].counts[mode].miss_cycles(&self.config));
+        self.replay(v, e, w);
+        if let Some(before) = before {
+            let after = self.cores[v].counts[mode].miss_cycles(&self.config);
+            let charged = after.wrapping_sub(before) * PARTS;
+            w.stall[v] += charged.saturating_sub(w.prepaid[v]);
+        }
+        w.prepaid[v] = 0;
+        if matches!(e.kind, Kind::Store | Kind::Claim) {
+            // From when the store had its line, the vCPU having waited.
+            w.stored[v] = (e.line, e.time + w.stall[v]);
+        }
+        true
+    }
+
+    /// Whether a vCPU other than `v` holds `line` modified: it stored to
+    /// the line and no other vCPU has brought it in since (as far as the
+    /// table of the lines each vCPU owns remembers).
+    fn modified_elsewhere(&self, v: usize, line: u64) -> bool {
+        let slot = line as usize % OWNED_SLOTS;
+        self.cores
+            .iter()
+            .enumerate()
+            .any(|(other, core)| other != v && core.owned[slot] == line)
     }
 
     /// One held-back event of vCPU `v`, through the caches.
@@ -375,6 +509,9 @@ mod tests {
             for (v, address) in [(0, a), (1, b)] {
                 for _ in done..(done + turn).min(increments) {
                     m.block(v, 0x1000, Mode::User, 5, lines.clone(), end);
+                    if m.config.issue_width > 0 {
+                        m.block_cost(v, 5 * PARTS);
+                    }
                     m.data(v, address, 8, false);
                     m.data(v, address, 8, true);
                 }
@@ -412,6 +549,98 @@ mod tests {
         );
         let c = Config::default();
         assert!(shared.estimated_cycles(&c) > 10 * apart.estimated_cycles(&c));
+    }
+
+    /// `small` with the weave's parts as given: by cycles (with blocks
+    /// costed, so `block_cost` moves the clock), a line kept for a burst,
+    /// and a round's span.
+    fn timed(cycles: bool, burst: bool, span: u64) -> Config {
+        Config {
+            issue_width: if cycles { 4 } else { 0 },
+            weave_cycles: u32::from(cycles),
+            burst_ownership: u32::from(burst),
+            weave_span: span,
+            ..small()
+        }
+    }
+
+    #[test]
+    fn a_vcpu_a_miss_stalls_falls_behind_the_others_in_the_weave() {
+        // vCPU 0 loads a line from memory, then stores the line vCPU 1
+        // reads in each of its blocks; every block a cycle.
+        let ran = |cycles| {
+            let mut m = user_model(timed(cycles, false, 0), 2);
+            m.set_weave(true);
+            // vCPU 1 has the line, in a round before (the round vCPU 0
+            // goes on in).
+            m.data(1, 0x4000, 8, false);
+            m.data(0, 0x8000, 8, false);
+            m.flush();
+            let block = |m: &mut Model, v| {
+                m.block(v, 0x1000, Mode::User, 1, 0..0, BlockEnd::Other);
+                m.block_cost(v, PARTS);
+            };
+            block(&mut m, 0);
+            m.data(0, 0x10_0000, 8, false);
+            block(&mut m, 0);
+            m.data(0, 0x4000, 8, true);
+            for _ in 0..10 {
+                block(&mut m, 1);
+                m.data(1, 0x4000, 8, false);
+            }
+            m.flush();
+            m.vcpu_counts(1)[Mode::User as usize]
+        };
+        // By instructions the store comes at vCPU 1's second read, which
+        // finds its copy gone.
+        assert_eq!(ran(false).coherence_misses, 1);
+        // By cycles the store waits for the memory's 200 cycles: vCPU 1
+        // reads the line ten times before it, all hits.
+        let c = ran(true);
+        assert_eq!((c.coherence_misses, c.l1d_misses), (0, 1), "{c:?}");
+    }
+
+    #[test]
+    fn a_line_stays_with_its_writer_for_the_accesses_before_the_request_arrives() {
+        // Side by side, each vCPU's increments of its counter in the shared
+        // line go on hitting while the other's request is on its way: a
+        // transfer a burst (of 70 cycles, at 5 a block: 14 increments),
+        // not an increment.
+        for cycles in [false, true] {
+            let woven = |a, b| {
+                let mut m = user_model(timed(cycles, true, 0), 2);
+                m.set_weave(true);
+                counters(&mut m, a, b, 10_000, 1000);
+                user(&m)
+            };
+            let shared = woven(0x4000, 0x4008);
+            let transfers = shared.coherence_misses + shared.rfo_misses;
+            assert!((200..=20_000 / 14).contains(&transfers), "{shared:?}");
+            let apart = woven(0x4000, 0x4040);
+            assert_eq!((apart.coherence_misses, apart.rfo_misses), (0, 0));
+        }
+    }
+
+    #[test]
+    fn a_load_of_a_line_just_stored_is_served_by_the_store_buffer() {
+        // vCPU 0 stores the line at 0 and 50 and loads it at `load`;
+        // vCPU 1 stores it at 0, and has it from 70 on (a transfer later).
+        let coherence = |load: u64| {
+            let mut m = user_model(timed(false, true, 0), 2);
+            m.set_weave(true);
+            for (n, store) in [(50, true), (load - 50, true), (1, false)] {
+                m.block(0, 0x1000, Mode::User, n, 0..0, BlockEnd::Other);
+                m.data(0, 0x4000, 8, store);
+            }
+            m.block(1, 0x1000, Mode::User, 1, 0..0, BlockEnd::Other);
+            m.data(1, 0x4000, 8, true);
+            m.flush();
+            m.vcpu_counts(0)[Mode::User as usize].coherence_misses
+        };
+        // Within a transfer of its store at 50, the load needs no line.
+        assert_eq!(coherence(100), 0);
+        // Later it waits for the line vCPU 1 took.
+        assert_eq!(coherence(121), 1);
     }
 
     #[test]
@@ -463,6 +692,68 @@ mod tests {
         // (stamped from its turn's start it would have come first, a hit).
         let c = m.vcpu_counts(1)[Mode::User as usize];
         assert_eq!(c.coherence_misses, 1, "{c:?}");
+    }
+
+    /// A random stream of turns of 4 or 8 vCPUs, long and short, some
+    /// sleeping, each block costed: the counts, and the latest stamp of a
+    /// round.
+    fn random_turns(config: Config, vcpus: usize) -> ([Counts; 2], u64) {
+        let mut m = Model::new(config, vcpus).unwrap();
+        m.set_weave(true);
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ vcpus as u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..3000 {
+            let v = (next() % vcpus as u64) as usize;
+            let blocks = if next() % 4 == 0 {
+                next() % 300
+            } else {
+                next() % 20
+            };
+            for _ in 0..blocks {
+                let pc = 0xc000 + next() % 0x4000;
+                let end = if next() % 50 == 0 {
+                    BlockEnd::Halt
+                } else {
+                    BlockEnd::Other
+                };
+                let n = 1 + next() % 30;
+                m.block(v, pc, Mode::User, n, lines(pc, 3 * n), end);
+                m.block_cost(v, n * PARTS / 2 + next() % PARTS);
+                for _ in 0..next() % 4 {
+                    let address = match next() % 4 {
+                        // Lines every vCPU reads and writes.
+                        0 | 1 => 0x1_0000 + next() % 0x400,
+                        _ => next() % 0x10_0000,
+                    };
+                    m.data(v, address, 8, next() % 3 == 0);
+                }
+            }
+        }
+        m.flush();
+        (m.counts(), m.weave.as_ref().unwrap().widest)
+    }
+
+    #[test]
+    fn rounds_bounded_in_span_stay_within_it_and_the_same_stream_counts_the_same() {
+        let span = 2000;
+        for vcpus in [4, 8] {
+            for (cycles, burst) in [(false, false), (true, false), (true, true)] {
+                let (counts, widest) = random_turns(timed(cycles, burst, span), vcpus);
+                let unit = if cycles { PARTS } else { 1 };
+                assert!(widest < span * unit, "{vcpus} vCPUs: {widest}");
+                // Same stream, same counts.
+                assert_eq!(random_turns(timed(cycles, burst, span), vcpus).0, counts);
+                assert!(counts[0].coherence_misses > 0);
+                // Unbounded, the rounds run further.
+                let (_, unbounded) = random_turns(timed(cycles, burst, 0), vcpus);
+                assert!(unbounded >= span * unit, "{vcpus} vCPUs: {unbounded}");
+            }
+        }
     }
 
     #[test]
