@@ -44,8 +44,14 @@ while [ "$round" -le "$rounds" ]; do
     for cpus in $(echo "$cpus_list" | tr ',' ' '); do
         for turn in $(echo "$turns" | tr ',' ' '); do
             dir=$out/r$round-$cpus-$turn
+            # A verdict is an exit status of its own (3 to 7): only a run
+            # that wrote no report failed.
             /usr/bin/time -f "%e %U %S" -o "$dir.time" "$markbench" compare --suite "$suite" \
-                --cpus "$cpus" --smp-turn "$turn" --jobs 1 --out "$dir" >"$dir.log" 2>&1
+                --cpus "$cpus" --smp-turn "$turn" --jobs 1 --reports "$dir" >"$dir.log" 2>&1 || true
+            if ! ls "$dir"/*/report.md >/dev/null 2>&1; then
+                echo "markbench failed at $cpus vCPUs, turn $turn (see $dir.log)" >&2
+                exit 1
+            fi
             echo "$cpus $turn $(cat "$dir.time")" >>"$out/times"
         done
     done
