@@ -176,6 +176,11 @@ mod tests {
             l1d: g(1 << 10, 2),
             l2: g(4 << 10, 4),
             llc: g(16 << 10, 4),
+            // Lines that change hands at every write the other vCPU makes
+            // between, which the tests count on.
+            weave_cycles: 0,
+            burst_ownership: 0,
+            locked_rfo: 0,
             ..Config::default()
         }
     }

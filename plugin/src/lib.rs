@@ -1499,6 +1499,9 @@ mod tests {
             llc_victim: false,
             issue_width: 0,
             tlb_walk_cycles: 0,
+            weave_cycles: 0,
+            burst_ownership: 0,
+            locked_rfo: 0,
             ..Config::default()
         };
         // The settings comments, then the counts.

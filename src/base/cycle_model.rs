@@ -179,14 +179,14 @@ pub const SETTINGS: &[Setting] = &[
     // The next four act on several vCPUs only, under the weave.
     part(
         "weave-cycles",
-        0,
+        1,
         0,
         "1: the weave orders the vCPUs' accesses by their estimated cycles, each \
          vCPU's misses delaying its later ones; 0: by their instructions",
     ),
     part(
         "burst-ownership",
-        0,
+        1,
         0,
         "1: a line another vCPU holds modified comes a transfer after the request, \
          the holder's accesses until then still hitting; a load of a line the vCPU \
@@ -194,7 +194,7 @@ pub const SETTINGS: &[Setting] = &[
     ),
     part(
         "locked-rfo",
-        0,
+        1,
         0,
         "1: a locked read-modify-write is one read for ownership, not a load and a store",
     ),

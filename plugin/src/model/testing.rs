@@ -26,6 +26,9 @@ pub(super) fn small() -> Config {
         prefetch_streams: 0,
         llc_victim: false,
         issue_width: 0,
+        weave_cycles: 0,
+        burst_ownership: 0,
+        locked_rfo: 0,
         ..Config::default()
     }
 }
@@ -60,6 +63,9 @@ pub(super) fn parts_off(config: Config) -> Config {
         skip_entries: 0,
         string_bytes_per_cycle: 0,
         tlb_walk_cycles: 0,
+        weave_cycles: 0,
+        burst_ownership: 0,
+        locked_rfo: 0,
         ..config
     }
 }
