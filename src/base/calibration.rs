@@ -1038,6 +1038,7 @@ mod tests {
             clock_ghz: 3.0,
             figures: f.by_setting(),
             settings: s,
+            check: None,
         }
         .model()
         .unwrap();
