@@ -79,12 +79,17 @@ fn cycle_model_method(model: &crate::base::cycle_model::CycleModel, several_vcpu
          as points of their own, user space and kernel together: {}. {}, each cost in \
          cycles where the access was served.{core}{profile} A relative measure for comparing \
          kernels, not a prediction of any machine's seconds: no out-of-order overlap of \
-         misses, {}page walks, SMT or frequency, and layout moves it as it moves real caches \
+         misses, {}{}SMT or frequency, and layout moves it as it moves real caches \
          (docs/cycle-model.md).\n\n",
         model.geometry(),
         metrics.join(", "),
         model.formula(several_vcpus),
-        if prefetches { "" } else { "no prefetchers, " }
+        if prefetches { "" } else { "no prefetchers, " },
+        if model.models_tlb() {
+            ""
+        } else {
+            "page walks, "
+        }
     )
 }
 
@@ -548,5 +553,19 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("Checked against") && !text.contains("never checked"));
+    }
+
+    #[test]
+    fn page_walks_are_among_what_it_does_not_model_only_without_the_tlbs() {
+        let with = cycle_model_method(&CycleModel::default(), false);
+        assert!(with.contains("30·TLB misses"), "{with}");
+        assert!(!with.contains("page walks"), "{with}");
+        let mut without = CycleModel::default();
+        without.set("tlb-walk-cycles", 0).unwrap();
+        let text = cycle_model_method(&without, false);
+        assert!(
+            text.contains("no out-of-order overlap of misses, page walks, SMT"),
+            "{text}"
+        );
     }
 }
