@@ -10,32 +10,13 @@
 #
 # CPUS defaults to 2,4,8.
 set -eu
+. "$(dirname "$0")/smp-point-suite.sh"
 markbench=${1:-target/release/markbench}
 out=${2:-$(mktemp -d)}
 cpus_list=${3:-2,4,8}
 mkdir -p "$out"
 suite=$out/smp-model.toml
-cat >"$suite" <<TOML
-name = "smp-model"
-description = "the quick suite's SMP hackbench point at several vCPU counts, one boot a side"
-boots = 1
-iterations = 12
-warmup = 1
-cpus = [$cpus_list]
-memory_mib = 512
-boot_timeout_s = 1800
-seed = 48
-[[variant]]
-name = "markers-off"
-kernel = "markers-off"
-[[variant]]
-name = "markers-on"
-kernel = "markers-on"
-[[workload]]
-kind = "hackbench"
-params = [2]
-loops = 5
-TOML
+smp_point_suite "$suite" smp-model "$cpus_list"
 : >"$out/times"
 for model in cycles none; do
     for cpus in $(echo "$cpus_list" | tr ',' ' '); do

@@ -11,6 +11,7 @@
 # TURNS defaults to 0,10000,1000 (0: turns to the next timer deadline),
 # CPUS to 2 (e.g. 2,4,8).
 set -eu
+. "$(dirname "$0")/smp-point-suite.sh"
 markbench=${1:-target/release/markbench}
 out=${2:-$(mktemp -d)}
 turns=${3:-0,10000,1000}
@@ -18,27 +19,7 @@ rounds=${4:-2}
 cpus_list=${5:-2}
 mkdir -p "$out"
 suite=$out/smp-point.toml
-cat >"$suite" <<TOML
-name = "smp-point"
-description = "the quick suite's SMP hackbench point alone, one boot a side"
-boots = 1
-iterations = 12
-warmup = 1
-cpus = [$cpus_list]
-memory_mib = 512
-boot_timeout_s = 1800
-seed = 48
-[[variant]]
-name = "markers-off"
-kernel = "markers-off"
-[[variant]]
-name = "markers-on"
-kernel = "markers-on"
-[[workload]]
-kind = "hackbench"
-params = [2]
-loops = 5
-TOML
+smp_point_suite "$suite" smp-point "$cpus_list"
 round=1
 while [ "$round" -le "$rounds" ]; do
     for cpus in $(echo "$cpus_list" | tr ',' ' '); do
