@@ -66,7 +66,7 @@ pub use marks::{Mark, PARTS};
 
 use attribution::{Attribution, Values};
 use marks::{WhichVcpuSeen, MARK_START};
-use model::{BlockEnd, Config, Counts, Flush, Mode, Model};
+use model::{BlockEnd, Config, Counts, Flush, Mode, Model, KERNEL_HALF};
 use qemu_plugin_sys as sys;
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
@@ -80,9 +80,6 @@ use translation::Translations;
 /// plugin whose version is above its own (10.0 has 4) or below its minimum.
 #[no_mangle]
 pub static qemu_plugin_version: c_int = 4;
-
-/// The lowest address of the kernel half of the x86_64 address space.
-const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 
 /// Slots per scoreboard: one scoreboard of 4096 counters per vCPU instead
 /// of one scoreboard per block.

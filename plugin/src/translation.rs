@@ -25,8 +25,7 @@
 //!
 //! Neither changes a count: the addresses are QEMU's own.
 
-/// The kernel's half of the address space (x86-64, 48 or 57 bits).
-const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+use crate::model::KERNEL_HALF;
 
 const PAGE_BITS: u32 = 12;
 /// A linear mapping's offset is a multiple of this, and regions are this

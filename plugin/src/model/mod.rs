@@ -22,6 +22,9 @@
 //! Nothing here depends on host addresses, time or randomness: the same
 //! streams give the same counts.
 
+/// The lowest address of the kernel half of the x86_64 address space.
+pub const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
+
 mod caches;
 mod coherence;
 mod config;

@@ -183,7 +183,7 @@ mod tests {
         let mut fast = Model::new(config.clone(), 1).unwrap();
         let mut slow = reference::Model::new(config, 1).unwrap();
         for &(pc, end) in stream {
-            let mode = if pc >= 0xffff_8000_0000_0000 {
+            let mode = if pc >= crate::model::KERNEL_HALF {
                 Mode::Kernel
             } else {
                 Mode::User

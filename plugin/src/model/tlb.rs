@@ -19,6 +19,7 @@
 //! use makes. A CR3 write's no-flush bit (with PCIDs) is not read either.
 
 use super::caches::EMPTY;
+use super::KERNEL_HALF;
 
 /// Bits of a small page.
 const PAGE_BITS: u32 = 12;
@@ -28,7 +29,6 @@ const LARGE_BITS: u32 = 21;
 const LARGE: u64 = 1 << 62;
 /// A key's mark of a global page (the kernel's half).
 const GLOBAL: u64 = 1 << 63;
-const KERNEL_HALF: u64 = 0xffff_8000_0000_0000;
 
 /// A flush the guest's instruction asks for, decoded at translation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
