@@ -2,6 +2,7 @@
 //! (statistics, plots, the guest protocol, the run directory's paths,
 //! progress, prerequisites), the cycle model's settings and the host probes.
 
+pub mod arch;
 pub mod calibration;
 pub mod cycle_model;
 pub mod error;
