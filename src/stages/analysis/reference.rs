@@ -33,11 +33,16 @@ pub struct BesideRow<'a> {
     pub measured: Option<&'a PointAnalysis>,
 }
 
-/// Whether two relative differences point the same way.
+/// Whether markbench's difference points the way the table's does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sign {
+    /// markbench's whole interval lies on the table's side of zero.
     Agrees,
+    /// markbench's whole interval lies on the other side.
     Opposite,
+    /// markbench's interval holds zero: its point estimate's sign is not
+    /// a finding, so it neither agrees nor disagrees.
+    Undecided,
 }
 
 /// What markbench's statistics resolve at a point, where the table gives
@@ -60,15 +65,18 @@ impl BesideRow<'_> {
         self.measured.and_then(|a| a.relative_difference)
     }
 
-    /// Whether markbench's difference and the table's have the same sign;
-    /// none where either is missing or exactly zero.
+    /// Whether markbench's difference and the table's have the same sign,
+    /// judged by markbench's 95% interval; none where the table's figure
+    /// is missing or exactly zero, or markbench has no interval.
     pub fn sign(&self) -> Option<Sign> {
         let reference = self.reference.as_ref()?.diff_percent()?;
-        let measured = self.measured_diff()?;
-        if reference == 0.0 || measured == 0.0 {
+        let ci = self.measured?.relative_difference_ci.as_ref()?;
+        if reference == 0.0 {
             return None;
         }
-        Some(if (reference > 0.0) == (measured > 0.0) {
+        Some(if ci.lower <= 0.0 && ci.upper >= 0.0 {
+            Sign::Undecided
+        } else if (reference > 0.0) == (ci.lower > 0.0) {
             Sign::Agrees
         } else {
             Sign::Opposite
@@ -147,6 +155,8 @@ pub struct Tally {
     pub in_table: usize,
     pub agree: usize,
     pub opposite: usize,
+    /// Where markbench's interval holds zero.
+    pub undecided: usize,
     /// Of the points the table has: a difference resolved, no difference
     /// beyond the margin, neither, too few boots.
     pub difference: usize,
@@ -169,6 +179,7 @@ impl Beside<'_> {
             match row.sign() {
                 Some(Sign::Agrees) => t.agree += 1,
                 Some(Sign::Opposite) => t.opposite += 1,
+                Some(Sign::Undecided) => t.undecided += 1,
                 None => {}
             }
             match row.resolution() {

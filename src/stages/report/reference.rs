@@ -37,6 +37,7 @@ fn cells(row: &BesideRow) -> Cells {
         sign: match row.sign() {
             Some(Sign::Agrees) => "agrees",
             Some(Sign::Opposite) => "opposite",
+            Some(Sign::Undecided) => "either way",
             None => "–",
         },
     }
@@ -98,12 +99,24 @@ fn summary(beside: &Beside, margin: f64) -> String {
         t.in_table
     );
     if t.in_table > 0 {
+        let mut signs = vec![format!(
+            "{} with it in sign",
+            count(t.agree, "agrees", "agree")
+        )];
+        if t.opposite > 0 {
+            signs.push(format!("{} opposite", count(t.opposite, "is", "are")));
+        }
+        if t.undecided > 0 {
+            signs.push(format!(
+                "{} either way (markbench's interval holds zero)",
+                count(t.undecided, "could go", "could go")
+            ));
+        }
         let _ = write!(
             r,
-            ": {} with it in sign, {} opposite; markbench resolves {} of them ({} a \
-             difference, {} no difference beyond ±{}%), {} not resolved",
-            count(t.agree, "agrees", "agree"),
-            count(t.opposite, "is", "are"),
+            ": {}; markbench resolves {} of them ({} a difference, {} no difference beyond \
+             ±{}%), {} not resolved",
+            signs.join(", "),
             t.difference + t.within_margin,
             t.difference,
             t.within_margin,
@@ -200,6 +213,7 @@ pub(super) fn text(run: &RunReport) -> String {
                 match row.sign() {
                     Some(Sign::Agrees) => "same",
                     Some(Sign::Opposite) => "other",
+                    Some(Sign::Undecided) => "open",
                     None => "-",
                 }
                 .to_string(),
