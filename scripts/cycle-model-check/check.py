@@ -140,11 +140,12 @@ def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1, qemu="qemu-system-x
 
 def model_counts(out):
     counts = {}
-    turn = None
+    turn = rounds = None
     for line in open(out):
         m = re.match(r"# model weave: (\d+) rounds, (\d+) turns, (\d+) instructions", line)
         if m and int(m.group(2)):
             turn = int(m.group(3)) // int(m.group(2))
+            rounds = int(m.group(1))
         f = line.rstrip("\n").split("\t")
         if len(f) == 4 and f[1] == "model" and f[0] == "0":
             counts[f[2]] = int(f[3])
@@ -152,6 +153,7 @@ def model_counts(out):
     both = lambda k: u(k) + counts.get("kernel:" + k, 0)
     return {
         "turn": turn,
+        "rounds": rounds,
         "all-coherence": both("coherence-misses"),
         "all-rfo": both("rfo-misses"),
         "all-cycles": both("estimated-cycles"),
@@ -408,7 +410,9 @@ def sharing(a, initrd, out):
     """Boots the sharing cases and prints a row per boot, then the ratios."""
     turns = [None] if a.rr_turn is None else [int(t) for t in a.rr_turn.split(",")]
     print(f"{'case':7} {'vCPUs':>5} {'pairs':>5} {'rr-turn':>7} {'coherence':>10} {'rfo':>9} "
-          f"{'est. cycles':>12} {'user: coh':>9} {'rfo':>8} {'est. cycles':>12} {'guest ms':>8} {'turn':>7} {'wall s':>6}")
+          f"{'est. cycles':>12} {'user: coh':>9} {'rfo':>8} {'est. cycles':>12} {'guest ms':>8} {'turn':>7} {'rounds':>7} {'wall s':>6}")
+    # The turn (instructions a turn) and rounds are the weave's over the
+    # whole boot, which a span bounds: its rounds, not the region's.
     for cpus in [int(c) for c in a.cpus.split(",")]:
         pairs = sharing_pairs(cpus)
         for turn in (turns if cpus > 1 else [turns[0]]):
@@ -429,7 +433,7 @@ def sharing(a, initrd, out):
                 rows[pattern] = c
                 print(f"{pattern:7} {cpus:>5} {pairs:>5} {'-' if turn is None else turn:>7} "
                       f"{c['all-coherence']:>10} {c['all-rfo']:>9} {c['all-cycles']:>12} "
-                      f"{c['coherence']:>9} {c['rfo']:>8} {c['cycles']:>12} {ns / 1e6:>8.2f} {c['turn'] or '-':>7} {wall:>6.0f}",
+                      f"{c['coherence']:>9} {c['rfo']:>8} {c['cycles']:>12} {ns / 1e6:>8.2f} {c['turn'] or '-':>7} {c['rounds'] or '-':>7} {wall:>6.0f}",
                       flush=True)
             apart = rows["apart"]
             for pattern in ("shared", "true"):
