@@ -490,11 +490,19 @@ def main():
     if a.record:
         refuse_record(a)
     if a.kernel is None and not a.cpu_only:
-        kernels = sorted(glob.glob(os.path.expanduser(
-            "~/.cache/markbench/kernels/markers-off-*/bzImage")))
+        # The cache's directories are the kernel's name and a key's
+        # first 16 hex digits: `markers-off-*` alone would also take other
+        # kernels whose names begin so (`markers-off-generic`) and builds
+        # still under way (`.partial-*`), and the last by name is not the
+        # newest.
+        kernels = sorted((k for k in glob.glob(os.path.expanduser(
+            "~/.cache/markbench/kernels/markers-off-*/bzImage"))
+            if re.fullmatch(r"markers-off-[0-9a-f]{16}", os.path.basename(os.path.dirname(k)))),
+            key=os.path.getmtime)
         if not kernels:
             sys.exit("no cached markers-off kernel: name one with --kernel")
         a.kernel = kernels[-1]
+        print(f"kernel: {a.kernel}", flush=True)
     if a.profile:
         import tomllib
         with open(a.profile, "rb") as f:
