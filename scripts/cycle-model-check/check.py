@@ -17,12 +17,15 @@ cachegrind's caches (no prefetcher, a last level filled on every miss).
 `--sharing` instead boots the sharing cases, two processes pinned to
 vCPUs of their own: each incrementing its own counter 8 bytes apart in
 one line (false sharing, `shared`) or a line apart (`apart`), and both
-adding to one counter with a locked add (true sharing, `true`), on 1 and
-on 2 vCPUs, and prints the model's coherence misses, reads for ownership
-and estimated cycles, and the ratios to `apart` (cachegrind runs threads
-one at a time and models no coherence: it has nothing to say here).
-`--rr-turn N[,N...]` boots the 2-vCPU cases once per cap of a vCPU's
-round-robin turn (`-accel tcg,rr-turn=N`, a QEMU that has it: see
+adding to one counter with a locked add (true sharing, `true`), on the
+vCPU counts of `--cpus` (1 and 2 by default), and prints the model's
+coherence misses, reads for ownership and estimated cycles, and the
+ratios to `apart` (cachegrind runs threads one at a time and models no
+coherence: it has nothing to say here). On 4 vCPUs or more it runs a
+pair for each two vCPUs (at most 4 pairs), pair p on vCPUs 2p and 2p + 1
+with lines of its own, four lines from the next pair's: two pairs on 4
+vCPUs. `--rr-turn N[,N...]` boots the cases on several vCPUs once per
+cap of a vCPU's round-robin turn (`-accel tcg,rr-turn=N`, a QEMU that has it: see
 docs/cycle-model.md; 0 leaves turns uncapped; `--firmware DIR` for one
 run from its build tree), `--weave off` has the
 plugin count the vCPUs' turns one after the other instead of interleaved.
@@ -46,7 +49,9 @@ on the CPU (the median over the rounds where the two processes counted
 side by side) and in the model. `--cpu-only` times the native side
 alone. `--record` (with `--profile FILE`) writes the figures into FILE as
 its `[check]` table, which runs under the profile then record and the
-report states.
+report states. Natively the sharing cases are the one pair on 2 CPUs:
+the two pairs of 4 vCPUs need 4 host CPUs, so they are checked in a
+guest only.
 
 Also: `--plain` boots each pattern a second time without the plugin and
 checks the guest time of the region is the same (icount: the plugin does
@@ -135,11 +140,12 @@ def boot(kernel, initrd, args, plugin, out, shift=4, cpus=1, qemu="qemu-system-x
 
 def model_counts(out):
     counts = {}
-    turn = None
+    turn = rounds = None
     for line in open(out):
         m = re.match(r"# model weave: (\d+) rounds, (\d+) turns, (\d+) instructions", line)
         if m and int(m.group(2)):
             turn = int(m.group(3)) // int(m.group(2))
+            rounds = int(m.group(1))
         f = line.rstrip("\n").split("\t")
         if len(f) == 4 and f[1] == "model" and f[0] == "0":
             counts[f[2]] = int(f[3])
@@ -147,6 +153,7 @@ def model_counts(out):
     both = lambda k: u(k) + counts.get("kernel:" + k, 0)
     return {
         "turn": turn,
+        "rounds": rounds,
         "all-coherence": both("coherence-misses"),
         "all-rfo": both("rfo-misses"),
         "all-cycles": both("estimated-cycles"),
@@ -204,7 +211,7 @@ def native_run(binary, args, cpu, realtime=False):
     # space's, where they cost little), and how much of it the two spent
     # counting at the same time.
     counted = [(int(c), int(n), int(f)) for c, n, f in re.findall(
-        r"(?:parent|child) counted (\d+) in (\d+) ns, from (\d+)", p.stdout)]
+        r"process \d+ counted (\d+) in (\d+) ns, from (\d+)", p.stdout)]
     if len(counted) == 2:
         # Natively the pair counts more than in a guest: per increment.
         region = max(n for _, n, _ in counted) / counted[0][0]
@@ -389,34 +396,56 @@ def record(path, figures):
           f"{figures['patterns']} patterns")
 
 
+# The most pairs patterns.c runs (its MAX_PAIRS).
+MAX_PAIRS = 4
+
+
+def sharing_pairs(cpus):
+    """Pairs of processes for the sharing cases on `cpus` vCPUs: one on 1
+    to 3 (on one vCPU the pair shares it), one for each two vCPUs from 4."""
+    return min(max(cpus // 2, 1), MAX_PAIRS)
+
+
 def sharing(a, initrd, out):
     """Boots the sharing cases and prints a row per boot, then the ratios."""
     turns = [None] if a.rr_turn is None else [int(t) for t in a.rr_turn.split(",")]
-    print(f"{'case':7} {'vCPUs':>5} {'rr-turn':>7} {'coherence':>10} {'rfo':>9} "
-          f"{'est. cycles':>12} {'user: coh':>9} {'rfo':>8} {'est. cycles':>12} {'guest ms':>8} {'turn':>7} {'wall s':>6}")
+    print(f"{'case':7} {'vCPUs':>5} {'pairs':>5} {'rr-turn':>7} {'coherence':>10} {'rfo':>9} "
+          f"{'est. cycles':>12} {'user: coh':>9} {'rfo':>8} {'est. cycles':>12} {'guest ms':>8} {'turn':>7} {'rounds':>7} {'wall s':>6}")
+    # The turn (instructions a turn) and rounds are the weave's over the
+    # whole boot, which a span bounds: its rounds, not the region's.
     for cpus in [int(c) for c in a.cpus.split(",")]:
+        pairs = sharing_pairs(cpus)
         for turn in (turns if cpus > 1 else [turns[0]]):
             rows = {}
             for pattern in ("shared", "apart", "true"):
-                ns, wall = boot(a.kernel, initrd, [pattern], a.plugin, out, cpus=cpus,
+                # One pair is named as it always was (no count), so that
+                # its boot is the same as before pairs could be more.
+                args = [pattern] if pairs == 1 else [pattern, str(pairs)]
+                ns, wall = boot(a.kernel, initrd, args, a.plugin, out, cpus=cpus,
                                 qemu=a.qemu, rr_turn=turn, weave=a.weave, firmware=a.firmware,
                                 sets=a.set)
-                where = re.findall(r"(parent|child) pinned (yes|no), on cpu (\d+)", boot.stdout)
-                on = {who: int(cpu) for who, _, cpu in where}
-                if cpus > 1 and on != {"parent": 0, "child": 1}:
-                    sys.exit(f"{pattern}: the processes ran on {on}, not on vCPUs 0 and 1 apart")
+                where = re.findall(r"process (\d+) pinned (yes|no), on cpu (\d+)", boot.stdout)
+                on = {int(who): int(cpu) for who, _, cpu in where}
+                if cpus > 1 and on != {i: i for i in range(2 * pairs)}:
+                    sys.exit(f"{pattern}: the processes ran on {on} (process: vCPU), "
+                             f"not each process i on vCPU i")
                 c = model_counts(out)
                 rows[pattern] = c
-                print(f"{pattern:7} {cpus:>5} {'-' if turn is None else turn:>7} "
+                print(f"{pattern:7} {cpus:>5} {pairs:>5} {'-' if turn is None else turn:>7} "
                       f"{c['all-coherence']:>10} {c['all-rfo']:>9} {c['all-cycles']:>12} "
-                      f"{c['coherence']:>9} {c['rfo']:>8} {c['cycles']:>12} {ns / 1e6:>8.2f} {c['turn'] or '-':>7} {wall:>6.0f}",
+                      f"{c['coherence']:>9} {c['rfo']:>8} {c['cycles']:>12} {ns / 1e6:>8.2f} {c['turn'] or '-':>7} {c['rounds'] or '-':>7} {wall:>6.0f}",
                       flush=True)
             apart = rows["apart"]
             for pattern in ("shared", "true"):
                 r = rows[pattern]
                 ratio = lambda k: r[k] / apart[k] if apart[k] else float("inf")
+                # Per increment, so that one pair and two compare.
+                increments = 2 * pairs * SHARING_OPS
                 print(f"  {pattern}/apart: coherence misses x{ratio('all-coherence'):.1f}, "
-                      f"estimated cycles x{ratio('all-cycles'):.2f} (user x{ratio('cycles'):.2f})",
+                      f"estimated cycles x{ratio('all-cycles'):.2f} (user x{ratio('cycles'):.2f}); "
+                      f"user coherence misses {r['coherence'] / increments:.3f} an increment, "
+                      f"user estimated cycles {r['cycles'] / increments:.2f} an increment "
+                      f"(apart {apart['cycles'] / increments:.2f})",
                       flush=True)
 
 
@@ -427,7 +456,9 @@ def main():
     ap.add_argument("--plain", action="store_true")
     ap.add_argument("--sharing", action="store_true")
     ap.add_argument("--native", action="store_true",
-                    help="hold the model's cycles against this CPU's, timed natively")
+                    help="hold the model's cycles against this CPU's, timed natively (of the sharing "
+                    "cases the one pair on 2 CPUs: two pairs need 4, and are checked in a "
+                    "guest only)")
     ap.add_argument("--repeats", type=int, default=9, help="native rounds (runs of each pattern)")
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)),
                     help="the CPU the one-vCPU patterns run on natively (taskset; -1: any; "
@@ -441,11 +472,14 @@ def main():
                     help="with --native --profile FILE: write the check's figures into FILE "
                     "as its [check] table")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
-    ap.add_argument("--rr-turn", help="caps of a vCPU's round-robin turn, comma-separated (2 vCPUs)")
+    ap.add_argument("--rr-turn", help="caps of a vCPU's round-robin turn, comma-separated "
+                    "(the boots on several vCPUs)")
     ap.add_argument("--weave", choices=["on", "off"])
     ap.add_argument("--firmware", action="append", default=[],
                     help="a directory of firmware for QEMU (-L), for a QEMU run from its build tree")
-    ap.add_argument("--cpus", default="1,2", help="vCPU counts for --sharing")
+    ap.add_argument("--cpus", default="1,2", help="vCPU counts for --sharing, comma-separated: "
+                    "one pair of processes on 1 to 3 vCPUs, from 4 a pair for each two (pair p "
+                    "on vCPUs 2p and 2p + 1; two pairs on 4), at most 4 pairs")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a model setting for the plugin (repeatable)")
     ap.add_argument("--profile", help="a calibrated profile (`markbench calibrate --out FILE`): "
@@ -456,11 +490,19 @@ def main():
     if a.record:
         refuse_record(a)
     if a.kernel is None and not a.cpu_only:
-        kernels = sorted(glob.glob(os.path.expanduser(
-            "~/.cache/markbench/kernels/markers-off-*/bzImage")))
+        # The cache's directories are the kernel's name and a key's
+        # first 16 hex digits: `markers-off-*` alone would also take other
+        # kernels whose names begin so (`markers-off-generic`) and builds
+        # still under way (`.partial-*`), and the last by name is not the
+        # newest.
+        kernels = sorted((k for k in glob.glob(os.path.expanduser(
+            "~/.cache/markbench/kernels/markers-off-*/bzImage"))
+            if re.fullmatch(r"markers-off-[0-9a-f]{16}", os.path.basename(os.path.dirname(k)))),
+            key=os.path.getmtime)
         if not kernels:
             sys.exit("no cached markers-off kernel: name one with --kernel")
         a.kernel = kernels[-1]
+        print(f"kernel: {a.kernel}", flush=True)
     if a.profile:
         import tomllib
         with open(a.profile, "rb") as f:

@@ -1,6 +1,7 @@
 /* Known access and branch patterns for checking markbench's cycle model
  * against cachegrind. One pattern per run, named by the first argument
- * (and a size in KiB for the cache patterns). Setup touches the data
+ * (and a size in KiB for the cache patterns, a number of pairs of processes
+ * for the sharing cases). Setup touches the data
  * first; only region() is the timed region: in the guest it runs between
  * markbench's marker NOPs, on the host cachegrind's counts of the function
  * region (and of memcpy, which it calls) are read.
@@ -21,6 +22,12 @@
 #include <sched.h>
 
 #define LINE 64
+/* The sharing cases' pairs, each on lines of its own: four lines from
+ * one pair's to the next's, so that no pair's line is next to another's
+ * (hardware prefetchers fetch lines in pairs of two), all below the
+ * start counter at 2048 bytes. */
+#define MAX_PAIRS 4
+#define PAIR_STRIDE (4 * LINE)
 
 static uint64_t state = 0x9e3779b97f4a7c15ull;
 static uint64_t next_random(void)
@@ -41,6 +48,7 @@ static size_t bytes;
 static unsigned char *outcomes;
 static size_t count;
 static int mode;
+static int pairs = 1;
 static volatile uint64_t sink;
 /* Natively only (PATTERNS_CLOCK set): each process of the sharing pair
  * times its own counting, apart from the fork and the wait around it. */
@@ -81,26 +89,39 @@ __attribute__((noinline)) static void region(void)
 		for (size_t i = 0; i < count; i++)
 			memcpy(buffer + 4096 * (i & 1), buffer + 4096 * (2 + (i & 1)), 4096);
 		break;
-	case 4: { /* two processes, each incrementing its own counter (or, with
-		   `bytes` 0, both one counter with a locked add) */
+	case 4: { /* `pairs` pairs of processes, each process incrementing
+		   its own counter (or, with `bytes` 0, each pair one counter
+		   with a locked add); each pair on a line of its own */
 		volatile uint64_t *ready = (volatile uint64_t *)(buffer + 2048);
-		pid_t child = fork();
-		/* Each process on a vCPU of its own where there are two (on one
-		 * the call fails and both share it); each says where it runs. */
-		int want = child == 0 ? 1 : 0;
+		int processes = 2 * pairs, me = 0;
+		pid_t children[2 * MAX_PAIRS - 1];
+		/* Process 0 (the parent) forks the others; process i pins itself
+		 * to vCPU i, so that pair p is on vCPUs 2p and 2p + 1 (where
+		 * there are fewer vCPUs the call fails and the processes share
+		 * them); each says where it runs. */
+		for (int i = 1; i < processes; i++) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				me = i;
+				break;
+			}
+			children[i - 1] = pid;
+		}
 		cpu_set_t cpus;
 		CPU_ZERO(&cpus);
-		CPU_SET(want, &cpus);
+		CPU_SET(me, &cpus);
 		int pinned = sched_setaffinity(0, sizeof cpus, &cpus) == 0;
-		printf("%s pinned %s, on cpu %d\n", child == 0 ? "child" : "parent",
-		       pinned ? "yes" : "no", sched_getcpu());
+		printf("process %d pinned %s, on cpu %d\n", me, pinned ? "yes" : "no", sched_getcpu());
 		fflush(stdout);
-		/* Both start counting together: each waits for the other
-		 * (yielding, so that on one vCPU the other gets to run). */
+		/* All start counting together: each waits for the others
+		 * (yielding, so that on one vCPU the others get to run). */
 		__atomic_add_fetch(ready, 1, __ATOMIC_SEQ_CST);
-		while (*ready < 2)
+		while (*ready < (uint64_t)processes)
 			sched_yield();
-		volatile uint64_t *mine = (volatile uint64_t *)(buffer + (child == 0 ? 0 : bytes));
+		/* The second of a pair at its pair's line, the first `bytes`
+		 * further (one pair: the offsets the check has always used). */
+		volatile uint64_t *mine = (volatile uint64_t *)(buffer + (me / 2) * PAIR_STRIDE +
+								 (me % 2 ? 0 : bytes));
 		struct timespec from, to;
 		if (clock_native)
 			clock_gettime(CLOCK_MONOTONIC, &from);
@@ -113,13 +134,14 @@ __attribute__((noinline)) static void region(void)
 		}
 		if (clock_native) {
 			clock_gettime(CLOCK_MONOTONIC, &to);
-			printf("%s counted %zu in %lld ns, from %lld\n", child == 0 ? "child" : "parent",
-			       count, elapsed_ns(&from, &to), from.tv_sec * 1000000000ll + from.tv_nsec);
+			printf("process %d counted %zu in %lld ns, from %lld\n", me, count,
+			       elapsed_ns(&from, &to), from.tv_sec * 1000000000ll + from.tv_nsec);
 			fflush(stdout);
 		}
-		if (child == 0)
+		if (me != 0)
 			_exit(0);
-		waitpid(child, 0, 0);
+		for (int i = 0; i < processes - 1; i++)
+			waitpid(children[i], 0, 0);
 		sum = *mine;
 		break;
 	}
@@ -210,7 +232,7 @@ __attribute__((noinline)) static long long clock_chain_ns(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | adds|wide|mixed | shared|apart|true\n", argv[0]);
+		fprintf(stderr, "usage: %s chase|sweep KIB | memcpy | random|periodic|taken | adds|wide|mixed | shared|apart|true [PAIRS]\n", argv[0]);
 		return 2;
 	}
 	const char *what = argv[1];
@@ -253,6 +275,13 @@ int main(int argc, char **argv)
 		buffer = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		memset(buffer, 0, 4096);
 		bytes = !strcmp(what, "shared") ? 8 : !strcmp(what, "apart") ? LINE : 0;
+		/* A second argument: how many pairs (pair p pinned to vCPUs 2p
+		 * and 2p + 1), one by default. */
+		pairs = argc > 2 ? atoi(argv[2]) : 1;
+		if (pairs < 1 || pairs > MAX_PAIRS) {
+			fprintf(stderr, "%s: 1 to %d pairs\n", what, MAX_PAIRS);
+			return 2;
+		}
 		/* Natively twenty times as many: the two processes start some
 		 * tens of microseconds apart, and should count side by side for
 		 * most of the time. */
