@@ -148,16 +148,22 @@ fn a_run_stopped_by_its_cap_says_which_points_missed_and_what_they_need() {
     assert!(report.contains("the cap"), "{report}");
     for row in precision_rows(&report) {
         assert!(row.contains("**missed** by "), "{row}");
-        // The last cell: boots a side the model says the point needs, more
-        // than it got.
-        let needed: usize = row
-            .trim_end_matches('|')
-            .rsplit('|')
-            .next()
-            .unwrap()
+        let cells: Vec<&str> = row
             .trim()
+            .trim_matches('|')
+            .split('|')
+            .map(str::trim)
+            .collect();
+        // The next to last cell: boots a side the model says the point
+        // needs, more than it got; the last: what its spread is made of.
+        let needed: usize = cells[cells.len() - 2]
             .parse()
             .unwrap_or_else(|e| panic!("{row}: {e}"));
+        let spread = cells[cells.len() - 1];
+        assert!(
+            spread.starts_with("mostly ") || spread.starts_with("one run a boot"),
+            "{row}"
+        );
         assert!(needed > 4, "{row}");
     }
 }

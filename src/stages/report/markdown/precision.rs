@@ -4,7 +4,7 @@
 
 use super::super::format::escape_md;
 use super::{PointNames, RunReport};
-use crate::stages::analysis::precision::{rule, standings};
+use crate::stages::analysis::precision::{rule, standings, SpreadSource};
 use std::fmt::Write as _;
 
 /// The section; empty for a run without a precision target.
@@ -51,13 +51,13 @@ pub(super) fn section(run: &RunReport) -> String {
     let several = analysis.comparisons.len() > 1;
     let _ = writeln!(
         r,
-        "| point |{} boots a side | half-width of the 95% interval | against ±{}% | boots a side needed |",
+        "| point |{} boots a side | half-width of the 95% interval | against ±{}% | boots a side needed | the spread of the boot means |",
         if several { " candidate |" } else { "" },
         record.percent
     );
     let _ = writeln!(
         r,
-        "|---|{}---:|---:|---|---:|",
+        "|---|{}---:|---:|---|---:|---|",
         if several { "---|" } else { "" }
     );
     let mut missed = 0;
@@ -86,9 +86,13 @@ pub(super) fn section(run: &RunReport) -> String {
             (false, Some(n)) => n.to_string(),
             (false, None) => "?".to_string(),
         };
+        let spread = match (p.resolved, s.spread) {
+            (true, _) | (false, None) => "–",
+            (false, Some(source)) => spread_words(source),
+        };
         let _ = writeln!(
             r,
-            "| {} |{candidate} {} | {half} | {standing} | {needed} |",
+            "| {} |{candidate} {} | {half} | {standing} | {needed} | {spread} |",
             names.name(&s.key, s.param),
             p.boots
         );
@@ -97,10 +101,26 @@ pub(super) fn section(run: &RunReport) -> String {
         let _ = writeln!(
             r,
             "\nBoots a side needed: what the spread of the boots so far says a point needs for \
-             ±{}% (n·(half-width/target)², the standard error falling as 1/√n).",
+             ±{}% (n·(half-width/target)², the standard error falling as 1/√n). The spread \
+             of the boot means: a boot mean varies by the between-boot component plus the \
+             runs' own variance over the runs a boot; whichever is the larger is named, and \
+             only the runs' part falls with more runs a boot.",
             record.percent
         );
     }
     r.push('\n');
     r
+}
+
+/// What a point's spread comes from, and what narrows it.
+fn spread_words(source: SpreadSource) -> &'static str {
+    match source {
+        SpreadSource::OneRunABoot => {
+            "one run a boot: between and within boots not told apart (more runs a boot would tell)"
+        }
+        SpreadSource::BetweenBoots => "mostly between boots: more boots narrow it",
+        SpreadSource::WithinBoots => {
+            "mostly the runs within a boot: more runs a boot narrow it as well as more boots"
+        }
+    }
 }
