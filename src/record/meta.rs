@@ -472,6 +472,9 @@ pub struct Overrides {
     /// shown as it recorded itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_words: Option<Vec<String>>,
+    /// `--arch`: the guest architecture, in place of the suite's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<crate::base::arch::Arch>,
 }
 
 impl Overrides {
@@ -529,6 +532,9 @@ impl Overrides {
         }
         if let Some(max_boots) = self.max_boots {
             out.push(format!("max-boots={max_boots}"));
+        }
+        if let Some(arch) = self.arch {
+            out.push(format!("arch={arch}"));
         }
         out
     }

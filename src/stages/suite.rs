@@ -6,6 +6,7 @@
 //! the valid choices, because a typo in a suite silently measuring the wrong
 //! thing costs a night.
 
+use crate::base::arch::Arch;
 use crate::base::error::InputError;
 use crate::guest::images::fragments::FragmentSearch;
 use crate::guest::images::kernel::KernelBase;
@@ -31,6 +32,10 @@ pub struct Suite {
     /// SHA-256 of the suite file, recorded so a report says exactly what ran.
     pub sha256: crate::base::sha256::Digest,
     pub description: String,
+    /// The guest architecture its kernels are built for and boot as
+    /// (`arch = "arm64"`; x86-64 when the file names none).
+    #[serde(skip_serializing_if = "Arch::is_default")]
+    pub arch: Arch,
     pub boots: u32,
     pub iterations: u32,
     pub warmup: u32,
@@ -226,6 +231,8 @@ struct SuiteFile {
     name: Spanned<String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    arch: Option<Spanned<Arch>>,
     boots: Spanned<u32>,
     iterations: Spanned<u32>,
     #[serde(default)]
@@ -407,6 +414,42 @@ pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Why the cycle model cannot run on `arch`'s guests.
+pub fn model_refusal(arch: Arch) -> String {
+    format!(
+        "the cycle model decodes x86 instructions only: it cannot run an {arch} guest \
+         (leave out model / --model, or run on x86-64)"
+    )
+}
+
+/// Why a workload cannot run on a guest of `arch`, if it cannot: on arm64
+/// the micro-benchmarks' kernel patch reads the x86 time-stamp counter
+/// (`rdtsc_ordered`), the kernel compile carries the host's x86-64
+/// toolchain into the guest, and a workload's own programs are copied
+/// from the host, x86-64 binaries.
+pub fn refusal_on(spec: &WorkloadSpec, arch: Arch) -> Option<String> {
+    if arch == Arch::X86_64 {
+        return None;
+    }
+    let kind = spec.kind.name();
+    match &spec.kind {
+        WorkloadKind::Micro(_) => Some(format!(
+            "workload {kind:?} cannot run on {arch}: its kernel patch times with the x86 \
+             time-stamp counter (rdtsc_ordered)"
+        )),
+        WorkloadKind::KernelCompile(_) => Some(format!(
+            "workload {kind:?} cannot run on {arch}: the compiler it carries into the guest \
+             is the host's x86-64 one"
+        )),
+        _ if !spec.programs().is_empty() => Some(format!(
+            "workload {kind:?} cannot run on {arch}: its programs ({}) are copied from this \
+             x86-64 host",
+            spec.programs().join(", ")
+        )),
+        _ => None,
+    }
+}
+
 /// The most vCPUs a guest can have: the guest kernels' NR_CPUS.
 pub const MAX_CPUS: u32 = 8;
 
@@ -532,8 +575,16 @@ impl Suite {
             }
             None => KernelBase::Tinyconfig,
         };
+        let arch = file.arch.as_ref().map_or(Arch::default(), |a| *a.get_ref());
+        at.model_on(arch, &file)?;
         let variants = at.variants(file.variant, &fragments, file.kernel.source.as_ref())?;
-        let workloads = at.workloads(file.workload, &settings, &file.cpus, &file.memory_mib)?;
+        let workloads = at.workloads(
+            file.workload,
+            &settings,
+            &file.cpus,
+            &file.memory_mib,
+            arch,
+        )?;
         let reference = at.reference(file.reference, &workloads)?;
         let objects = at.objects(file.objects)?;
         let name = file.name.get_ref().clone();
@@ -552,6 +603,7 @@ impl Suite {
             fragments,
             sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())).into(),
             description: file.description,
+            arch,
             boots: settings.boots,
             iterations: settings.iterations,
             warmup: file.warmup,
@@ -679,6 +731,15 @@ impl At<'_> {
             cpus,
             icount_shift,
         })
+    }
+
+    /// Refuses a cycle model on a guest it cannot decode: the plugin's
+    /// model decodes x86 instructions alone.
+    fn model_on(&self, arch: Arch, file: &SuiteFile) -> Result<(), InputError> {
+        match &file.model {
+            Some(model) if arch != Arch::X86_64 => Err(self.err(model.span(), model_refusal(arch))),
+            _ => Ok(()),
+        }
     }
 
     /// `model`, checked: the one model's name, or its settings by name.
@@ -916,6 +977,7 @@ impl At<'_> {
         settings: &Settings,
         cpus_key: &Spanned<Vec<u32>>,
         memory_key: &Spanned<u32>,
+        arch: Arch,
     ) -> Result<Vec<WorkloadSpec>, InputError> {
         if files.get_ref().is_empty() {
             return Err(self.err(
@@ -941,6 +1003,9 @@ impl At<'_> {
                 };
                 self.err(at, refusal.message)
             })?;
+            if let Some(why) = refusal_on(&spec, arch) {
+                return Err(self.err(span, why));
+            }
             self.host_files(&mut spec, &span)?;
             workloads.push(spec);
             spans.push(span);

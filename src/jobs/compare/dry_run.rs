@@ -173,7 +173,7 @@ fn variant_plans(suite: &Suite) -> Result<Vec<VariantPlan>> {
     let mut variants = Vec::new();
     for (i, v) in suite.variants.iter().enumerate() {
         let mut fragments = Vec::new();
-        for f in suite.fragments.kernel(&v.kernel)? {
+        for f in suite.fragments.kernel_for(&v.kernel, suite.arch)? {
             kernel::parse_fragment(&f.label(), &f.text)?;
             fragments.push((
                 f.file_name.clone(),

@@ -44,6 +44,11 @@ impl Display for AccelReason {
             AccelReason::Remembered { verdict, path } => {
                 write!(f, "{verdict} (remembered in {path})")
             }
+            AccelReason::OtherArch { arch } => write!(
+                f,
+                "{arch} guests on an x86-64 host: KVM runs only the host's architecture, so \
+                 software emulation (TCG)"
+            ),
         }
     }
 }
