@@ -88,6 +88,16 @@ fn same_sweep(first: &ShardRun, r: &ShardRun) -> Result<()> {
         }
         Ok(())
     };
+    if let Some(why) = crate::record::guest_mismatch(&first.meta, &r.meta) {
+        return Err(InputError::in_file(
+            &r.dir,
+            format!(
+                "{why} (against {}): not shards of one sweep",
+                first.dir.display()
+            ),
+        )
+        .into());
+    }
     let changes = ConditionChange::between(&first.meta, &r.meta);
     let refuse = |change: &ConditionChange| -> Result<()> {
         match change {

@@ -578,13 +578,8 @@ impl Suite {
         let arch = file.arch.as_ref().map_or(Arch::default(), |a| *a.get_ref());
         at.model_on(arch, &file)?;
         let variants = at.variants(file.variant, &fragments, file.kernel.source.as_ref())?;
-        let workloads = at.workloads(
-            file.workload,
-            &settings,
-            &file.cpus,
-            &file.memory_mib,
-            arch,
-        )?;
+        let workloads =
+            at.workloads(file.workload, &settings, &file.cpus, &file.memory_mib, arch)?;
         let reference = at.reference(file.reference, &workloads)?;
         let objects = at.objects(file.objects)?;
         let name = file.name.get_ref().clone();
@@ -1166,6 +1161,70 @@ loops = 10
 
     pub(crate) fn parse(text: &str) -> Result<Suite, InputError> {
         Suite::parse(Path::new("s.toml"), text, &lookup())
+    }
+
+    #[test]
+    fn a_suite_names_its_architecture_and_x86_64_is_the_default() {
+        assert_eq!(parse(GOOD).unwrap().arch, Arch::X86_64);
+        let arm64 = parse(&format!("arch = \"arm64\"\n{GOOD}")).unwrap();
+        assert_eq!(arm64.arch, Arch::Arm64);
+        let e = parse(&format!("arch = \"riscv\"\n{GOOD}")).unwrap_err();
+        assert!(e.to_string().starts_with("s.toml:1:"), "{e}");
+        assert!(e.to_string().contains("arm64"), "{e}");
+    }
+
+    #[test]
+    fn what_an_arm64_guest_cannot_run_is_refused_at_its_line() {
+        let model = format!("arch = \"arm64\"\nmodel = \"cycles\"\n{GOOD}");
+        let e = parse(&model).unwrap_err().to_string();
+        assert!(e.starts_with("s.toml:2:"), "{e}");
+        assert!(e.contains("decodes x86 instructions only"), "{e}");
+        // The same model on x86-64 is a suite.
+        assert!(parse(&format!("model = \"cycles\"\n{GOOD}")).is_ok());
+        let micro =
+            format!("arch = \"arm64\"\n{GOOD}[[workload]]\nkind = \"micro\"\nparams = [1000]\n");
+        let e = parse(&micro).unwrap_err().to_string();
+        assert!(e.contains("rdtsc_ordered"), "{e}");
+        let line = micro.lines().position(|l| l == "kind = \"micro\"").unwrap();
+        assert!(e.starts_with(&format!("s.toml:{line}:")), "{e}");
+        let stress = GOOD.replace(
+            "kind = \"hackbench\"\nparams = [2, 4]\nloops = 10",
+            "kind = \"stress-ng\"\nstressor = \"futex\"\nparams = [100]",
+        );
+        let e = parse(&format!("arch = \"arm64\"\n{stress}")).unwrap_err();
+        assert!(
+            e.to_string().contains("copied from this x86-64 host"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_shipped_arm64_suite_reads_as_quick_does_on_arm64() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let quick = Suite::load(&root.join("suites/quick.toml"), &lookup()).unwrap();
+        let arm64 = Suite::load(&root.join("suites/quick-arm64.toml"), &lookup()).unwrap();
+        assert_eq!(arm64.arch, Arch::Arm64);
+        assert_eq!(quick.arch, Arch::X86_64);
+        assert_eq!(arm64.cpus, quick.cpus);
+        let kernels = |s: &Suite| {
+            s.variants
+                .iter()
+                .map(|v| v.kernel.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kernels(&arm64), kernels(&quick));
+        let kinds = |s: &Suite| {
+            s.workloads
+                .iter()
+                .map(|w| w.kind.name())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kinds(&arm64), kinds(&quick));
+        assert!(arm64.precision.is_some_and(|p| p.budget_s.is_some()));
+        for v in &arm64.variants {
+            let fragments = arm64.fragments.kernel_for(&v.kernel, arm64.arch).unwrap();
+            assert_eq!(fragments[0].file_name, "base-arm64.config");
+        }
     }
 
     #[test]

@@ -484,7 +484,10 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     keep_build(&workspace, &partial, &source, spec.arch)?;
     let built_image = partial.join(spec.arch.kernel_image().0);
     if let Some(why) = super::seal::kernel_image_header_damage(&built_image, spec.arch) {
-        bail!("kernel {} built, but its image is not one: {why}", spec.name);
+        bail!(
+            "kernel {} built, but its image is not one: {why}",
+            spec.name
+        );
     }
     let fragment_sha256 = spec
         .fragments
@@ -670,10 +673,10 @@ fn expected_objects(spec: &KernelSpec) -> Option<u64> {
             .filter_map(|k| k.objects_compiled)
             .max()
     };
-    by_name
-        .or_else(by_base)
-        .or((spec.base == KernelBase::Tinyconfig && spec.arch == Arch::X86_64)
-            .then_some(TINYCONFIG_OBJECTS))
+    by_name.or_else(by_base).or(
+        (spec.base == KernelBase::Tinyconfig && spec.arch == Arch::X86_64)
+            .then_some(TINYCONFIG_OBJECTS),
+    )
 }
 
 /// Objects a first build of the quick suite's markers-off kernel compiled
@@ -1180,10 +1183,7 @@ mod tests {
             kernel_key(&same_fragments, "src", "gcc 12"),
             kernel_key(&x86, "src", "gcc 12")
         );
-        assert_ne!(
-            workspace_key(&arm64, cross),
-            workspace_key(&x86, cross)
-        );
+        assert_ne!(workspace_key(&arm64, cross), workspace_key(&x86, cross));
         assert_eq!(sealed_files(Arch::X86_64), SEALED_FILES);
         assert_eq!(sealed_files(Arch::Arm64), ["Image", "config"]);
     }

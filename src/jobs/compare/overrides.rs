@@ -55,7 +55,11 @@ impl Overrides {
             suite.seed = seed;
         }
         if let Some(arch) = self.arch {
-            if let Some(why) = suite.workloads.iter().find_map(|w| suite::refusal_on(w, arch)) {
+            if let Some(why) = suite
+                .workloads
+                .iter()
+                .find_map(|w| suite::refusal_on(w, arch))
+            {
                 return bad(format!("--arch {arch}: {why} ({})", suite.describe_path()));
             }
             if suite.model.is_some() && arch != crate::base::arch::Arch::X86_64 {

@@ -669,8 +669,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("trial.log");
         let (k, i) = (Path::new("/k"), Path::new("/i"));
-        let d = decide_for(Arch::Arm64, AccelChoice::Auto, &mut runner, &qemu(), k, i, &log)
-            .unwrap();
+        let d = decide_for(
+            Arch::Arm64,
+            AccelChoice::Auto,
+            &mut runner,
+            &qemu(),
+            k,
+            i,
+            &log,
+        )
+        .unwrap();
         assert_eq!(d.accel, Accel::Tcg);
         assert_eq!(
             d.reason,
@@ -678,10 +686,26 @@ mod tests {
         );
         assert!(d.reason.to_string().contains("software emulation (TCG)"));
         assert!(runner.requests().is_empty(), "no trial boot");
-        let e = decide_for(Arch::Arm64, AccelChoice::Kvm, &mut runner, &qemu(), k, i, &log)
-            .unwrap_err();
+        let e = decide_for(
+            Arch::Arm64,
+            AccelChoice::Kvm,
+            &mut runner,
+            &qemu(),
+            k,
+            i,
+            &log,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("cannot run arm64 guests"), "{e}");
-        let asked = decide_for(Arch::Arm64, AccelChoice::Tcg, &mut runner, &qemu(), k, i, &log);
+        let asked = decide_for(
+            Arch::Arm64,
+            AccelChoice::Tcg,
+            &mut runner,
+            &qemu(),
+            k,
+            i,
+            &log,
+        );
         assert_eq!(asked.unwrap().accel, Accel::Tcg);
     }
 

@@ -8,9 +8,9 @@
 //! QEMU's stdout, read line by line as they come.
 
 use super::{BootEnd, BootOutcome, BootRequest, Runner};
+use crate::base::arch::Arch;
 use crate::base::error::InputError;
 use crate::base::protocol::Message;
-use crate::base::arch::Arch;
 use crate::guest::images::kernel::base_cmdline;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read};
@@ -44,7 +44,10 @@ impl QemuBinary {
 
     /// The binary at `explicit`, or the first of `arch`'s system emulator
     /// on PATH.
-    pub fn locate_for(explicit: Option<&Path>, arch: Arch) -> crate::base::error::Result<QemuBinary> {
+    pub fn locate_for(
+        explicit: Option<&Path>,
+        arch: Arch,
+    ) -> crate::base::error::Result<QemuBinary> {
         let wanted = arch.qemu_binary();
         let path = match explicit {
             Some(p) if p.is_file() => p.to_path_buf(),
@@ -493,7 +496,10 @@ mod tests {
         assert!(!args.iter().any(|a| a == "-M"));
         let joined = args.join(" ");
         assert!(joined.contains("-accel tcg -cpu max -smp 4"), "{joined}");
-        assert!(joined.contains("-append console=ttyS0 panic=-1"), "{joined}");
+        assert!(
+            joined.contains("-append console=ttyS0 panic=-1"),
+            "{joined}"
+        );
     }
 
     #[test]

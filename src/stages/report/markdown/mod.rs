@@ -167,6 +167,9 @@ fn header(run: &RunReport) -> String {
         names[1..].join(", "),
         escape_md(&meta.suite_title())
     );
+    if let Some(arch) = super::words::architecture(meta) {
+        let _ = writeln!(r, "**Architecture**: {}\n", escape_md(&arch));
+    }
     if !meta.complete {
         let _ = writeln!(
             r,
