@@ -682,6 +682,26 @@ mod tests {
     }
 
     #[test]
+    fn the_head_names_an_architecture_other_than_x86_64_and_only_then() {
+        let samples = vec![sample("off", "real", 1.0), sample("on", "real", 1.1)];
+        let x86 = meta(&["off", "on"]);
+        let arm64 = RunMeta {
+            arch: crate::base::arch::Arch::Arm64,
+            guest_cpu: Some("neoverse-n1".into()),
+            ..x86.clone()
+        };
+        let line = "arm64 guests (qemu-system-aarch64, -cpu neoverse-n1), kernels cross-built \
+                    with aarch64-linux-gnu-";
+        let md = render(&arm64, &samples, RunFiles::default());
+        assert!(md.contains(&format!("**Architecture**: {line}\n")), "{md}");
+        let text = crate::stages::report::render_text(&arm64, &samples, RunFiles::default());
+        assert!(text.contains("Architecture: arm64 guests"), "{text}");
+        let md = render(&x86, &samples, RunFiles::default());
+        let text = crate::stages::report::render_text(&x86, &samples, RunFiles::default());
+        assert!(!md.contains("Architecture") && !text.contains("Architecture"));
+    }
+
+    #[test]
     fn kernels_that_booted_the_same_bzimage_are_named() {
         let samples: Vec<Sample> = ["off", "same", "tracing", "other"]
             .iter()
