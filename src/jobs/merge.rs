@@ -482,6 +482,23 @@ mod tests {
     }
 
     #[test]
+    fn shards_of_other_architectures_are_not_one_sweep() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let first = shard_in(a.path());
+        let mut other = shard_in(b.path());
+        assert!(same_sweep(&first, &other).is_ok());
+        other.meta.arch = crate::base::arch::Arch::Arm64;
+        other.meta.guest_cpu = Some("neoverse-n1".into());
+        let e = format!("{:#}", same_sweep(&first, &other).unwrap_err());
+        assert!(e.starts_with(&b.path().display().to_string()), "{e}");
+        assert!(
+            e.contains("x86-64 against arm64 (-cpu neoverse-n1)")
+                && e.contains("not shards of one sweep"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn an_out_whose_record_cannot_be_looked_at_is_not_merged_into() {
         let root = tempfile::tempdir().unwrap();
         let first = tempfile::tempdir().unwrap();

@@ -65,6 +65,7 @@ pub(super) fn plan_summary(
             kernel::KernelSource::Tree(path) => SourcePlan::Tree(path.display().to_string()),
         },
         kernel_base: suite.kernel_base.describe(),
+        arch: suite.arch,
         fragments_from: suite.fragments.describe(),
         origins,
         variants,
