@@ -275,6 +275,10 @@ pub struct OverrideArgs {
     /// (default: eight times the plan).
     #[arg(long, value_name = "N")]
     pub max_boots: Option<u32>,
+    /// The guest architecture: build the kernels for it and boot them as
+    /// it (x86-64 or arm64; default: the suite's `arch`, else x86-64).
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<crate::base::arch::Arch>,
 }
 
 fn parse_budget(text: &str) -> Result<u64, String> {
@@ -296,6 +300,7 @@ impl OverrideArgs {
             precision: self.precision,
             budget_s: self.budget,
             max_boots: self.max_boots,
+            arch: self.arch,
             ..Overrides::default()
         }
     }

@@ -263,6 +263,7 @@ fn a_plugin_qemu_cannot_load_is_its_own_ending() {
         host_cpu: None,
         qemu: None,
         rr_turn: None,
+        arch: Default::default(),
     };
     let outcome = markbench::stages::vm::qemu::QemuRunner::new(&qemu).boot(&request, &mut |_| {});
     match &outcome.end {

@@ -86,6 +86,40 @@ impl Arch {
         }
     }
 
+    /// The C compiler that builds this architecture's kernels on an x86-64
+    /// host: its version enters every cache key of what it builds.
+    pub fn compiler(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "gcc",
+            Arch::Arm64 => "aarch64-linux-gnu-gcc",
+        }
+    }
+
+    /// QEMU's `-M` for this architecture (`None`: QEMU's default PC).
+    pub fn machine(self) -> Option<&'static str> {
+        match self {
+            Arch::X86_64 => None,
+            Arch::Arm64 => Some("virt"),
+        }
+    }
+
+    /// QEMU's `-cpu`. On arm64 one fixed model, never `max`: the kernel
+    /// patches its code by the CPU's features (LSE atomics, pointer
+    /// authentication), so another model would run other instructions and
+    /// count differently; the model is recorded with the run.
+    pub fn guest_cpu(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "max",
+            Arch::Arm64 => "neoverse-n1",
+        }
+    }
+
+    /// Whether KVM can run this architecture's guests on this host: only
+    /// the host's own (x86-64); arm64 guests always run under TCG.
+    pub fn kvm_possible(self) -> bool {
+        self == Arch::X86_64
+    }
+
     /// The guest's console and the agent's results port: the first and
     /// second serial ports (`-serial` twice; QEMU's `virt` machine gives
     /// arm64 a second PL011 when a second `-serial` is given).
@@ -130,6 +164,9 @@ mod tests {
         assert_eq!("aarch64".parse::<Arch>(), Ok(Arch::Arm64));
         assert_eq!("x86_64".parse::<Arch>(), Ok(Arch::X86_64));
         let err = "ia64".parse::<Arch>().unwrap_err();
+        assert!(Arch::X86_64.machine().is_none() && Arch::Arm64.machine() == Some("virt"));
+        assert_eq!(Arch::X86_64.guest_cpu(), "max");
+        assert_ne!(Arch::Arm64.guest_cpu(), "max");
         assert!(err.contains("ia64") && err.contains("arm64"), "{err}");
     }
 

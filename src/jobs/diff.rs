@@ -44,6 +44,9 @@ pub fn diff(
 ) -> Result<Vec<String>> {
     let baseline = read_run(baseline_dir)?;
     let candidate = read_run(candidate_dir)?;
+    if let Some(why) = crate::record::guest_mismatch(&baseline, &candidate) {
+        return Err(InputError::in_file(candidate_dir, why).into());
+    }
     let variant = chosen_variant(&candidate, candidate_dir, variant)?;
     let (mut kb, mut kc) = (
         kernel_of(&baseline, baseline_dir, &variant)?,
@@ -283,6 +286,30 @@ mod tests {
             }
         );
         assert!(doubt.describe().contains("issue-width=0 in the baseline"));
+    }
+
+    #[test]
+    fn runs_of_other_architectures_are_not_diffed() {
+        let dir = tempfile::tempdir().unwrap();
+        let x86 = RunMeta::default();
+        let arm64 = RunMeta {
+            arch: crate::base::arch::Arch::Arm64,
+            guest_cpu: Some("neoverse-n1".into()),
+            ..Default::default()
+        };
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        x86.write(&a).unwrap();
+        arm64.write(&b).unwrap();
+        let e = diff(&a, &b, None, &dir.path().join("out")).unwrap_err();
+        let text = format!("{e:#}");
+        assert!(
+            text.contains("x86-64 against arm64 (-cpu neoverse-n1)"),
+            "{text}"
+        );
+        assert!(text.starts_with(&b.display().to_string()), "{text}");
+        assert!(!dir.path().join("out").exists());
     }
 
     #[test]

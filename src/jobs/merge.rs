@@ -88,6 +88,16 @@ fn same_sweep(first: &ShardRun, r: &ShardRun) -> Result<()> {
         }
         Ok(())
     };
+    if let Some(why) = crate::record::guest_mismatch(&first.meta, &r.meta) {
+        return Err(InputError::in_file(
+            &r.dir,
+            format!(
+                "{why} (against {}): not shards of one sweep",
+                first.dir.display()
+            ),
+        )
+        .into());
+    }
     let changes = ConditionChange::between(&first.meta, &r.meta);
     let refuse = |change: &ConditionChange| -> Result<()> {
         match change {
@@ -469,6 +479,23 @@ mod tests {
             index: 0,
             count: 1,
         }
+    }
+
+    #[test]
+    fn shards_of_other_architectures_are_not_one_sweep() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let first = shard_in(a.path());
+        let mut other = shard_in(b.path());
+        assert!(same_sweep(&first, &other).is_ok());
+        other.meta.arch = crate::base::arch::Arch::Arm64;
+        other.meta.guest_cpu = Some("neoverse-n1".into());
+        let e = format!("{:#}", same_sweep(&first, &other).unwrap_err());
+        assert!(e.starts_with(&b.path().display().to_string()), "{e}");
+        assert!(
+            e.contains("x86-64 against arm64 (-cpu neoverse-n1)")
+                && e.contains("not shards of one sweep"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -246,7 +246,7 @@ impl BootRecord {
 /// The format of the run directory this version writes. Format 0 is every
 /// run written before the format was numbered; [`RunMeta::read`] brings it
 /// (and any later older format) up to this one.
-pub const RUN_FORMAT: u32 = 5;
+pub const RUN_FORMAT: u32 = 6;
 
 /// A run's format number. A run made now (and `RunMeta::default()`) is in
 /// [`RUN_FORMAT`]; a `meta.toml` without the number is format 0.
@@ -472,6 +472,9 @@ pub struct Overrides {
     /// shown as it recorded itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_words: Option<Vec<String>>,
+    /// `--arch`: the guest architecture, in place of the suite's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<crate::base::arch::Arch>,
 }
 
 impl Overrides {
@@ -530,6 +533,9 @@ impl Overrides {
         if let Some(max_boots) = self.max_boots {
             out.push(format!("max-boots={max_boots}"));
         }
+        if let Some(arch) = self.arch {
+            out.push(format!("arch={arch}"));
+        }
         out
     }
 
@@ -541,6 +547,25 @@ impl Overrides {
             ..self.clone()
         }
     }
+}
+
+/// Why two runs cannot be combined into one (a diff, a merge) for their
+/// guests, if they cannot: another architecture, or another CPU model,
+/// runs other instructions, so nothing measured in one compares with the
+/// other.
+pub fn guest_mismatch(a: &RunMeta, b: &RunMeta) -> Option<String> {
+    let guest = |m: &RunMeta| match &m.guest_cpu {
+        Some(cpu) => format!("{} (-cpu {cpu})", m.arch),
+        None => m.arch.to_string(),
+    };
+    (a.arch != b.arch || a.guest_cpu != b.guest_cpu).then(|| {
+        format!(
+            "the runs' guests differ: {} against {}; runs of different architectures or CPU \
+             models measure other instructions and are not combined",
+            guest(a),
+            guest(b)
+        )
+    })
 }
 
 /// `meta.toml`: everything about a run except its samples.
@@ -640,6 +665,16 @@ pub struct RunMeta {
     /// host's QEMU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smp_qemu: Option<SmpQemuRecord>,
+    /// The guest architecture every kernel was built for and booted as
+    /// (absent: x86-64, as in every run before format 6).
+    #[serde(default, skip_serializing_if = "crate::base::arch::Arch::is_default")]
+    pub arch: crate::base::arch::Arch,
+    /// QEMU's `-cpu` of every guest where the architecture fixes one model
+    /// (arm64: the kernel patches itself by the CPU's features, so the
+    /// model decides the instructions counted); absent for x86-64, whose
+    /// guests run `-cpu max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_cpu: Option<String>,
     /// The published table the suite sets the run's figures beside (its
     /// `reference`); absent in runs of suites without one and in runs
     /// from before suites named one.

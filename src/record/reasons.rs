@@ -66,6 +66,9 @@ pub enum AccelReason {
         verdict: Box<Recorded<AccelReason>>,
         path: String,
     },
+    /// Guests of `arch`, another architecture than the host's: KVM cannot
+    /// run them, so TCG, whatever the host has.
+    OtherArch { arch: crate::base::arch::Arch },
 }
 
 /// Why guest time ran as it did.

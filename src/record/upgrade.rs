@@ -71,6 +71,12 @@
 //!   writes its kind and values; the text report cuts the hashes of the
 //!   words to 16 digits as it always did, and those of the data by field.
 //!
+//! Format 5 differs from 6 in that it knew one guest architecture: a
+//! format-5 run (and every earlier one) is an x86-64 run, booted with
+//! `-cpu max`; format 6 writes `arch` and `guest_cpu` for the others
+//! (arm64, `-cpu neoverse-n1`) and nothing for x86-64, so an x86-64 run
+//! reads the same in both ([`from_format_5`]).
+//!
 //! Each of those sentences is read as the value's `Recorded::Legacy`, as
 //! the value is parsed: no data can be read back out of it, and it renders
 //! as it did. The first versions' workloads, JSON lines, are read as data
@@ -249,10 +255,20 @@ fn to_current(mut meta: RunMeta, older: &OlderKeys) -> RunMeta {
     if meta.format.0 < 4 {
         from_format_3(&mut meta);
     }
+    if meta.format.0 < 6 {
+        from_format_5(&mut meta);
+    }
     // Format 4's sentences were read as `Recorded::Legacy` as it was
     // parsed: nothing is left to do for them.
     meta.format = RunFormat(RUN_FORMAT);
     meta
+}
+
+/// Format 5 to 6: a run of one architecture, x86-64, on `-cpu max`,
+/// whatever keys of a later format a hand might have added to it.
+fn from_format_5(meta: &mut RunMeta) {
+    meta.arch = crate::base::arch::Arch::X86_64;
+    meta.guest_cpu = None;
 }
 
 /// Format 3 to 4: `--cpus` as it was then, replacing every workload's own
@@ -780,6 +796,34 @@ mod tests {
                 Recorded::Legacy("already text".into())
             ]
         );
+    }
+
+    #[test]
+    fn a_format_5_run_is_an_x86_run_and_format_6_keeps_an_arm64_one() {
+        use crate::base::arch::Arch;
+        let arm64 = RunMeta {
+            arch: Arch::Arm64,
+            guest_cpu: Some("neoverse-n1".into()),
+            ..Default::default()
+        };
+        let text = toml::to_string(&arm64).unwrap();
+        assert!(text.contains("arch = \"arm64\""), "{text}");
+        assert!(text.contains("guest_cpu = \"neoverse-n1\""), "{text}");
+        let read: RunMeta = toml::from_str(&text).unwrap();
+        assert_eq!(to_current(read, &OlderKeys::default()), arm64);
+        // An x86-64 run writes neither key, as format 5 did.
+        let x86 = toml::to_string(&RunMeta::default()).unwrap();
+        assert!(!x86.contains("arch") && !x86.contains("guest_cpu"), "{x86}");
+        assert!(x86.contains(&format!("format = {RUN_FORMAT}")), "{x86}");
+        assert_eq!(RUN_FORMAT, 6);
+        // Format 5 knew no other architecture.
+        let five = RunMeta {
+            format: RunFormat(5),
+            ..arm64
+        };
+        let current = to_current(five, &OlderKeys::default());
+        assert_eq!((current.arch, current.guest_cpu), (Arch::X86_64, None));
+        assert_eq!(current.format, RunFormat(RUN_FORMAT));
     }
 
     #[test]

@@ -32,17 +32,18 @@ pub fn decide(
     let initrd = trials.join(format!("trial-{}.initrd", std::process::id()));
     initramfs::write_boot_initrd(&images.base, &[], &initrd)?;
     let kernel = &images.kernels[0].bzimage;
-    let decision = accel::decide(
+    let decision = accel::decide_for(
+        suite.arch,
         suite.accel,
         runner,
         &qemu,
         kernel,
         &initrd,
         &trials.join("accel-trial.log"),
-    );
+    )?;
     let max_cpus = suite.cpus.iter().copied().max().unwrap_or(1);
     let may_count = decision.accel == crate::record::Accel::Tcg && smp_may_count(suite);
-    let smp = match may_count && !named_qemu {
+    let smp = match may_count && own_qemu_for(suite, named_qemu) {
         true => Some(own_qemu(suite.smp_turn)?),
         false => None,
     };
@@ -53,7 +54,7 @@ pub fn decide(
         };
         accel::smp_icount_trial(
             runner,
-            (binary, turn),
+            (binary, turn, suite.arch),
             kernel,
             &initrd,
             &trials.join("smp-icount-trial.log"),
@@ -101,7 +102,17 @@ fn smp_may_count(suite: &Suite) -> bool {
 /// trial decides it: for the outcome that needs more, TCG. A QEMU the suite
 /// or the command line names is used for every boot instead.
 pub fn may_need_own_qemu(suite: &Suite, named_qemu: bool) -> bool {
-    smp_may_count(suite) && !named_qemu
+    smp_may_count(suite) && own_qemu_for(suite, named_qemu)
+}
+
+/// Whether SMP guests under icount boot with markbench's own QEMU: for
+/// x86-64, unless a binary is named. markbench builds its own QEMU for
+/// x86-64 alone (`qemu_build`), so arm64 SMP guests run on the host's
+/// `qemu-system-aarch64` (8.1 or later runs them under icount, which the
+/// SMP trial checks), with QEMU's own round-robin turns: a suite's
+/// `smp_turn` does not reach them, and the run records no own QEMU.
+fn own_qemu_for(suite: &Suite, named_qemu: bool) -> bool {
+    !named_qemu && suite.arch == crate::base::arch::Arch::X86_64
 }
 
 /// markbench's own QEMU (built when the cache has none) with `turn`.

@@ -71,7 +71,8 @@ fn kernel_spec(suite: &Suite, kernel: &str) -> Result<KernelSpec> {
     Ok(KernelSpec {
         name: kernel.to_string(),
         base: suite.kernel_base.clone(),
-        fragments: suite.fragments.kernel(kernel)?,
+        fragments: suite.fragments.kernel_for(kernel, suite.arch)?,
+        arch: suite.arch,
     })
 }
 
@@ -202,7 +203,7 @@ fn guest_image(
     baseline: &ResolvedOrigin,
     baseline_fragment: &Fragment,
 ) -> Result<(BaseImage, Vec<PathBuf>, initramfs::ImageRecord)> {
-    let base = initramfs::ensure_base()?;
+    let base = crate::guest::images::arch_image::ensure_base_for(suite.arch)?;
     let (programs, carried) = guest_additions(suite);
     let additions = initramfs::ensure_additions(&programs, &carried)?;
     let mut hashed = base.files.clone();
@@ -321,6 +322,7 @@ impl Images {
             host_cpu: None,
             qemu: None,
             rr_turn: None,
+            arch: suite.arch,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! the valid choices, because a typo in a suite silently measuring the wrong
 //! thing costs a night.
 
+use crate::base::arch::Arch;
 use crate::base::error::InputError;
 use crate::guest::images::fragments::FragmentSearch;
 use crate::guest::images::kernel::KernelBase;
@@ -31,6 +32,10 @@ pub struct Suite {
     /// SHA-256 of the suite file, recorded so a report says exactly what ran.
     pub sha256: crate::base::sha256::Digest,
     pub description: String,
+    /// The guest architecture its kernels are built for and boot as
+    /// (`arch = "arm64"`; x86-64 when the file names none).
+    #[serde(skip_serializing_if = "Arch::is_default")]
+    pub arch: Arch,
     pub boots: u32,
     pub iterations: u32,
     pub warmup: u32,
@@ -226,6 +231,8 @@ struct SuiteFile {
     name: Spanned<String>,
     #[serde(default)]
     description: String,
+    #[serde(default)]
+    arch: Option<Spanned<Arch>>,
     boots: Spanned<u32>,
     iterations: Spanned<u32>,
     #[serde(default)]
@@ -407,6 +414,42 @@ pub fn check_cmdline(cmdline: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Why the cycle model cannot run on `arch`'s guests.
+pub fn model_refusal(arch: Arch) -> String {
+    format!(
+        "the cycle model decodes x86 instructions only: it cannot run an {arch} guest \
+         (leave out model / --model, or run on x86-64)"
+    )
+}
+
+/// Why a workload cannot run on a guest of `arch`, if it cannot: on arm64
+/// the micro-benchmarks' kernel patch reads the x86 time-stamp counter
+/// (`rdtsc_ordered`), the kernel compile carries the host's x86-64
+/// toolchain into the guest, and a workload's own programs are copied
+/// from the host, x86-64 binaries.
+pub fn refusal_on(spec: &WorkloadSpec, arch: Arch) -> Option<String> {
+    if arch == Arch::X86_64 {
+        return None;
+    }
+    let kind = spec.kind.name();
+    match &spec.kind {
+        WorkloadKind::Micro(_) => Some(format!(
+            "workload {kind:?} cannot run on {arch}: its kernel patch times with the x86 \
+             time-stamp counter (rdtsc_ordered)"
+        )),
+        WorkloadKind::KernelCompile(_) => Some(format!(
+            "workload {kind:?} cannot run on {arch}: the compiler it carries into the guest \
+             is the host's x86-64 one"
+        )),
+        _ if !spec.programs().is_empty() => Some(format!(
+            "workload {kind:?} cannot run on {arch}: its programs ({}) are copied from this \
+             x86-64 host",
+            spec.programs().join(", ")
+        )),
+        _ => None,
+    }
+}
+
 /// The most vCPUs a guest can have: the guest kernels' NR_CPUS.
 pub const MAX_CPUS: u32 = 8;
 
@@ -532,8 +575,11 @@ impl Suite {
             }
             None => KernelBase::Tinyconfig,
         };
+        let arch = file.arch.as_ref().map_or(Arch::default(), |a| *a.get_ref());
+        at.model_on(arch, &file)?;
         let variants = at.variants(file.variant, &fragments, file.kernel.source.as_ref())?;
-        let workloads = at.workloads(file.workload, &settings, &file.cpus, &file.memory_mib)?;
+        let workloads =
+            at.workloads(file.workload, &settings, &file.cpus, &file.memory_mib, arch)?;
         let reference = at.reference(file.reference, &workloads)?;
         let objects = at.objects(file.objects)?;
         let name = file.name.get_ref().clone();
@@ -552,6 +598,7 @@ impl Suite {
             fragments,
             sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())).into(),
             description: file.description,
+            arch,
             boots: settings.boots,
             iterations: settings.iterations,
             warmup: file.warmup,
@@ -679,6 +726,15 @@ impl At<'_> {
             cpus,
             icount_shift,
         })
+    }
+
+    /// Refuses a cycle model on a guest it cannot decode: the plugin's
+    /// model decodes x86 instructions alone.
+    fn model_on(&self, arch: Arch, file: &SuiteFile) -> Result<(), InputError> {
+        match &file.model {
+            Some(model) if arch != Arch::X86_64 => Err(self.err(model.span(), model_refusal(arch))),
+            _ => Ok(()),
+        }
     }
 
     /// `model`, checked: the one model's name, or its settings by name.
@@ -916,6 +972,7 @@ impl At<'_> {
         settings: &Settings,
         cpus_key: &Spanned<Vec<u32>>,
         memory_key: &Spanned<u32>,
+        arch: Arch,
     ) -> Result<Vec<WorkloadSpec>, InputError> {
         if files.get_ref().is_empty() {
             return Err(self.err(
@@ -941,6 +998,9 @@ impl At<'_> {
                 };
                 self.err(at, refusal.message)
             })?;
+            if let Some(why) = refusal_on(&spec, arch) {
+                return Err(self.err(span, why));
+            }
             self.host_files(&mut spec, &span)?;
             workloads.push(spec);
             spans.push(span);
@@ -1101,6 +1161,70 @@ loops = 10
 
     pub(crate) fn parse(text: &str) -> Result<Suite, InputError> {
         Suite::parse(Path::new("s.toml"), text, &lookup())
+    }
+
+    #[test]
+    fn a_suite_names_its_architecture_and_x86_64_is_the_default() {
+        assert_eq!(parse(GOOD).unwrap().arch, Arch::X86_64);
+        let arm64 = parse(&format!("arch = \"arm64\"\n{GOOD}")).unwrap();
+        assert_eq!(arm64.arch, Arch::Arm64);
+        let e = parse(&format!("arch = \"riscv\"\n{GOOD}")).unwrap_err();
+        assert!(e.to_string().starts_with("s.toml:1:"), "{e}");
+        assert!(e.to_string().contains("arm64"), "{e}");
+    }
+
+    #[test]
+    fn what_an_arm64_guest_cannot_run_is_refused_at_its_line() {
+        let model = format!("arch = \"arm64\"\nmodel = \"cycles\"\n{GOOD}");
+        let e = parse(&model).unwrap_err().to_string();
+        assert!(e.starts_with("s.toml:2:"), "{e}");
+        assert!(e.contains("decodes x86 instructions only"), "{e}");
+        // The same model on x86-64 is a suite.
+        assert!(parse(&format!("model = \"cycles\"\n{GOOD}")).is_ok());
+        let micro =
+            format!("arch = \"arm64\"\n{GOOD}[[workload]]\nkind = \"micro\"\nparams = [1000]\n");
+        let e = parse(&micro).unwrap_err().to_string();
+        assert!(e.contains("rdtsc_ordered"), "{e}");
+        let line = micro.lines().position(|l| l == "kind = \"micro\"").unwrap();
+        assert!(e.starts_with(&format!("s.toml:{line}:")), "{e}");
+        let stress = GOOD.replace(
+            "kind = \"hackbench\"\nparams = [2, 4]\nloops = 10",
+            "kind = \"stress-ng\"\nstressor = \"futex\"\nparams = [100]",
+        );
+        let e = parse(&format!("arch = \"arm64\"\n{stress}")).unwrap_err();
+        assert!(
+            e.to_string().contains("copied from this x86-64 host"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_shipped_arm64_suite_reads_as_quick_does_on_arm64() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let quick = Suite::load(&root.join("suites/quick.toml"), &lookup()).unwrap();
+        let arm64 = Suite::load(&root.join("suites/quick-arm64.toml"), &lookup()).unwrap();
+        assert_eq!(arm64.arch, Arch::Arm64);
+        assert_eq!(quick.arch, Arch::X86_64);
+        assert_eq!(arm64.cpus, quick.cpus);
+        let kernels = |s: &Suite| {
+            s.variants
+                .iter()
+                .map(|v| v.kernel.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kernels(&arm64), kernels(&quick));
+        let kinds = |s: &Suite| {
+            s.workloads
+                .iter()
+                .map(|w| w.kind.name())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(kinds(&arm64), kinds(&quick));
+        assert!(arm64.precision.is_some_and(|p| p.budget_s.is_some()));
+        for v in &arm64.variants {
+            let fragments = arm64.fragments.kernel_for(&v.kernel, arm64.arch).unwrap();
+            assert_eq!(fragments[0].file_name, "base-arm64.config");
+        }
     }
 
     #[test]

@@ -23,11 +23,27 @@ use std::path::{Path, PathBuf};
 /// The base configuration every kernel starts from, under its variant's.
 pub const BASE: &str = "base.config";
 
+/// The base configuration of arm64 kernels, in place of [`BASE`]: the
+/// same needs of the guest, in arm64's drivers (PL011, GIC, PSCI).
+pub const BASE_ARM64: &str = "base-arm64.config";
+
+/// The base fragment of kernels built for `arch`.
+pub fn base_for(arch: crate::base::arch::Arch) -> &'static str {
+    match arch {
+        crate::base::arch::Arch::X86_64 => BASE,
+        crate::base::arch::Arch::Arm64 => BASE_ARM64,
+    }
+}
+
 /// The directory name fragments live in.
 pub const DIR_NAME: &str = "vm-images";
 
 /// The fragments markbench ships, as they were when it was built.
 const BUILT_IN: &[(&str, &str)] = &[
+    (
+        "base-arm64.config",
+        include_str!("../../../vm-images/base-arm64.config"),
+    ),
     (
         "base.config",
         include_str!("../../../vm-images/base.config"),
@@ -235,7 +251,11 @@ impl FragmentSearch {
         let mut names: Vec<String> = files
             .iter()
             .filter_map(|f| f.strip_suffix(".config"))
-            .filter(|stem| *stem != BASE.trim_end_matches(".config"))
+            .filter(|stem| {
+                crate::base::arch::Arch::ALL
+                    .iter()
+                    .all(|&arch| *stem != base_for(arch).trim_end_matches(".config"))
+            })
             .map(str::to_string)
             .collect();
         names.sort();
@@ -243,9 +263,19 @@ impl FragmentSearch {
         names
     }
 
-    /// The base fragment and the fragment of kernel `name`, as found.
+    /// The base fragment and the fragment of kernel `name`, as found (an
+    /// x86-64 kernel's; [`FragmentSearch::kernel_for`] any arch's).
     pub fn kernel(&self, name: &str) -> crate::base::error::Result<Vec<Fragment>> {
-        [BASE.to_string(), format!("{name}.config")]
+        self.kernel_for(name, crate::base::arch::Arch::X86_64)
+    }
+
+    /// The base fragment of `arch` and the fragment of kernel `name`, as found.
+    pub fn kernel_for(
+        &self,
+        name: &str,
+        arch: crate::base::arch::Arch,
+    ) -> crate::base::error::Result<Vec<Fragment>> {
+        [base_for(arch).to_string(), format!("{name}.config")]
             .iter()
             .map(|file| {
                 self.find(file)?.ok_or_else(|| {

@@ -16,6 +16,7 @@ pub use super::source::KernelSource;
 use super::source::{Delta, OriginRecord, ResolvedOrigin, TreeState};
 use super::workspace::{MirrorStats, Workspace};
 use super::{key_of, tool_version, Cache};
+use crate::base::arch::Arch;
 use crate::base::error::bail;
 use crate::base::error::InputError;
 use crate::base::error::{Context, Result};
@@ -31,6 +32,15 @@ use std::process::{Command, Stdio};
 /// oops visible the same way.
 pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1 oops=panic rdinit=/init";
 
+/// What every boot's command line holds after the console.
+const CMDLINE_AFTER_CONSOLE: &str = "panic=-1 oops=panic rdinit=/init";
+
+/// [`BASE_CMDLINE`] for a guest of `arch`: the console is the arch's first
+/// serial port (`ttyS0` on x86-64, `ttyAMA0` on arm64).
+pub fn base_cmdline(arch: Arch) -> String {
+    format!("console={} {CMDLINE_AFTER_CONSOLE}", arch.serial_ports().0)
+}
+
 /// What a kernel is built from.
 #[derive(Debug, Clone)]
 pub struct KernelSpec {
@@ -40,6 +50,9 @@ pub struct KernelSpec {
     pub base: KernelBase,
     /// Base fragment first, then the variant's; later lines win.
     pub fragments: Vec<Fragment>,
+    /// What it is built for (cross-built with `ARCH=` and `CROSS_COMPILE=`
+    /// when not the host's).
+    pub arch: Arch,
 }
 
 /// The configuration a kernel starts from, before `base.config` (what the
@@ -158,10 +171,22 @@ pub struct KernelImage {
     /// before they were kept, which are sealed on first use.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub seals: BTreeMap<String, Seal>,
+    /// What it was built for (absent in x86-64 kernels' records, every
+    /// kernel cached before there was a choice).
+    #[serde(default, skip_serializing_if = "Arch::is_default")]
+    pub arch: Arch,
 }
 
-/// The files of a kernel entry that are sealed: what a boot and the report read.
+/// The files of a kernel entry that are sealed: what a boot and the report
+/// read (an x86-64 entry's; [`sealed_files`] names any arch's).
 pub const SEALED_FILES: [&str; 2] = ["bzImage", "config"];
+
+/// The files of a kernel entry of `arch` that are sealed: its image, under
+/// the name the kernel's build gives it (`bzImage`, `Image`), and its
+/// `.config`.
+pub fn sealed_files(arch: Arch) -> [&'static str; 2] {
+    [arch.kernel_image().0, "config"]
+}
 
 impl KernelImage {
     /// The first 16 characters of the build key, or all of a shorter key (a
@@ -315,6 +340,16 @@ pub(crate) fn reproducible(make: &mut Command) {
         .arg("LOCALVERSION=");
 }
 
+/// Makes a kernel build one for `arch`: `ARCH=` and `CROSS_COMPILE=` for
+/// an architecture not the host's; nothing for x86-64, whose command line
+/// stays as it always was.
+pub(crate) fn cross_build(make: &mut Command, arch: Arch) {
+    if let Some(prefix) = arch.cross_compile() {
+        make.arg(format!("ARCH={}", arch.kernel_arch()))
+            .arg(format!("CROSS_COMPILE={prefix}"));
+    }
+}
+
 /// Environment variable naming ccache's directory instead of the cache's
 /// `ccache/`: two caches can then share compiled objects (the
 /// reproducibility test builds in a fresh cache at the cost of a rebuild
@@ -344,6 +379,10 @@ fn ccache() -> Option<PathBuf> {
 /// The build key of a kernel, without building it: the fragments count by
 /// their text alone, so a fragment found elsewhere (or built in) with the
 /// same text is the same kernel.
+///
+/// `compiler` is the version of the arch's compiler ([`compiler_version`]).
+/// A kernel of another architecture than x86-64 is keyed by its
+/// architecture too; an x86-64 kernel keeps the key it always had.
 pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> String {
     let mut parts: Vec<(&str, &[u8])> = vec![
         (
@@ -366,7 +405,16 @@ pub fn kernel_key(spec: &KernelSpec, identity: &str, compiler: &str) -> String {
     for f in &spec.fragments {
         parts.push(("fragment", f.text.as_bytes()));
     }
+    if !spec.arch.is_default() {
+        parts.push(("arch", spec.arch.as_str().as_bytes()));
+    }
     key_of(&parts).into()
+}
+
+/// The first line of `--version` of the compiler that builds `arch`'s
+/// kernels (the host's `gcc`, or the cross compiler).
+pub fn compiler_version(arch: Arch) -> String {
+    tool_version(arch.compiler())
 }
 
 /// The key of a configuration's workspace: the kernel's key without its
@@ -379,7 +427,7 @@ fn workspace_key(spec: &KernelSpec, compiler: &str) -> String {
 /// first if needed.
 pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<KernelImage> {
     let identity = origin.identity.as_str();
-    let compiler = tool_version("gcc");
+    let compiler = compiler_version(spec.arch);
     let key = kernel_key(spec, identity, &compiler);
     let dir = Cache::here().kernel(&spec.name, &key);
     if let Some(image) = cached(&dir) {
@@ -433,7 +481,14 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         }
     };
     workspace.finish(identity)?;
-    keep_build(&workspace, &partial, &source)?;
+    keep_build(&workspace, &partial, &source, spec.arch)?;
+    let built_image = partial.join(spec.arch.kernel_image().0);
+    if let Some(why) = super::seal::kernel_image_header_damage(&built_image, spec.arch) {
+        bail!(
+            "kernel {} built, but its image is not one: {why}",
+            spec.name
+        );
+    }
     let fragment_sha256 = spec
         .fragments
         .iter()
@@ -442,7 +497,7 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
     let image = KernelImage {
         name: spec.name.clone(),
         key: key.clone().into(),
-        bzimage: dir.join("bzImage"),
+        bzimage: dir.join(spec.arch.kernel_image().0),
         config: dir.join("config"),
         build_log: dir.join("build.log"),
         dir: dir.clone(),
@@ -456,10 +511,11 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         origin: origin.record(),
         objects_compiled: Some(objects),
         first_build,
-        seals: SEALED_FILES
+        seals: sealed_files(spec.arch)
             .iter()
             .map(|f| Ok((f.to_string(), super::seal::seal_of(&partial.join(f))?)))
             .collect::<Result<_>>()?,
+        arch: spec.arch,
     };
     std::fs::write(partial.join(RECORD), toml::to_string(&image)?)?;
     let _ = std::fs::remove_dir_all(&dir);
@@ -511,7 +567,7 @@ fn note_mirroring(
 /// Keeps the workspace's build beside the kernel in `partial`: the whole
 /// build directory (for `size`, `nm` and the profile's symbols), the
 /// bzImage and the `.config`.
-fn keep_build(workspace: &Workspace, partial: &Path, source: &Path) -> Result<()> {
+fn keep_build(workspace: &Workspace, partial: &Path, source: &Path, arch: Arch) -> Result<()> {
     let copy = Command::new("cp")
         .arg("-a")
         .arg(workspace.build_dir())
@@ -530,7 +586,9 @@ fn keep_build(workspace: &Workspace, partial: &Path, source: &Path) -> Result<()
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(source, &link)?;
     let build = partial.join("build");
-    std::fs::copy(build.join("arch/x86/boot/bzImage"), partial.join("bzImage"))?;
+    let (image, built_at) = arch.kernel_image();
+    std::fs::copy(build.join(built_at), partial.join(image))
+        .with_context(|| format!("copying {}", build.join(built_at).display()))?;
     std::fs::copy(build.join(".config"), partial.join("config"))?;
     Ok(())
 }
@@ -601,7 +659,7 @@ fn expected_objects(spec: &KernelSpec) -> Option<u64> {
     let base = spec.base.describe();
     let firsts: Vec<KernelImage> = cached_kernels()
         .into_iter()
-        .filter(|k| k.first_build && k.objects_compiled.is_some())
+        .filter(|k| k.first_build && k.objects_compiled.is_some() && k.arch == spec.arch)
         .collect();
     let by_name = firsts
         .iter()
@@ -615,9 +673,10 @@ fn expected_objects(spec: &KernelSpec) -> Option<u64> {
             .filter_map(|k| k.objects_compiled)
             .max()
     };
-    by_name
-        .or_else(by_base)
-        .or((spec.base == KernelBase::Tinyconfig).then_some(TINYCONFIG_OBJECTS))
+    by_name.or_else(by_base).or(
+        (spec.base == KernelBase::Tinyconfig && spec.arch == Arch::X86_64)
+            .then_some(TINYCONFIG_OBJECTS),
+    )
 }
 
 /// Objects a first build of the quick suite's markers-off kernel compiled
@@ -716,9 +775,11 @@ fn build_in(
     let make = |out: &Path, target: &str| {
         let mut c = Command::new("make");
         c.arg("-C").arg(&tree).arg(format!("O={}", out.display()));
+        cross_build(&mut c, spec.arch);
         reproducible(&mut c);
         if let Some(ccache_dir) = &compiler_launcher {
-            c.arg("CC=ccache gcc").env("CCACHE_DIR", ccache_dir);
+            c.arg(format!("CC=ccache {}", spec.arch.compiler()))
+                .env("CCACHE_DIR", ccache_dir);
         }
         c.arg(target);
         c
@@ -761,7 +822,7 @@ fn build_in(
         std::fs::write(build.join(".config"), &config)?;
     }
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut bz = make(&build, "bzImage");
+    let mut bz = make(&build, spec.arch.kernel_image().0);
     bz.arg(format!("-j{jobs}"));
     let mut step = crate::base::progress::Step::start(
         format!("building kernel {}", spec.name),
@@ -842,7 +903,7 @@ pub fn merged_config(base: &str, fragments: &[Fragment]) -> String {
 /// Whether the cache holds `spec`'s kernel built from `origin` whole, so a
 /// run would not build it.
 pub fn is_cached(origin: &ResolvedOrigin, spec: &KernelSpec) -> bool {
-    let key = kernel_key(spec, origin.identity.as_str(), &tool_version("gcc"));
+    let key = kernel_key(spec, origin.identity.as_str(), &compiler_version(spec.arch));
     cached(&Cache::here().kernel(&spec.name, &key)).is_some()
 }
 
@@ -882,10 +943,11 @@ pub fn check_entry(dir: &Path) -> (Option<KernelImage>, SealVerdict) {
         Err(e) => return (None, SealVerdict::Damaged(format!("{e:#}"))),
     };
     if image.seals.is_empty() {
-        if let Some(why) = super::seal::bzimage_header_damage(&dir.join("bzImage")) {
+        let (file, _) = image.arch.kernel_image();
+        if let Some(why) = super::seal::kernel_image_header_damage(&dir.join(file), image.arch) {
             return (None, SealVerdict::Damaged(why));
         }
-        let seals: Result<BTreeMap<String, Seal>> = SEALED_FILES
+        let seals: Result<BTreeMap<String, Seal>> = sealed_files(image.arch)
             .iter()
             .map(|f| Ok((f.to_string(), super::seal::seal_of(&dir.join(f))?)))
             .collect();
@@ -1053,6 +1115,7 @@ mod tests {
             name: name.into(),
             base: KernelBase::Tinyconfig,
             fragments: search.kernel(name).unwrap(),
+            arch: Arch::X86_64,
         }
     }
 
@@ -1090,6 +1153,59 @@ mod tests {
         // The file's text is the kernel, not where it was found.
         assert_eq!(kernel_key(&spec, "src", "gcc 12"), file);
         assert!(tiny != defconfig && defconfig != file && tiny != file);
+    }
+
+    #[test]
+    fn arm64_kernels_are_keyed_by_their_arch_and_cross_compiler() {
+        let search = FragmentSearch::for_suite(None, None, Path::new("/nonexistent"));
+        let x86 = spec_from(&search, "markers-on");
+        let arm64 = KernelSpec {
+            fragments: search.kernel_for("markers-on", Arch::Arm64).unwrap(),
+            arch: Arch::Arm64,
+            ..x86.clone()
+        };
+        assert_eq!(arm64.fragments[0].file_name, "base-arm64.config");
+        let cross = "aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0";
+        assert_ne!(
+            kernel_key(&arm64, "src", cross),
+            kernel_key(&x86, "src", cross)
+        );
+        assert_ne!(
+            kernel_key(&arm64, "src", cross),
+            kernel_key(&arm64, "src", "aarch64-linux-gnu-gcc 13")
+        );
+        // The same fragments, arch aside, are still another kernel.
+        let same_fragments = KernelSpec {
+            arch: Arch::Arm64,
+            ..x86.clone()
+        };
+        assert_ne!(
+            kernel_key(&same_fragments, "src", "gcc 12"),
+            kernel_key(&x86, "src", "gcc 12")
+        );
+        assert_ne!(workspace_key(&arm64, cross), workspace_key(&x86, cross));
+        assert_eq!(sealed_files(Arch::X86_64), SEALED_FILES);
+        assert_eq!(sealed_files(Arch::Arm64), ["Image", "config"]);
+    }
+
+    #[test]
+    fn a_cross_build_names_arch_and_compiler_and_x86_names_neither() {
+        let mut x86 = Command::new("make");
+        cross_build(&mut x86, Arch::X86_64);
+        assert_eq!(x86.get_args().count(), 0);
+        let mut arm64 = Command::new("make");
+        cross_build(&mut arm64, Arch::Arm64);
+        let args: Vec<_> = arm64.get_args().map(|a| a.to_string_lossy()).collect();
+        assert_eq!(args, ["ARCH=arm64", "CROSS_COMPILE=aarch64-linux-gnu-"]);
+    }
+
+    #[test]
+    fn the_console_is_the_arch_s_first_serial_port() {
+        assert_eq!(base_cmdline(Arch::X86_64), BASE_CMDLINE);
+        assert_eq!(
+            base_cmdline(Arch::Arm64),
+            "console=ttyAMA0 panic=-1 oops=panic rdinit=/init"
+        );
     }
 
     #[test]

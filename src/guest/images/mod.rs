@@ -1,6 +1,7 @@
 //! Images: guest kernels and the guest initramfs, built once and cached
 //! outside the repository, keyed by everything that goes into them.
 
+pub mod arch_image;
 pub mod cache;
 pub mod compile_tree;
 pub mod fragments;

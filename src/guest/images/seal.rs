@@ -248,6 +248,52 @@ pub fn bzimage_header_damage(path: &Path) -> Option<String> {
     (len < declared).then(|| format!("{name}: {len} bytes, its header declares {declared}"))
 }
 
+/// What the kernel image of `arch` at `path` says about itself by its
+/// header: a `bzImage`'s boot header ([`bzimage_header_damage`]) or an
+/// arm64 `Image`'s ([`arm64_image_header_damage`]).
+pub fn kernel_image_header_damage(path: &Path, arch: crate::base::arch::Arch) -> Option<String> {
+    match arch {
+        crate::base::arch::Arch::X86_64 => bzimage_header_damage(path),
+        crate::base::arch::Arch::Arm64 => arm64_image_header_damage(path),
+    }
+}
+
+/// The arm64 `Image` header's magic, `ARM\x64`, at [`ARM64_MAGIC_OFFSET`]
+/// (the kernel's Documentation/arm64/booting.rst).
+pub const ARM64_MAGIC: [u8; 4] = *b"ARM\x64";
+pub const ARM64_MAGIC_OFFSET: usize = 0x38;
+
+/// What an arm64 `Image`'s 64-byte header says about it: the magic, and a
+/// declared size (`image_size` at 0x10: what is loaded, BSS included) that
+/// is not zero and not below the file's length. The declared size covers
+/// the BSS the file does not carry, so a truncation past the header is
+/// caught by the entry's seal, not here.
+pub fn arm64_image_header_damage(path: &Path) -> Option<String> {
+    let name = path.display();
+    let mut header = [0u8; 0x40];
+    let len = match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => m.len(),
+        Ok(_) => return Some(format!("{name}: not a regular file")),
+        Err(e) => return Some(format!("{name}: {e}")),
+    };
+    if let Err(e) = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut header)) {
+        return Some(format!("{name}: no arm64 Image header ({e})"));
+    }
+    if header[ARM64_MAGIC_OFFSET..ARM64_MAGIC_OFFSET + 4] != ARM64_MAGIC {
+        return Some(format!(
+            "{name}: no arm64 Image magic (\"ARM\\x64\" at offset {ARM64_MAGIC_OFFSET:#x})"
+        ));
+    }
+    let mut size = [0u8; 8];
+    size.copy_from_slice(&header[0x10..0x18]);
+    let image_size = u64::from_le_bytes(size);
+    if image_size == 0 {
+        return Some(format!("{name}: its header declares no image size"));
+    }
+    (len > image_size)
+        .then(|| format!("{name}: {len} bytes, more than the {image_size} its header declares"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +330,39 @@ mod tests {
         bytes[0x1f4..0x1f8].copy_from_slice(&syssize.to_le_bytes());
         bytes[0x202..0x206].copy_from_slice(b"HdrS");
         std::fs::write(path, bytes).unwrap();
+    }
+
+    /// A file shaped like an arm64 Image: the header's magic and its
+    /// declared size.
+    fn fake_arm64_image(path: &Path, image_size: u64, len: usize) {
+        let mut bytes = vec![0u8; len];
+        bytes[0x10..0x18].copy_from_slice(&image_size.to_le_bytes());
+        bytes[ARM64_MAGIC_OFFSET..ARM64_MAGIC_OFFSET + 4].copy_from_slice(&ARM64_MAGIC);
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn an_arm64_image_is_told_by_its_magic_and_a_bzimage_is_not_one() {
+        use crate::base::arch::Arch;
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("Image");
+        fake_arm64_image(&image, 8192, 4096);
+        assert_eq!(kernel_image_header_damage(&image, Arch::Arm64), None);
+        // The same file is no bzImage, and a bzImage no arm64 Image.
+        assert!(kernel_image_header_damage(&image, Arch::X86_64).is_some());
+        let bz = dir.path().join("bzImage");
+        fake_bzimage(&bz, 64, 1024 + 64 * 16);
+        let why = kernel_image_header_damage(&bz, Arch::Arm64).unwrap();
+        assert!(why.contains("no arm64 Image magic"), "{why}");
+        fake_arm64_image(&image, 0, 4096);
+        let why = arm64_image_header_damage(&image).unwrap();
+        assert!(why.contains("no image size"), "{why}");
+        fake_arm64_image(&image, 1024, 4096);
+        let why = arm64_image_header_damage(&image).unwrap();
+        assert!(why.contains("more than the 1024"), "{why}");
+        std::fs::write(&image, b"ARM").unwrap();
+        let why = arm64_image_header_damage(&image).unwrap();
+        assert!(why.contains("no arm64 Image header"), "{why}");
     }
 
     #[test]

@@ -674,7 +674,7 @@ impl<'a> Bench<'a> {
         images: &crate::stages::run_images::Images,
     ) -> Result<(&mut vm::qemu::QemuRunner, &vm::Machine)> {
         if self.machine.is_none() {
-            let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
+            let qemu = vm::qemu::QemuBinary::locate_for(run.qemu.as_deref(), run.suite.arch)?;
             let mut runner = vm::qemu::QemuRunner::new(&qemu);
             let machine = crate::stages::machine::decide(
                 &run.suite,

@@ -65,6 +65,7 @@ pub(super) fn plan_summary(
             kernel::KernelSource::Tree(path) => SourcePlan::Tree(path.display().to_string()),
         },
         kernel_base: suite.kernel_base.describe(),
+        arch: suite.arch,
         fragments_from: suite.fragments.describe(),
         origins,
         variants,
@@ -173,7 +174,7 @@ fn variant_plans(suite: &Suite) -> Result<Vec<VariantPlan>> {
     let mut variants = Vec::new();
     for (i, v) in suite.variants.iter().enumerate() {
         let mut fragments = Vec::new();
-        for f in suite.fragments.kernel(&v.kernel)? {
+        for f in suite.fragments.kernel_for(&v.kernel, suite.arch)? {
             kernel::parse_fragment(&f.label(), &f.text)?;
             fragments.push((
                 f.file_name.clone(),

@@ -211,6 +211,8 @@ pub fn initial_meta(run: &Resolved, images: &Images, machine: &Machine) -> RunMe
         precision: run.precision_record(),
         slots: None,
         smp_qemu: machine.smp.as_ref().map(smp_qemu_record),
+        arch: suite.arch,
+        guest_cpu: (!suite.arch.is_default()).then(|| suite.arch.guest_cpu().to_string()),
         reference: suite.reference,
         workloads: suite
             .workloads

@@ -165,7 +165,7 @@ pub fn compare(options: &Options, show: &mut dyn FnMut(CompareProgress<'_>)) -> 
     }
     let started = std::time::Instant::now();
     host.apply(needs, options.consent())?;
-    let qemu = vm::qemu::QemuBinary::locate(run.qemu.as_deref())?;
+    let qemu = vm::qemu::QemuBinary::locate_for(run.qemu.as_deref(), run.suite.arch)?;
     let mut run = run;
     if let KernelSource::Tarball(p) = &run.source {
         // The default tarball may have been installed just now.

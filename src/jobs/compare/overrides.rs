@@ -54,6 +54,23 @@ impl Overrides {
         if let Some(seed) = self.seed {
             suite.seed = seed;
         }
+        if let Some(arch) = self.arch {
+            if let Some(why) = suite
+                .workloads
+                .iter()
+                .find_map(|w| suite::refusal_on(w, arch))
+            {
+                return bad(format!("--arch {arch}: {why} ({})", suite.describe_path()));
+            }
+            if suite.model.is_some() && arch != crate::base::arch::Arch::X86_64 {
+                return bad(format!(
+                    "--arch {arch}: {} asks for the cycle model: {}",
+                    suite.describe_path(),
+                    suite::model_refusal(arch)
+                ));
+            }
+            suite.arch = arch;
+        }
         self.apply_precision(&mut suite)?;
         if self.aa {
             let baseline = suite.variants[0].clone();

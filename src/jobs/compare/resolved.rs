@@ -214,6 +214,13 @@ impl Resolved {
         if (options.model.is_some() || options.model_profile.is_some()) && suite.model.is_none() {
             suite.model = Some(Default::default());
         }
+        if suite.model.is_some() && suite.arch != crate::base::arch::Arch::X86_64 {
+            return Err(InputError::new(format!(
+                "--model: {}",
+                crate::stages::suite::model_refusal(suite.arch)
+            ))
+            .into());
+        }
         if let Some(model) = &mut suite.model {
             let recorded = match &run.resumed {
                 Some((dir, _)) => crate::base::cycle_model::CycleModel::read(dir)?,

@@ -29,6 +29,8 @@ pub struct PlanSummary {
     pub description: String,
     pub kernel_source: SourcePlan,
     pub kernel_base: String,
+    /// The guest architecture the kernels are built for and boot as.
+    pub arch: crate::base::arch::Arch,
     pub fragments_from: String,
     /// Each variant's kernel origin, when a variant has one of its own.
     pub origins: Vec<(String, String)>,
@@ -557,9 +559,21 @@ impl PlanSummary {
             line(format!("  {}", self.description));
         }
         line(format!("kernel source: {}", self.kernel_source.words()));
+        if !self.arch.is_default() {
+            line(format!(
+                "guest architecture: {} (kernels cross-built with {}gcc, booted on {} -M {} \
+                 -cpu {} under TCG)",
+                self.arch,
+                self.arch.cross_compile().unwrap_or_default(),
+                self.arch.qemu_binary(),
+                self.arch.machine().unwrap_or("default"),
+                self.arch.guest_cpu()
+            ));
+        }
         line(format!(
-            "kernel configuration: {} + base.config + the variant's fragment",
-            self.kernel_base
+            "kernel configuration: {} + {} + the variant's fragment",
+            self.kernel_base,
+            crate::guest::images::fragments::base_for(self.arch)
         ));
         line(format!("kernel fragments from: {}", self.fragments_from));
         for (variant, origin) in &self.origins {
@@ -780,6 +794,7 @@ mod tests {
             description: "two kernels".into(),
             kernel_source: SourcePlan::Tree("/src/linux".into()),
             kernel_base: "tinyconfig".into(),
+            arch: Default::default(),
             fragments_from: "vm-images".into(),
             origins: vec![("b".into(), "the tree at abc".into())],
             variants: vec![
@@ -890,6 +905,20 @@ mod tests {
         assert_eq!(text, expected);
         // Side by side, the boots share the estimate's time.
         let two = PlanSummary { jobs: 2, ..full() }.render();
+        let arm64 = PlanSummary {
+            arch: crate::base::arch::Arch::Arm64,
+            ..full()
+        }
+        .render();
+        assert!(
+            arm64.contains(
+                "guest architecture: arm64 (kernels cross-built with aarch64-linux-gnu-gcc, \
+                 booted on qemu-system-aarch64 -M virt -cpu neoverse-n1 under TCG)\n\
+                 kernel configuration: tinyconfig + base-arm64.config + the variant's fragment"
+            ),
+            "{arm64}"
+        );
+        assert!(!full().render().contains("guest architecture"));
         assert!(
             two.contains(
                 "estimated time: 3 min of booting (90 s per boot in reports/x, 2 at once)"

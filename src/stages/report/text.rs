@@ -74,6 +74,10 @@ fn header(run: &RunReport) -> String {
         '=',
     );
     r.push('\n');
+    if let Some(arch) = super::words::architecture(meta) {
+        r.push_str(&plain::wrap(&format!("Architecture: {arch}"), ""));
+        r.push('\n');
+    }
     if !meta.complete {
         r.push_str(&plain::wrap(
             "Partial run: the run did not finish; the tables hold what was measured \

@@ -20,6 +20,25 @@ impl<T: Display> Display for Recorded<T> {
     }
 }
 
+/// The guest architecture as a report's head names it, for a run not on
+/// x86-64 (`None` for x86-64, which every report before arm64 left unsaid,
+/// so theirs read as they did).
+pub fn architecture(meta: &crate::record::RunMeta) -> Option<String> {
+    if meta.arch.is_default() {
+        return None;
+    }
+    let cpu = meta
+        .guest_cpu
+        .as_deref()
+        .map_or(String::new(), |cpu| format!(", -cpu {cpu}"));
+    Some(format!(
+        "{} guests ({}{cpu}), kernels cross-built with {}",
+        meta.arch,
+        meta.arch.qemu_binary(),
+        meta.arch.cross_compile().unwrap_or("the host's compiler")
+    ))
+}
+
 impl Display for AccelReason {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
@@ -44,6 +63,11 @@ impl Display for AccelReason {
             AccelReason::Remembered { verdict, path } => {
                 write!(f, "{verdict} (remembered in {path})")
             }
+            AccelReason::OtherArch { arch } => write!(
+                f,
+                "{arch} guests on an x86-64 host: KVM runs only the host's architecture, so \
+                 software emulation (TCG)"
+            ),
         }
     }
 }

@@ -57,7 +57,7 @@ fn smp_verdict_path(qemu: &QemuBinary) -> PathBuf {
 /// remembered per QEMU binary (path and content hash) in the cache.
 pub fn smp_icount_trial(
     runner: &mut dyn Runner,
-    (qemu, turn): (&QemuBinary, Option<u32>),
+    (qemu, turn, arch): (&QemuBinary, Option<u32>, crate::base::arch::Arch),
     kernel: &Path,
     initrd: &Path,
     trial_log: &Path,
@@ -75,7 +75,7 @@ pub fn smp_icount_trial(
             }),
         };
     }
-    let verdict = run_smp_icount_trial(runner, (qemu, turn), kernel, initrd, trial_log);
+    let verdict = run_smp_icount_trial(runner, (qemu, turn, arch), kernel, initrd, trial_log);
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -85,7 +85,7 @@ pub fn smp_icount_trial(
 
 fn run_smp_icount_trial(
     runner: &mut dyn Runner,
-    (qemu, turn): (&QemuBinary, Option<u32>),
+    (qemu, turn, arch): (&QemuBinary, Option<u32>, crate::base::arch::Arch),
     kernel: &Path,
     initrd: &Path,
     trial_log: &Path,
@@ -105,6 +105,7 @@ fn run_smp_icount_trial(
         host_cpu: None,
         qemu: Some(qemu.path.clone()),
         rr_turn: turn,
+        arch,
     };
     let mut online = None;
     let outcome = runner.boot(&request, &mut |m| {
@@ -252,6 +253,8 @@ pub fn which_vcpu_trial(
         host_cpu: None,
         qemu: Some(qemu.path.clone()),
         rr_turn: turn,
+        // The trial serves the cycle model, which runs on x86-64 guests alone.
+        arch: crate::base::arch::Arch::X86_64,
     };
     let mut agent_error = None;
     let outcome = runner.boot(&request, &mut |m| {
@@ -358,6 +361,37 @@ fn verdict_path(qemu: &QemuBinary) -> PathBuf {
     Cache::here().accel_verdict(&host_key(qemu))
 }
 
+/// Decides the accelerator of guests of `arch`: for the host's own
+/// architecture as [`decide`] does; for another, TCG, since KVM runs only
+/// guests of the host's architecture (an explicit `kvm` is refused).
+pub fn decide_for(
+    arch: crate::base::arch::Arch,
+    choice: AccelChoice,
+    runner: &mut dyn Runner,
+    qemu: &QemuBinary,
+    kernel: &Path,
+    initrd: &Path,
+    trial_log: &Path,
+) -> Result<AccelDecision, crate::base::error::InputError> {
+    if arch.kvm_possible() {
+        return Ok(decide(choice, runner, qemu, kernel, initrd, trial_log));
+    }
+    match choice {
+        AccelChoice::Kvm => Err(crate::base::error::InputError::new(format!(
+            "accel = \"kvm\" cannot run {arch} guests: KVM runs only the host's architecture \
+             (x86-64); use --accel tcg or auto"
+        ))),
+        AccelChoice::Tcg => Ok(AccelDecision {
+            accel: Accel::Tcg,
+            reason: Recorded::Data(AccelReason::Asked { accel: Accel::Tcg }),
+        }),
+        AccelChoice::Auto => Ok(AccelDecision {
+            accel: Accel::Tcg,
+            reason: Recorded::Data(AccelReason::OtherArch { arch }),
+        }),
+    }
+}
+
 /// Decides the accelerator. `trial` boots the given kernel and initrd (an
 /// empty job) under KVM; the trial's console log goes to `trial_log`.
 pub fn decide(
@@ -417,6 +451,7 @@ pub fn decide(
         host_cpu: None,
         qemu: None,
         rr_turn: None,
+        arch: crate::base::arch::Arch::X86_64,
     };
     let mut hello = false;
     let outcome = runner.boot(&request, &mut |m| {
@@ -620,11 +655,78 @@ mod tests {
         };
         run_smp_icount_trial(
             runner,
-            (&qemu, None),
+            (&qemu, None, crate::base::arch::Arch::X86_64),
             Path::new("/k"),
             Path::new("/i"),
             &dir.path().join("trial.log"),
         )
+    }
+
+    #[test]
+    fn arm64_guests_run_under_tcg_without_a_kvm_trial() {
+        use crate::base::arch::Arch;
+        let mut runner = FakeRunner::default();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("trial.log");
+        let (k, i) = (Path::new("/k"), Path::new("/i"));
+        let d = decide_for(
+            Arch::Arm64,
+            AccelChoice::Auto,
+            &mut runner,
+            &qemu(),
+            k,
+            i,
+            &log,
+        )
+        .unwrap();
+        assert_eq!(d.accel, Accel::Tcg);
+        assert_eq!(
+            d.reason,
+            Recorded::Data(AccelReason::OtherArch { arch: Arch::Arm64 })
+        );
+        assert!(d.reason.to_string().contains("software emulation (TCG)"));
+        assert!(runner.requests().is_empty(), "no trial boot");
+        let e = decide_for(
+            Arch::Arm64,
+            AccelChoice::Kvm,
+            &mut runner,
+            &qemu(),
+            k,
+            i,
+            &log,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("cannot run arm64 guests"), "{e}");
+        let asked = decide_for(
+            Arch::Arm64,
+            AccelChoice::Tcg,
+            &mut runner,
+            &qemu(),
+            k,
+            i,
+            &log,
+        );
+        assert_eq!(asked.unwrap().accel, Accel::Tcg);
+    }
+
+    #[test]
+    fn an_smp_trial_of_an_arm64_guest_boots_it_as_arm64() {
+        let mut runner = FakeRunner::default();
+        let dir = tempfile::tempdir().unwrap();
+        let qemu = QemuBinary {
+            path: "/usr/bin/qemu-system-aarch64".into(),
+            version: "QEMU emulator version 10.0.2".into(),
+            sha256: "1".repeat(64).into(),
+        };
+        let v = run_smp_icount_trial(
+            &mut runner,
+            (&qemu, None, crate::base::arch::Arch::Arm64),
+            Path::new("/k/Image"),
+            Path::new("/i"),
+            &dir.path().join("trial.log"),
+        );
+        assert!(v.works, "{}", v.detail);
+        assert_eq!(runner.requests()[0].arch, crate::base::arch::Arch::Arm64);
     }
 
     #[test]

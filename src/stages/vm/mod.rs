@@ -186,6 +186,8 @@ pub struct BootRequest {
     /// `-accel tcg,rr-turn=N`: the longest round-robin turn of one vCPU
     /// under icount, which only markbench's own QEMU knows.
     pub rr_turn: Option<u32>,
+    /// The guest's architecture: its machine, CPU model and console.
+    pub arch: crate::base::arch::Arch,
 }
 
 /// A TCG plugin and the file it writes when QEMU exits.

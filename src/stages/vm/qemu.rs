@@ -1,14 +1,17 @@
-//! The real runner: one `qemu-system-x86_64` process per boot.
+//! The real runner: one `qemu-system-x86_64` (or, for arm64 guests,
+//! `qemu-system-aarch64 -M virt`) process per boot.
 //!
 //! No network device, no disk, no shared folder: `-nodefaults` and nothing
 //! added but two serial ports, so nothing of the host is writable from the
-//! guest. ttyS0 (the kernel console) goes to a log file; ttyS1 carries the
-//! agent's result lines on QEMU's stdout, read line by line as they come.
+//! guest. The first (ttyS0, ttyAMA0 on arm64: the kernel console) goes to a
+//! log file; the second (ttyS1, ttyAMA1) carries the agent's result lines on
+//! QEMU's stdout, read line by line as they come.
 
 use super::{BootEnd, BootOutcome, BootRequest, Runner};
+use crate::base::arch::Arch;
 use crate::base::error::InputError;
 use crate::base::protocol::Message;
-use crate::guest::images::kernel::BASE_CMDLINE;
+use crate::guest::images::kernel::base_cmdline;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -21,7 +24,8 @@ pub const QEMU: &str = "qemu-system-x86_64";
 pub use crate::record::ICOUNT_RTC_BASE;
 
 /// The QEMU binary a run boots its guests with: the one a suite or
-/// `--qemu` names, else `qemu-system-x86_64` on PATH. Its content hash keys
+/// `--qemu` names, else the guest architecture's (`qemu-system-x86_64`,
+/// `qemu-system-aarch64`) on PATH. Its content hash keys
 /// the verdicts remembered about it (whether SMP guests run under icount),
 /// so an upgrade in place is tried again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,18 +39,28 @@ pub struct QemuBinary {
 impl QemuBinary {
     /// The binary at `explicit`, or the first `qemu-system-x86_64` on PATH.
     pub fn locate(explicit: Option<&Path>) -> crate::base::error::Result<QemuBinary> {
+        QemuBinary::locate_for(explicit, Arch::X86_64)
+    }
+
+    /// The binary at `explicit`, or the first of `arch`'s system emulator
+    /// on PATH.
+    pub fn locate_for(
+        explicit: Option<&Path>,
+        arch: Arch,
+    ) -> crate::base::error::Result<QemuBinary> {
+        let wanted = arch.qemu_binary();
         let path = match explicit {
             Some(p) if p.is_file() => p.to_path_buf(),
             Some(p) => {
                 return Err(InputError::new(format!(
-                    "QEMU binary {} does not exist (give the path of a qemu-system-x86_64)",
+                    "QEMU binary {} does not exist (give the path of a {wanted})",
                     p.display()
                 ))
                 .into())
             }
-            None => crate::base::prereq::on_path(QEMU).ok_or_else(|| {
+            None => crate::base::prereq::on_path(wanted).ok_or_else(|| {
                 InputError::new(format!(
-                    "{QEMU} is not on PATH; run `markbench setup` (or name a binary with --qemu PATH)"
+                    "{wanted} is not on PATH; run `markbench setup` (or name a binary with --qemu PATH)"
                 ))
             })?,
         };
@@ -65,7 +79,7 @@ impl QemuBinary {
                     .map(str::to_string)
             })
             .ok_or_else(|| {
-                InputError::in_file(&path, "`--version` failed; is it a qemu-system-x86_64?")
+                InputError::in_file(&path, format!("`--version` failed; is it a {wanted}?"))
             })?;
         Ok(QemuBinary {
             path,
@@ -97,13 +111,18 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
         "-display".into(),
         "none".into(),
         "-no-reboot".into(),
+    ];
+    if let Some(machine) = r.arch.machine() {
+        args.extend(["-M".into(), machine.into()]);
+    }
+    args.extend([
         "-accel".into(),
         match r.rr_turn {
             Some(turn) => format!("{},rr-turn={turn}", r.accel.as_str()),
             None => r.accel.as_str().into(),
         },
         "-cpu".into(),
-        "max".into(),
+        r.arch.guest_cpu().into(),
         "-smp".into(),
         r.cpus.to_string(),
         "-m".into(),
@@ -113,7 +132,7 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
         "-initrd".into(),
         r.initrd.display().to_string(),
         "-append".into(),
-        format!("{BASE_CMDLINE} {}", r.extra_cmdline)
+        format!("{} {}", base_cmdline(r.arch), r.extra_cmdline)
             .trim()
             .to_string(),
         "-serial".into(),
@@ -124,7 +143,7 @@ pub fn qemu_args(r: &BootRequest) -> Vec<String> {
         "chardev:results".into(),
         "-monitor".into(),
         "none".into(),
-    ];
+    ]);
     if let Some(shift) = r.icount_shift {
         // sleep=off: idle guest time jumps ahead instead of waiting for the
         // host (sleep=on lets host time into every idle period, and align=on
@@ -467,7 +486,46 @@ mod tests {
             host_cpu: None,
             qemu: None,
             rr_turn: None,
+            arch: Arch::X86_64,
         }
+    }
+
+    #[test]
+    fn an_x86_guest_keeps_its_command_line() {
+        let args = qemu_args(&request());
+        assert!(!args.iter().any(|a| a == "-M"));
+        let joined = args.join(" ");
+        assert!(joined.contains("-accel tcg -cpu max -smp 4"), "{joined}");
+        assert!(
+            joined.contains("-append console=ttyS0 panic=-1"),
+            "{joined}"
+        );
+    }
+
+    #[test]
+    fn an_arm64_guest_boots_on_virt_with_one_fixed_cpu_and_its_console() {
+        let mut r = request();
+        r.arch = Arch::Arm64;
+        r.kernel = "/k/Image".into();
+        r.icount_shift = Some(4);
+        let args = qemu_args(&r);
+        let joined = args.join(" ");
+        assert!(
+            joined.starts_with("-nodefaults -no-user-config -display none -no-reboot -M virt "),
+            "{joined}"
+        );
+        assert!(
+            joined.contains("-accel tcg -cpu neoverse-n1 -smp 4 -m 512 -kernel /k/Image"),
+            "{joined}"
+        );
+        assert!(
+            joined.contains(
+                "-append console=ttyAMA0 panic=-1 oops=panic rdinit=/init trace_event=sched:*"
+            ),
+            "{joined}"
+        );
+        assert_eq!(args.iter().filter(|a| *a == "-serial").count(), 2);
+        assert!(joined.contains("-icount shift=4,sleep=off"), "{joined}");
     }
 
     #[test]

@@ -167,6 +167,9 @@ fn header(run: &RunReport) -> String {
         names[1..].join(", "),
         escape_md(&meta.suite_title())
     );
+    if let Some(arch) = super::words::architecture(meta) {
+        let _ = writeln!(r, "**Architecture**: {}\n", escape_md(&arch));
+    }
     if !meta.complete {
         let _ = writeln!(
             r,
@@ -676,6 +679,26 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("insufficient data on all 1 points"), "{text}");
+    }
+
+    #[test]
+    fn the_head_names_an_architecture_other_than_x86_64_and_only_then() {
+        let samples = vec![sample("off", "real", 1.0), sample("on", "real", 1.1)];
+        let x86 = meta(&["off", "on"]);
+        let arm64 = RunMeta {
+            arch: crate::base::arch::Arch::Arm64,
+            guest_cpu: Some("neoverse-n1".into()),
+            ..x86.clone()
+        };
+        let line = "arm64 guests (qemu-system-aarch64, -cpu neoverse-n1), kernels cross-built \
+                    with aarch64-linux-gnu-";
+        let md = render(&arm64, &samples, RunFiles::default());
+        assert!(md.contains(&format!("**Architecture**: {line}\n")), "{md}");
+        let text = crate::stages::report::render_text(&arm64, &samples, RunFiles::default());
+        assert!(text.contains("Architecture: arm64 guests"), "{text}");
+        let md = render(&x86, &samples, RunFiles::default());
+        let text = crate::stages::report::render_text(&x86, &samples, RunFiles::default());
+        assert!(!md.contains("Architecture") && !text.contains("Architecture"));
     }
 
     #[test]
