@@ -43,7 +43,7 @@ impl Kind {
             "workspaces" => (Kind::Workspace, true),
             "src" => (Kind::Source, true),
             "series-repo" => (Kind::Source, false),
-            "initramfs" | "compile-tree" => (Kind::GuestImage, true),
+            "initramfs" | "compile-tree" | "guest-arm64" => (Kind::GuestImage, true),
             "qemu-builds" => (Kind::Qemu, true),
             _ => (Kind::Other, false),
         }
