@@ -66,13 +66,24 @@ fn the_arm64_image_holds_a_static_arm64_agent_and_the_programs_with_their_librar
     };
     let work = tempfile::tempdir().unwrap();
     let initrd = work.path().join("initrd.cpio");
-    let job = [Directive::Run {
-        id: "hackbench".into(),
-        iterations: 2,
-        argv: ["/usr/bin/hackbench", "-g", "2", "-l", "50"]
-            .map(String::from)
-            .to_vec(),
-    }];
+    let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    let job = [
+        Directive::Setup {
+            argv: argv(&["/bin/busybox", "ip", "link", "set", "lo", "up"]),
+        },
+        Directive::Run {
+            id: "hackbench".into(),
+            iterations: 2,
+            argv: argv(&["/usr/bin/hackbench", "-g", "1", "-l", "10"]),
+        },
+        Directive::Run {
+            id: "ping".into(),
+            iterations: 1,
+            argv: argv(&["/usr/bin/ping", "-c", "2", "-i", "0.2", "127.0.0.1"]),
+        },
+        // Pins the agent to each CPU in turn and checks the kernel runs it there.
+        Directive::WhichVcpu { rounds: 1 },
+    ];
     initramfs::write_boot_initrd(&base, &job, &initrd).unwrap();
     let console = work.path().join("console.log");
     let out = Command::new("timeout")
@@ -86,6 +97,8 @@ fn the_arm64_image_holds_a_static_arm64_agent_and_the_programs_with_their_librar
             "-m",
             "512",
         ])
+        .args(["-smp", "2", "-accel", "tcg,thread=single"])
+        .args(["-icount", "shift=4,align=off,sleep=off"])
         .args(["-nographic", "-no-reboot", "-kernel"])
         .arg(&kernel)
         .arg("-initrd")
@@ -109,7 +122,7 @@ fn the_arm64_image_holds_a_static_arm64_agent_and_the_programs_with_their_librar
             _ => None,
         })
         .collect();
-    assert_eq!(runs.len(), 2, "results: {results}\nconsole: {console}");
+    assert_eq!(runs.len(), 3, "results: {results}\nconsole: {console}");
     assert!(runs.iter().all(|r| r.status == 0), "{runs:?}");
     assert!(
         matches!(messages.last(), Some(Message::Done)),

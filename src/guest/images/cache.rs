@@ -272,6 +272,17 @@ pub fn verify(root: &Path) -> Vec<Checked> {
             out.push(Checked { path, verdict });
         }
     }
+    for path in children("guest-arm64") {
+        let is_agent = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("agent-"));
+        if let Some(d) = debris(&path) {
+            out.push(d);
+        } else if is_agent && !is_partial(&path) && !path.to_string_lossy().ends_with(".seal") {
+            let verdict = check_file_entry(&path);
+            out.push(Checked { path, verdict });
+        }
+    }
     for path in children("src") {
         let tree = path.join("linux");
         if path
