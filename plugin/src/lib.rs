@@ -10,7 +10,8 @@
 //! (see [`Counting`]). A region starts and ends at a marker instruction, a
 //! seven-byte NOP with a magic displacement (`nopl 0x4d425301(%rax)` starts,
 //! `…02` ends; architecturally a NOP, so the guest agent runs it under any
-//! accelerator). Only the marker instructions get a callback: the start
+//! accelerator). An arm64 guest's markers are `movk xzr, #0x4dNN, lsl #48`
+//! with the same codes NN (a write to the zero register, discarded). Only the marker instructions get a callback: the start
 //! resets every slot, the end reads the non-zero ones into the region. At
 //! exit each region's block counts are spread over the instructions of their
 //! blocks and written to `out=FILE` as tab-separated lines:
@@ -65,7 +66,7 @@ pub mod translation;
 pub use marks::{Mark, PARTS};
 
 use attribution::{Attribution, Values};
-use marks::{WhichVcpuSeen, MARK_START};
+use marks::{WhichVcpuSeen, MARKER_SIZES};
 use model::{BlockEnd, Config, Counts, Flush, Mode, Model, KERNEL_HALF};
 use qemu_plugin_sys as sys;
 use std::cell::UnsafeCell;
@@ -1177,12 +1178,16 @@ unsafe extern "C" fn on_translate(_id: sys::qemu_plugin_id_t, tb: *mut sys::qemu
     for i in 0..n {
         let insn = sys::qemu_plugin_tb_get_insn(tb, i);
         insns.push(sys::qemu_plugin_insn_vaddr(insn));
-        if sys::qemu_plugin_insn_size(insn) == MARK_START.len() {
+        // Seven bytes on x86-64, four on arm64; no four-byte x86-64
+        // instruction starts with an arm64 marker's 0x3f (AAS, invalid in
+        // 64-bit mode), so one check serves both guests.
+        let size = sys::qemu_plugin_insn_size(insn);
+        if MARKER_SIZES.contains(&size) {
             let mut bytes = [0u8; 7];
-            sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), bytes.len());
+            sys::qemu_plugin_insn_data(insn, bytes.as_mut_ptr().cast(), size);
             // Parts are counted by the model alone: without it their
             // markers get no callback, as before parts existed.
-            let mark = Mark::of(&bytes).filter(|mark| match mark {
+            let mark = Mark::of(&bytes[..size]).filter(|mark| match mark {
                 Mark::Start | Mark::End => true,
                 Mark::WhichVcpu => PLUGIN
                     .which_vcpu

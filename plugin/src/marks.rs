@@ -1,6 +1,7 @@
-//! The marker instructions: seven-byte NOPs with a magic displacement
-//! that start and end a region, start and end a part, or ask which vCPU
-//! runs them.
+//! The marker instructions: seven-byte NOPs with a magic displacement on
+//! x86-64, and on arm64 a move into the zero register with the same code
+//! in its immediate, that start and end a region, start and end a part, or
+//! ask which vCPU runs them.
 
 use std::ffi::c_void;
 
@@ -17,6 +18,44 @@ const PART_START_BYTE: u8 = 0x10;
 /// Parts are numbered 0 to 15.
 pub const PARTS: u8 = 16;
 
+/// The arm64 marker with code `code` (NN in x86-64's `0x4d4253NN`):
+/// `movk xzr, #0x4dNN, lsl #48`. Its only effect is a write to the zero
+/// register, which the architecture discards, and no compiler emits it;
+/// a defined data-processing instruction cannot be given another meaning
+/// later, as the `hint #imm` space is (BTI, PAC and GCS were all added
+/// there). The immediate carries the code as x86-64's displacement does.
+const fn arm64_marker(code: u8) -> [u8; 4] {
+    // MOVK, 64-bit: sf=1 opc=11 100101, hw=3 (lsl #48), imm16, Rd=31 (xzr).
+    let word: u32 = 0xf2e0_0000 | ((0x4d00 | code as u32) << 5) | 31;
+    word.to_le_bytes()
+}
+
+/// The code an arm64 marker's immediate carries, if `bytes` are one.
+fn arm64_code(bytes: [u8; 4]) -> Option<u8> {
+    let word = u32::from_le_bytes(bytes);
+    // Everything but the immediate's low byte must be the marker's.
+    let code_bits = 0xff << 5;
+    (word & !code_bits == u32::from_le_bytes(arm64_marker(0)))
+        .then_some(((word & code_bits) >> 5) as u8)
+}
+
+/// The mark of a marker's code, shared by both architectures.
+fn of_code(code: u8) -> Option<Mark> {
+    match code {
+        0x01 => Some(Mark::Start),
+        0x02 => Some(Mark::End),
+        0x03 => Some(Mark::PartEnd),
+        0x04 => Some(Mark::WhichVcpu),
+        n if (PART_START_BYTE..PART_START_BYTE + PARTS).contains(&n) => {
+            Some(Mark::PartStart(n - PART_START_BYTE))
+        }
+        _ => None,
+    }
+}
+
+/// The sizes a marker instruction has: x86-64's, arm64's.
+pub(crate) const MARKER_SIZES: [usize; 2] = [7, 4];
+
 /// What a marker instruction does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mark {
@@ -30,6 +69,9 @@ pub enum Mark {
 impl Mark {
     /// The marker an instruction's bytes are, if they are one.
     pub fn of(bytes: &[u8]) -> Option<Mark> {
+        if let Ok(word) = <[u8; 4]>::try_from(bytes) {
+            return arm64_code(word).and_then(of_code);
+        }
         let bytes: [u8; 7] = bytes.try_into().ok()?;
         match bytes {
             MARK_START => Some(Mark::Start),
@@ -139,5 +181,30 @@ mod tests {
             assert_eq!(Mark::from_datum(mark.datum()), Some(mark));
         }
         assert_eq!(Mark::from_datum(std::ptr::null_mut()), None);
+    }
+
+    /// The bytes of the agent's arm64 markers, as `aarch64-linux-gnu-as`
+    /// assembles `movk xzr, #0x4d01, lsl #48` and the others.
+    #[test]
+    fn arm64_marker_bytes_read_as_their_marks() {
+        assert_eq!(arm64_marker(0x01), [0x3f, 0xa0, 0xe9, 0xf2]);
+        assert_eq!(Mark::of(&[0x3f, 0xa0, 0xe9, 0xf2]), Some(Mark::Start));
+        assert_eq!(Mark::of(&[0x5f, 0xa0, 0xe9, 0xf2]), Some(Mark::End));
+        assert_eq!(Mark::of(&[0x7f, 0xa0, 0xe9, 0xf2]), Some(Mark::PartEnd));
+        assert_eq!(Mark::of(&[0x9f, 0xa0, 0xe9, 0xf2]), Some(Mark::WhichVcpu));
+        assert_eq!(Mark::of(&arm64_marker(0x10)), Some(Mark::PartStart(0)));
+        assert_eq!(Mark::of(&arm64_marker(0x1f)), Some(Mark::PartStart(15)));
+        assert_eq!(Mark::of(&arm64_marker(0x20)), None);
+        assert_eq!(Mark::of(&arm64_marker(0x05)), None);
+        // nop, and movk x0 (not xzr) with the same immediate: not markers.
+        assert_eq!(Mark::of(&[0x1f, 0x20, 0x03, 0xd5]), None);
+        assert_eq!(Mark::of(&[0x20, 0xa0, 0xe9, 0xf2]), None);
+        // Another immediate's high byte, another shift: not markers.
+        assert_eq!(Mark::of(&[0x3f, 0xa0, 0xeb, 0xf2]), None);
+        assert_eq!(Mark::of(&[0x3f, 0xa0, 0xc9, 0xf2]), None);
+        // The 32-bit form (movk wzr) is not one either.
+        assert_eq!(Mark::of(&[0x3f, 0xa0, 0xa9, 0x72]), None);
+        assert!(MARKER_SIZES.contains(&MARK_START.len()));
+        assert!(MARKER_SIZES.contains(&arm64_marker(1).len()));
     }
 }

@@ -10,6 +10,9 @@ use crate::base::error::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod arch_needs;
+pub use arch_needs::{arch_needs, arch_plan, check_arch, setup_arch, ArchHost, ArchNeed, ArchStep};
+
 /// Debian's kernel source tarball, the default kernel source.
 pub const DEFAULT_KERNEL_SOURCE: &str = "/usr/src/linux-source-6.1.tar.xz";
 

@@ -263,11 +263,15 @@ impl Message {
     /// line that does not parse is an error, because it means a lost sample.
     pub fn parse_line(line: &str) -> Result<Option<Message>, String> {
         let line = line.trim_end_matches(['\n', '\r']);
-        let Some(rest) = line.strip_prefix(LINE_TAG) else {
-            return Ok(None);
+        // `match`, not `let … else`: the arm64 agent is built with Debian's
+        // rustc 1.63, which has no `let … else`.
+        let rest = match line.strip_prefix(LINE_TAG) {
+            Some(rest) => rest,
+            None => return Ok(None),
         };
-        let Some(rest) = rest.strip_prefix('\t') else {
-            return Ok(None);
+        let rest = match rest.strip_prefix('\t') {
+            Some(rest) => rest,
+            None => return Ok(None),
         };
         let fields: Vec<&str> = rest.split('\t').collect();
         let num = |s: &str, what: &str| -> Result<u64, String> {

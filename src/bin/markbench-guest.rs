@@ -4,11 +4,15 @@
 //! initramfs (`/job`), runs each command with the tools shipped in the image
 //! (busybox, hackbench, ping, …), times every run with the guest's
 //! CLOCK_MONOTONIC (`std::time::Instant`), reports each run as one line on the
-//! results port (`/dev/ttyS1`) and powers the machine off.
+//! results port (the second serial port: `/dev/ttyS1` on x86-64,
+//! `/dev/ttyAMA1` on arm64) and powers the machine off.
 //!
 //! It is built static with `std` only (no crates), so markbench's build script
 //! compiles it with a single `rustc` call and markbench embeds it, to drop
-//! it into an initramfs as `/init`.
+//! it into an initramfs as `/init`. The arm64 agent is built when an arm64
+//! image is first needed, with Debian's rustc (1.63, the one with an arm64
+//! std in the archive): this file and `protocol.rs` keep to what 1.63
+//! compiles (no `let … else`, no `is_ok_and`, no `process_group`).
 
 #[path = "../base/protocol.rs"]
 #[allow(dead_code)]
@@ -21,9 +25,15 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const BUSYBOX: &str = "/bin/busybox";
+/// The second serial port: a 16550 UART on x86-64's PC machine, a PL011
+/// on arm64's `virt` machine.
+#[cfg(target_arch = "x86_64")]
 const RESULTS_PORT: &str = "/dev/ttyS1";
+#[cfg(target_arch = "aarch64")]
+const RESULTS_PORT: &str = "/dev/ttyAMA1";
 const JOB_FILE: &str = "/job";
-/// USER_HZ: the unit of the times in /proc/<pid>/stat; 100 on every x86 Linux.
+/// USER_HZ: the unit of the times in /proc/<pid>/stat; 100 on every x86
+/// and arm64 Linux.
 const USER_HZ: u64 = 100;
 
 fn main() {
@@ -70,7 +80,9 @@ fn mount_filesystems() {
 }
 
 fn empty_dir(path: &str) -> bool {
-    std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+    std::fs::read_dir(path)
+        .map(|mut entries| entries.next().is_none())
+        .unwrap_or(false)
 }
 
 fn open_results_port() -> Box<dyn Write> {
@@ -188,11 +200,12 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-// libc is linked anyway (the agent is a static glibc program); these two
+// libc is linked anyway (the agent is a static glibc program); these
 // calls are all the agent needs beyond std.
 extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
     fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    fn setpgid(pid: i32, pgid: i32) -> i32;
 }
 const SIGKILL: i32 = 9;
 const WNOHANG: i32 = 1;
@@ -217,33 +230,59 @@ fn group_alive(group: i32) -> bool {
     unsafe { kill(-group, 0) == 0 }
 }
 
-/// The profile markers: seven-byte NOPs (`nopl 0x4d425301(%rax)` and
-/// `…02`) that do nothing on any CPU, and that markbench's TCG plugin
-/// recognises by their bytes to start and stop counting instructions.
+/// The profile markers: instructions that do nothing on any CPU, and that
+/// markbench's TCG plugin recognises by their bytes to start and stop
+/// counting instructions. On x86-64 seven-byte NOPs, `nopl 0x4d4253NN(%rax)`;
+/// on arm64 `movk xzr, #0x4dNN, lsl #48`, a move into the zero register,
+/// which the architecture discards (docs/cycle-model.md says why that
+/// instruction). NN is the marker's code: 01 starts, 02 ends, 04 asks which
+/// vCPU runs it.
+#[cfg(target_arch = "x86_64")]
+macro_rules! marker {
+    (start) => {
+        ".byte 0x0f, 0x1f, 0x80, 0x01, 0x53, 0x42, 0x4d"
+    };
+    (end) => {
+        ".byte 0x0f, 0x1f, 0x80, 0x02, 0x53, 0x42, 0x4d"
+    };
+    (which_vcpu) => {
+        ".byte 0x0f, 0x1f, 0x80, 0x04, 0x53, 0x42, 0x4d"
+    };
+}
+#[cfg(target_arch = "aarch64")]
+macro_rules! marker {
+    (start) => {
+        ".inst 0xf2e9a03f"
+    };
+    (end) => {
+        ".inst 0xf2e9a05f"
+    };
+    (which_vcpu) => {
+        ".inst 0xf2e9a09f"
+    };
+}
+
 #[inline(always)]
 fn mark_start() {
     // SAFETY: a NOP: no memory, stack or flags touched.
-    unsafe {
-        std::arch::asm!(
-            ".byte 0x0f, 0x1f, 0x80, 0x01, 0x53, 0x42, 0x4d",
-            options(nomem, nostack, preserves_flags)
-        )
-    };
+    unsafe { std::arch::asm!(marker!(start), options(nomem, nostack, preserves_flags)) };
 }
 
 #[inline(always)]
 fn mark_end() {
     // SAFETY: as mark_start.
-    unsafe {
-        std::arch::asm!(
-            ".byte 0x0f, 0x1f, 0x80, 0x02, 0x53, 0x42, 0x4d",
-            options(nomem, nostack, preserves_flags)
-        )
-    };
+    unsafe { std::arch::asm!(marker!(end), options(nomem, nostack, preserves_flags)) };
 }
 
 /// Where the which-vCPU marker's store goes.
 static WHICH_VCPU_STORE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The which-vCPU store's address. An `AtomicU64` has the layout of a
+/// `u64` and mutability inside, so writing through it is sound (a cast,
+/// because `AtomicU64::as_ptr` is newer than the arm64 agent's rustc).
+fn which_vcpu_slot() -> *mut u64 {
+    &WHICH_VCPU_STORE as *const std::sync::atomic::AtomicU64 as *mut u64
+}
 
 /// The marker whose callback tells the plugin which vCPU runs it, and right
 /// after it a store (of the CPU's number) whose memory callback the plugin
@@ -254,11 +293,23 @@ static WHICH_VCPU_STORE: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomi
 fn mark_which_vcpu(cpu: u32) {
     // SAFETY: the marker is a NOP; the store writes a static of the agent's
     // own, eight bytes, aligned; no stack or flags touched.
+    #[cfg(target_arch = "x86_64")]
     unsafe {
         std::arch::asm!(
-            ".byte 0x0f, 0x1f, 0x80, 0x04, 0x53, 0x42, 0x4d",
+            marker!(which_vcpu),
             "mov qword ptr [{slot}], {cpu}",
-            slot = in(reg) WHICH_VCPU_STORE.as_ptr(),
+            slot = in(reg) which_vcpu_slot(),
+            cpu = in(reg) u64::from(cpu),
+            options(nostack, preserves_flags)
+        )
+    };
+    // SAFETY: as on x86-64.
+    #[cfg(target_arch = "aarch64")]
+    unsafe {
+        std::arch::asm!(
+            marker!(which_vcpu),
+            "str {cpu}, [{slot}]",
+            slot = in(reg) which_vcpu_slot(),
             cpu = in(reg) u64::from(cpu),
             options(nostack, preserves_flags)
         )
@@ -339,13 +390,25 @@ fn execute(argv: &[String], timed: bool) -> std::io::Result<(i32, String, std::t
     if timed {
         mark_start();
     }
-    let spawned = Command::new(&argv[0])
+    let mut command = Command::new(&argv[0]);
+    command
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn();
+        .stderr(Stdio::piped());
+    // SAFETY: setpgid is async-signal-safe, the one call between fork and
+    // exec. (`Command::process_group` does this too, but is newer than the
+    // arm64 agent's rustc; both architectures start commands the same way.)
+    unsafe {
+        command.pre_exec(|| {
+            if setpgid(0, 0) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        })
+    };
+    let spawned = command.spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

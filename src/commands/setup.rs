@@ -12,3 +12,16 @@ pub fn run(check: bool, ci: bool) -> Result<ExitStatus> {
     );
     Ok(ExitStatus::Success)
 }
+
+/// `markbench setup --arch ARCH`: what a guest of another architecture
+/// needs (its cross compiler, QEMU, Debian's rustc and the architecture's
+/// Rust standard library, dpkg knowing the architecture), kept apart from
+/// a plain `setup` and `setup --ci`, which no arm64 work needs.
+pub fn run_arch(arch: crate::base::arch::Arch, check: bool) -> Result<ExitStatus> {
+    crate::base::prereq::setup_arch(arch, check)?;
+    println!(
+        "{}",
+        crate::base::message::line(format_args!("all that an {arch} guest needs is installed"))
+    );
+    Ok(ExitStatus::Success)
+}

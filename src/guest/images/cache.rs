@@ -43,7 +43,7 @@ impl Kind {
             "workspaces" => (Kind::Workspace, true),
             "src" => (Kind::Source, true),
             "series-repo" => (Kind::Source, false),
-            "initramfs" | "compile-tree" => (Kind::GuestImage, true),
+            "initramfs" | "compile-tree" | "guest-arm64" => (Kind::GuestImage, true),
             "qemu-builds" => (Kind::Qemu, true),
             _ => (Kind::Other, false),
         }
@@ -268,6 +268,17 @@ pub fn verify(root: &Path) -> Vec<Checked> {
         if let Some(d) = debris(&path) {
             out.push(d);
         } else if name.ends_with(".cpio") && !is_partial(&path) {
+            let verdict = check_file_entry(&path);
+            out.push(Checked { path, verdict });
+        }
+    }
+    for path in children("guest-arm64") {
+        let is_agent = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("agent-"));
+        if let Some(d) = debris(&path) {
+            out.push(d);
+        } else if is_agent && !is_partial(&path) && !path.to_string_lossy().ends_with(".seal") {
             let verdict = check_file_entry(&path);
             out.push(Checked { path, verdict });
         }

@@ -4,6 +4,7 @@
 //! (the kernel unpacks concatenated archives), so nothing is rebuilt per boot.
 
 use super::{key_of, Cache};
+use crate::base::arch::Arch;
 use crate::base::error::bail;
 use crate::base::error::{Context, Result};
 use crate::base::protocol::{Directive, JOB_HEADER};
@@ -37,8 +38,13 @@ fn agent() -> Result<&'static [u8]> {
 
 /// Writes the guest agent to `out` as an executable.
 pub fn write_agent(out: &Path) -> Result<()> {
+    write_agent_bytes(agent()?, out)
+}
+
+/// Writes an agent's bytes to `out` as an executable, checking it is static.
+fn write_agent_bytes(agent: &[u8], out: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::write(out, agent()?).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(out, agent).with_context(|| format!("writing {}", out.display()))?;
     std::fs::set_permissions(out, std::fs::Permissions::from_mode(0o755))?;
     if !crate::base::prereq::is_static_elf(out) {
         bail!("{}: the guest agent is not a static binary", out.display());
@@ -70,7 +76,12 @@ pub fn parse_ldd(text: &str) -> Vec<PathBuf> {
 }
 
 fn copy_into(root: &Path, host_path: &Path) -> Result<()> {
-    let dest = root.join(host_path.strip_prefix("/").unwrap_or(host_path));
+    copy_to(root, host_path, &host_path.display().to_string())
+}
+
+/// Copies a host file into the image root at the guest path `guest`.
+fn copy_to(root: &Path, host_path: &Path, guest: &str) -> Result<()> {
+    let dest = root.join(guest.trim_start_matches('/'));
     std::fs::create_dir_all(dest.parent().unwrap_or(root))?;
     // Follow symlinks: the image gets the real bytes under the linked name.
     std::fs::copy(host_path, &dest)
@@ -207,19 +218,74 @@ pub fn ensure_base() -> Result<BaseImage> {
     let files = with_libraries(&base_programs())?;
     let hashed = contents(&files)?;
     let key = image_key(b"initramfs v3, fixed times", agent()?, &key_parts(&hashed));
-    let dir = Cache::here().initramfs();
-    let path = dir.join(format!("base-{}.cpio", key.short()));
-    if super::seal::usable_file_entry(&path, "guest image") {
-        return Ok(BaseImage {
-            path,
-            key: key.into(),
-            files: hashed,
-        });
+    let path = Cache::here()
+        .initramfs()
+        .join(format!("base-{}.cpio", key.short()));
+    let placed: Vec<(PathBuf, String)> = files
+        .iter()
+        .map(|f| (f.clone(), f.display().to_string()))
+        .collect();
+    pack_base_once(&path, agent()?, &placed)?;
+    Ok(BaseImage {
+        path,
+        key: key.into(),
+        files: hashed,
+    })
+}
+
+/// The base initramfs of a guest of `arch`: for x86-64 [`ensure_base`]
+/// (the host's programs and the embedded agent); for arm64 the agent built
+/// for it and the programs of Debian's arm64 packages, with the libraries
+/// their ELF headers ask for (see [`super::arm64_root`]).
+pub fn ensure_base_for(arch: Arch) -> Result<BaseImage> {
+    match arch {
+        Arch::X86_64 => ensure_base(),
+        Arch::Arm64 => ensure_arm64_base(),
     }
-    std::fs::create_dir_all(&dir)?;
+}
+
+fn ensure_arm64_base() -> Result<BaseImage> {
+    crate::base::prereq::check_arch(Arch::Arm64)?;
+    let root = super::arm64_root::ensure_arm64_root()?;
+    let agent_path = super::agent_build::ensure_agent(Arch::Arm64)?;
+    let agent =
+        std::fs::read(&agent_path).with_context(|| format!("reading {}", agent_path.display()))?;
+    let files = super::arm64_root::guest_files(&root)?;
+    let mut hashed: Vec<HashedFile> = Vec::new();
+    let mut keyed: Vec<(String, String)> = Vec::new();
+    let mut placed: Vec<(PathBuf, String)> = Vec::new();
+    for (guest, host) in &files {
+        let sha = content_sha256(host)?;
+        keyed.push((guest.clone(), sha.clone()));
+        hashed.push((host.clone(), sha));
+        placed.push((host.clone(), guest.clone()));
+    }
+    // Keyed by guest paths, not the cache's: the same packages give the
+    // same image under any cache directory.
+    let key = image_key(b"initramfs arm64 v1, fixed times", &agent, &keyed);
+    let path = Cache::here()
+        .initramfs()
+        .join(format!("base-arm64-{}.cpio", key.short()));
+    pack_base_once(&path, &agent, &placed)?;
+    Ok(BaseImage {
+        path,
+        key: key.into(),
+        files: hashed,
+    })
+}
+
+/// Packs a base image at `path` unless a sound one is there: `agent` as
+/// `/init`, each `(host file, guest path)` of `files`, busybox's applets
+/// and the few files of /etc.
+fn pack_base_once(path: &Path, agent: &[u8], files: &[(PathBuf, String)]) -> Result<()> {
+    if super::seal::usable_file_entry(path, "guest image") {
+        return Ok(());
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
     let staging = tempfile::Builder::new()
         .prefix("initramfs-")
-        .tempdir_in(&dir)?;
+        .tempdir_in(dir)?;
     let root = staging.path().join("root");
     for d in [
         "bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "run", "etc", "root",
@@ -227,9 +293,9 @@ pub fn ensure_base() -> Result<BaseImage> {
         std::fs::create_dir_all(root.join(d))?;
     }
     crate::base::message::note("building the guest agent and initramfs …");
-    write_agent(&root.join("init"))?;
-    for f in &files {
-        copy_into(&root, f)?;
+    write_agent_bytes(agent, &root.join("init"))?;
+    for (host, guest) in files {
+        copy_to(&root, host, guest)?;
     }
     // Shell and the applets the agent and workloads call by name.
     for applet in ["sh", "mount", "ip", "poweroff", "stty", "sync", "cat", "ls"] {
@@ -240,13 +306,9 @@ pub fn ensure_base() -> Result<BaseImage> {
     fix_times(&root)?;
     let partial = path.with_extension(format!("partial-{}", std::process::id()));
     pack_cpio(&root, &partial)?;
-    super::seal::seal_file_entry(&partial, &path)?;
-    std::fs::rename(&partial, &path)?;
-    Ok(BaseImage {
-        path,
-        key: key.into(),
-        files: hashed,
-    })
+    super::seal::seal_file_entry(&partial, path)?;
+    std::fs::rename(&partial, path)?;
+    Ok(())
 }
 
 /// A host file carried to a path of the guest.
@@ -261,6 +323,31 @@ pub struct CarriedFile {
 /// `None` when they add nothing. Keyed by content like the base.
 pub fn ensure_additions(programs: &[PathBuf], files: &[CarriedFile]) -> Result<Option<Additions>> {
     additions_in(&Cache::here().initramfs(), programs, files)
+}
+
+/// [`ensure_additions`] for a guest of `arch`. An arm64 guest takes
+/// carried files, but not host programs: they are x86-64 binaries, and
+/// finding a program's arm64 package is not done yet, so asking for one is
+/// refused, naming it.
+pub fn ensure_additions_for(
+    arch: Arch,
+    programs: &[PathBuf],
+    files: &[CarriedFile],
+) -> Result<Option<Additions>> {
+    refuse_foreign_programs(arch, programs)?;
+    ensure_additions(programs, files)
+}
+
+fn refuse_foreign_programs(arch: Arch, programs: &[PathBuf]) -> Result<()> {
+    if arch == Arch::X86_64 || programs.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = programs.iter().map(|p| p.display().to_string()).collect();
+    bail!(
+        "an {arch} guest image cannot carry the host's programs ({}): they are x86-64 \
+         binaries, and markbench's {arch} image holds only busybox, hackbench and ping so far",
+        names.join(", ")
+    )
 }
 
 /// [`ensure_additions`] with its archives kept in `dir`.
@@ -640,6 +727,19 @@ mod tests {
         );
         std::fs::write(&input, b"two").unwrap();
         assert_ne!(ensure_additions(&[], &carried).unwrap().unwrap(), first);
+    }
+
+    #[test]
+    fn an_arm64_image_refuses_host_programs_by_name() {
+        let program = [PathBuf::from("/usr/bin/stress-ng")];
+        let err = refuse_foreign_programs(Arch::Arm64, &program).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("/usr/bin/stress-ng") && text.contains("arm64"),
+            "{text}"
+        );
+        refuse_foreign_programs(Arch::Arm64, &[]).unwrap();
+        refuse_foreign_programs(Arch::X86_64, &program).unwrap();
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! Images: guest kernels and the guest initramfs, built once and cached
 //! outside the repository, keyed by everything that goes into them.
 
+pub mod agent_build;
 pub mod arch_image;
+pub mod arm64_root;
 pub mod cache;
 pub mod compile_tree;
 pub mod fragments;
+pub mod guest_elf;
 pub mod initramfs;
 pub mod kernel;
 pub mod lock;
@@ -118,6 +121,13 @@ impl Cache {
     /// Guest initramfs images.
     pub fn initramfs(&self) -> PathBuf {
         self.folder("initramfs")
+    }
+
+    /// What a guest image of a foreign architecture is made of (its agent,
+    /// its Debian packages, their unpacked root), as markbench cannot take
+    /// it from the host: `guest-arm64`.
+    pub fn foreign_guest(&self, arch: crate::base::arch::Arch) -> PathBuf {
+        self.folder(&format!("guest-{}", arch.as_str()))
     }
 
     /// Scratch files of the trial boots.
