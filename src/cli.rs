@@ -129,8 +129,14 @@ pub enum Command {
         check: bool,
         /// What CI needs: also Slurm and munge, for the array-job test, and
         /// not `just`, which no test runs.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "arch")]
         ci: bool,
+        /// What building and booting guests of another architecture needs
+        /// (arm64: the cross compiler, qemu-system-aarch64, Debian's rustc
+        /// with its arm64 std, dpkg's arm64 lists), instead of the usual
+        /// prerequisites. Never part of `--ci`.
+        #[arg(long, value_name = "ARCH")]
+        arch: Option<crate::base::arch::Arch>,
     },
 }
 
@@ -516,7 +522,12 @@ impl SuiteArgs {
 /// [`ExitStatus::of_error`], the one mapping of an error to a status).
 pub fn run(cli: Cli) -> Result<ExitStatus> {
     match cli.command {
-        Command::Setup { check, ci } => commands::setup::run(check, ci),
+        Command::Setup {
+            check,
+            arch: Some(arch),
+            ..
+        } => commands::setup::run_arch(arch, check),
+        Command::Setup { check, ci, .. } => commands::setup::run(check, ci),
         Command::Calibrate { out } => commands::calibrate::run(out.as_deref()),
         Command::Report { dir, format } => commands::report::run(&dir, format),
         Command::Diff {

@@ -12,7 +12,8 @@
 //! it into an initramfs as `/init`. The arm64 agent is built when an arm64
 //! image is first needed, with Debian's rustc (1.63, the one with an arm64
 //! std in the archive): this file and `protocol.rs` keep to what 1.63
-//! compiles (no `let … else`, no `is_ok_and`, no `process_group`).
+//! compiles (no `let … else`, no `is_ok_and`; `process_group` only where
+//! the arm64 build configures it out).
 
 #[path = "../base/protocol.rs"]
 #[allow(dead_code)]
@@ -205,6 +206,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
     fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    #[cfg(target_arch = "aarch64")]
     fn setpgid(pid: i32, pgid: i32) -> i32;
 }
 const SIGKILL: i32 = 9;
@@ -390,25 +392,41 @@ fn execute(argv: &[String], timed: bool) -> std::io::Result<(i32, String, std::t
     if timed {
         mark_start();
     }
-    let mut command = Command::new(&argv[0]);
-    command
+    // Each command leads a process group of its own, so that a timeout
+    // kills what it started too. x86-64 keeps std's `process_group`, so its
+    // timed regions run the instructions they always ran; the arm64 agent's
+    // rustc (1.63) is older than that method, and makes the same call
+    // between fork and exec itself. (A statement configured out is parsed,
+    // never resolved, so 1.63 compiles this file.)
+    #[cfg(not(target_arch = "aarch64"))]
+    let spawned = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setpgid is async-signal-safe, the one call between fork and
-    // exec. (`Command::process_group` does this too, but is newer than the
-    // arm64 agent's rustc; both architectures start commands the same way.)
-    unsafe {
-        command.pre_exec(|| {
-            if setpgid(0, 0) == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        })
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn();
+    #[cfg(target_arch = "aarch64")]
+    let spawned = {
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: setpgid is async-signal-safe, the one call between fork
+        // and exec.
+        unsafe {
+            command.pre_exec(|| {
+                if setpgid(0, 0) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            })
+        };
+        command.spawn()
     };
-    let spawned = command.spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

@@ -92,6 +92,9 @@ pub fn cached_kernels(suite: &Suite, origins: &[ResolvedOrigin]) -> Result<Vec<(
 
 /// Builds (or finds in the cache) every variant's kernel and the base initramfs.
 pub fn prepare_images(suite: &Suite, source: &KernelSource) -> Result<Images> {
+    // What another architecture's guest needs of the host is checked before
+    // the first kernel is built, not found missing after it.
+    crate::base::prereq::check_arch(suite.arch)?;
     let origins = resolve_origins(suite, source)?;
     let (kernels, fragments) = build_kernels(suite, &origins)?;
     // What all kernels share (scripts, the compile workload's tree) comes
@@ -203,9 +206,9 @@ fn guest_image(
     baseline: &ResolvedOrigin,
     baseline_fragment: &Fragment,
 ) -> Result<(BaseImage, Vec<PathBuf>, initramfs::ImageRecord)> {
-    let base = crate::guest::images::arch_image::ensure_base_for(suite.arch)?;
+    let base = initramfs::ensure_base_for(suite.arch)?;
     let (programs, carried) = guest_additions(suite);
-    let additions = initramfs::ensure_additions(&programs, &carried)?;
+    let additions = initramfs::ensure_additions_for(suite.arch, &programs, &carried)?;
     let mut hashed = base.files.clone();
     let mut extra_archives: Vec<PathBuf> = Vec::new();
     if let Some(additions) = additions {

@@ -2,7 +2,6 @@
 //! outside the repository, keyed by everything that goes into them.
 
 pub mod agent_build;
-pub mod arch_image;
 pub mod arm64_root;
 pub mod cache;
 pub mod compile_tree;
