@@ -18,9 +18,14 @@ use std::process::Command;
 const AGENT_SOURCE: &str = "src/bin/markbench-guest.rs";
 /// Included by the agent through `#[path]`.
 const PROTOCOL_SOURCE: &str = "src/base/protocol.rs";
+/// The agent's compiler flags, shared with its run-time build.
+const FLAGS_SOURCE: &str = "src/guest/images/agent_flags.rs";
+
+#[path = "src/guest/images/agent_flags.rs"]
+mod agent_flags;
 
 fn main() {
-    for path in [AGENT_SOURCE, PROTOCOL_SOURCE, "build.rs"] {
+    for path in [AGENT_SOURCE, PROTOCOL_SOURCE, FLAGS_SOURCE, "build.rs"] {
         println!("cargo:rerun-if-changed={path}");
     }
     let manifest_dir =
@@ -52,7 +57,7 @@ fn build_agent_once(manifest_dir: &Path, out_dir: &Path, out: &Path) -> Result<(
         .output()
         .map(|o| o.stdout)
         .unwrap_or_default();
-    for source in [AGENT_SOURCE, PROTOCOL_SOURCE] {
+    for source in [AGENT_SOURCE, PROTOCOL_SOURCE, FLAGS_SOURCE] {
         let path = manifest_dir.join(source);
         inputs
             .extend(std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?);
@@ -68,16 +73,7 @@ fn build_agent_once(manifest_dir: &Path, out_dir: &Path, out: &Path) -> Result<(
 
 fn build_agent(rustc: &std::ffi::OsStr, manifest_dir: &Path, out: &Path) -> Result<(), String> {
     let output = Command::new(rustc)
-        .args(["--edition", "2021", "--crate-name", "markbench_guest"])
-        .args([
-            "-C",
-            "opt-level=2",
-            "-C",
-            "strip=symbols",
-            "-C",
-            "panic=abort",
-        ])
-        .args(["-C", "target-feature=+crt-static"])
+        .args(agent_flags::AGENT_RUSTC_FLAGS)
         .args(["--target", "x86_64-unknown-linux-gnu"])
         // Panic locations name the source file: without the checkout's path
         // in them, the same source gives the same agent in every checkout.

@@ -2,6 +2,7 @@
 //! outside the repository, keyed by everything that goes into them.
 
 pub mod agent_build;
+pub mod agent_flags;
 pub mod arm64_root;
 pub mod cache;
 pub mod compile_tree;
