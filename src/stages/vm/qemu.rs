@@ -60,7 +60,13 @@ impl QemuBinary {
             }
             None => crate::base::prereq::on_path(wanted).ok_or_else(|| {
                 InputError::new(format!(
-                    "{wanted} is not on PATH; run `markbench setup` (or name a binary with --qemu PATH)"
+                    "{wanted} is not on PATH; run `markbench setup{}` (or name a binary with \
+                     --qemu PATH)",
+                    if arch.is_default() {
+                        String::new()
+                    } else {
+                        format!(" --arch {arch}")
+                    }
                 ))
             })?,
         };
