@@ -481,14 +481,8 @@ pub fn ensure_kernel(origin: &ResolvedOrigin, spec: &KernelSpec) -> Result<Kerne
         }
     };
     workspace.finish(identity)?;
-    keep_build(&workspace, &partial, &source, spec.arch)?;
-    let built_image = partial.join(spec.arch.kernel_image().0);
-    if let Some(why) = super::seal::kernel_image_header_damage(&built_image, spec.arch) {
-        bail!(
-            "kernel {} built, but its image is not one: {why}",
-            spec.name
-        );
-    }
+    keep_build(&workspace, &partial, &source, spec.arch)
+        .with_context(|| format!("keeping kernel {}", spec.name))?;
     let fragment_sha256 = spec
         .fragments
         .iter()
@@ -566,7 +560,7 @@ fn note_mirroring(
 
 /// Keeps the workspace's build beside the kernel in `partial`: the whole
 /// build directory (for `size`, `nm` and the profile's symbols), the
-/// bzImage and the `.config`.
+/// bootable image (checked by its header) and the `.config`.
 fn keep_build(workspace: &Workspace, partial: &Path, source: &Path, arch: Arch) -> Result<()> {
     let copy = Command::new("cp")
         .arg("-a")
@@ -589,6 +583,9 @@ fn keep_build(workspace: &Workspace, partial: &Path, source: &Path, arch: Arch) 
     let (image, built_at) = arch.kernel_image();
     std::fs::copy(build.join(built_at), partial.join(image))
         .with_context(|| format!("copying {}", build.join(built_at).display()))?;
+    if let Some(why) = super::seal::kernel_image_header_damage(&partial.join(image), arch) {
+        bail!("the kernel built, but its {image} is not one: {why}");
+    }
     std::fs::copy(build.join(".config"), partial.join("config"))?;
     Ok(())
 }

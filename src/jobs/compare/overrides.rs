@@ -54,23 +54,7 @@ impl Overrides {
         if let Some(seed) = self.seed {
             suite.seed = seed;
         }
-        if let Some(arch) = self.arch {
-            if let Some(why) = suite
-                .workloads
-                .iter()
-                .find_map(|w| suite::refusal_on(w, arch))
-            {
-                return bad(format!("--arch {arch}: {why} ({})", suite.describe_path()));
-            }
-            if suite.model.is_some() && arch != crate::base::arch::Arch::X86_64 {
-                return bad(format!(
-                    "--arch {arch}: {} asks for the cycle model: {}",
-                    suite.describe_path(),
-                    suite::model_refusal(arch)
-                ));
-            }
-            suite.arch = arch;
-        }
+        self.apply_arch(&mut suite)?;
         self.apply_precision(&mut suite)?;
         if self.aa {
             let baseline = suite.variants[0].clone();
@@ -180,6 +164,33 @@ fn keep_to_cpus(suite: &mut Suite, cpus: &[u32]) -> Result<Vec<String>, InputErr
 impl Overrides {
     /// `--precision`, `--budget` and `--max-boots` over the suite's
     /// `precision`, `budget` and `max_boots`, checked as the file's are.
+    /// `--arch`: the suite's guests of another architecture, refused where
+    /// a workload or the cycle model cannot run there.
+    fn apply_arch(&self, suite: &mut Suite) -> Result<(), InputError> {
+        let Some(arch) = self.arch else {
+            return Ok(());
+        };
+        if let Some(why) = suite
+            .workloads
+            .iter()
+            .find_map(|w| suite::refusal_on(w, arch))
+        {
+            return Err(InputError::new(format!(
+                "--arch {arch}: {why} ({})",
+                suite.describe_path()
+            )));
+        }
+        if suite.model.is_some() && !arch.is_default() {
+            return Err(InputError::new(format!(
+                "--arch {arch}: {} asks for the cycle model: {}",
+                suite.describe_path(),
+                suite::model_refusal(arch)
+            )));
+        }
+        suite.arch = arch;
+        Ok(())
+    }
+
     fn apply_precision(&self, suite: &mut Suite) -> Result<(), InputError> {
         if let Some(percent) = self.precision {
             suite::Precision::check_percent(percent)

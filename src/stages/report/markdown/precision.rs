@@ -4,7 +4,7 @@
 
 use super::super::format::escape_md;
 use super::{PointNames, RunReport};
-use crate::stages::analysis::precision::{rule, standings, SpreadSource};
+use crate::stages::analysis::precision::{rule, standings, SpreadSource, Standing};
 use std::fmt::Write as _;
 
 /// The section; empty for a run without a precision target.
@@ -81,15 +81,7 @@ pub(super) fn section(run: &RunReport) -> String {
             None => "**missed**: no interval".to_string(),
         };
         missed += usize::from(!p.resolved);
-        let needed = match (p.resolved, p.boots_needed) {
-            (true, _) => "–".to_string(),
-            (false, Some(n)) => n.to_string(),
-            (false, None) => "?".to_string(),
-        };
-        let spread = match (p.resolved, s.spread) {
-            (true, _) | (false, None) => "–",
-            (false, Some(source)) => spread_words(source),
-        };
+        let (needed, spread) = what_it_needs(s);
         let _ = writeln!(
             r,
             "| {} |{candidate} {} | {half} | {standing} | {needed} | {spread} |",
@@ -110,6 +102,22 @@ pub(super) fn section(run: &RunReport) -> String {
     }
     r.push('\n');
     r
+}
+
+/// A missed point's boots a side needed and what its spread is made of;
+/// dashes for a point within its target.
+fn what_it_needs(s: &Standing) -> (String, &'static str) {
+    let p = &s.precision;
+    let needed = match (p.resolved, p.boots_needed) {
+        (true, _) => "–".to_string(),
+        (false, Some(n)) => n.to_string(),
+        (false, None) => "?".to_string(),
+    };
+    let spread = match (p.resolved, s.spread) {
+        (true, _) | (false, None) => "–",
+        (false, Some(source)) => spread_words(source),
+    };
+    (needed, spread)
 }
 
 /// What a point's spread comes from, and what narrows it.
