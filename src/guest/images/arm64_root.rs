@@ -95,16 +95,6 @@ pub fn root_key(debs: &[Deb]) -> crate::base::sha256::Sha256 {
     key_of(&parts)
 }
 
-/// SHA-256 of a file, hex.
-fn file_sha256(path: &Path) -> Result<String> {
-    use sha2::Digest;
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut hasher = sha2::Sha256::new();
-    std::io::copy(&mut file, &mut hasher).with_context(|| format!("reading {}", path.display()))?;
-    Ok(hex::encode(hasher.finalize()))
-}
-
 fn run(command: &mut Command, what: &str) -> Result<Vec<u8>> {
     let out = command
         .output()
@@ -148,7 +138,9 @@ pub fn fetch_debs(arch: Arch, packages: &[&str], dir: &Path) -> Result<Vec<(Deb,
         .zip(&debs)
         .filter(|(_, deb)| {
             let path = dir.join(&deb.file_name);
-            !(path.is_file() && file_sha256(&path).ok().as_deref() == Some(deb.sha256.as_str()))
+            !(path.is_file()
+                && super::initramfs::content_sha256(&path).ok().as_deref()
+                    == Some(deb.sha256.as_str()))
         })
         .map(|(name, _)| name)
         .collect();
@@ -169,7 +161,7 @@ pub fn fetch_debs(arch: Arch, packages: &[&str], dir: &Path) -> Result<Vec<(Deb,
     let mut out = Vec::new();
     for deb in debs {
         let path = dir.join(&deb.file_name);
-        let sha256 = file_sha256(&path)?;
+        let sha256 = super::initramfs::content_sha256(&path)?;
         if sha256 != deb.sha256 {
             bail!(
                 "{}: SHA-256 {sha256}, apt's lists say {}",

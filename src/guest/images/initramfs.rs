@@ -154,8 +154,8 @@ pub struct Additions {
     pub files: Vec<HashedFile>,
 }
 
-/// SHA-256 of a file's bytes.
-fn content_sha256(path: &Path) -> Result<String> {
+/// SHA-256 of a file's bytes, hex.
+pub(super) fn content_sha256(path: &Path) -> Result<String> {
     use sha2::Digest;
     let mut file =
         std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
