@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 /// the modules of the layers before its own.
 const LAYERS: &[(&str, &str, &[&str])] = &[
     ("errors and messages", "base", &["error", "message"]),
+    ("the guest's architecture", "base", &["arch"]),
     (
         "pure libraries",
         "base",
