@@ -139,8 +139,7 @@ pub fn fetch_debs(arch: Arch, packages: &[&str], dir: &Path) -> Result<Vec<(Deb,
         .filter(|(_, deb)| {
             let path = dir.join(&deb.file_name);
             !(path.is_file()
-                && super::initramfs::content_sha256(&path).ok().as_deref()
-                    == Some(deb.sha256.as_str()))
+                && super::content_sha256(&path).ok().as_deref() == Some(deb.sha256.as_str()))
         })
         .map(|(name, _)| name)
         .collect();
@@ -161,7 +160,7 @@ pub fn fetch_debs(arch: Arch, packages: &[&str], dir: &Path) -> Result<Vec<(Deb,
     let mut out = Vec::new();
     for deb in debs {
         let path = dir.join(&deb.file_name);
-        let sha256 = super::initramfs::content_sha256(&path)?;
+        let sha256 = super::content_sha256(&path)?;
         if sha256 != deb.sha256 {
             bail!(
                 "{}: SHA-256 {sha256}, apt's lists say {}",

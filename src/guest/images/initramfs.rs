@@ -154,16 +154,6 @@ pub struct Additions {
     pub files: Vec<HashedFile>,
 }
 
-/// SHA-256 of a file's bytes, hex.
-pub(super) fn content_sha256(path: &Path) -> Result<String> {
-    use sha2::Digest;
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut hasher = sha2::Sha256::new();
-    std::io::copy(&mut file, &mut hasher).with_context(|| format!("reading {}", path.display()))?;
-    Ok(hex::encode(hasher.finalize()))
-}
-
 /// An image's cache key: its recipe, the agent's bytes (when it holds the
 /// agent) and each file's guest path and content, so an updated program or
 /// library is another image.
@@ -193,7 +183,7 @@ fn with_libraries(programs: &[PathBuf]) -> Result<BTreeSet<PathBuf>> {
 fn contents(files: &BTreeSet<PathBuf>) -> Result<Vec<HashedFile>> {
     files
         .iter()
-        .map(|f| Ok((f.clone(), content_sha256(f)?)))
+        .map(|f| Ok((f.clone(), super::content_sha256(f)?)))
         .collect()
 }
 
@@ -255,7 +245,7 @@ fn ensure_arm64_base() -> Result<BaseImage> {
     let mut keyed: Vec<(String, String)> = Vec::new();
     let mut placed: Vec<(PathBuf, String)> = Vec::new();
     for (guest, host) in &files {
-        let sha = content_sha256(host)?;
+        let sha = super::content_sha256(host)?;
         keyed.push((guest.clone(), sha.clone()));
         hashed.push((host.clone(), sha));
         placed.push((host.clone(), guest.clone()));
@@ -363,7 +353,7 @@ fn additions_in(
     let mut hashed = contents(&host_files)?;
     let mut keyed = key_parts(&hashed);
     for f in files {
-        let sha = content_sha256(&f.host)?;
+        let sha = super::content_sha256(&f.host)?;
         keyed.push((format!("{} -> {}", f.host.display(), f.guest), sha.clone()));
         hashed.push((f.host.clone(), sha));
     }
@@ -476,7 +466,7 @@ impl ImageRecord {
                 }
                 let sha256 = match hashed.iter().find(|(h, _)| h == p) {
                     Some((_, sha)) => sha.clone(),
-                    None => content_sha256(p)?,
+                    None => super::content_sha256(p)?,
                 };
                 entries.push(ImageFile {
                     path: p.display().to_string(),

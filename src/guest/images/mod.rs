@@ -186,6 +186,16 @@ pub fn tool_version(program: &str) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// SHA-256 of a file's bytes, hex.
+pub(crate) fn content_sha256(path: &Path) -> crate::base::error::Result<String> {
+    use crate::base::error::Context;
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut hasher = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hasher).with_context(|| format!("reading {}", path.display()))?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
